@@ -1,0 +1,290 @@
+"""The run configuration: one frozen dataclass tree shared by the GUI, the CLI, run
+directories and tests.
+
+Every section validates itself in ``__post_init__`` and raises :class:`ConfigError`
+naming the offending key (``training.learning_rate: must be > 0, got -1``). ``from_dict``
+rejects unknown keys and wrong types before any dataclass is built, so a config file
+with a typo fails before TensorFlow is even imported.
+
+Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.core.devices``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message starts with the dotted key."""
+
+
+DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx", "image_folder")
+DATASETS_WITH_PATH = ("npz", "idx", "image_folder")
+MODELS = ("mnist_cnn", "cifar_cnn", "mlp", "resnet20", "mobilenet_v2", "keras_file")
+STRATEGIES = ("default", "one_device", "mirrored")
+CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one")
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "rmsprop")
+SCHEDULES = ("constant", "cosine", "step")
+VALIDATION_SOURCES = ("split", "test", "none")
+COLOR_MODES = ("rgb", "grayscale")
+
+_DEVICE_RE = re.compile(r"^(CPU|GPU):(\d+)$")
+
+
+def _fail(key: str, message: str) -> None:
+    raise ConfigError(f"{key}: {message}")
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        _fail(key, f"must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def normalize_device(key: str, name: str) -> str:
+    """Accept ``CPU:0``, ``gpu:1``, ``/device:GPU:1`` or ``/job:localhost/.../device:GPU:1``."""
+    short = name.strip().split("device:")[-1].lstrip("/").upper()
+    match = _DEVICE_RE.match(short)
+    if not match:
+        _fail(key, f"not a device name like 'CPU:0' or 'GPU:1': {name!r}")
+    return f"{match.group(1)}:{int(match.group(2))}"
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    name: str = "digits"
+    path: str | None = None
+    test_path: str | None = None  # image_folder: a separate folder of test images
+    image_size: tuple[int, int] = (32, 32)  # image_folder: (height, width) after resizing
+    color_mode: str = "rgb"  # image_folder
+    validation_split: float = 0.1  # fraction of the training set held out for validation
+    validation: str = "split"  # where epoch-end validation comes from: split | test | none
+    test_split: float = 0.2  # image_folder without test_path: fraction held out for testing
+
+    def __post_init__(self) -> None:
+        _choice("dataset.name", self.name, DATASETS)
+        if self.name in DATASETS_WITH_PATH and not self.path:
+            _fail("dataset.path", f"dataset {self.name!r} needs a path")
+        if self.test_path and self.name != "image_folder":
+            _fail("dataset.test_path", "only image_folder datasets take a test_path")
+        if len(self.image_size) != 2 or not all(8 <= s <= 1024 for s in self.image_size):
+            _fail("dataset.image_size", f"must be [height, width] between 8 and 1024; got {list(self.image_size)}")
+        _choice("dataset.color_mode", self.color_mode, COLOR_MODES)
+        if not 0.0 <= self.validation_split < 1.0:
+            _fail("dataset.validation_split", f"must be in [0, 1); got {self.validation_split}")
+        _choice("dataset.validation", self.validation, VALIDATION_SOURCES)
+        if self.validation == "split" and self.validation_split == 0.0:
+            _fail("dataset.validation_split", "is 0 but dataset.validation is 'split'; use validation 'test' or 'none'")
+        if not 0.0 < self.test_split < 1.0:
+            _fail("dataset.test_split", f"must be in (0, 1); got {self.test_split}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "mnist_cnn"
+    path: str | None = None  # keras_file: a .keras file holding the architecture
+
+    def __post_init__(self) -> None:
+        _choice("model.name", self.name, MODELS)
+        if self.name == "keras_file":
+            if not self.path:
+                _fail("model.path", "model 'keras_file' needs the path of a .keras file")
+            if not self.path.endswith(".keras"):
+                _fail("model.path", f"must be a .keras file; got {self.path!r}")
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    name: str = "mirrored"
+    devices: tuple[str, ...] = ()  # mirrored: empty means every GPU, else the CPU
+    device: str | None = None  # one_device: default GPU:0 if present, else CPU:0
+    cross_device_ops: str | None = None  # mirrored: None lets TensorFlow choose
+
+    def __post_init__(self) -> None:
+        _choice("strategy.name", self.name, STRATEGIES)
+        devices = tuple(normalize_device("strategy.devices", d) for d in self.devices)
+        if len(set(devices)) != len(devices):
+            _fail("strategy.devices", f"lists a device twice: {list(self.devices)}")
+        if devices and self.name != "mirrored":
+            _fail("strategy.devices", f"only the mirrored strategy takes a device list, not {self.name!r}")
+        object.__setattr__(self, "devices", devices)
+        if self.device is not None:
+            if self.name != "one_device":
+                _fail("strategy.device", f"only the one_device strategy takes a device, not {self.name!r}")
+            object.__setattr__(self, "device", normalize_device("strategy.device", self.device))
+        if self.cross_device_ops is not None:
+            if self.name != "mirrored":
+                _fail("strategy.cross_device_ops", "only the mirrored strategy takes cross_device_ops")
+            _choice("strategy.cross_device_ops", self.cross_device_ops, CROSS_DEVICE_OPS)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    epochs: int = 5
+    global_batch_size: int = 64
+    optimizer: str = "adam"
+    learning_rate: float = 0.001
+    momentum: float = 0.9  # momentum and rmsprop
+    weight_decay: float = 0.004  # adamw
+    schedule: str = "constant"
+    warmup_steps: int = 0  # linear warm-up from 0 before the schedule starts
+    step_decay_epochs: int = 2  # step schedule: multiply by step_decay_rate every N epochs
+    step_decay_rate: float = 0.5
+    seed: int | None = 1
+    steps_per_call: int = 10  # training steps per tf.function call (design.md section 3)
+    mixed_precision: bool = False  # GPU only
+    checkpoint_every_steps: int = 0  # 0: at every epoch end (and on stop) only
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            _fail("training.epochs", f"must be at least 1; got {self.epochs}")
+        if self.global_batch_size < 1:
+            _fail("training.global_batch_size", f"must be at least 1; got {self.global_batch_size}")
+        _choice("training.optimizer", self.optimizer, OPTIMIZERS)
+        if not self.learning_rate > 0:
+            _fail("training.learning_rate", f"must be > 0; got {self.learning_rate}")
+        if not 0 <= self.momentum < 1:
+            _fail("training.momentum", f"must be in [0, 1); got {self.momentum}")
+        if self.weight_decay < 0:
+            _fail("training.weight_decay", f"must be >= 0; got {self.weight_decay}")
+        _choice("training.schedule", self.schedule, SCHEDULES)
+        if self.warmup_steps < 0:
+            _fail("training.warmup_steps", f"must be >= 0; got {self.warmup_steps}")
+        if self.step_decay_epochs < 1:
+            _fail("training.step_decay_epochs", f"must be at least 1; got {self.step_decay_epochs}")
+        if not 0 < self.step_decay_rate <= 1:
+            _fail("training.step_decay_rate", f"must be in (0, 1]; got {self.step_decay_rate}")
+        if self.seed is not None and not 0 <= self.seed < 2**31:
+            _fail("training.seed", f"must be in [0, 2^31) or null; got {self.seed}")
+        if not 1 <= self.steps_per_call <= 1000:
+            _fail("training.steps_per_call", f"must be in [1, 1000]; got {self.steps_per_call}")
+        if self.checkpoint_every_steps < 0:
+            _fail("training.checkpoint_every_steps", f"must be >= 0; got {self.checkpoint_every_steps}")
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    cpu_devices: int = 1  # logical CPU devices to create before TensorFlow starts
+    gpu_memory_growth: bool = True  # allocate GPU memory as needed instead of all of it
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.cpu_devices <= 64:
+            _fail("runtime.cpu_devices", f"must be in [1, 64]; got {self.cpu_devices}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    def __post_init__(self) -> None:
+        # Cross-section checks that need no TensorFlow.
+        for i, dev in enumerate(self.strategy.devices + ((self.strategy.device,) if self.strategy.device else ())):
+            kind, index = dev.split(":")
+            if kind == "CPU" and int(index) >= self.runtime.cpu_devices:
+                key = "strategy.device" if self.strategy.device == dev else "strategy.devices"
+                _fail(key, f"{dev} does not exist: runtime.cpu_devices is {self.runtime.cpu_devices} "
+                           f"(CPU:0 to CPU:{self.runtime.cpu_devices - 1})")
+        replicas = len(self.strategy.devices)
+        if replicas and self.training.global_batch_size < replicas:
+            _fail("training.global_batch_size",
+                  f"{self.training.global_batch_size} is smaller than the {replicas} replicas")
+        if self.training.mixed_precision and self.strategy.devices and not any(
+                d.startswith("GPU") for d in self.strategy.devices):
+            _fail("training.mixed_precision", "needs a GPU; the strategy uses only CPU devices")
+
+    # ---- JSON round trip -------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunConfig:
+        return _from_plain(cls, data, "")
+
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunConfig:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"config: cannot read {path}: {exc.strerror or exc}") from None
+        return cls.from_json(text)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    def replace(self, **sections: Any) -> RunConfig:
+        """A copy with whole sections or ``section={key: value}`` updates replaced."""
+        updates = {}
+        for name, value in sections.items():
+            if isinstance(value, dict):
+                value = dataclasses.replace(getattr(self, name), **value)
+            updates[name] = value
+        return dataclasses.replace(self, **updates)
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [_to_plain(v) for v in obj]
+    return obj
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _from_plain(tp: Any, value: Any, key: str) -> Any:
+    """Convert JSON data to ``tp``, naming ``key`` in any error."""
+    where = key or "config"
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            _fail(where, f"must be an object; got {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            prefix = f"{key}." if key else ""
+            _fail(f"{prefix}{unknown[0]}", f"unknown key (known keys: {', '.join(sorted(names))})")
+        kwargs = {k: _from_plain(hints[k], v, f"{key}.{k}" if key else k) for k, v in value.items()}
+        return tp(**kwargs)
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _from_plain(inner, value, key)
+    if origin is tuple:
+        if not isinstance(value, list):
+            _fail(where, f"must be a list; got {json.dumps(value)}")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_plain(args[0], v, key) for v in value)
+        if len(value) != len(args):
+            _fail(where, f"must be a list of {len(args)} values; got {json.dumps(value)}")
+        return tuple(_from_plain(a, v, key) for a, v in zip(args, value))
+    # bool is an int in Python; JSON true must not pass as an integer, nor 1 as a boolean.
+    ok = (isinstance(value, tp) and not (tp is not bool and isinstance(value, bool))) or (
+        tp is float and isinstance(value, int) and not isinstance(value, bool))
+    if not ok:
+        _fail(where, f"must be {_TYPE_NAMES.get(tp, tp.__name__)}; got {json.dumps(value)}")
+    return float(value) if tp is float else value

@@ -1,0 +1,145 @@
+"""Run directories: where a run keeps its config, events, checkpoints, model and evaluation.
+
+Layout of one run::
+
+    <runs dir>/<YYYYmmdd-HHMMSS>-<dataset>-<model>/
+        config.json      the RunConfig, as started
+        events.jsonl     every event, appended and flushed as it happens
+        checkpoints/     tf.train.CheckpointManager files
+        model.keras      the trained model (after a completed run)
+        eval.json        the last evaluation (the `eval` event without type/time)
+        tensorboard/     train/ and validation/ summaries for TensorBoard
+
+A run's status is read from its events: the last ``run_finished`` says completed, stopped
+or failed; a run with no ``run_finished`` after its last ``run_started`` was killed
+(``interrupted``). Both ``stopped`` and ``interrupted`` runs can be resumed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from gui_app.core.config import RunConfig
+
+RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
+
+CONFIG_FILE = "config.json"
+EVENTS_FILE = "events.jsonl"
+CHECKPOINT_DIR = "checkpoints"
+MODEL_FILE = "model.keras"
+EVAL_FILE = "eval.json"
+TENSORBOARD_DIR = "tensorboard"
+
+RESUMABLE = ("stopped", "interrupted")
+
+
+def default_runs_dir() -> Path:
+    """``$REPLICA_STUDIO_RUNS_DIR`` if set, else ``runs`` in the user data folder."""
+    env = os.environ.get(RUNS_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "runs"
+
+
+def create_run_dir(runs_dir: str | Path, config: RunConfig) -> Path:
+    """Make a new, uniquely named run directory and write its config into it."""
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.dataset.name}-{config.model.name}"
+    for n in range(1000):
+        path = runs_dir / (stem if n == 0 else f"{stem}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        config.save(path / CONFIG_FILE)
+        return path
+    raise OSError(f"cannot create a run directory under {runs_dir}")
+
+
+def read_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield the events of a run; a torn last line (the process died mid-write) is skipped."""
+    path = Path(run_dir) / EVENTS_FILE
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and "type" in event:
+                yield event
+
+
+@dataclass
+class RunInfo:
+    """What the run list shows of one run, read from its directory."""
+
+    path: Path
+    config: RunConfig | None
+    status: str  # completed | stopped | failed | interrupted | new
+    started: float | None = None
+    step: int = 0
+    total_steps: int | None = None
+    test_accuracy: float | None = None
+    message: str | None = None
+    has_model: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in RESUMABLE and (self.path / CHECKPOINT_DIR).is_dir()
+
+
+def read_run(run_dir: str | Path) -> RunInfo:
+    run_dir = Path(run_dir)
+    try:
+        config = RunConfig.load(run_dir / CONFIG_FILE)
+    except ValueError:
+        config = None
+    info = RunInfo(path=run_dir, config=config, status="new", has_model=(run_dir / MODEL_FILE).exists())
+    for event in read_events(run_dir):
+        kind = event["type"]
+        if kind == "run_started":
+            info.status = "interrupted"
+            info.message = None
+            if info.started is None:
+                info.started = event.get("time")
+            info.total_steps = event.get("total_steps")
+        elif kind == "step":
+            info.step = event.get("step", info.step)
+        elif kind == "eval":
+            info.test_accuracy = event.get("accuracy")
+        elif kind == "run_finished":
+            info.status = event.get("status", "failed")
+            info.step = event.get("step", info.step)
+            info.message = event.get("message")
+    if info.started is None:
+        try:
+            info.started = (run_dir / CONFIG_FILE).stat().st_mtime
+        except OSError:
+            pass
+    return info
+
+
+def list_runs(runs_dir: str | Path) -> list[RunInfo]:
+    """Every run under ``runs_dir``, newest first."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return []
+    runs = [read_run(p) for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
+    return sorted(runs, key=lambda r: r.started or 0.0, reverse=True)
