@@ -129,7 +129,7 @@ class TrainingConfig:
     global_batch_size: int = 64
     optimizer: str = "adam"
     learning_rate: float = 0.001
-    momentum: float = 0.9  # momentum and rmsprop
+    momentum: float = 0.9  # the momentum optimizer (Nesterov SGD)
     weight_decay: float = 0.004  # adamw
     schedule: str = "constant"
     warmup_steps: int = 0  # linear warm-up from 0 before the schedule starts

@@ -1,0 +1,84 @@
+"""Cooperative control of a running engine: stop, pause, resume, checkpoint.
+
+The training loop polls :class:`Control` between step groups. Commands arrive from a stdin
+reader thread (``--control stdin``, used by the GUI's supervisor) and from SIGINT/SIGTERM.
+End of stdin means the supervisor is gone, which acts as ``stop``.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import TextIO
+
+COMMANDS = ("stop", "pause", "resume", "checkpoint")
+
+
+class Control:
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()  # cleared while paused
+        self._running.set()
+        self._checkpoint = threading.Event()
+        self.unknown: list[str] = []
+
+    # ---- commands ---------------------------------------------------------------------
+    def command(self, word: str) -> None:
+        word = word.strip().lower()
+        if word == "stop":
+            self._stop.set()
+            self._running.set()  # a paused run must wake up to stop
+        elif word == "pause":
+            self._running.clear()
+        elif word == "resume":
+            self._running.set()
+        elif word == "checkpoint":
+            self._checkpoint.set()
+        elif word:
+            self.unknown.append(word)
+
+    # ---- what the loop asks -----------------------------------------------------------
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def wait_while_paused(self, timeout: float | None = None) -> bool:
+        """Block while paused; True once running (or stopping) again."""
+        return self._running.wait(timeout)
+
+    def take_checkpoint_request(self) -> bool:
+        if self._checkpoint.is_set():
+            self._checkpoint.clear()
+            return True
+        return False
+
+    # ---- sources ----------------------------------------------------------------------
+    def read_stream(self, stream: TextIO | None = None) -> threading.Thread:
+        """Read commands from ``stream`` (stdin) in a daemon thread."""
+        stream = stream or sys.stdin
+
+        def pump() -> None:
+            try:
+                for line in stream:
+                    self.command(line)
+            except (OSError, ValueError):
+                pass
+            self.command("stop")  # end of input: the supervisor is gone
+
+        thread = threading.Thread(target=pump, name="engine-control", daemon=True)
+        thread.start()
+        return thread
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum, frame):  # noqa: ARG001
+            self.command("stop")
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):  # not the main thread, or not supported here
+                pass

@@ -1,0 +1,111 @@
+"""The event stream of a run: every event is appended to the run's ``events.jsonl`` (flushed
+as it happens, the durable copy) and written to stdout as a JSON line or a readable line.
+
+stdout carries nothing but events in ``jsonl`` mode; everything else goes to stderr.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from gui_app.core.rundir import EVENTS_FILE
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN or Infinity: write them as null (a NaN loss is reported by an error event)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class EventWriter:
+    def __init__(self, mode: str = "text", stream: TextIO | None = None):
+        if mode not in ("jsonl", "text", "none"):
+            raise ValueError(f"--events: must be jsonl, text or none; got {mode!r}")
+        self.mode = mode
+        self.stream = stream or sys.stdout
+        self._file: TextIO | None = None
+        self._pending: list[dict] = []  # events emitted before the run directory exists
+
+    def attach(self, run_dir: str | Path) -> None:
+        """Start appending to ``run_dir/events.jsonl`` (and write what came before)."""
+        self._file = open(Path(run_dir) / EVENTS_FILE, "a", encoding="utf-8")
+        for event in self._pending:
+            self._write_file(event)
+        self._pending.clear()
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
+            self._file = None
+
+    def emit(self, type_: str, durable: bool = True, **fields: Any) -> dict:
+        """Write one event; ``durable=False`` keeps it out of events.jsonl (stdout only)."""
+        event = _clean({"type": type_, "time": round(time.time(), 3), **fields})
+        if not durable:
+            pass
+        elif self._file:
+            self._write_file(event)
+        else:
+            self._pending.append(event)
+        if self.mode == "jsonl":
+            self.stream.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self.stream.flush()
+        elif self.mode == "text":
+            line = format_text(event)
+            if line:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+        return event
+
+    def _write_file(self, event: dict) -> None:
+        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self._file.flush()
+
+
+def _num(v: Any, fmt: str = ".4f") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def format_text(e: dict) -> str | None:
+    """A readable line for ``--events text``; step events are shown every 10th step."""
+    t = e["type"]
+    if t == "run_started":
+        d = e["dataset"]
+        return (f"{'Resuming' if e['resumed'] else 'Training'} {e['model']['name']} on {d['name']} "
+                f"({d['train_examples']} train / {d['test_examples']} test) with {e['strategy']['name']} over "
+                f"{e['num_replicas']} replica(s): {', '.join(r['device'].split('device:')[-1] for r in e['replicas'])}; "
+                f"{e['total_steps']} steps, run directory {e['run_dir']}")
+    if t == "step":
+        if e["step"] % 10:
+            return None
+        per = " ".join(f"r{r['replica']}:{_num(r['loss'], '.3f')}" for r in e["replicas"])
+        return (f"epoch {e['epoch']} step {e['step']}: loss {_num(e['loss'])} acc {_num(e['accuracy'])} "
+                f"{_num(e['examples_per_sec'], '.0f')} ex/s  [replica loss {per}]")
+    if t == "epoch_end":
+        return (f"epoch {e['epoch']} done in {e['duration']:.1f}s: loss {_num(e['loss'])} acc {_num(e['accuracy'])} "
+                f"val_loss {_num(e['val_loss'])} val_acc {_num(e['val_accuracy'])}")
+    if t == "eval":
+        return (f"test: loss {_num(e['loss'])} accuracy {_num(e['accuracy'])} on {e['examples']} examples "
+                f"(per replica {e['examples_per_replica']})")
+    if t == "checkpoint":
+        return f"checkpoint at step {e['step']}: {e['path']}"
+    if t == "progress":
+        total = f"/{e['total']}" if e.get("total") else ""
+        return f"{e['stage']} {e.get('what', '')}: {e['done']}{total}"
+    if t in ("warning", "error"):
+        return f"{t}: {e['message']}"
+    if t in ("paused", "resumed"):
+        return f"{t} at step {e['step']}"
+    if t == "run_finished":
+        msg = f": {e['message']}" if e.get("message") else ""
+        return f"run {e['status']} at step {e['step']}{msg} ({e['run_dir']})"
+    return None
