@@ -46,12 +46,14 @@ def _classify(exc: BaseException) -> tuple[str, int]:
     return "internal", EXIT_FAILED
 
 
-def run_command(args) -> int:
-    events = EventWriter(args.events)
-    control = Control()
-    control.install_signal_handlers()
-    if args.control == "stdin":
-        control.read_stream(sys.stdin)
+def run_command(args, control: Control | None = None, stream=None) -> int:
+    """Run one engine command; ``control`` and ``stream`` let tests drive it in-process."""
+    events = EventWriter(args.events, stream)
+    if control is None:
+        control = Control()
+        control.install_signal_handlers()
+        if args.control == "stdin":
+            control.read_stream(sys.stdin)
     run_dir: Path | None = None
     step = 0
     try:

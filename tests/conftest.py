@@ -1,0 +1,24 @@
+"""Process-wide test setup.
+
+TensorFlow fixes its logical devices when its runtime starts, and the in-process tests need
+two CPU replicas (MirroredStrategy over CPU:0 and CPU:1, as TensorFlow's and Keras's own
+tests do). So the split happens here, before any test can touch TensorFlow; every in-process
+run config therefore uses ``runtime.cpu_devices: 2``.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+TEST_CPU_DEVICES = 2
+
+
+def pytest_configure(config):
+    # Importing TensorFlow costs ~3 s once; every TF test needs it anyway.
+    from gui_app.core.config import RuntimeConfig
+    from gui_app.core.devices import configure_runtime
+
+    configure_runtime(RuntimeConfig(cpu_devices=TEST_CPU_DEVICES))

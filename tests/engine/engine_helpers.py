@@ -1,0 +1,75 @@
+"""Helpers for running the engine in-process and as a subprocess (imported by the engine tests)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gui_app.core.config import RunConfig
+from gui_app.engine.launch import engine_command, engine_env
+
+# The issue's reference configuration: digits, mnist_cnn, mirrored over two CPU replicas.
+REFERENCE = {
+    "dataset": {"name": "digits"},
+    "model": {"name": "mnist_cnn"},
+    "strategy": {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]},
+    "training": {"epochs": 5, "global_batch_size": 64, "optimizer": "adam", "learning_rate": 0.001, "seed": 1},
+    "runtime": {"cpu_devices": 2},
+}
+
+
+def config_dict(**sections) -> dict:
+    data = json.loads(json.dumps(REFERENCE))
+    for name, values in sections.items():
+        data.setdefault(name, {}).update(values)
+    return data
+
+
+class EventTap(io.StringIO):
+    """An events stream that parses every JSON line and may act on it (e.g. send ``stop``)."""
+
+    def __init__(self, on_event=None):
+        super().__init__()
+        self.events: list[dict] = []
+        self.on_event = on_event
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                event = json.loads(line)
+                self.events.append(event)
+                if self.on_event:
+                    self.on_event(event)
+        return len(text)
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e["type"] == kind]
+
+
+def run_in_process(command: str, target: str, runs_dir: Path | None = None, on_event=None, control=None):
+    """Run ``train``/``resume``/``evaluate`` in this process; returns (exit code, EventTap)."""
+    from gui_app.engine.cli import _parser
+    from gui_app.engine.control import Control
+    from gui_app.engine.session import run_command
+
+    argv = [command, str(target), "--events", "jsonl"]
+    if runs_dir is not None:
+        argv += ["--runs-dir", str(runs_dir)]
+    args = _parser().parse_args(argv)
+    tap = EventTap(on_event)
+    control = control or Control()
+    code = run_command(args, control=control, stream=tap)
+    return code, tap
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 300, env: dict | None = None):
+    """The engine as the GUI runs it: a subprocess; returns CompletedProcess (text)."""
+    return subprocess.run(engine_command(*args), input=stdin, capture_output=True, text=True, timeout=timeout,
+                          env=engine_env(env), cwd=os.getcwd())
+
+
+def parse_jsonl(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
