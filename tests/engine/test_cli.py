@@ -1,0 +1,143 @@
+"""The engine's command line in a subprocess, exactly as users and the GUI run it."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from gui_app.core import rundir
+from gui_app.engine.launch import engine_command, engine_env
+
+from engine_helpers import REFERENCE, config_dict, parse_jsonl, run_cli
+
+
+def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_config):
+    """The issue's config: digits, mnist_cnn, mirrored over CPU:0 and CPU:1, 5 epochs."""
+    config = write_config(REFERENCE)
+    proc = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"), "--events", "jsonl")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = parse_jsonl(proc.stdout)  # stdout holds nothing but JSON events
+    types = [e["type"] for e in events]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert events[-1]["status"] == "completed"
+    started = events[0]
+    assert started["num_replicas"] == 2 and started["dataset"]["class_names"] == [str(i) for i in range(10)]
+    steps = [e for e in events if e["type"] == "step"]
+    assert [e["step"] for e in steps] == list(range(1, started["total_steps"] + 1))
+    assert all(len(e["replicas"]) == 2 for e in steps)
+    first, last = np.mean([e["loss"] for e in steps[:10]]), np.mean([e["loss"] for e in steps[-10:]])
+    assert last < 0.3 * first  # the loss falls
+    assert types.count("epoch_end") == 5
+
+    evaluation = next(e for e in events if e["type"] == "eval")
+    assert evaluation["accuracy"] >= 0.95
+    cm = np.array(evaluation["confusion_matrix"])
+    assert cm.shape == (10, 10) and cm.sum() == evaluation["examples"] == started["dataset"]["test_examples"]
+    assert sum(evaluation["examples_per_replica"]) == evaluation["examples"]
+    assert min(evaluation["examples_per_replica"]) > 0
+    assert [c["support"] for c in evaluation["per_class"]] == cm.sum(axis=1).tolist()
+
+    run_dir = tmp_path / "runs" / events[-1]["run_dir"].split("/")[-1]
+    for name in ("config.json", "events.jsonl", "model.keras", "eval.json", "misclassified.npz"):
+        assert (run_dir / name).is_file(), name
+    assert list((run_dir / "checkpoints").glob("ckpt-*.index"))
+    assert list((run_dir / "tensorboard" / "train").glob("events.out.tfevents.*"))
+    assert parse_jsonl((run_dir / "events.jsonl").read_text()) == events
+
+
+def test_stop_on_stdin_then_resume(tmp_path, write_config):
+    config = write_config(config_dict(training={"epochs": 3, "steps_per_call": 2}))
+    proc = subprocess.Popen(engine_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl",
+                                           "--control", "stdin"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=engine_env())
+    events = []
+    for line in proc.stdout:
+        events.append(json.loads(line))
+        if events[-1]["type"] == "step" and events[-1]["step"] == 4:
+            proc.stdin.write("pause\n")
+            proc.stdin.flush()
+        if events[-1]["type"] == "paused":
+            proc.stdin.write("resume\n")
+            proc.stdin.flush()
+        if events[-1]["type"] == "resumed":
+            proc.stdin.write("stop\n")
+            proc.stdin.flush()
+    assert proc.wait(timeout=60) == 0
+    types = [e["type"] for e in events]
+    assert "paused" in types and "resumed" in types
+    assert events[-1]["status"] == "stopped" and events[-1]["step"] < 60
+    run_dir = events[-1]["run_dir"]
+
+    proc = run_cli("resume", run_dir, "--events", "jsonl")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    resumed = parse_jsonl(proc.stdout)
+    assert resumed[0]["start_step"] == events[-1]["step"]
+    assert resumed[-1]["status"] == "completed" and resumed[-1]["step"] == resumed[0]["total_steps"]
+    assert rundir.read_run(run_dir).status == "completed"
+
+
+def test_end_of_stdin_stops_the_run(tmp_path, write_config):
+    """The supervisor died: the engine checkpoints and stops instead of training on alone."""
+    config = write_config(config_dict(training={"epochs": 50}))
+    proc = run_cli("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl", "--control", "stdin",
+                   stdin="")
+    assert proc.returncode == 0
+    events = parse_jsonl(proc.stdout)
+    assert events[-1]["status"] == "stopped" and events[-1]["step"] < 50 * 20
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"training": {"epochs": 0}}, "training.epochs: must be at least 1; got 0"),
+    ({"training": {"learning_rate": -0.1}}, "training.learning_rate: must be > 0"),
+    ({"training": {"batch": 3}}, "training.batch: unknown key"),
+    ({"strategy": {"devices": ["CPU:0", "CPU:5"]}}, "strategy.devices: CPU:5 does not exist"),
+    ({"training": {"epochs": "five"}}, "training.epochs: must be an integer"),
+])
+def test_bad_config_exits_2_with_one_line(tmp_path, write_config, data, message):
+    config = write_config(config_dict(**data))
+    proc = run_cli("train", str(config), "--runs-dir", str(tmp_path), "--events", "text")
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("replica-studio")]
+    assert len(lines) == 1 and message in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not list(tmp_path.glob("*/model.keras"))
+
+
+def test_unreadable_config_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    for path, message in ((bad, "config: not valid JSON"), (tmp_path / "missing.json", "cannot read")):
+        proc = run_cli("train", str(path), "--runs-dir", str(tmp_path), "--events", "jsonl")
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        events = parse_jsonl(proc.stdout)
+        assert [e["type"] for e in events] == ["error", "run_finished"]
+        assert events[0]["kind"] == "config" and message in events[0]["message"]
+
+
+def test_devices_json_lists_cpu_and_logical_devices():
+    proc = run_cli("devices", "--json", "--cpu-devices", "3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    info = json.loads(proc.stdout)
+    assert info["cpu"]["cores"] >= 1 and info["gpus"] == []
+    assert [d["name"].split("device:")[-1] for d in info["logical_devices"] if d["type"] == "CPU"] == \
+        ["CPU:0", "CPU:1", "CPU:2"]
+    assert info["tensorflow"].startswith("2.")
+
+
+def test_inspect_describes_dataset_and_model(tmp_path, write_config):
+    config = write_config(REFERENCE)
+    samples = tmp_path / "samples.npz"
+    proc = run_cli("inspect", str(config), "--json", "--samples", str(samples))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    info = json.loads(proc.stdout)
+    assert info["dataset"]["input_shape"] == [8, 8, 1] and info["dataset"]["train_examples"] == 1438
+    # Conv 3x3x32 (320) + Dense 288->128 (36,992) + Dense 128->10 (1,290), plus the standardiser's 3 weights.
+    assert info["model"]["trainable_parameters"] == 320 + 36992 + 1290
+    with np.load(samples) as data:
+        assert data["x"].shape[1:] == (8, 8, 1) and set(data["y"].tolist()) == set(range(10))
+    bad = write_config(config_dict(model={"name": "cifar_cnn"}), "bad.json")
+    proc = run_cli("inspect", str(bad), "--json")
+    assert proc.returncode == 2 and "cifar_cnn cannot take 8x8x1" in proc.stderr and "Traceback" not in proc.stderr
