@@ -141,3 +141,22 @@ def test_inspect_describes_dataset_and_model(tmp_path, write_config):
     bad = write_config(config_dict(model={"name": "cifar_cnn"}), "bad.json")
     proc = run_cli("inspect", str(bad), "--json")
     assert proc.returncode == 2 and "cifar_cnn cannot take 8x8x1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, write_config):
+    config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
+    proc = subprocess.Popen(engine_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=engine_env())
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["type"] == "checkpoint" and event["step"] >= 8:
+            proc.kill()  # no run_finished: the process is gone as after a crash or power loss
+            break
+    proc.wait(timeout=30)
+    info = rundir.list_runs(tmp_path)[0]
+    assert info.status == "interrupted" and info.resumable
+    proc = run_cli("resume", str(info.path), "--events", "jsonl")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = parse_jsonl(proc.stdout)
+    assert events[0]["start_step"] >= 8 and events[-1]["status"] == "completed"
+    assert rundir.read_run(info.path).status == "completed"
