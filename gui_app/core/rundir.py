@@ -8,6 +8,7 @@ Layout of one run::
         checkpoints/     tf.train.CheckpointManager files
         model.keras      the trained model (after a completed run)
         eval.json        the last evaluation (the `eval` event without type/time)
+        misclassified.npz  x, y_true, y_pred, confidence, index of wrong test predictions
         tensorboard/     train/ and validation/ summaries for TensorBoard
 
 A run's status is read from its events: the last ``run_finished`` says completed, stopped
@@ -32,6 +33,7 @@ EVENTS_FILE = "events.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 MODEL_FILE = "model.keras"
 EVAL_FILE = "eval.json"
+MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for the gallery
 TENSORBOARD_DIR = "tensorboard"
 
 RESUMABLE = ("stopped", "interrupted")

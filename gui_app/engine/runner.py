@@ -182,7 +182,7 @@ class RunController:
         tmp.replace(self.run_dir / rundir.EVAL_FILE)
         if result.predictions is not None:
             wrong = np.flatnonzero(result.predictions != y)[:MISCLASSIFIED_KEEP]
-            np.savez_compressed(self.run_dir / "misclassified.npz", x=x[wrong], y_true=y[wrong],
+            np.savez_compressed(self.run_dir / rundir.MISCLASSIFIED_FILE, x=x[wrong], y_true=y[wrong],
                                 y_pred=result.predictions[wrong], confidence=result.confidence[wrong],
                                 index=wrong)
         return self.events.emit("eval", **event)

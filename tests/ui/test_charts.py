@@ -1,0 +1,293 @@
+"""TrainingCharts, ReplicaCharts and their helpers, fed synthetic events (docs/events.md)."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from gui_app.ui.plotting import GrowableArray, Ema, ema, replica_color  # noqa: E402
+from gui_app.ui.replica_charts import MIB, ReplicaCharts  # noqa: E402
+from gui_app.ui.training_charts import TrainingCharts  # noqa: E402
+
+def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> dict:
+    devices = [f"/job:localhost/replica:0/task:0/device:{kind}:{i}" for i in range(replicas)]
+    return {"type": "run_started", "time": 0.0, "resumed": resumed, "start_step": start_step,
+            "total_steps": 100, "steps_per_epoch": 25, "epochs": 4, "num_replicas": replicas,
+            "replicas": [{"replica": i, "device": d} for i, d in enumerate(devices)]}
+
+
+def step(n: int, loss: float | None = 1.0, accuracy: float | None = 0.5, lr: float = 0.01,
+         speeds: tuple[float, ...] = (1000.0, 800.0), memory: tuple | None = None) -> dict:
+    replicas = [{"replica": r, "device": f"/job:localhost/replica:0/task:0/device:CPU:{r}",
+                 "loss": (loss or 0.0) + 0.1 * r, "accuracy": accuracy, "examples": 32,
+                 "grad_norm": 2.0 + r, "step_time": 32 / speed, "examples_per_sec": speed,
+                 "memory_bytes": None if memory is None else memory[r],
+                 "peak_memory_bytes": None if memory is None else 2 * memory[r]}
+                for r, speed in enumerate(speeds)]
+    return {"type": "step", "time": float(n), "step": n, "epoch": 1 + (n - 1) // 25, "loss": loss,
+            "accuracy": accuracy, "learning_rate": lr, "examples_per_sec": sum(speeds),
+            "step_time": 0.04, "replicas": replicas}
+
+
+def epoch_end(epoch: int, at_step: int, val_loss: float | None, val_accuracy: float | None) -> dict:
+    return {"type": "epoch_end", "time": float(at_step), "epoch": epoch, "step": at_step, "loss": 1.0,
+            "accuracy": 0.5, "val_loss": val_loss, "val_accuracy": val_accuracy, "duration": 1.0}
+
+
+def curve(plot, name: str):
+    (item,) = [c for c in plot.listDataItems() if c.name() == name]
+    return item
+
+
+def xy(item) -> tuple[np.ndarray, np.ndarray]:
+    x, y = item.getOriginalDataset()
+    return (np.array([]), np.array([])) if x is None else (np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture
+def training(qtbot) -> TrainingCharts:
+    widget = TrainingCharts()
+    qtbot.addWidget(widget)
+    return widget
+
+
+@pytest.fixture
+def replica(qtbot) -> ReplicaCharts:
+    widget = ReplicaCharts()
+    qtbot.addWidget(widget)
+    return widget
+
+
+# --- helpers ------------------------------------------------------------------------------
+def test_growable_array_doubles_and_keeps_rows():
+    buf = GrowableArray(2, capacity=4)
+    for i in range(1000):
+        buf.append((i, 2 * i))
+    assert len(buf) == 1000
+    assert buf.data[-1].tolist() == [999, 1998]
+    buf.truncate(10)
+    buf.set_columns(3)
+    assert buf.data.shape == (10, 3) and np.isnan(buf.column(2)).all()
+
+
+def test_ema_is_debiased_and_skips_nan():
+    # w = 0.5: 1 -> 1; then (0.25 + 1) / 0.75; NaN repeats; then (0.625 + 1.5) / 0.875
+    assert ema(np.array([1.0, 2.0, np.nan, 3.0]), 0.5) == pytest.approx([1.0, 5 / 3, 5 / 3, 2.125 / 0.875])
+    assert ema(np.array([4.0, 6.0]), 0.0).tolist() == [4.0, 6.0]
+    with pytest.raises(ValueError, match="smoothing"):
+        Ema(1.0)
+
+
+# --- TrainingCharts -----------------------------------------------------------------------
+def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
+    events = [run_started()] + [step(n, loss=float(n), accuracy=n / 100) for n in range(1, 51)]
+    training.add_events(events + [{"type": "checkpoint", "step": 50, "path": "x"}, {"type": "mystery"}])
+    assert training.point_count() == 50
+    training.flush()
+    x, y = xy(curve(training.loss_plot, "per step"))
+    assert x.tolist() == list(range(1, 51)) and y[-1] == 50.0
+    _, acc = xy(curve(training.accuracy_plot, "per step"))
+    assert acc[-1] == pytest.approx(50.0)  # percent
+    _, lr = xy(training.lr_plot.listDataItems()[0])
+    assert len(lr) == 50 and lr[0] == 0.01
+
+
+def test_training_ema_values(training):
+    training.set_smoothing(0.5)
+    training.add_events([step(1, loss=1.0), step(2, loss=2.0), step(3, loss=None), step(4, loss=3.0)])
+    training.flush()
+    _, smoothed = xy(curve(training.loss_plot, "smoothed"))
+    assert smoothed == pytest.approx([1.0, 5 / 3, 5 / 3, 2.125 / 0.875])
+    training.set_smoothing(0.0)  # recomputed from the raw values
+    training.flush()
+    _, smoothed = xy(curve(training.loss_plot, "smoothed"))
+    assert smoothed == pytest.approx([1.0, 2.0, 2.0, 3.0])
+
+
+def test_validation_points_are_plotted_at_their_step(training):
+    training.add_events([step(n) for n in range(1, 51)]
+                        + [epoch_end(1, 25, 0.8, 0.7), epoch_end(2, 50, 0.6, None), epoch_end(3, 60, None, None)])
+    training.flush()
+    x, y = xy(curve(training.loss_plot, "validation"))
+    assert x.tolist() == [25, 50] and y.tolist() == [0.8, 0.6]
+    x, y = xy(curve(training.accuracy_plot, "validation"))
+    assert x.tolist() == [25] and y == pytest.approx([70.0])
+
+
+def test_resumed_run_continues_the_curves(training):
+    first = [run_started()] + [step(n) for n in range(1, 36)] + [epoch_end(1, 25, 0.5, 0.5)]
+    # Killed after step 35; the checkpoint was at step 30, so steps 31..35 are trained again.
+    second = [run_started(start_step=30, resumed=True)] + [step(n, loss=9.0) for n in range(31, 61)]
+    training.add_events(first)
+    training.add_events(second)
+    assert training.point_count() == 60
+    training.flush()
+    x, y = xy(curve(training.loss_plot, "per step"))
+    assert x.tolist() == list(range(1, 61))
+    assert y[29] == 1.0 and y[30] == 9.0
+    assert xy(curve(training.loss_plot, "validation"))[0].tolist() == [25]
+
+
+def test_overlay_adds_dashed_curves_and_clears(training):
+    before = len(training.loss_plot.listDataItems()), len(training.lr_plot.listDataItems())
+    training.add_events([step(n) for n in range(1, 11)])
+    other = [step(n, loss=2.0) for n in range(1, 21)] + [epoch_end(1, 20, 1.5, 0.4)]
+    training.set_overlay(other, "run B")
+    assert len(training.loss_plot.listDataItems()) == before[0] + 2
+    assert len(training.accuracy_plot.listDataItems()) == before[0] + 2
+    assert len(training.lr_plot.listDataItems()) == before[1] + 1
+    x, y = xy(curve(training.loss_plot, "run B"))
+    assert len(x) == 20 and y[-1] == pytest.approx(2.0)
+    assert xy(curve(training.loss_plot, "run B validation"))[1].tolist() == [1.5]
+    assert "run B" in [label.text for _, label in training.loss_plot.legend.items]
+    training.set_overlay(None)
+    assert len(training.loss_plot.listDataItems()) == before[0]
+    assert len(training.lr_plot.listDataItems()) == before[1]
+    assert "run B" not in [label.text for _, label in training.loss_plot.legend.items]
+    assert training.point_count() == 10
+
+
+def test_reset_empties(training):
+    training.add_events([step(n) for n in range(1, 11)] + [epoch_end(1, 10, 0.5, 0.5)])
+    training.reset()
+    assert training.point_count() == 0
+    assert len(xy(curve(training.loss_plot, "per step"))[0]) == 0
+    assert len(xy(curve(training.loss_plot, "validation"))[0]) == 0
+
+
+def test_redraw_waits_for_the_timer(training, qtbot):
+    training.show()
+    qtbot.waitExposed(training)
+    training.add_events([step(n) for n in range(1, 6)])
+    raw = curve(training.loss_plot, "per step")
+    assert len(xy(raw)[0]) == 0  # add_events only buffers
+    qtbot.waitUntil(lambda: len(xy(raw)[0]) == 5, timeout=2000)
+
+
+def test_hundred_thousand_points_stay_downsampled(training):
+    n = 100_000
+    started = time.perf_counter()
+    for first in range(1, n + 1, 1000):
+        training.add_events([{"type": "step", "step": s, "loss": 1.0 / s, "accuracy": 0.5,
+                              "learning_rate": 0.1} for s in range(first, first + 1000)])
+    buffering = time.perf_counter() - started
+    assert training.point_count() == n
+    started = time.perf_counter()
+    training.flush()
+    training.resize(900, 500)
+    training.grab()  # paints: the real cost of one redraw
+    redraw = time.perf_counter() - started
+    raw = curve(training.loss_plot, "per step")
+    assert len(xy(raw)[0]) == n
+    assert raw.opts["autoDownsample"] and raw.opts["clipToView"] and raw.opts["downsampleMethod"] == "peak"
+    print(f"100k steps: add_events {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
+
+
+# --- ReplicaCharts ------------------------------------------------------------------------
+def test_two_replicas_give_two_curves_per_chart(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 31)])
+    replica.flush()
+    assert replica.replica_count() == 2 and replica.curve_count() == 2
+    assert len(replica.loss_plot.listDataItems()) == 2 and len(replica.grad_plot.listDataItems()) == 2
+    x, y = xy(replica.grad_plot.listDataItems()[1])
+    assert len(x) == 30 and y[0] == 3.0
+    labels = [label.text for _, label in replica.loss_plot.legend.items]
+    assert labels == ["replica 0 · CPU:0", "replica 1 · CPU:1"]
+
+
+def test_replica_count_comes_from_the_first_step_without_run_started(replica):
+    replica.add_events([step(1, speeds=(10.0, 20.0, 30.0))])
+    replica.flush()
+    assert replica.replica_count() == 3 and replica.curve_count() == 3
+
+
+def test_same_colour_for_a_replica_in_every_chart(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 5)])
+    replica.flush()
+    for r in range(2):
+        loss_pen = replica.loss_plot.listDataItems()[r].opts["pen"]
+        grad_pen = replica.grad_plot.listDataItems()[r].opts["pen"]
+        assert loss_pen.color().name() == grad_pen.color().name() == replica_color(r).name()
+
+
+def test_slowest_replica_is_the_lowest_recent_examples_per_sec(replica):
+    replica.add_events([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 41)])
+    assert replica.slowest_replica() == 1
+    replica.flush()
+    assert "replica 1" in replica._slowest_label.text()
+    # Replica 0 slows down: the mean of the last 20 steps decides.
+    replica.add_events([step(n, speeds=(500.0, 800.0)) for n in range(41, 61)])
+    assert replica.slowest_replica() == 0
+
+
+def test_one_replica_has_no_slowest(replica):
+    replica.add_events([run_started(1)] + [step(n, speeds=(1000.0,)) for n in range(1, 5)])
+    assert replica.replica_count() == 1 and replica.slowest_replica() is None
+
+
+def test_memory_chart_only_with_gpu_memory(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 5)])
+    replica.flush()
+    assert replica.memory_plot not in replica._graphics.ci.items
+    replica.add_events([step(n, memory=(100 * MIB, 300 * MIB)) for n in range(5, 8)])
+    replica.flush()
+    assert replica.memory_plot in replica._graphics.ci.items
+    assert list(replica._memory_bars.opts["height"]) == [100.0, 300.0]
+    assert list(replica._peak_bars.opts["height"]) == [200.0, 600.0]
+    replica.reset()
+    assert replica.memory_plot not in replica._graphics.ci.items
+
+
+def test_replica_resume_continues_and_reset_empties(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 21)])
+    replica.add_events([run_started(2, start_step=15, resumed=True)] + [step(n) for n in range(16, 31)])
+    replica.flush()
+    x, _ = xy(replica.loss_plot.listDataItems()[0])
+    assert x.tolist() == list(range(1, 31))
+    replica.reset()
+    assert replica.replica_count() == 0 and replica.curve_count() == 0
+    assert replica.loss_plot.listDataItems() == [] and replica.slowest_replica() is None
+
+
+def test_replica_charts_buffer_a_long_run(replica):
+    replica.add_events([run_started(2)])
+    for first in range(1, 20_001, 1000):
+        replica.add_events([step(s) for s in range(first, first + 1000)])
+    replica.flush()
+    assert len(xy(replica.loss_plot.listDataItems()[0])[0]) == 20_000
+    assert math.isclose(replica._speed_bars.opts["height"][0], 1000.0)
+
+
+def test_a_hidden_chart_redraws_when_shown(training, qtbot):
+    training.add_events([step(n) for n in range(1, 6)])
+    qtbot.waitUntil(lambda: not training._throttle.pending, timeout=2000)  # the timer fired
+    raw = curve(training.loss_plot, "per step")
+    assert len(xy(raw)[0]) == 0  # skipped: nobody can see it
+    training.show()
+    qtbot.waitUntil(lambda: len(xy(raw)[0]) == 5, timeout=2000)
+
+
+def test_chart_modules_do_not_import_tensorflow():
+    code = ("import sys, gui_app.ui.training_charts, gui_app.ui.replica_charts, gui_app.ui.evaluation_view;"
+            "sys.exit('tensorflow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_plots_follow_a_palette_change(training):
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = training.palette()
+    palette.setColor(QPalette.ColorRole.Base, QColor("#101010"))
+    palette.setColor(QPalette.ColorRole.Text, QColor("#eeeeee"))
+    training.setPalette(palette)
+    assert training._graphics.backgroundBrush().color().name() == "#101010"
+    assert training.loss_plot.getAxis("left").textPen().color().name() == "#eeeeee"
