@@ -34,8 +34,12 @@ class Trainer:
     def _replica_step(self, x, y):
         import tensorflow as tf
 
-        with tf.control_dependencies([x]):  # time from the batch's arrival...
+        # Time the local forward and backward pass: t0 after the batch arrives and before the
+        # model may start (the identity waits for t0), t1 after the last local gradient.
+        with tf.control_dependencies([x]):
             t0 = tf.timestamp()
+        with tf.control_dependencies([t0]):
+            x = tf.identity(x)
         with tf.GradientTape() as tape:
             logits = self.model(x, training=True)
             per_example = self._loss(y, logits)
@@ -44,7 +48,7 @@ class Trainer:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
             target = self.optimizer.scale_loss(loss) if self._scaled else loss
         grads = tape.gradient(target, self.model.trainable_variables)
-        with tf.control_dependencies(grads):  # ...to the local gradients, before the all-reduce
+        with tf.control_dependencies(grads):
             t1 = tf.timestamp()
         local = tf.cast(tf.shape(y)[0], tf.float32)
         # The gradients are of (local sum / global batch); rescale to the local mean's gradient.

@@ -1,0 +1,190 @@
+"""Try a model on images: a run folder or any exported file, read with its model card.
+
+The card gives class names (in output order) and the preprocessing; without one we fall
+back to numbered classes and dividing by 255, and say so in :attr:`Predictor.warnings`.
+Image files are decoded, converted to the model's channels and resized exactly as the
+``image_folder`` dataset does it, so a picture is seen the way training images were.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from gui_app.core.export.model_card import read_card
+from gui_app.core.export.runtimes import (PIXEL_SCALE, ExportError, Runtime, detect_kind, import_tensorflow,
+                                          open_runtime, scale_pixels)
+
+
+@dataclass
+class Prediction:
+    source: str  # the file, or "test image 12"
+    image: np.ndarray  # (H, W, C) uint8: what the model sees
+    probabilities: np.ndarray  # (classes,) float32, sums to 1
+    class_names: list[str]
+    label: int | None = None  # the true class, when known (test-set samples)
+
+    def top(self, k: int = 5) -> list[tuple[int, str, float]]:
+        """The ``k`` most likely classes as (index, name, probability), most likely first."""
+        order = np.argsort(-self.probabilities, kind="stable")[:k]
+        return [(int(i), self.class_names[i], float(self.probabilities[i])) for i in order]
+
+    def to_dict(self, k: int = 5) -> dict[str, Any]:
+        return {"image": self.source, "label": self.label,
+                "top": [{"class": i, "name": n, "probability": p} for i, n, p in self.top(k)],
+                "probabilities": [float(p) for p in self.probabilities]}
+
+
+@dataclass
+class Predictor:
+    source: Path
+    kind: str  # run | keras | savedmodel | tflite | onnx
+    runtime: Runtime
+    class_names: list[str]
+    card: dict[str, Any] | None = None
+    dataset_config: Any = None  # the DatasetConfig the model was trained on, when known
+    scale: float = PIXEL_SCALE
+    offset: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    _test_set: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return self.runtime.input_shape
+
+    def predict(self, images: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, C) -> (N, classes) probabilities."""
+        out = self.runtime(scale_pixels(images, self.scale, self.offset))
+        if self.card is None and not _looks_like_probabilities(out):
+            out = _softmax(out)  # a file of unknown origin that returns logits
+        elif self.runtime.output_quantization:
+            # int8 probabilities are multiples of 1/256 and sum to 1 only within ~1 %.
+            out = out / np.maximum(out.sum(axis=1, keepdims=True), 1e-12)
+        return out.astype(np.float32)
+
+    def predict_images(self, images: np.ndarray, sources: Sequence[str],
+                       labels: Sequence[int] | None = None) -> list[Prediction]:
+        probabilities = self.predict(images)
+        return [Prediction(src, img, p, self.class_names, None if labels is None else int(labels[i]))
+                for i, (src, img, p) in enumerate(zip(sources, images, probabilities))]
+
+    def predict_files(self, paths: Sequence[str | Path]) -> list[Prediction]:
+        images = np.stack([read_image(p, self.input_shape) for p in paths]) if paths else \
+            np.zeros((0, *self.input_shape), np.uint8)
+        return self.predict_images(images, [str(p) for p in paths])
+
+    def test_samples(self, count: int, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` random images and labels of the model's test set (loaded once)."""
+        if self.dataset_config is None:
+            raise ExportError(f"{self.source}: no model card or run config says which dataset the model was "
+                              f"trained on")
+        if self._test_set is None:
+            from gui_app.core.datasets import DatasetError, load_dataset
+
+            try:
+                dataset = load_dataset(self.dataset_config)
+            except DatasetError as exc:
+                raise ExportError(str(exc)) from None
+            if dataset.input_shape != self.input_shape:
+                raise ExportError(f"{self.source}: the model takes {self.input_shape} images but its dataset "
+                                  f"has {dataset.input_shape}")
+            self._test_set = (dataset.x_test, dataset.y_test)
+        x, y = self._test_set
+        chosen = np.random.default_rng(seed).choice(len(x), size=min(count, len(x)), replace=False)
+        return x[chosen], y[chosen]
+
+
+def _looks_like_probabilities(out: np.ndarray) -> bool:
+    return bool(out.size) and float(out.min()) >= 0.0 and bool(np.all(np.abs(out.sum(axis=1) - 1.0) < 0.05))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def load_predictor(source: str | Path) -> Predictor:
+    """Open a run folder, ``.keras`` file, SavedModel folder, ``.tflite`` or ``.onnx`` file."""
+    from gui_app.core.config import ConfigError, RunConfig
+
+    source = Path(source).expanduser()
+    kind = detect_kind(source)
+    warnings: list[str] = []
+    card, config, names = None, None, None
+    if kind == "run":
+        try:
+            config = RunConfig.load(source / "config.json")
+        except ConfigError as exc:
+            warnings.append(f"{source / 'config.json'}: {exc}")
+        names = _run_class_names(source)
+    else:
+        card = read_card(source)
+        if card is None:
+            warnings.append(f"{source}: no model card ({source.name}.json) beside it: classes are numbered "
+                            f"and pixels are divided by 255")
+        else:
+            names = card["class_names"]
+            try:
+                config = RunConfig.from_dict(card.get("run_config"))
+            except ConfigError:
+                config = None
+    runtime = open_runtime(source, kind)
+    probe = runtime(np.zeros((1, *runtime.input_shape), np.float32))
+    classes = probe.shape[-1]
+    if names is None:
+        names = [str(i) for i in range(classes)]
+    if len(names) != classes:
+        raise ExportError(f"{source}: the model has {classes} outputs but its card names {len(names)} classes")
+    pre = (card or {}).get("preprocessing") or {}
+    return Predictor(source, kind, runtime, [str(n) for n in names], card,
+                     config.dataset if config is not None else None,
+                     float(pre.get("scale", PIXEL_SCALE)), float(pre.get("offset", 0.0)), warnings)
+
+
+def _run_class_names(run_dir: Path) -> list[str] | None:
+    """From eval.json, else from the run_started event (a run stopped before evaluation)."""
+    from gui_app.core.rundir import EVAL_FILE, read_events
+
+    try:
+        names = json.loads((run_dir / EVAL_FILE).read_text(encoding="utf-8")).get("class_names")
+        if names:
+            return names
+    except (OSError, ValueError, AttributeError):
+        pass
+    for event in read_events(run_dir):
+        if event["type"] == "run_started":
+            names = (event.get("dataset") or {}).get("class_names")
+    return names or None
+
+
+def read_image(path: str | Path, input_shape: tuple[int, int, int]) -> np.ndarray:
+    """An image file as the model sees it: (H, W, C) uint8 with the model's channels and size.
+
+    The same steps as the image_folder dataset (gui_app/core/datasets/images.py): decode,
+    16-bit to 8-bit, drop alpha, grey <-> RGB, bilinear resize with antialiasing, round.
+    """
+    path = Path(path)
+    height, width, channels = input_shape
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    tf = import_tensorflow()
+    try:
+        image = tf.io.decode_image(data, channels=0, expand_animations=False)
+    except (tf.errors.OpError, ValueError):
+        raise ExportError(f"{path}: not a PNG, JPEG, BMP or GIF image") from None
+    if image.dtype != tf.uint8:
+        image = tf.image.convert_image_dtype(image, tf.uint8, saturate=True)
+    have = image.shape[-1]
+    if have in (2, 4):
+        image, have = image[..., : have - 1], have - 1
+    if have != channels:
+        image = tf.image.rgb_to_grayscale(image) if channels == 1 else tf.image.grayscale_to_rgb(image)
+    if tuple(image.shape[:2]) != (height, width):
+        resized = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
+        image = tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
+    return image.numpy()

@@ -1,0 +1,149 @@
+"""FormSection: a form over one section of the RunConfig, with inline validation messages.
+
+Each form builds its section's frozen dataclass from the widgets (``config_section()``); the
+dataclass validates itself, and a :class:`ConfigError` names the key that is wrong, e.g.
+``training.learning_rate: must be > 0; got -1.0``. ``validate()`` turns that into a red
+message under the field with that key, so the rules live in one place (gui_app.core.config)
+and the form never repeats them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from gui_app.core.config import ConfigError
+
+ERROR_STYLE = "color: #c62828;"  # readable on light and dark palettes
+INVALID_PROPERTY = "invalid"
+
+
+def split_error(error: Exception) -> tuple[str, str]:
+    """``("training.learning_rate", "must be > 0; got -1.0")`` from a ConfigError."""
+    text = str(error)
+    key, sep, message = text.partition(": ")
+    if sep and key and " " not in key:
+        return key, message
+    return "", text
+
+
+def parse_float(key: str, edit: QLineEdit) -> float:
+    text = edit.text().strip()
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{key}: must be a number; got {text!r}") from None
+
+
+def parse_optional_int(key: str, edit: QLineEdit) -> int | None:
+    text = edit.text().strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{key}: must be a whole number or empty; got {text!r}") from None
+
+
+def format_float(value: float) -> str:
+    return f"{value:g}"
+
+
+class FormSection(QWidget):
+    """Base of the four forms. Subclasses add fields with :meth:`add_field` and implement
+    ``config_section()`` / ``set_config_section()``; they emit :attr:`changed` on any edit."""
+
+    changed = Signal()
+    section = ""  # "dataset", "model", ...
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.form = QFormLayout()
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
+        outer.addLayout(self.form)
+        self._fields: dict[str, QWidget] = {}
+        self._error_labels: dict[str, QLabel] = {}
+        self.section_error = self._make_error_label()  # errors that belong to no single field
+        outer.addWidget(self.section_error)
+
+    # ---- building --------------------------------------------------------------------
+    def add_field(self, key: str, label: str, widget: QWidget, tip: str | None = None,
+                  row_widget: QWidget | None = None) -> QWidget:
+        """Add a row for config key ``key`` (``"training.epochs"``); ``row_widget`` lets a
+        composite (an edit with a button) stand in the row while ``widget`` gets the red frame."""
+        holder = QWidget()
+        column = QVBoxLayout(holder)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(row_widget or widget)
+        error = self._make_error_label()
+        column.addWidget(error)
+        if tip:
+            widget.setToolTip(tip)
+        label_widget = QLabel(label)
+        label_widget.setBuddy(widget)
+        self.form.addRow(label_widget, holder)
+        self._fields[key] = widget
+        self._error_labels[key] = error
+        return widget
+
+    def _make_error_label(self) -> QLabel:
+        label = QLabel()
+        label.setWordWrap(True)
+        label.setStyleSheet(ERROR_STYLE)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.hide()
+        return label
+
+    def field(self, key: str) -> QWidget:
+        return self._fields[key]
+
+    # ---- validation ------------------------------------------------------------------
+    def config_section(self) -> Any:  # pragma: no cover - every form overrides it
+        raise NotImplementedError
+
+    def set_config_section(self, section: Any) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def validate(self) -> Any | None:
+        """The section if it is valid; otherwise ``None`` with the message shown inline."""
+        self.clear_errors()
+        try:
+            return self.config_section()
+        except ConfigError as exc:
+            self.show_error(*split_error(exc))
+            return None
+
+    def owns(self, key: str) -> bool:
+        return key == self.section or key.startswith(self.section + ".")
+
+    def show_error(self, key: str, message: str) -> None:
+        label = self._error_labels.get(key, self.section_error)
+        if label is self.section_error and key and key not in self._fields:
+            message = f"{key}: {message}"
+        label.setText(message)
+        label.show()
+        widget = self._fields.get(key)
+        if widget is not None:
+            widget.setProperty(INVALID_PROPERTY, True)
+            widget.setStyleSheet("border: 1px solid #b3261e;")
+
+    def clear_errors(self) -> None:
+        for label in (*self._error_labels.values(), self.section_error):
+            label.clear()
+            label.hide()
+        for widget in self._fields.values():
+            if widget.property(INVALID_PROPERTY):
+                widget.setProperty(INVALID_PROPERTY, False)
+                widget.setStyleSheet("")
+
+    def error_messages(self) -> dict[str, str]:
+        """Visible errors by key (``""`` for the section's own); what tests and tooltips read."""
+        shown = {k: lbl.text() for k, lbl in self._error_labels.items() if not lbl.isHidden() and lbl.text()}
+        if self.section_error.text() and not self.section_error.isHidden():
+            shown[""] = self.section_error.text()
+        return shown

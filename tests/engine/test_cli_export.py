@@ -1,0 +1,142 @@
+"""``replica-studio export`` and ``predict``: what they print and their exit codes."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gui_app.core.export import FORMATS, read_card
+from gui_app.core.export import exporter as exporter_module
+from gui_app.engine import cli_export
+from gui_app.engine.launch import engine_command, engine_env
+
+ROOT = Path(__file__).parents[2]
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("export_run_builder", ROOT / "tests" / "export_run_builder.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def cli_export_run(tmp_path_factory) -> Path:
+    """The MirroredStrategy digits run the export tests share (built once per session)."""
+    return _builder().build_run(tmp_path_factory.getbasetemp() / "export-runs")
+
+
+def cli(*argv: str) -> int:
+    """The real command line (gui_app.engine.cli registers export and predict), in-process."""
+    from gui_app.engine.cli import main
+
+    return main(list(argv))
+
+
+def test_the_commands_register_on_any_parser():
+    parser = argparse.ArgumentParser()
+    cli_export.add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["predict", "run", "a.png", "--top", "3"])
+    assert args.handler is cli_export.run and args.export_command == "predict" and args.top == 3
+    assert set(cli_export.COMMANDS) == {"export", "predict"}
+
+
+def test_export_prints_the_parity_figures_and_writes_file_and_card(cli_export_run, tmp_path, capsys):
+    out = tmp_path / "digits.onnx"
+    assert cli("export", str(cli_export_run), "--format", "onnx", "--output", str(out), "--check", "64") == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[0].startswith(f"{out}: onnx, ") and "written" in stdout[0]
+    assert stdout[1] == f"model card: {out}.json"
+    assert stdout[2].startswith("parity: 64 test images (onnxruntime): max abs diff ")
+    assert stdout[2].endswith("PASS (max abs diff <= 1e-05)")
+    assert read_card(out)["parity"]["examples"] == 64
+
+
+def test_export_json_output(cli_export_run, tmp_path, capsys):
+    out = tmp_path / "digits.keras"
+    assert cli("export", str(cli_export_run), "--format", "keras", "-o", str(out), "--check", "16", "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["passed"] and result["written"] and result["path"] == str(out)
+    assert result["parity"]["max_abs_diff"] == 0.0 and result["size_bytes"] == out.stat().st_size
+
+
+def test_a_failed_check_exits_1_and_writes_nothing(cli_export_run, tmp_path, capsys, monkeypatch):
+    strict = dataclasses.replace(FORMATS["tflite-int8"], min_top1_agreement=1.01)
+    monkeypatch.setattr(exporter_module, "get_format", lambda name: strict)
+    out = tmp_path / "digits-int8.tflite"
+    assert cli("export", str(cli_export_run), "--format", "tflite-int8", "--output", str(out), "--check", "16") == 1
+    captured = capsys.readouterr()
+    assert "NOT written" in captured.out and "FAIL (top-1 agreement >= 101%)" in captured.out
+    assert captured.err.splitlines()[-1].startswith("replica-studio export: digits-int8.tflite failed its parity check")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--format", "tflite", "--output", "{tmp}/m.onnx"], "replica-studio export: output: tflite exports are .tflite files"),
+    (["--format", "keras", "--output", "{tmp}/nowhere/m.keras"], "no such folder"),
+    (["--format", "keras", "--output", "{tmp}/m.keras", "--check", "-3"], "replica-studio export: check: must be >= 0"),
+])
+def test_bad_export_input_exits_2_with_one_line(cli_export_run, tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert cli("export", str(cli_export_run), *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_bad_input_from_the_real_command_line_has_no_traceback(tmp_path):
+    done = subprocess.run(engine_command("export", str(tmp_path / "no-run"), "--format", "onnx",
+                                         "--output", str(tmp_path / "m.onnx")),
+                          capture_output=True, text=True, cwd=ROOT, env=engine_env(), timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"replica-studio export: {tmp_path / 'no-run'}: not a run folder (no config.json)"
+    assert "tensorflow" not in done.stderr.lower()  # it failed before TensorFlow was imported
+
+
+@pytest.fixture(scope="module")
+def cli_pngs(cli_export_run, tmp_path_factory):
+    import tensorflow as tf
+
+    from gui_app.core.config import RunConfig
+    from gui_app.core.datasets import load_dataset
+
+    data = load_dataset(RunConfig.load(cli_export_run / "config.json").dataset)
+    folder = tmp_path_factory.mktemp("cli-pngs")
+    paths = []
+    for i in range(2):
+        big = np.repeat(np.repeat(data.x_test[i], 3, 0), 3, 1)
+        paths.append(folder / f"digit{i}.png")
+        paths[-1].write_bytes(tf.io.encode_png(big).numpy())
+    return paths, data.y_test[:2]
+
+
+def test_predict_prints_top_k(cli_export_run, cli_pngs, capsys):
+    paths, _ = cli_pngs
+    assert cli("predict", str(cli_export_run), *map(str, paths), "--top", "3") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == str(paths[0]) and lines[4] == str(paths[1])
+    assert len(lines) == 8 and all(line.endswith("%") for line in lines[1:4])
+
+
+def test_predict_json(cli_export_run, cli_pngs, capsys):
+    paths, labels = cli_pngs
+    assert cli("predict", str(cli_export_run), *map(str, paths), "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "run" and result["class_names"] == [str(i) for i in range(10)]
+    for prediction in result["predictions"]:
+        assert len(prediction["probabilities"]) == 10
+        assert sum(prediction["probabilities"]) == pytest.approx(1.0, abs=1e-5)
+        assert len(prediction["top"]) == 5
+    assert [p["top"][0]["class"] for p in result["predictions"]] == labels.tolist()
+
+
+def test_predict_bad_input_exits_2(cli_export_run, cli_pngs, tmp_path, capsys):
+    assert cli("predict", str(cli_export_run), str(tmp_path / "missing.png")) == 2
+    assert capsys.readouterr().err.strip() == f"replica-studio predict: {tmp_path / 'missing.png'}: no such image file"
+    assert cli("predict", str(tmp_path), str(cli_pngs[0][0])) == 2
+    assert "neither a run folder nor a SavedModel folder" in capsys.readouterr().err

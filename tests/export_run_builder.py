@@ -1,0 +1,44 @@
+"""A finished run directory for the export tests, made by the real engine.
+
+``replica-studio train`` on the bundled digits with ``mnist_cnn`` under
+``MirroredStrategy(["CPU:0", "CPU:1"])`` (two logical CPUs, so two replicas; design.md
+section 4), so the exports are tested on exactly what the app leaves behind: model.keras
+(with its input-standardising Normalization layer), config.json, eval.json, events.jsonl.
+
+The engine runs as its own process -- logical devices must be configured before TensorFlow
+starts, which a pytest process that already ran TensorFlow cannot promise. The export test
+modules call :func:`build_run` from a session fixture with the same folder; the first builds
+the run, the others find it.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from gui_app.engine.launch import engine_command, engine_env
+
+CONFIG = {
+    "dataset": {"name": "digits"},
+    "model": {"name": "mnist_cnn"},
+    "strategy": {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]},
+    "training": {"epochs": 5, "global_batch_size": 64, "optimizer": "adam", "learning_rate": 0.003, "seed": 1},
+    "runtime": {"cpu_devices": 2},
+}
+
+
+def build_run(runs_dir: Path) -> Path:
+    """The completed run under ``runs_dir``, trained now unless an earlier module already did."""
+    found = sorted(runs_dir.glob("*/model.keras"))
+    if not found:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        config = runs_dir / "digits-mirrored.json"
+        config.write_text(json.dumps(CONFIG))
+        done = subprocess.run(engine_command("train", str(config), "--runs-dir", str(runs_dir), "--events", "none"),
+                              env=engine_env({"TF_CPP_MIN_LOG_LEVEL": "2"}), capture_output=True, text=True,
+                              timeout=600)
+        found = sorted(runs_dir.glob("*/model.keras"))
+        if done.returncode != 0 or not found:
+            raise RuntimeError(f"the engine could not train the export test run (exit {done.returncode}):\n"
+                               f"{done.stderr[-3000:]}")
+    return found[0].parent

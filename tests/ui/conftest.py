@@ -1,0 +1,45 @@
+"""Fixtures for the UI tests: offscreen Qt, settings and runs in tmp_path, a fast fake engine."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Before anything imports Qt: no display is needed, and PySide6 comes before pyqtgraph.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+import pytest  # noqa: E402
+
+FAKE_ENGINE = Path(__file__).with_name("fake_engine.py")
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path, monkeypatch):
+    """Every test gets its own settings folder and runs folder."""
+    config_dir, runs_dir = tmp_path / "config", tmp_path / "runs"
+    monkeypatch.setenv("REPLICA_STUDIO_CONFIG_DIR", str(config_dir))
+    monkeypatch.setenv("REPLICA_STUDIO_RUNS_DIR", str(runs_dir))
+    return config_dir, runs_dir
+
+
+@pytest.fixture
+def runs_dir(isolated_dirs) -> Path:
+    return isolated_dirs[1]
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    """An ``engine_command`` replacement running tests/ui/fake_engine.py; returns a setter
+    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``) and step count."""
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "normal")
+
+    def engine_command(*args: str) -> list[str]:
+        return [sys.executable, str(FAKE_ENGINE), *args]
+
+    def configure(mode: str = "normal", steps: int = 20) -> None:
+        monkeypatch.setenv("FAKE_ENGINE_MODE", mode)
+        monkeypatch.setenv("FAKE_ENGINE_STEPS", str(steps))
+
+    engine_command.configure = configure
+    return engine_command

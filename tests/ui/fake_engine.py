@@ -1,0 +1,215 @@
+"""A stand-in for ``python -m gui_app.engine`` that speaks the event protocol in milliseconds.
+
+The UI tests run it instead of the real engine (which needs ~6 s to import TensorFlow).
+It follows docs/events.md for ``train``/``resume``, prints the JSON of ``devices --json`` and
+``inspect``, and writes run directories like the real one. ``FAKE_ENGINE_MODE`` picks a
+behaviour:
+
+    normal   train the configured number of steps, evaluate, finish completed
+    wait     emit a few steps, then wait on stdin for control words (stop/pause/resume)
+    crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
+    killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
+    hang     like wait, but ignore stop (the supervisor must kill it)
+    gpu      like normal, and ``devices`` reports one GPU
+
+``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20).
+Self-contained on purpose: it must not import gui_app (tests run it from any folder).
+"""
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
+STEPS = int(os.environ.get("FAKE_ENGINE_STEPS", "20"))
+CLASSES = [str(i) for i in range(10)]
+TEST_EXAMPLES = 50
+
+
+class Emitter:
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.file = open(os.path.join(run_dir, "events.jsonl"), "a", encoding="utf-8") if run_dir else None
+
+    def __call__(self, kind, **keys):
+        event = {"type": kind, "time": time.time(), **keys}
+        line = json.dumps(event)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        if self.file:
+            self.file.write(line + "\n")
+            self.file.flush()
+
+
+def devices():
+    gpus = []
+    if MODE == "gpu":
+        gpus = [{"name": "GPU:0", "description": "NVIDIA Fake 4090", "memory_bytes": 24 * 2**30,
+                 "compute_capability": [8, 9]}]
+    print(json.dumps({"tensorflow": "2.21.0", "keras": "3.15.1", "gpus": gpus,
+                      "cpu": {"name": "CPU:0", "description": "Fake CPU", "cores": 2},
+                      "nccl_available": False}))
+    return 0
+
+
+def inspect(config_path, samples_path):
+    config = json.load(open(config_path, encoding="utf-8"))
+    path = config["dataset"].get("path")
+    if path and not os.path.exists(path):
+        sys.stderr.write(f"dataset.path: no such file or folder: {path}\n")
+        return 2
+    if path and os.path.isfile(path) and open(path, "rb").read(3) == b"bad":
+        sys.stderr.write("W0000 tensorflow: some warning an engine prints first\n")
+        sys.stderr.write(f"replica-studio inspect: {path}: not a NumPy .npz archive\n")
+        return 2
+    if config["model"]["name"] == "keras_file" and not os.path.exists(config["model"]["path"]):
+        sys.stderr.write(f"model.path: no such file: {config['model']['path']}\n")
+        return 2
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(10), 3)
+    np.savez(samples_path, x=rng.integers(0, 255, size=(30, 8, 8, 1), dtype=np.uint8), y=y)
+    print(json.dumps({
+        "dataset": {"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
+                    "train_examples": 1000, "test_examples": TEST_EXAMPLES, "class_counts": [100] * 10,
+                    "warnings": []},
+        "model": {"name": config["model"]["name"], "parameters": 1234, "trainable_parameters": 1200,
+                  "layers": [{"name": "conv", "type": "Conv2D", "output_shape": [None, 6, 6, 8], "parameters": 80},
+                             {"name": "dense", "type": "Dense", "output_shape": [None, 10], "parameters": 1154}]},
+    }))
+    return 0
+
+
+def control_reader():
+    """Words from stdin into a list the training loop polls; EOF counts as stop."""
+    words = []
+
+    def read():
+        for line in sys.stdin:
+            words.append(line.strip())
+        words.append("stop")
+
+    threading.Thread(target=read, daemon=True).start()
+    return words
+
+
+def train(config, run_dir, resumed, start_step):
+    emit = Emitter(run_dir)
+    devices = config["strategy"].get("devices") or ["CPU:0"]
+    replicas = len(devices)
+    batch = config["training"]["global_batch_size"]
+    steps_per_epoch = max(1, STEPS // config["training"]["epochs"])
+    total = steps_per_epoch * config["training"]["epochs"]
+    emit("run_started", pid=os.getpid(), run_dir=run_dir, config=config, resumed=resumed, start_step=start_step,
+         total_steps=total, steps_per_epoch=steps_per_epoch, epochs=config["training"]["epochs"],
+         num_replicas=replicas, replicas=[{"replica": i, "device": d} for i, d in enumerate(devices)],
+         global_batch_size=batch, per_replica_batch_size=batch // replicas,
+         dataset={"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
+                  "train_examples": 1000, "validation_examples": 100, "test_examples": TEST_EXAMPLES},
+         model={"name": config["model"]["name"], "parameters": 1234},
+         strategy={"name": config["strategy"]["name"], "cross_device_ops": None},
+         versions={"tensorflow": "2.21.0", "keras": "3.15.1", "python": sys.version.split()[0]})
+    words = control_reader() if MODE in ("wait", "hang") else []
+    paused = False
+    step = start_step
+    while step < total:
+        if MODE in ("wait", "hang") and step - start_step >= 3 and not paused:
+            while not words:
+                time.sleep(0.005)
+        while words:
+            word = words.pop(0)
+            if word == "stop" and MODE == "hang":
+                continue  # a stuck engine: only a kill ends it
+            if word == "stop":
+                os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
+                emit("checkpoint", step=step, path=os.path.join(run_dir, "checkpoints", f"ckpt-{step}"))
+                emit("run_finished", status="stopped", run_dir=run_dir, step=step)
+                return 0
+            if word == "pause":
+                paused = True
+                emit("paused", step=step)
+            elif word == "resume":
+                paused = False
+                emit("resumed", step=step)
+        if paused:
+            time.sleep(0.005)
+            continue
+        if MODE == "killed" and step - start_step >= 3:
+            sys.stderr.write("E0000 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error\n")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        if MODE == "crash" and step - start_step >= 3:
+            sys.stderr.write("Traceback (most recent call last):\n  File \"x\", line 1\n")
+            sys.stderr.write("RuntimeError: fake engine crashed on purpose\n")
+            return 1
+        step += 1
+        epoch = (step - 1) // steps_per_epoch + 1
+        loss = 2.3 / step
+        emit("step", step=step, epoch=epoch, loss=loss, accuracy=min(1.0, step / total), learning_rate=0.001,
+             examples_per_sec=1000.0, step_time=0.01,
+             replicas=[{"replica": i, "device": d, "loss": loss * (1 + 0.1 * i), "accuracy": 0.5,
+                        "examples": batch // replicas, "grad_norm": 1.0 / step, "step_time": 0.01 * (1 + i),
+                        "examples_per_sec": 1000.0 / (1 + i), "memory_bytes": None, "peak_memory_bytes": None}
+                       for i, d in enumerate(devices)])
+        if step % steps_per_epoch == 0:
+            os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
+            emit("epoch_end", epoch=epoch, step=step, loss=loss, accuracy=0.5, val_loss=loss, val_accuracy=0.6,
+                 duration=0.1)
+    matrix = [[5 if i == j else 0 for j in range(10)] for i in range(10)]
+    matrix[0][1], matrix[0][0] = 1, 4
+    per_class = [{"class": i, "name": c, "precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 5}
+                 for i, c in enumerate(CLASSES)]
+    evaluation = {"loss": 0.1, "accuracy": 0.98, "examples": TEST_EXAMPLES, "confusion_matrix": matrix,
+                  "class_names": CLASSES, "per_class": per_class,
+                  "examples_per_replica": [TEST_EXAMPLES // replicas] * replicas}
+    emit("eval", **evaluation)
+    with open(os.path.join(run_dir, "eval.json"), "w", encoding="utf-8") as f:
+        json.dump(evaluation, f)
+    emit("run_finished", status="completed", run_dir=run_dir, step=step)
+    return 0
+
+
+def new_run_dir(runs_dir, config):
+    stem = time.strftime("%Y%m%d-%H%M%S") + f"-{config['dataset']['name']}-{config['model']['name']}"
+    for n in range(1000):
+        path = os.path.join(runs_dir, stem if n == 0 else f"{stem}-{n}")
+        try:
+            os.makedirs(path)
+        except FileExistsError:
+            continue
+        json.dump(config, open(os.path.join(path, "config.json"), "w", encoding="utf-8"))
+        return path
+
+
+def main(argv):
+    command = argv[0]
+    if command == "devices":
+        return devices()
+    if command == "inspect":
+        return inspect(argv[1], argv[argv.index("--samples") + 1])
+    if command == "train":
+        config = json.load(open(argv[1], encoding="utf-8"))
+        if config["dataset"].get("path") and not os.path.exists(config["dataset"]["path"]):
+            sys.stderr.write(f"dataset.path: no such file or folder: {config['dataset']['path']}\n")
+            return 2
+        runs_dir = argv[argv.index("--runs-dir") + 1]
+        os.makedirs(runs_dir, exist_ok=True)
+        return train(config, new_run_dir(runs_dir, config), False, 0)
+    if command == "resume":
+        run_dir = argv[1]
+        config = json.load(open(os.path.join(run_dir, "config.json"), encoding="utf-8"))
+        last = 0
+        for line in open(os.path.join(run_dir, "events.jsonl"), encoding="utf-8"):
+            event = json.loads(line)
+            if event["type"] == "checkpoint":
+                last = event["step"]
+        return train(config, run_dir, True, last)
+    sys.stderr.write(f"unknown command {command}\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

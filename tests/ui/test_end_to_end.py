@@ -1,0 +1,74 @@
+"""The window with the real engine: digits, mirrored over two CPU replicas (issue 3's
+acceptance test). Each engine process costs ~6 s of TensorFlow start-up, so these are slow."""
+from __future__ import annotations
+
+import pytest
+
+from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
+from gui_app.ui.main_window import MainWindow
+
+pytestmark = pytest.mark.slow
+
+CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
+                   training=TrainingConfig(epochs=1, global_batch_size=64, steps_per_call=3),
+                   runtime=RuntimeConfig(cpu_devices=2))
+ENGINE_TIMEOUT_MS = 240_000  # two cores shared with other work: be generous, it is only a ceiling
+
+
+@pytest.fixture
+def window(qtbot):
+    window = MainWindow()  # the real engine
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.supervisor.close()
+    window.settings.confirm_close_during_run = False
+    window.close()
+
+
+def test_train_digits_on_two_cpu_replicas(qtbot, window):
+    window.config_panel.set_config(CONFIG)
+    with qtbot.waitSignals([window.config_panel.devices.detected, window.config_panel.inspected],
+                           timeout=ENGINE_TIMEOUT_MS):
+        window.start()
+    assert window.preview.class_count() == 10 and window.preview.sample_pixmaps() == 10
+    assert window.config_panel.model.layers.topLevelItemCount() > 3
+
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
+            qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
+        window.actions.train.trigger()
+    status, run_dir, message = finished.args
+    assert (status, message) == ("completed", ""), message
+    run = started.args[0]
+    assert run["num_replicas"] == 2 and run["total_steps"] > 5
+    assert window.training_charts.point_count() == run["total_steps"]  # one point per step
+    matrix = window.evaluation.confusion_matrix()
+    assert matrix.shape == (10, 10) and matrix.sum() == run["dataset"]["test_examples"]
+    window.tabs.setCurrentWidget(window.replica_charts)
+    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    assert window.runs.status_of(run_dir) == "completed"
+
+
+def test_stop_in_the_middle_then_resume(qtbot, window):
+    window.config_panel.set_config(CONFIG.replace(training={"epochs": 2, "steps_per_call": 1}))
+    window.config_panel.inspector.cancel()  # not needed here: keep the two cores for training
+    sup = window.supervisor
+    has_step = lambda batch: any(e["type"] == "step" for e in batch)  # noqa: E731
+    with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=ENGINE_TIMEOUT_MS):
+        window.actions.train.trigger()
+    # Pause first so the stop lands in the middle however fast the steps are.
+    with qtbot.waitSignal(sup.state_changed, check_params_cb=lambda s: s == "paused", timeout=60_000):
+        window.actions.pause.trigger()
+    with qtbot.waitSignal(sup.finished, timeout=60_000) as finished:
+        window.actions.stop.trigger()
+    status, run_dir, _ = finished.args
+    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
+    window.runs.select(run_dir)
+    assert window.runs.resume_button.isEnabled()
+    with qtbot.waitSignal(sup.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
+            qtbot.waitSignal(sup.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
+        window.runs.resume_button.click()
+    assert finished.args[:2] == ["completed", run_dir], finished.args[2]
+    assert started.args[0]["resumed"] is True and started.args[0]["start_step"] > 0
+    assert window.training_charts.point_count() == started.args[0]["total_steps"]
+    assert window.evaluation.confusion_matrix().shape == (10, 10)

@@ -1,0 +1,176 @@
+"""The export dialog and the Try panel, end to end on a real (MirroredStrategy) digits run."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+from gui_app.core.export import export_run, read_card
+from gui_app.ui import export_dialog as export_dialog_module
+from gui_app.ui.export_dialog import ExportDialog
+from gui_app.ui.try_panel import TryPanel
+
+TIMEOUT_MS = 120_000
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("export_run_builder",
+                                                  Path(__file__).parents[1] / "export_run_builder.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def ui_export_run(tmp_path_factory) -> Path:
+    """The MirroredStrategy digits run the export tests share (built once per session)."""
+    return _builder().build_run(tmp_path_factory.getbasetemp() / "export-runs")
+
+
+@pytest.fixture(scope="module")
+def ui_digit_pngs(ui_export_run, tmp_path_factory):
+    import tensorflow as tf
+
+    from gui_app.core.config import RunConfig
+    from gui_app.core.datasets import load_dataset
+
+    data = load_dataset(RunConfig.load(ui_export_run / "config.json").dataset)
+    folder = tmp_path_factory.mktemp("ui-pngs")
+    paths = []
+    for i in range(2):
+        paths.append(folder / f"digit{i}.png")
+        paths[-1].write_bytes(tf.io.encode_png(data.x_test[i]).numpy())
+    return paths, data.x_test[:2]
+
+
+@pytest.fixture
+def export_dialog(qtbot, ui_export_run, tmp_path):
+    dialog = ExportDialog(ui_export_run, "tflite", folder=tmp_path)
+    qtbot.addWidget(dialog)
+    yield dialog
+    if dialog.is_running():  # never leave a worker behind a failed test
+        dialog.cancel()
+        qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS).wait()
+
+
+def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, ui_export_run, tmp_path,
+                                                           monkeypatch):
+    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}.tflite"
+    export_dialog.set_check(64)
+    with qtbot.waitSignal(export_dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(export_dialog._export_button, Qt.MouseButton.LeftButton)
+        assert export_dialog.is_running() and not export_dialog._format.isEnabled()
+    result = blocker.args[0]
+    assert result.passed and result.written and result.path.is_file()
+    assert result.parity.examples == 64 and result.parity.max_abs_diff <= 1e-5
+    assert read_card(result.path)["format"] == "tflite"
+    report = export_dialog._report.text()
+    assert "passed" in report and "Max abs diff" in report and str(result.card_path) in report
+    assert export_dialog._progress.value() == 1000 and export_dialog._format.isEnabled()
+    opened = []
+    monkeypatch.setattr(export_dialog_module.QDesktopServices, "openUrl", lambda url: opened.append(url))
+    assert export_dialog._open_button.isEnabled()
+    qtbot.mouseClick(export_dialog._open_button, Qt.MouseButton.LeftButton)
+    assert opened == [QUrl.fromLocalFile(str(tmp_path))]
+
+
+def test_choosing_a_format_renames_the_output(export_dialog, ui_export_run, tmp_path):
+    combo = export_dialog._format
+    combo.setCurrentIndex(combo.findData("savedmodel"))
+    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}_savedmodel"
+    combo.setCurrentIndex(combo.findData("tflite-int8-full"))
+    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}-int8-full.tflite"
+
+
+def test_closing_the_dialog_while_it_exports_cancels_and_leaves_nothing(qtbot, export_dialog, tmp_path):
+    export_dialog._format.setCurrentIndex(export_dialog._format.findData("tflite-int8-full"))
+    export_dialog.show()
+    with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
+        export_dialog.start()
+        export_dialog.reject()  # asks to cancel; closes once the worker has stopped
+        assert export_dialog.isVisible()
+    assert blocker.args == ["Cancelled: nothing was saved."]
+    assert not export_dialog.isVisible() and not export_dialog.is_running()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unwritable_destination_is_shown_as_one_line(qtbot, export_dialog, tmp_path):
+    export_dialog.set_output_path(tmp_path / "missing" / "m.tflite")
+    with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
+        export_dialog.start()
+    assert blocker.args == [f"{tmp_path / 'missing'}: no such folder"]
+    assert "no such folder" in export_dialog._status.text() and export_dialog._export_button.isEnabled()
+
+
+# ---- Try panel ------------------------------------------------------------------------------
+
+@pytest.fixture
+def try_panel(qtbot):
+    panel = TryPanel()
+    qtbot.addWidget(panel)
+    yield panel
+    panel.shutdown()
+
+
+def _drop(panel: TryPanel, paths) -> bool:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    panel.dragEnterEvent(enter)
+    panel.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                               Qt.KeyboardModifier.NoModifier))
+    return enter.isAccepted()
+
+
+def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, ui_export_run, ui_digit_pngs):
+    paths, raw = ui_digit_pngs
+    with qtbot.waitSignal(try_panel.model_loaded, timeout=TIMEOUT_MS) as loaded:
+        try_panel.set_model_source(ui_export_run)
+    assert loaded.args[0].endswith("run, 8×8 grey, 10 classes")
+    with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS):
+        assert _drop(try_panel, paths)
+    rows = try_panel.rows()
+    assert len(rows) == 2
+    for row, image in zip(rows, raw):
+        entries = row.bars.entries()
+        assert len(entries) == 5
+        probabilities = [p for _, p in entries]
+        assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.0 + 1e-6
+        assert row.prediction.probabilities.sum() == pytest.approx(1.0, abs=1e-5)
+        np.testing.assert_array_equal(row.prediction.image, image)  # shown as the model sees it
+    try_panel.clear()
+    assert try_panel.rows() == []
+
+
+@pytest.fixture(scope="module")
+def ui_int8_export(ui_export_run, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ui-export")
+    return export_run(ui_export_run, "tflite-int8", folder / "digits-int8.tflite", check=32).path
+
+
+def test_try_panel_classifies_test_samples_with_an_exported_file(qtbot, try_panel, ui_int8_export):
+    with qtbot.waitSignal(try_panel.model_loaded, timeout=TIMEOUT_MS) as loaded:
+        try_panel.set_model_source(ui_int8_export)
+    assert "TensorFlow Lite" in loaded.args[0]
+    with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
+        try_panel.add_test_samples(4)
+    predictions = ready.args[0]
+    assert len(predictions) == 4 and len(try_panel.rows()) == 4
+    assert all(p.label is not None for p in predictions)
+    assert sum(p.top(1)[0][0] == p.label for p in predictions) >= 3
+
+
+def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
+    with qtbot.waitSignal(try_panel.failed, timeout=TIMEOUT_MS) as blocker:
+        try_panel.add_image_files([tmp_path / "a.png"])
+    assert blocker.args == ["Open a model first (a run folder or an exported file)."]
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx graph")
+    with qtbot.waitSignal(try_panel.failed, timeout=TIMEOUT_MS) as blocker:
+        try_panel.set_model_source(broken)
+    assert blocker.args[0].startswith(f"{broken}: not a valid ONNX model")

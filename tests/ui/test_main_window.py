@@ -1,0 +1,206 @@
+"""The main window against the fake engine: train, stop, resume, failures, runs, settings, closing."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QKeySequence
+from run_dirs import write_run
+
+from gui_app.core.rundir import list_runs
+from gui_app.ui.main_window import MainWindow
+from gui_app.ui.settings import load_settings
+
+
+@pytest.fixture
+def make_window(qtbot, fake_engine):
+    windows = []
+
+    def make() -> MainWindow:
+        window = MainWindow(engine_command=fake_engine)
+        qtbot.addWidget(window)
+        window.show()
+        with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
+            window.start()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.supervisor.close()  # kills anything a failed test left running
+        window.settings.confirm_close_during_run = False
+        window.close()
+
+
+@pytest.fixture
+def window(make_window) -> MainWindow:
+    return make_window()
+
+
+def train(qtbot, window: MainWindow, timeout: int = 15_000) -> tuple[str, str, str]:
+    with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
+        window.actions.train.trigger()
+    return tuple(finished.args)
+
+
+def test_shortcuts_and_first_state(window):
+    a = window.actions
+    assert a.train.shortcut() == QKeySequence("Ctrl+R") and a.stop.shortcut() == QKeySequence("Ctrl+.")
+    assert a.train.isEnabled() and not a.stop.isEnabled() and not a.pause.isEnabled()
+    assert window.devices_label.text().startswith("TensorFlow 2.21.0")
+    assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
+        "Dataset", "Training", "Replicas", "Evaluation", "Log"]
+    about = window.about_text()
+    assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
+
+
+def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine, runs_dir):
+    fake_engine.configure("normal", steps=40)
+    status, run_dir, message = train(qtbot, window)
+    assert (status, message) == ("completed", "")
+    assert window.training_charts.point_count() == 40
+    assert window.tabs.currentWidget() is window.evaluation  # shown when the run completes
+    assert window.replica_charts.replica_count() == 2
+    window.tabs.setCurrentWidget(window.replica_charts)  # hidden charts skip their redraws
+    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    matrix = window.evaluation.confusion_matrix()
+    assert matrix.shape == (10, 10) and matrix.sum() == 50
+    assert window.progress.step == 40 and window.progress.bar.value() == 40
+    assert window.runs.status_of(run_dir) == "completed"
+    assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
+    assert load_settings().recent_runs == [run_dir]
+
+
+def test_invalid_config_disables_train(window):
+    window.config_panel.training.learning_rate.setText("fast")
+    assert not window.actions.train.isEnabled() and not window.actions.save_config.isEnabled()
+    window.train()  # the shortcut path too: nothing starts
+    assert window.supervisor.state() == "idle"
+    window.config_panel.training.learning_rate.setText("0.001")
+    assert window.actions.train.isEnabled()
+
+
+def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, window, tmp_path, fake_engine):
+    panel = window.config_panel
+    window.open_dropped(str(tmp_path / "missing-folder" / "data.npz"))  # dropped, but gone
+    assert "no such file or folder" in panel.dataset.status.text()
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
+    panel.dataset.path.setText(str(tmp_path / "missing.npz"))
+    assert "dataset.path" in panel.errors() and not window.actions.train.isEnabled()
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
+    assert window.actions.train.isEnabled()
+    fake_engine.configure("normal", steps=10)
+    assert train(qtbot, window)[0] == "completed"
+
+
+def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fake_engine):
+    fake_engine.configure("crash")
+    status, run_dir, message = train(qtbot, window)
+    assert (status, message) == ("failed", "RuntimeError: fake engine crashed on purpose")
+    assert window.failure_box is not None and window.failure_box.isVisible()
+    assert window.failure_box.text() == message
+    window.failure_box.close()
+    assert window.runs.status_of(run_dir) == "interrupted"  # on disk: no run_finished, resumable
+    item = window.runs.tree.topLevelItem(0)
+    assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
+    assert window.actions.train.isEnabled()
+    assert "RuntimeError: fake engine crashed on purpose" in window.log.text()
+
+
+def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
+    fake_engine.configure("wait", steps=20)
+    sup, a = window.supervisor, window.actions
+    has_step = lambda batch: any(e["type"] == "step" for e in batch)  # noqa: E731
+    with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=10_000):
+        a.train.trigger()
+    assert a.pause.isEnabled() and a.stop.isEnabled() and a.checkpoint.isEnabled()
+    assert not a.train.isEnabled() and not window.config_panel.widget().isEnabled()
+    with qtbot.waitSignal(sup.state_changed, check_params_cb=lambda s: s == "paused", timeout=5000):
+        a.pause.trigger()
+    assert a.pause.text() == "&Continue"
+    with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
+        a.stop.trigger()
+    status, run_dir, _ = finished.args
+    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
+    assert window.failure_box is None
+    steps_before = window.training_charts.point_count()
+    assert 0 < steps_before < 20
+    window.runs.select(run_dir)
+    assert window.runs.resume_button.isEnabled() and a.resume_run.isEnabled()
+    fake_engine.configure("normal", steps=20)
+    with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
+        window.runs.resume_button.click()
+    assert finished.args[:2] == ["completed", run_dir]
+    assert window.training_charts.point_count() == 20  # history plus the resumed steps, no duplicates
+    assert window.evaluation.confusion_matrix().sum() == 50
+    assert [r.status for r in list_runs(window.runs_dir)] == ["completed"]
+
+
+def test_closing_during_a_run_stops_the_engine(qtbot, window, fake_engine, monkeypatch):
+    fake_engine.configure("wait")
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000) as started:
+        window.actions.train.trigger()
+    pid = started.args[0]["pid"]
+    monkeypatch.setattr(window, "_confirm_close", lambda: False)
+    window.close()
+    assert window.isVisible() and window.supervisor.state() == "running"  # the user said no
+    monkeypatch.setattr(window, "_confirm_close", lambda: True)
+    with qtbot.waitSignal(window.supervisor.finished, timeout=10_000) as finished:
+        window.close()
+        assert window.isVisible()  # waits for the engine before closing
+    assert finished.args[0] == "stopped"
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
+    first = write_run(runs_dir, "first", "completed", steps=12, accuracy=0.9)
+    second = write_run(runs_dir, "second", "stopped", steps=5, started=1.7e9 + 100)
+    window.runs.refresh()
+    assert window.open_run(str(first))
+    assert window.training_charts.point_count() == 12
+    assert window.replica_charts.replica_count() == 2
+    assert window.evaluation.confusion_matrix().sum() == 10
+    assert window.windowTitle() == "Replica Studio — first"
+    window.runs.select(first, second)
+    main, other = window.runs.selected_paths()
+    window.runs.overlay_button.click()
+    assert window.training_charts.point_count() == {str(first): 12, str(second): 5}[main]
+    assert f"overlaid with {Path(other).name}" in window.progress.label.text()
+    window.open_dropped(str(second))  # dropping a run folder opens it
+    assert window.training_charts.point_count() == 5 and window.evaluation.confusion_matrix() is None
+    assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
+
+
+def test_config_files_and_drops(window, tmp_path):
+    config = window.config_panel.config().replace(training={"epochs": 9})
+    path = tmp_path / "run.json"
+    config.save(path)
+    window.open_dropped(str(path))
+    assert window.config_panel.config() == config
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"training": {"epochz": 1}}))
+    with pytest.raises(ValueError, match="training.epochz: unknown key"):
+        window.load_config_file(bad)
+    model = tmp_path / "net.keras"
+    model.write_bytes(b"x")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(model))])
+    window.dropEvent(QDropEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                                Qt.KeyboardModifier.NoModifier))
+    assert window.config_panel.config().model.path == str(model)
+
+
+def test_settings_persist_between_windows(qtbot, make_window):
+    first = make_window()
+    first.config_panel.training.epochs.setValue(7)
+    first.resize(first.minimumSizeHint().width(), 640)  # the offscreen screen is only 800x800
+    size = first.size()
+    first.close()
+    second = make_window()
+    assert second.config_panel.config().training.epochs == 7
+    assert second.size() == size

@@ -1,0 +1,164 @@
+"""RunSupervisor against the fake engine: batching and order, stop, pause, crash, kill, close."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
+from gui_app.core.rundir import list_runs
+from gui_app.ui.supervisor import RunSupervisor
+
+CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
+                   runtime=RuntimeConfig(cpu_devices=2))
+
+
+@pytest.fixture
+def make_supervisor(fake_engine):
+    made = []
+
+    def make(**kwargs) -> RunSupervisor:
+        supervisor = RunSupervisor(fake_engine, **kwargs)
+        made.append(supervisor)
+        return supervisor
+
+    yield make
+    for supervisor in made:
+        supervisor.close()
+
+
+class Recorder:
+    def __init__(self, supervisor: RunSupervisor) -> None:
+        self.batches: list[list[dict]] = []
+        self.logs: list[str] = []
+        self.states: list[str] = []
+        supervisor.events.connect(self.batches.append)
+        supervisor.log_line.connect(self.logs.append)
+        supervisor.state_changed.connect(self.states.append)
+
+    @property
+    def events(self) -> list[dict]:
+        return [e for batch in self.batches for e in batch]
+
+
+def test_events_arrive_batched_in_order_and_run_completes(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("normal", steps=300)
+    supervisor = make_supervisor()
+    rec = Recorder(supervisor)
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000) as started, \
+            qtbot.waitSignal(supervisor.finished, timeout=20_000) as finished:
+        supervisor.start_train(CONFIG, runs_dir)
+    status, run_dir, message = finished.args
+    assert (status, message) == ("completed", "")
+    assert Path(run_dir).parent == runs_dir and started.args[0]["run_dir"] == run_dir
+    kinds = [e["type"] for e in rec.events]
+    assert kinds[0] == "run_started" and kinds[-2:] == ["eval", "run_finished"]
+    assert [e["step"] for e in rec.events if e["type"] == "step"] == list(range(1, 301))
+    assert len(rec.batches) < len(rec.events) / 5, "events must be batched, not one signal each"
+    assert rec.states[0] == "starting" and "running" in rec.states and rec.states[-1] == "idle"
+    assert not supervisor.is_active()
+    assert [r.status for r in list_runs(runs_dir)] == ["completed"]
+
+
+def test_stop_is_cooperative(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("wait")
+    supervisor = make_supervisor()
+    rec = Recorder(supervisor)
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000):
+        supervisor.start_train(CONFIG, runs_dir)
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
+        supervisor.stop()
+    assert finished.args[0] == "stopped"
+    assert "stopping" in rec.states
+    assert rec.events[-1]["type"] == "run_finished"
+    run = list_runs(runs_dir)[0]
+    assert run.status == "stopped" and run.resumable
+
+
+def test_pause_and_resume_change_state(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("wait")
+    supervisor = make_supervisor()
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000):
+        supervisor.start_train(CONFIG, runs_dir)
+    with qtbot.waitSignal(supervisor.state_changed, check_params_cb=lambda s: s == "paused", timeout=5000):
+        supervisor.pause()
+    with qtbot.waitSignal(supervisor.state_changed, check_params_cb=lambda s: s == "running", timeout=5000):
+        supervisor.resume()
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000):
+        supervisor.stop()
+
+
+def test_crash_reports_failed_with_the_error_line(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("crash")
+    supervisor = make_supervisor()
+    rec = Recorder(supervisor)
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
+        supervisor.start_train(CONFIG, runs_dir)
+    status, run_dir, message = finished.args
+    assert status == "failed" and run_dir
+    assert message == "RuntimeError: fake engine crashed on purpose"
+    assert "RuntimeError: fake engine crashed on purpose" in rec.logs
+    assert list_runs(runs_dir)[0].status == "interrupted"  # no run_finished on disk
+
+
+def test_killed_engine_is_not_blamed_on_a_log_line(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("killed")
+    supervisor = make_supervisor()
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
+        supervisor.start_train(CONFIG, runs_dir)
+    assert finished.args[0] == "failed"
+    assert finished.args[2] == "the engine process crashed or was killed (out of memory?)"
+
+
+def test_bad_input_fails_before_the_run_starts(qtbot, make_supervisor, runs_dir, tmp_path):
+    supervisor = make_supervisor()
+    config = CONFIG.replace(dataset={"name": "npz", "path": str(tmp_path / "missing.npz")})
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
+        supervisor.start_train(config, runs_dir)
+    assert finished.args == ["failed", "", f"dataset.path: no such file or folder: {tmp_path / 'missing.npz'}"]
+
+
+def test_engine_that_cannot_start(qtbot, tmp_path):
+    supervisor = RunSupervisor(lambda *args: [str(tmp_path / "no-such-engine"), *args])
+    try:
+        with qtbot.waitSignal(supervisor.finished, timeout=5000) as finished:
+            supervisor.start_resume(tmp_path)
+        assert finished.args[0] == "failed" and finished.args[2].startswith("cannot start the engine")
+        assert not supervisor.is_active()
+    finally:
+        supervisor.close()
+
+
+def test_engine_ignoring_stop_is_killed_after_the_grace_period(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("hang")
+    supervisor = make_supervisor(grace_seconds=0.3)
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000):
+        supervisor.start_train(CONFIG, runs_dir)
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
+        supervisor.stop()
+    assert finished.args[0] == "interrupted"
+    assert "did not stop within 0.3 s" in finished.args[2]
+
+
+def test_one_run_at_a_time(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("wait")
+    supervisor = make_supervisor()
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000):
+        supervisor.start_train(CONFIG, runs_dir)
+    with pytest.raises(RuntimeError, match="one run at a time"):
+        supervisor.start_train(CONFIG, runs_dir)
+    with qtbot.waitSignal(supervisor.finished, timeout=10_000):
+        supervisor.stop()
+
+
+def test_close_kills_a_running_engine(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("hang")
+    supervisor = make_supervisor()
+    with qtbot.waitSignal(supervisor.run_started, timeout=10_000) as started:
+        supervisor.start_train(CONFIG, runs_dir)
+    pid = started.args[0]["pid"]
+    os.kill(pid, 0)  # alive
+    supervisor.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
