@@ -143,7 +143,11 @@ def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes
 def outputs_logits(model) -> bool:
     """False when the model ends in a softmax (a user's .keras file may); then the loss must not
     apply one again."""
+    import keras
+
     last = model.layers[-1]
+    if isinstance(last, keras.layers.Softmax):
+        return False
     activation = getattr(last, "activation", None)
     return getattr(activation, "__name__", "") != "softmax"
 

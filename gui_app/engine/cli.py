@@ -14,7 +14,9 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices")
+from gui_app.engine import cli_export
+
+SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices") + cli_export.COMMANDS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -51,18 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu-devices", type=int, default=1, help="split the CPU into N logical devices first")
     p.add_argument("--debug", action="store_true")
-    for add in _plugin_commands():
-        add(sub)
+    cli_export.add_commands(sub)  # export and predict live in their own module
     return parser
-
-
-def _plugin_commands():
-    """Sub-commands that live in their own modules (export, predict)."""
-    try:
-        from gui_app.engine import cli_export
-    except ImportError:
-        return []
-    return [cli_export.add_commands]
 
 
 def _quiet_tensorflow() -> None:

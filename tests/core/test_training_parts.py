@@ -86,6 +86,9 @@ def test_keras_file_models_are_checked(tmp_path):
     model.save(path)
     loaded = build_model(ModelConfig("keras_file", str(path)), (8, 8, 1), 10)
     assert not outputs_logits(loaded)
+    layer_softmax = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Softmax()])
+    assert not outputs_logits(layer_softmax)
+    assert outputs_logits(keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)]))
     with pytest.raises(ModelError, match=r"takes inputs of shape \(8, 8, 1\), the dataset has \(28, 28, 1\)"):
         build_model(ModelConfig("keras_file", str(path)), (28, 28, 1), 10)
     with pytest.raises(ModelError, match="outputs"):

@@ -106,7 +106,7 @@ def probability_model(model, input_shape: tuple[int, int, int]):
         if len(outputs) != 1:
             raise ExportError(f"model: has {len(outputs)} outputs; Replica Studio exports single-output classifiers")
         outputs = outputs[0]
-    ends_in_softmax = not outputs_logits(model) or isinstance(model.layers[-1], keras.layers.Softmax)
+    ends_in_softmax = not outputs_logits(model)
     # dtype float32: a mixed-precision model still hands out float32 probabilities.
     head = (keras.layers.Activation("linear", name=OUTPUT_NAME, dtype="float32") if ends_in_softmax
             else keras.layers.Softmax(name=OUTPUT_NAME, dtype="float32"))
