@@ -9,6 +9,7 @@ TensorFlow runtime: call this after the logical devices (and any multi-worker st
 """
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -104,8 +105,7 @@ class _Decoder:
         self._size = size
         self._channels = channels
         self._report = report
-        self._decode = tf.function(_decode_fn(tf, size, channels), autograph=False,
-                                   input_signature=[tf.TensorSpec([], tf.string)])
+        self._decode = image_decoder(tuple(size), channels)
 
     def __call__(self, root: Path, files: dict[str, list[Path]], class_names: list[str],
                  done: int, total: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -128,6 +128,27 @@ class _Decoder:
             return self._decode(path.read_bytes()).numpy()
         except self._errors:
             return None
+
+
+@functools.lru_cache(maxsize=8)
+def image_decoder(size: tuple[int, int], channels: int):
+    """The traced ``bytes -> (H, W, channels) uint8`` function, one trace per size and channels."""
+    import tensorflow as tf
+
+    return tf.function(_decode_fn(tf, size, channels), autograph=False,
+                       input_signature=[tf.TensorSpec([], tf.string)])
+
+
+def decode_image(data: bytes, size: tuple[int, int], channels: int) -> np.ndarray:
+    """One encoded image as training saw its images: decoded, channels converted, resized.
+
+    Raises ValueError when ``data`` is not a PNG, JPEG, BMP or GIF image."""
+    import tensorflow as tf
+
+    try:
+        return image_decoder(tuple(size), channels)(data).numpy()
+    except tf.errors.OpError:
+        raise ValueError("not a PNG, JPEG, BMP or GIF image") from None
 
 
 def _decode_fn(tf, size: tuple[int, int], channels: int):

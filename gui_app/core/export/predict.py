@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from gui_app.core.datasets.images import decode_image
 from gui_app.core.export.model_card import read_card
 from gui_app.core.export.runtimes import (PIXEL_SCALE, ExportError, Runtime, detect_kind, import_tensorflow,
                                           open_runtime, scale_pixels)
@@ -163,8 +164,8 @@ def _run_class_names(run_dir: Path) -> list[str] | None:
 def read_image(path: str | Path, input_shape: tuple[int, int, int]) -> np.ndarray:
     """An image file as the model sees it: (H, W, C) uint8 with the model's channels and size.
 
-    The same steps as the image_folder dataset (gui_app/core/datasets/images.py): decode,
-    16-bit to 8-bit, drop alpha, grey <-> RGB, bilinear resize with antialiasing, round.
+    The very function the image_folder dataset decodes with, so a picture is seen the way
+    training images were.
     """
     path = Path(path)
     height, width, channels = input_shape
@@ -172,19 +173,8 @@ def read_image(path: str | Path, input_shape: tuple[int, int, int]) -> np.ndarra
         data = path.read_bytes()
     except OSError as exc:
         raise ExportError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    tf = import_tensorflow()
+    import_tensorflow()  # keeps the GPU out of this process when TensorFlow starts here
     try:
-        image = tf.io.decode_image(data, channels=0, expand_animations=False)
-    except (tf.errors.OpError, ValueError):
-        raise ExportError(f"{path}: not a PNG, JPEG, BMP or GIF image") from None
-    if image.dtype != tf.uint8:
-        image = tf.image.convert_image_dtype(image, tf.uint8, saturate=True)
-    have = image.shape[-1]
-    if have in (2, 4):
-        image, have = image[..., : have - 1], have - 1
-    if have != channels:
-        image = tf.image.rgb_to_grayscale(image) if channels == 1 else tf.image.grayscale_to_rgb(image)
-    if tuple(image.shape[:2]) != (height, width):
-        resized = tf.image.resize(image, (height, width), method="bilinear", antialias=True)
-        image = tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
-    return image.numpy()
+        return decode_image(data, (height, width), channels)
+    except ValueError as exc:
+        raise ExportError(f"{path}: {exc}") from None
