@@ -1,22 +1,79 @@
 """The ``replica-studio`` command: the desktop app without a sub-command, the engine's
 command line with one (``train``, ``resume``, ``evaluate``, ``devices``, ...).
 
+The same dispatch runs in a PyInstaller bundle, whose executable is also the engine:
+``engine_command`` there is ``[bundle executable, train, ...]``.
+
 Nothing here imports Qt or TensorFlow at module level, so ``replica-studio devices`` never
 loads Qt and the window appears before TensorFlow is imported.
 """
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
+import time
+
+LAUNCHED_AT = time.monotonic()  # as early as our code runs: --measure-startup counts from here
+
+APP_OPTIONS = (
+    ("--selftest", "check this installation: start, detect devices, train a few steps of the bundled "
+                   "digits headless, report; exit 0 when all is well"),
+    ("--install-desktop-entry", "add Replica Studio to your application menu (a .desktop file and icons "
+                                "in $XDG_DATA_HOME, default ~/.local/share)"),
+    ("--uninstall-desktop-entry", "remove what --install-desktop-entry added"),
+    ("--measure-startup", "open the window, print the time from launch to its first paint (JSON), quit"),
+)
+
+
+def _frozen_setup() -> None:
+    """What a PyInstaller executable needs before anything else runs."""
+    if not getattr(sys, "frozen", False):
+        return
+    # A windowed (no console) Windows executable has no std streams; printing must not crash.
+    # (multiprocessing.freeze_support() is called by the bundle's entry script, before this.)
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+
+
+def _print_help() -> int:
+    from gui_app.engine.cli import main as cli_main
+
+    try:
+        cli_main(["--help"])
+    except SystemExit:
+        pass
+    print("\ndesktop app options (without a command):")
+    options = (("--runs-dir DIR", "folder of run directories (default: the user data folder)"),
+               ("--config FILE", "fill the forms from this run configuration (JSON)"), *APP_OPTIONS)
+    for option, text in options:
+        print(textwrap.fill(text, width=100, initial_indent=f"  {option:<27}", subsequent_indent=" " * 29))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _frozen_setup()
     from gui_app.engine.cli import SUBCOMMANDS
 
-    if argv and (argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help", "--version")):
+    first = argv[0] if argv else None
+    if first in SUBCOMMANDS or first == "--version":
         from gui_app.engine.cli import main as cli_main
 
         return cli_main(argv)
-    from gui_app.ui.main import run_gui
+    if first in ("-h", "--help"):
+        return _print_help()
+    if first == "--selftest":
+        from gui_app.selftest import main as selftest_main
 
-    return run_gui(argv)
+        return selftest_main(argv[1:])
+    if first in ("--install-desktop-entry", "--uninstall-desktop-entry"):
+        from gui_app.desktop_entry import main as desktop_entry_main
+
+        return desktop_entry_main(argv)
+    from gui_app import startup
+
+    if first == startup.PROBE_FLAG:  # internal: the child process of the startup check
+        return startup.probe_qt(argv[1:])
+    return startup.launch_gui(argv, launched_at=LAUNCHED_AT)
