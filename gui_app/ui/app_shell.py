@@ -45,10 +45,11 @@ def show_error(title: str, text: str, details: str | None = None, parent: QWidge
 def show_tensorflow_unavailable(message: str, parent: QWidget | None = None) -> None:
     """For a failed device detection: the engine could not start TensorFlow (a broken
     install, a CPU without AVX, a CUDA library mismatch), so nothing can train."""
+    from gui_app.startup import app_command
+
     show_error("TensorFlow cannot start",
                f"TensorFlow failed to start, so Replica Studio cannot detect devices or train:\n\n{message}",
-               "Check it from a terminal with\n\n"
-               f"    {sys.executable if not getattr(sys, 'frozen', False) else 'replica-studio'} devices --debug\n\n"
+               f"Check it from a terminal with\n\n    {' '.join(app_command('devices', '--debug'))}\n\n"
                "and reinstall TensorFlow into the same environment if it fails "
                "(pip install --force-reinstall 'tensorflow>=2.21,<2.22').", parent)
 

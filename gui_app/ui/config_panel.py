@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGroupBox, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QGroupBox, QScrollArea, QVBoxLayout,
+                               QWidget)
 
 from gui_app.core.config import ConfigError, RunConfig, RuntimeConfig, StrategyConfig
 from gui_app.ui.dataset_preview import describe_dataset
@@ -27,6 +28,20 @@ def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
         return RunConfig(strategy=StrategyConfig(name="mirrored", devices=tuple(gpus)))
     return RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
                      runtime=RuntimeConfig(cpu_devices=2))
+
+
+class _WheelGuard(QObject):
+    """Gives the wheel of an unfocused field to the form's scroll bar."""
+
+    def __init__(self, scroll_bar: QWidget, parent: QObject) -> None:
+        super().__init__(parent)
+        self._scroll_bar = scroll_bar
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Wheel and not watched.hasFocus():
+            QApplication.sendEvent(self._scroll_bar, event)
+            return True
+        return False
 
 
 class ConfigPanel(QScrollArea):
@@ -55,6 +70,12 @@ class ConfigPanel(QScrollArea):
         column.addStretch(1)
         self.setWidget(body)
         self.setMinimumWidth(body.sizeHint().width() + self.verticalScrollBar().sizeHint().width())
+        self._wheel_guard = _WheelGuard(self.verticalScrollBar(), self)
+        # Scrolling the form must not change the spin box or list the pointer passes over
+        # (it turned 30 epochs into 21): they take the wheel only once clicked into.
+        for field in body.findChildren(QAbstractSpinBox) + body.findChildren(QComboBox):
+            field.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            field.installEventFilter(self._wheel_guard)
         self.forms: list[FormSection] = [self.dataset, self.model, self.strategy, self.training]
 
         self._engine_command = engine_command

@@ -51,8 +51,16 @@ def _parse_eval(event: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
     return matrix, [str(n) for n in names]
 
 
+def names_are_indices(names: list[str]) -> bool:
+    """True when the class names are just their indices ("0", "1", ... as for digits): the
+    table then needs no separate "#" column."""
+    return list(names) == [str(i) for i in range(len(names))]
+
+
 class PerClassModel(QAbstractTableModel):
-    """Rows = classes; DisplayRole is formatted text, UserRole the number (for sorting)."""
+    """Rows = classes; DisplayRole is formatted text, UserRole the number (for sorting).
+
+    When the names are the indices, the name column sorts by index ("10" after "9")."""
 
     HEADERS = ("#", "Class", "Precision", "Recall", "F1", "Support")
     KEYS = ("class", "name", "precision", "recall", "f1", "support")
@@ -60,10 +68,12 @@ class PerClassModel(QAbstractTableModel):
     def __init__(self) -> None:
         super().__init__()
         self._rows: list[dict[str, Any]] = []
+        self._numeric_names = False
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         self.beginResetModel()
         self._rows = rows
+        self._numeric_names = bool(rows) and names_are_indices([str(r.get("name")) for r in rows])
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
@@ -75,6 +85,8 @@ class PerClassModel(QAbstractTableModel):
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         value = self._rows[index.row()].get(self.KEYS[index.column()])
         if role == Qt.ItemDataRole.UserRole:
+            if index.column() == 1 and self._numeric_names:
+                return self._rows[index.row()].get("class", index.row())
             return value
         if role == Qt.ItemDataRole.DisplayRole:
             if isinstance(value, float):
@@ -123,7 +135,7 @@ class EvaluationView(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.setMinimumWidth(4 * number_width + 140)
 
-        self._gallery_title = QLabel()
+        self._gallery_title = QLabel(wordWrap=True)
         self.gallery = QListWidget()
         self.gallery.setViewMode(QListView.ViewMode.IconMode)
         self.gallery.setIconSize(QSize(THUMBNAIL, THUMBNAIL))
@@ -139,26 +151,28 @@ class EvaluationView(QWidget):
         heat_layout.setContentsMargins(0, 0, 0, 0)
         heat_layout.addWidget(self.heatmap, 1)
         heat_layout.addWidget(self.heatmap.hover)
+        # The heat map takes the full height on the left; on the right the table is only as
+        # tall as its rows (ten classes leave no empty table) and the gallery gets the rest.
+        gallery = QWidget()
+        gallery_layout = QVBoxLayout(gallery)
+        gallery_layout.setContentsMargins(0, 0, 0, 0)
+        gallery_layout.addWidget(self._gallery_title)
+        gallery_layout.addWidget(self.gallery, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.table)
+        right.addWidget(gallery)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
         top = QSplitter(Qt.Orientation.Horizontal)
         top.addWidget(heat)
-        top.addWidget(self.table)
+        top.addWidget(right)
         top.setStretchFactor(0, 3)
         top.setStretchFactor(1, 2)
         self._top_split = top
-        bottom = QWidget()
-        bottom_layout = QVBoxLayout(bottom)
-        bottom_layout.setContentsMargins(0, 0, 0, 0)
-        bottom_layout.addWidget(self._gallery_title)
-        bottom_layout.addWidget(self.gallery, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(top)
-        split.addWidget(bottom)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.addWidget(self._summary)
-        layout.addWidget(split, 1)
+        layout.addWidget(top, 1)
         self._apply_palette()
         self.clear()
 
@@ -167,6 +181,7 @@ class EvaluationView(QWidget):
         self._summary.setText("No evaluation yet: it appears when a run finishes its test-set evaluation.")
         self.heatmap.set_matrix(None, [])
         self._per_class.set_rows([])
+        self._fit_table_height()
         self.gallery.clear()
         self._gallery_title.setText("Misclassified test images")
 
@@ -183,6 +198,8 @@ class EvaluationView(QWidget):
         self._summary.setText(self._summary_text(eval_event, matrix, per_class))
         self.heatmap.set_matrix(matrix, names)
         self._per_class.set_rows([{**row, "name": row.get("name", names[i])} for i, row in enumerate(per_class)])
+        self.table.setColumnHidden(0, names_are_indices(names))  # "#" would repeat "Class"
+        self._fit_table_height()
         self._fill_gallery(misclassified, names)
 
     def show_run(self, run_dir: str | Path) -> bool:
@@ -228,6 +245,13 @@ class EvaluationView(QWidget):
         if isinstance(shares, list) and len(shares) > 1 and all(isinstance(n, int) for n in shares):
             parts.append("per replica " + " / ".join(f"{n:,}" for n in shares))
         return "  ·  ".join(parts)
+
+    def _fit_table_height(self) -> None:
+        """No taller than its rows; many classes scroll in the space the splitter gives it."""
+        rows = max(self._per_class.rowCount(), 1)
+        self.table.setMaximumHeight(self.table.horizontalHeader().sizeHint().height()
+                                    + rows * self.table.verticalHeader().defaultSectionSize()
+                                    + 2 * self.table.frameWidth())
 
     def _fill_gallery(self, misclassified: dict | None, names: list[str]) -> None:
         self.gallery.clear()

@@ -42,7 +42,7 @@ class ExportDialog(QDialog):
         self._result: ExportResult | None = None
         self._tasks = TaskThread("export", self, expected=(ExportError, ExportCancelled))
         self.setWindowTitle(f"Export {self._run_dir.name}")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(660)  # the report lines fit unwrapped
 
         self._format = QComboBox()
         for spec in FORMATS.values():
@@ -191,7 +191,10 @@ class ExportDialog(QDialog):
             self._show_status(f"{result.path.name} failed its parity check: nothing was saved.", error=True)
         self._report.setText(_report_html(result))
         self._report.setVisible(True)
-        self.adjustSize()  # make room for the report
+        # Make room for the report at the current width (adjustSize() measures the wrapped
+        # labels at a narrower width and leaves a gap above the buttons).
+        height = self.layout().totalHeightForWidth(self.width()) + self.layout().spacing() * 2
+        self.resize(self.width(), max(height, self.height()))
         self._open_button.setEnabled(result.written)
         self.succeeded.emit(result)
         self._finish()

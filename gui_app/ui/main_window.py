@@ -1,8 +1,9 @@
 """MainWindow: lays out the panels and wires them together; it computes nothing itself.
 
 Left: the ConfigPanel (devices, dataset, model, strategy, hyperparameters). Right: the run's
-progress, the tabs (Dataset, Training, Replicas, Evaluation, Log) and the run list. The
+progress, the tabs (Dataset, Training, Replicas, Evaluation, Try, Log) and the run list. The
 RunSupervisor runs the engine; its batched events feed the charts and the progress line.
+Files and drops live in ``WindowFiles``, the Export menu and the Try tab in ``WindowModels``.
 """
 from __future__ import annotations
 
@@ -27,15 +28,17 @@ from gui_app.ui.runs_panel import RunsPanel
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.supervisor import EngineCommand, RunSupervisor
 from gui_app.ui.training_charts import TrainingCharts
+from gui_app.ui.try_panel import TryPanel
 from gui_app.ui.window_actions import WindowActions
 from gui_app.ui.window_files import WindowFiles
+from gui_app.ui.window_models import WindowModels
 
-TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Log"]
+TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
 STATE_TEXT = {"idle": "Ready", "starting": "Starting the engine (TensorFlow loads in a few seconds)…",
               "running": "Training", "paused": "Paused", "stopping": "Stopping: writing a checkpoint…"}
 
 
-class MainWindow(WindowFiles, QMainWindow):
+class MainWindow(WindowFiles, WindowModels, QMainWindow):
     def __init__(self, settings: Settings | None = None, runs_dir: str | Path | None = None,
                  engine_command: EngineCommand = default_engine_command) -> None:
         super().__init__()
@@ -49,12 +52,13 @@ class MainWindow(WindowFiles, QMainWindow):
         self.training_charts = TrainingCharts()
         self.replica_charts = ReplicaCharts()
         self.evaluation = EvaluationView()
+        self.try_panel = TryPanel()
         self.log = LogPanel()
         self.runs = RunsPanel(self.runs_dir)
         self.progress = RunProgress()
         self.tabs = QTabWidget()
         for name, widget in zip(TAB_NAMES, (self.preview, self.training_charts, self.replica_charts,
-                                            self.evaluation, self.log)):
+                                            self.evaluation, self.try_panel, self.log)):
             self.tabs.addTab(widget, name)
         self.actions = WindowActions(self, TAB_NAMES)
         self._build_layout()
@@ -98,8 +102,12 @@ class MainWindow(WindowFiles, QMainWindow):
         a.save_config.triggered.connect(self._on_save_config_dialog)
         a.quit.triggered.connect(self.close)
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
+        a.open_model.triggered.connect(self.try_model_file)
+        for fmt, action in a.export.items():
+            action.triggered.connect(lambda _=False, fmt=fmt: self.export_model(fmt))
         for i, action in enumerate(a.tabs):
             action.triggered.connect(lambda _=False, i=i: self.tabs.setCurrentIndex(i))
+        self.tabs.currentChanged.connect(self._on_tab_changed)
         sup.events.connect(self._on_events)
         sup.run_started.connect(self._on_run_started)
         sup.finished.connect(self._on_finished)
@@ -116,14 +124,16 @@ class MainWindow(WindowFiles, QMainWindow):
         self.runs.open_requested.connect(self.open_run)
         self.runs.overlay_requested.connect(self.overlay_runs)
         self.runs.resume_requested.connect(self.resume_run)
+        self.runs.export_requested.connect(lambda run_dir: self.export_model("keras", run_dir))
         self.runs.tree.itemSelectionChanged.connect(self._update_actions)
 
     def _restore(self) -> None:
         s = self.settings
         if s.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(s.window_geometry.encode()))
-        else:
-            self.resize(1500, 940)
+        else:  # first launch: roomy, but never larger than the screen (a 1366x768 laptop)
+            screen = self.screen().availableGeometry()
+            self.resize(min(1500, screen.width()), min(940, screen.height()))
         if s.window_state:
             self.restoreState(QByteArray.fromBase64(s.window_state.encode()))
         if s.splitter_state:
@@ -138,6 +148,7 @@ class MainWindow(WindowFiles, QMainWindow):
             self.config_panel.prefer_gpus = True  # first launch: mirror over the GPUs if any
         self.config_panel.set_config(config)
         self.config_panel.dataset.last_dir = self.config_panel.model.last_dir = s.last_open_dir or ""
+        self.try_panel.last_dir = s.last_export_dir or s.last_open_dir or self.try_panel.last_dir
         self.actions.fill_recent(s.recent_runs, self.open_run, self._clear_recent)
         self._update_actions()
 
@@ -174,6 +185,7 @@ class MainWindow(WindowFiles, QMainWindow):
         self.evaluation.clear()
         self.shown_run = None
         self.setWindowTitle("Replica Studio")
+        self._update_actions()
 
     def _add_events(self, events: list[dict]) -> None:
         self.training_charts.add_events(events)
@@ -208,6 +220,7 @@ class MainWindow(WindowFiles, QMainWindow):
             self.runs.select(run_dir)
             if status == "completed" and self._show_evaluation(run_dir):
                 self.tabs.setCurrentWidget(self.evaluation)
+        self._model_run_changed()  # a completed run now has its model.keras
         save_settings(self.settings)
         if self._close_when_stopped:
             QTimer.singleShot(0, self.close)
@@ -225,7 +238,8 @@ class MainWindow(WindowFiles, QMainWindow):
     def _update_actions(self) -> None:
         selected = self.runs.selected_paths()
         resumable = len(selected) == 1 and any(r.resumable for r in self.runs.runs() if str(r.path) == selected[0])
-        self.actions.update(self.supervisor.state(), self.config_panel.is_valid(), resumable)
+        self.actions.update(self.supervisor.state(), self.config_panel.is_valid(), resumable,
+                            exportable=self.model_run() is not None)
 
     def _show_evaluation(self, run_dir: str) -> bool:
         try:
@@ -288,6 +302,8 @@ class MainWindow(WindowFiles, QMainWindow):
             self.supervisor.stop()
             return
         self.save_window_settings()
+        self._cancel_export()
+        self.try_panel.shutdown()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
         self.supervisor.close()

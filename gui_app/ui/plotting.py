@@ -255,11 +255,33 @@ def style_plot(plot: pg.PlotItem, foreground: QColor, background: QColor) -> Non
         legend.setPen(muted)
 
 
+def compact_number(value: float) -> str:
+    """A tick label of three significant digits: 0.001, 0.00025, 1e-5 (never 0.0010000001)."""
+    if value == 0:
+        return "0"
+    text = f"{value:.3g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+class CompactAxis(pg.AxisItem):
+    """An axis for small numbers (learning rates): labels like 0.001 or 1e-5, no SI prefix."""
+
+    def __init__(self, orientation: str = "left", **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
+        return [compact_number(v * scale) for v in values]
+
+
 def make_plot(title: str, x_label: str, y_label: str, y_units: str | None = None,
-              legend: str | None = "top") -> pg.PlotItem:
+              legend: str | None = "top", axis_items: dict[str, pg.AxisItem] | None = None) -> pg.PlotItem:
     """A PlotItem set up for live data: grid, peak downsampling, clip-to-view and a legend in
     the top or bottom right corner (where the curves are not, for falling or rising data)."""
-    plot = pg.PlotItem(title=title)
+    plot = pg.PlotItem(title=title, axisItems=axis_items)
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label, units=y_units)
     plot.showGrid(x=True, y=True, alpha=0.2)

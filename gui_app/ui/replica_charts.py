@@ -164,6 +164,8 @@ class ReplicaCharts(ChartPanel):
             plot.getAxis("left").enableAutoSIPrefix(False)
             plot.setMouseEnabled(x=False, y=False)
             plot.showGrid(x=False, y=True, alpha=0.2)
+            for name in ("left", "bottom"):  # grid lines behind the bars, not across them
+                plot.getAxis(name).setZValue(plot.getViewBox().zValue() - 1)
         self._speed_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self._slowest_bar = pg.BarGraphItem(x=[0], height=[0], width=0.6, brush=None,
                                             pen=pg.mkPen(HIGHLIGHT_COLOR, width=3))

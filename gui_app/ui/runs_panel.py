@@ -1,7 +1,8 @@
 """RunsPanel: the runs in the runs folder, read with ``gui_app.core.rundir.list_runs``.
 
 Open one to see its charts and evaluation again, select two to overlay them, resume a run
-that was stopped or whose process died. A failed run shows its one-line reason.
+that was stopped or whose process died, export a finished run's model. A failed run shows
+its one-line reason. The buttons are also in the list's context menu.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import QColor, QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QPushButton, QTreeWidget,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QMenu, QPushButton, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from gui_app.core.config import RunConfig
@@ -49,6 +50,7 @@ class RunsPanel(QWidget):
     open_requested = Signal(str)
     overlay_requested = Signal(str, str)  # main run, run drawn on top
     resume_requested = Signal(str)
+    export_requested = Signal(str)
 
     def __init__(self, runs_dir: str | Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,6 +71,8 @@ class RunsPanel(QWidget):
         self.tree.header().setStretchLastSection(True)
         self.tree.itemSelectionChanged.connect(self._update_buttons)
         self.tree.itemDoubleClicked.connect(self._on_double_clicked)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._on_context_menu)
         layout.addWidget(self.tree, 1)
         row = QHBoxLayout()
         self.open_button = self._button(row, "Open", "Show the selected run's charts and evaluation",
@@ -77,6 +81,9 @@ class RunsPanel(QWidget):
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
         self.resume_button = self._button(row, "Resume", "Continue a stopped or interrupted run from its checkpoint",
                                           lambda: self.resume_requested.emit(self.selected_paths()[0]))
+        self.export_button = self._button(row, "Export…", "Export the selected run's trained model "
+                                                          "(Keras, SavedModel, TensorFlow Lite, ONNX)",
+                                          lambda: self.export_requested.emit(self.selected_paths()[0]))
         self.folder_button = self._button(row, "Show folder", "Open the run directory in the file manager",
                                           self._show_folder)
         row.addStretch(1)
@@ -176,12 +183,22 @@ class RunsPanel(QWidget):
         self.overlay_button.setEnabled(len(paths) == 2 and not self._busy)
         self.folder_button.setEnabled(one)
         info = self._runs.get(paths[0]) if one else None
+        self.export_button.setEnabled(bool(info and info.has_model))
         self.resume_button.setEnabled(bool(info and info.resumable and not self._busy
                                            and str(info.path) != self._active_run))
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
         if not self._busy:  # the charts belong to the live run
             self.open_requested.emit(item.data(0, PATH_ROLE))
+
+    def _on_context_menu(self, position) -> None:
+        if not self.selected_paths():
+            return
+        menu = QMenu(self)
+        for button in (self.open_button, self.overlay_button, self.resume_button, self.export_button,
+                       self.folder_button):
+            menu.addAction(button.text(), button.click).setEnabled(button.isEnabled())
+        menu.exec(self.tree.viewport().mapToGlobal(position))
 
     def _show_folder(self) -> None:
         QDesktopServices.openUrl(QUrl.fromLocalFile(self.selected_paths()[0]))

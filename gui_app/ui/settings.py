@@ -35,6 +35,7 @@ class Settings:
     stop_grace_seconds: float = 30.0  # how long a stop may take before the engine is killed
     confirm_close_during_run: bool = True
     last_open_dir: str | None = None  # where file dialogs start
+    last_export_dir: str | None = None  # where the export dialog proposes to save
 
     def add_recent_run(self, run_dir: str | Path) -> None:
         path = str(Path(run_dir))

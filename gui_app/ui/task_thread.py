@@ -11,6 +11,9 @@ objects a task creates (an Interpreter, an InferenceSession) are only ever used 
 thread. Every callback runs on the GUI thread: the worker's signals reach this object through
 queued connections (a plain Python callable connected straight to a signal emitted on the
 worker would run on the worker). The thread stops with the application, after its current task.
+
+The thread runs its event loop from Python (:class:`_PythonThread`), so every task sees the
+same ``threading.local`` data -- TensorFlow keeps its eager context there (see below).
 """
 from __future__ import annotations
 
@@ -23,6 +26,21 @@ import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
 Report = Callable[[float, str], None]
+
+
+class _PythonThread(QThread):
+    """A QThread whose event loop runs inside a Python ``run()``, so the thread keeps one Python
+    thread state for its whole life.
+
+    A plain QThread has no Python frame between slot calls: each queued call gets a fresh
+    thread state and ``threading.local`` data is dropped when it returns. TensorFlow keeps its
+    thread's eager context and graph stack there; a task that uses TensorFlow after another
+    task on the same thread imported it (load a model, then predict) segfaulted inside
+    ``tf.function`` tracing (checked with TF 2.21, PySide6 6.11).
+    """
+
+    def run(self) -> None:  # Qt API
+        self.exec()
 
 
 def _stop(thread: QThread) -> None:
@@ -61,7 +79,7 @@ class TaskThread(QObject):
         super().__init__(parent)
         self._ids = itertools.count(1)
         self._callbacks: dict[int, tuple[Callable | None, Callable | None, Callable | None]] = {}
-        self._thread = QThread()
+        self._thread = _PythonThread()
         self._thread.setObjectName(name)
         self._worker = _Worker(expected)
         self._worker.moveToThread(self._thread)

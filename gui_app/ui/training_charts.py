@@ -14,12 +14,24 @@ from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, 
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.plotting import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, Ema,
+from gui_app.ui.plotting import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, Ema,
                                  GrowableArray, make_curve, make_plot, number, style_plot,
                                  theme_colors)
 
 STEP, LOSS, ACCURACY, LR, LOSS_EMA, ACCURACY_EMA = range(6)
 VAL_STEP, VAL_LOSS, VAL_ACCURACY = range(3)
+LR_HEADROOM = 1.15  # the learning-rate axis runs from 0 to this much above the largest rate
+
+
+def learning_rate_top(*series: np.ndarray) -> float | None:
+    """The top of the learning-rate axis (which starts at 0): a little above the largest
+    finite rate, so a constant rate is a readable line below the top, not the middle of a
+    ±0.4 axis. None when there is no positive rate yet."""
+    values = np.concatenate([np.asarray(s, dtype=float).ravel() for s in series]) if series else np.empty(0)
+    values = values[np.isfinite(values)]
+    if not values.size or values.max() <= 0:
+        return None
+    return float(values.max()) * LR_HEADROOM
 
 
 class TrainingSeries:
@@ -152,8 +164,9 @@ class TrainingCharts(ChartPanel):
         self._graphics = pg.GraphicsLayoutWidget()
         self.loss_plot = make_plot("Loss", "step", "loss (cross-entropy)")
         self.accuracy_plot = make_plot("Accuracy", "step", "accuracy (%)", legend="bottom")
-        self.lr_plot = make_plot("Learning rate", "step", "learning rate", legend=None)
-        self.lr_plot.getAxis("left").enableAutoSIPrefix(False)
+        self.lr_plot = make_plot("Learning rate", "step", "learning rate", legend=None,
+                                 axis_items={"left": CompactAxis("left")})
+        self._lr_top: float | None = None
         self._graphics.addItem(self.loss_plot, row=0, col=0)
         self._graphics.addItem(self.accuracy_plot, row=0, col=1)
         self._graphics.addItem(self.lr_plot, row=1, col=0, colspan=2)
@@ -233,6 +246,21 @@ class TrainingCharts(ChartPanel):
         self._summary.setText(self._series.summary())
         if self._overlay is not None:
             self._draw_overlay()
+        self._fit_learning_rate_axis()
+
+    def _fit_learning_rate_axis(self) -> None:
+        """0 to a bit above the largest rate; set only when that changes, so a zoom the user
+        made stays until the schedule reaches a new maximum."""
+        rates = [self._series.steps.column(LR)]
+        if self._overlay is not None:
+            rates.append(self._overlay.steps.column(LR))
+        top = learning_rate_top(*rates)
+        if top is None:
+            self._lr_top = None
+            self.lr_plot.enableAutoRange(axis="y")
+        elif top != self._lr_top:
+            self._lr_top = top
+            self.lr_plot.setYRange(0.0, top, padding=0.0)  # also turns the y auto-range off
 
     def _draw_overlay(self) -> None:
         data, val = self._overlay.steps.data, self._overlay.validation.data

@@ -4,6 +4,10 @@
     panel.set_model_source(run_dir)          # or a .keras / SavedModel / .tflite / .onnx path
     panel.add_image_files(["seven.png"])     # or drag and drop files onto the panel
 
+Images added while the model is still loading are classified as soon as it is ready. The
+panel takes only drops it can use (images, model files, run and SavedModel folders); other
+drops go on to its parent, so a dataset dropped on the Try tab still reaches the window.
+
 Each image is shown as the model sees it (resized, grey or colour, enlarged without
 smoothing so the pixels stay visible) beside a bar chart of its top-5 classes. Loading the
 model and predicting happen on a :class:`TaskThread`, never on the GUI thread. Signals:
@@ -30,9 +34,31 @@ MODEL_SUFFIXES = (".keras", ".tflite", ".onnx")
 TOP_K = 5
 THUMBNAIL = 96
 TEST_SAMPLES = 8
+BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
 TRUE_CLASS_COLOR = "#59a14f"
 _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tflite": "TensorFlow Lite",
                "onnx": "ONNX"}
+
+
+def model_source_for(path: str | Path) -> Path:
+    """What to load for a chosen file: a SavedModel's ``saved_model.pb`` means its folder, and a
+    run's ``model.keras`` means the run (which adds the softmax and the class names the bare
+    file lacks: it outputs logits and has no model card)."""
+    path = Path(path)
+    if path.name == "saved_model.pb" or (path.name == "model.keras" and (path.parent / "config.json").is_file()):
+        return path.parent
+    return path
+
+
+def is_model_path(path: Path) -> bool:
+    """A model file, a SavedModel folder or a run folder with a trained model."""
+    if path.is_dir():
+        return (path / "saved_model.pb").is_file() or (path / "model.keras").is_file()
+    return path.suffix.lower() in MODEL_SUFFIXES
+
+
+def is_image_path(path: Path) -> bool:
+    return path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir()
 
 
 def to_qimage(image: np.ndarray) -> QImage:
@@ -110,10 +136,12 @@ class _PredictionRow(QFrame):
         text.setToolTip(prediction.source)
         self.bars = TopKBars()
         self.bars.set_entries([(name, p) for _, name, p in prediction.top(TOP_K)], true_name)
+        self.bars.setMaximumWidth(BARS_MAX_WIDTH)
         layout = QHBoxLayout(self)
         layout.addWidget(image)
         layout.addWidget(text)
         layout.addWidget(self.bars, 1)
+        layout.addStretch(0)
 
 
 class TryPanel(QWidget):
@@ -126,14 +154,17 @@ class TryPanel(QWidget):
         self._tasks = TaskThread("try-model", self, expected=(ExportError, ExportCancelled))
         self._predictor: Predictor | None = None
         self._generation = 0  # predictions of a replaced model are dropped when they arrive
+        self._source: Path | None = None  # what is loaded or loading
+        self._waiting: list[str] = []  # images added while the model loads
         self._rows: list[_PredictionRow] = []
+        self.last_dir = str(Path.home())  # where the file dialogs start
         self.setAcceptDrops(True)
 
         self._model_label = QLabel("No model. Open a run or an exported model.", wordWrap=True)
         open_button = QToolButton(text="Open model")
         open_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(open_button)
-        menu.addAction("Model file (.keras, .tflite, .onnx)…", self._on_open_model_file)
+        menu.addAction("Model file (.keras, .tflite, .onnx)…", self.open_model_file_dialog)
         menu.addAction("Run or SavedModel folder…", self._on_open_model_folder)
         open_button.setMenu(menu)
         self._add_button = QPushButton("Add images…")
@@ -150,8 +181,14 @@ class TryPanel(QWidget):
         for widget in (open_button, self._add_button, self._samples_button, clear_button):
             header.addWidget(widget)
 
-        self._status = QLabel("Drop PNG, JPEG or BMP files here, or a model file to try it.", wordWrap=True)
+        self._status = QLabel(wordWrap=True)
         self._list = QVBoxLayout()
+        self._placeholder = QLabel("Drop PNG, JPEG or BMP images here to see what the model makes of them\n"
+                                   "(or a .keras, .tflite, .onnx file or a SavedModel folder to try that model).",
+                                   alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        self._placeholder.setEnabled(False)  # drawn in the palette's muted text colour
+        self._placeholder.setMinimumHeight(160)
+        self._list.addWidget(self._placeholder)
         self._list.addStretch(1)
         container = QWidget()
         container.setLayout(self._list)
@@ -169,9 +206,12 @@ class TryPanel(QWidget):
         generation = self._generation
         self.clear()
         self._predictor = None
+        self._source = Path(path)
+        self._waiting = []
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
         self._model_label.setText(f"Loading {html.escape(Path(path).name)}…")
+        self._status.setText("Loading the model (the first one takes a few seconds: TensorFlow starts)…")
         self._tasks.submit(lambda report: load_predictor(path),
                            on_success=lambda p: self._on_model_loaded(generation, p),
                            on_failure=lambda exc: self._on_model_failed(generation, exc))
@@ -179,11 +219,25 @@ class TryPanel(QWidget):
     def predictor(self) -> Predictor | None:
         return self._predictor
 
+    def model_source(self) -> Path | None:
+        """The run folder or file last given to :meth:`set_model_source` (loaded or loading)."""
+        return self._source
+
+    def is_loading(self) -> bool:
+        return self._source is not None and self._predictor is None
+
     def add_image_files(self, paths: Sequence[str | Path]) -> None:
-        predictor = self._ready()
-        if predictor is None or not paths:
-            return
         paths = [str(p) for p in paths]
+        if not paths:
+            return
+        if self.is_loading():
+            self._waiting += paths
+            self._status.setText(f"{len(self._waiting)} image{'s' if len(self._waiting) != 1 else ''} "
+                                 f"waiting for the model to load…")
+            return
+        predictor = self._ready()
+        if predictor is None:
+            return
         self._status.setText(f"Classifying {len(paths)} image{'s' if len(paths) != 1 else ''}…")
         self._run(lambda report: predictor.predict_files(paths))
 
@@ -206,28 +260,30 @@ class TryPanel(QWidget):
             self._list.removeWidget(row)
             row.deleteLater()
         self._rows.clear()
+        self._placeholder.setVisible(True)
 
     def shutdown(self) -> None:
         self._tasks.shutdown()
 
     # ---- drag and drop ---------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
-        if _local_paths(event.mimeData()):
+        # Ignored drags (a dataset folder, an .npz) go on to the window, which opens datasets.
+        if any(is_image_path(p) or is_model_path(p) for p in _local_paths(event.mimeData())):
             event.acceptProposedAction()
+        else:
+            event.ignore()
 
     def dropEvent(self, event) -> None:  # noqa: N802 - Qt API
         paths = _local_paths(event.mimeData())
-        if not paths:
+        models = [p for p in paths if is_model_path(p)]
+        images = [p for p in paths if is_image_path(p)]
+        if not (models or images):
+            event.ignore()
             return
         event.acceptProposedAction()
-        models = [p for p in paths if p.suffix.lower() in MODEL_SUFFIXES or p.is_dir()]
-        images = [p for p in paths if p.suffix.lower() in IMAGE_SUFFIXES]
         if models:
-            self.set_model_source(models[0])
-        elif images:
-            self.add_image_files(images)
-        else:
-            self._fail(f"{paths[0].name}: not an image ({', '.join(IMAGE_SUFFIXES)}) or a model file")
+            self.set_model_source(model_source_for(models[0]))
+        self.add_image_files(images)  # after a dropped model: they wait for it to load
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.shutdown()
@@ -257,10 +313,13 @@ class TryPanel(QWidget):
         self._samples_button.setEnabled(predictor.dataset_config is not None)
         self._status.setText(" ".join(predictor.warnings) or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
+        waiting, self._waiting = self._waiting, []
+        self.add_image_files(waiting)
 
     def _on_model_failed(self, generation: int, exc: Exception) -> None:
         if generation == self._generation:
             self._model_label.setText("No model.")
+            self._source, self._waiting = None, []
             self._fail(str(exc))
 
     def _on_predictions(self, generation: int, predictions: list[Prediction]) -> None:
@@ -268,8 +327,9 @@ class TryPanel(QWidget):
             return
         for prediction in predictions:
             row = _PredictionRow(prediction)
-            self._list.insertWidget(len(self._rows), row)
+            self._list.insertWidget(len(self._rows) + 1, row)  # after the (hidden) placeholder
             self._rows.append(row)
+        self._placeholder.setVisible(not self._rows)
         self._status.setText(f"{len(self._rows)} image{'s' if len(self._rows) != 1 else ''} classified.")
         self.predictions_ready.emit(predictions)
 
@@ -282,18 +342,25 @@ class TryPanel(QWidget):
         self._status.setText(f"<span style='color:#e15759'>{html.escape(line)}</span>")
         self.failed.emit(line)
 
-    def _on_open_model_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a model", "", "Models (*.keras *.tflite *.onnx)")
+    def open_model_file_dialog(self) -> None:
+        """Ask for a .keras, .tflite or .onnx file (or a SavedModel's saved_model.pb) and try it."""
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model to try", self.last_dir,
+                                              "Models (*.keras *.tflite *.onnx saved_model.pb)")
         if path:
-            self.set_model_source(path)
+            self.last_dir = str(Path(path).parent)
+            self.set_model_source(model_source_for(path))
 
     def _on_open_model_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open a run or SavedModel folder")
+        path = QFileDialog.getExistingDirectory(self, "Open a run or SavedModel folder", self.last_dir)
         if path:
+            self.last_dir = str(Path(path).parent)
             self.set_model_source(path)
 
     def _on_add_images(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Add images", "", "Images (*.png *.jpg *.jpeg *.bmp *.gif)")
+        paths, _ = QFileDialog.getOpenFileNames(self, "Add images", self.last_dir,
+                                                "Images (*.png *.jpg *.jpeg *.bmp *.gif)")
+        if paths:
+            self.last_dir = str(Path(paths[0]).parent)
         self.add_image_files(paths)
 
 

@@ -11,6 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
+from gui_app.core.export import FORMATS
+
 
 class WindowActions:
     def __init__(self, window: QMainWindow, tab_names: list[str]) -> None:
@@ -45,6 +47,10 @@ class WindowActions:
         self.resume_run = act("&Resume selected run", "Ctrl+Shift+R",
                               "Continue the stopped or interrupted run selected in the run list",
                               pixmap.SP_MediaSeekForward)
+        self.open_model = act("Try a &model file…", "Ctrl+Shift+O",
+                              "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
+        # One entry per format; each opens the export dialog for the run on screen.
+        self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
         self.about = act("&About Replica Studio")
         self.tabs = [act(f"&{name}", f"Ctrl+{i + 1}") for i, name in enumerate(tab_names)]
 
@@ -54,6 +60,8 @@ class WindowActions:
         self.recent_menu = QMenu("Recent &runs", window)
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
+        file_menu.addAction(self.open_model)
+        file_menu.addSeparator()
         file_menu.addActions([self.load_config, self.save_config])
         file_menu.addSeparator()
         file_menu.addAction(self.quit)
@@ -61,6 +69,9 @@ class WindowActions:
         run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
         run_menu.addSeparator()
         run_menu.addAction(self.resume_run)
+        self.export_menu = bar.addMenu("&Export")
+        self.export_menu.setToolTipsVisible(True)
+        self.export_menu.addActions(list(self.export.values()))
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addAction(self.about)
@@ -74,8 +85,10 @@ class WindowActions:
         self.toolbar.addActions([self.open_run, self.save_config])
         window.addToolBar(self.toolbar)
 
-    def update(self, state: str, config_valid: bool, resumable_selected: bool) -> None:
-        """Enable what applies: one run at a time; forms and files only while idle."""
+    def update(self, state: str, config_valid: bool, resumable_selected: bool, exportable: bool = False) -> None:
+        """Enable what applies: one run at a time; forms and files only while idle; exports
+        when the run on screen has a trained model (an export does not disturb a training run:
+        it reads a finished run's files)."""
         idle = state == "idle"
         live = state in ("running", "paused")
         self.train.setEnabled(idle and config_valid)
@@ -89,6 +102,10 @@ class WindowActions:
         for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)
+        for name, action in self.export.items():
+            action.setEnabled(exportable)
+            action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"
+                              if exportable else "Train a run to the end, or open a finished one, first")
 
     def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
         self.recent_menu.clear()

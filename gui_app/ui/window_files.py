@@ -1,5 +1,5 @@
 """The File side of the main window: past runs (open, overlay, recent), configuration
-files, a new run, and drag and drop.
+files, a new run, and drag and drop (images and exported models go to the Try tab).
 
 A mixin of MainWindow: it uses the window's panels and helpers (``config_panel``, ``runs``,
 ``charts``, ``settings``, ``supervisor``, ``_clear_run_view``, ...), and is kept apart so
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.rundir import CONFIG_FILE, read_events
 from gui_app.ui.config_panel import first_launch_config
+from gui_app.ui.try_panel import is_image_path
 
 
 class WindowFiles:
@@ -35,9 +36,12 @@ class WindowFiles:
         self.shown_run = str(path)
         self.setWindowTitle(f"Replica Studio — {path.name}")
         self.progress.set_message(f"{path.name}: {self.runs.status_of(path) or 'run'}")
-        self.tabs.setCurrentWidget(self.evaluation if has_eval and self.tabs.currentWidget() is self.evaluation
-                                   else self.training_charts)
+        # Stay on the evaluation or the Try tab when the run has one to show; else the charts.
+        current = self.tabs.currentWidget()
+        if not ((current is self.evaluation and has_eval) or (current is self.try_panel and self.model_run())):
+            self.tabs.setCurrentWidget(self.training_charts)
         self._add_recent(str(path))
+        self._model_run_changed()
         return True
 
     def overlay_runs(self, main_run: str, other_run: str) -> None:
@@ -98,15 +102,24 @@ class WindowFiles:
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt override)
         paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        if paths:
+        images = [p for p in paths if is_image_path(Path(p))]
+        if images:  # several images at once are all for the Try tab
+            self.try_images(images)
+        elif paths:
             self.open_dropped(paths[0])
+        if paths:
             event.acceptProposedAction()
 
     def open_dropped(self, path: str) -> None:
         """A run folder opens the run, a .json loads a configuration, a .keras becomes the
-        model; anything else is taken as a dataset."""
+        model to train; an image, a .tflite, .onnx or SavedModel folder goes to the Try tab;
+        anything else is taken as a dataset."""
         p = Path(path)
-        if self.supervisor.is_active():
+        if is_image_path(p):
+            self.try_images([path])
+        elif p.suffix.lower() in (".tflite", ".onnx") or (p / "saved_model.pb").is_file():
+            self.try_model(p)
+        elif self.supervisor.is_active():
             self.state_label.setText("A run is active: drop files once it has finished")
         elif p.is_dir() and (p / CONFIG_FILE).is_file():
             self.open_run(path)

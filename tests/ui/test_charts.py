@@ -12,9 +12,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gui_app.ui.plotting import GrowableArray, Ema, ema, replica_color  # noqa: E402
+from gui_app.ui.plotting import CompactAxis, GrowableArray, Ema, compact_number, ema, replica_color  # noqa: E402
 from gui_app.ui.replica_charts import MIB, ReplicaCharts  # noqa: E402
-from gui_app.ui.training_charts import TrainingCharts  # noqa: E402
+from gui_app.ui.training_charts import LR_HEADROOM, TrainingCharts  # noqa: E402
 
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> dict:
     devices = [f"/job:localhost/replica:0/task:0/device:{kind}:{i}" for i in range(replicas)]
@@ -97,6 +97,21 @@ def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
     assert acc[-1] == pytest.approx(50.0)  # percent
     _, lr = xy(training.lr_plot.listDataItems()[0])
     assert len(lr) == 50 and lr[0] == 0.01
+
+
+def test_learning_rate_axis_starts_at_zero_and_covers_the_largest_rate(training):
+    lr_range = lambda: training.lr_plot.getViewBox().viewRange()[1]  # noqa: E731
+    training.add_events([step(n, lr=0.001) for n in range(1, 21)])  # constant: was a ±0.4 axis
+    training.flush()
+    assert lr_range() == pytest.approx([0.0, 0.001 * LR_HEADROOM])
+    training.add_events([step(n, lr=0.001 * (1 + n / 10)) for n in range(21, 31)])  # a schedule rises
+    training.flush()
+    assert lr_range() == pytest.approx([0.0, 0.004 * LR_HEADROOM])
+    training.set_overlay([step(n, lr=0.05) for n in range(1, 5)], "other")  # the overlay counts too
+    assert lr_range() == pytest.approx([0.0, 0.05 * LR_HEADROOM])
+    assert isinstance(training.lr_plot.getAxis("left"), CompactAxis)
+    assert training.lr_plot.getAxis("left").tickStrings([0.0, 0.0005, 0.001], 1.0, 0.0005) == ["0", "0.0005", "0.001"]
+    assert [compact_number(v) for v in (1e-5, 2.5e-4, 0.0012000000001, 0.1)] == ["1e-5", "0.00025", "0.0012", "0.1"]
 
 
 def test_training_ema_values(training):

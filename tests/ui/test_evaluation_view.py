@@ -84,6 +84,19 @@ def test_table_sorts_by_number(view):
     assert f1 == sorted(f1, reverse=True)
 
 
+def test_index_column_only_when_the_names_are_not_the_indices(view):
+    view.show_eval(eval_event())  # "digit 0", ...: "#" and "Class" say different things
+    assert not view.table.isColumnHidden(0)
+    matrix = np.diag(np.arange(1, 13))
+    view.show_eval({"confusion_matrix": matrix.tolist(), "class_names": [str(i) for i in range(12)]})
+    assert view.table.isColumnHidden(0)  # "0", "1", ...: "#" would repeat "Class"
+    view.table.sortByColumn(1, Qt.SortOrder.DescendingOrder)
+    model = view.table.model()
+    assert [model.index(r, 1).data() for r in range(3)] == ["11", "10", "9"]  # by number, not text
+    view.show_eval(eval_event())
+    assert not view.table.isColumnHidden(0)
+
+
 def test_gallery_has_one_item_per_misclassified_image(view):
     view.show_eval(eval_event(), misclassified(12))
     assert view.gallery.count() == 12

@@ -12,9 +12,11 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from gui_app.core.export import export_run, read_card
 from gui_app.ui import export_dialog as export_dialog_module
 from gui_app.ui.export_dialog import ExportDialog
+from gui_app.ui.main_window import MainWindow
 from gui_app.ui.try_panel import TryPanel
 
 TIMEOUT_MS = 120_000
+TAB_TRY = 4  # View → Try (Ctrl+5)
 
 
 def _builder():
@@ -174,3 +176,49 @@ def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
     with qtbot.waitSignal(try_panel.failed, timeout=TIMEOUT_MS) as blocker:
         try_panel.set_model_source(broken)
     assert blocker.args[0].startswith(f"{broken}: not a valid ONNX model")
+
+
+# ---- the main window: Export menu and Try tab on a run opened from the run list -------------
+
+@pytest.fixture
+def history_window(qtbot, ui_export_run, fake_engine):
+    window = MainWindow(runs_dir=ui_export_run.parent, engine_command=fake_engine)
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.close()
+
+
+def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, ui_export_run, ui_digit_pngs,
+                                                        tmp_path):
+    window = history_window
+    keras_entry = window.actions.export["keras"]
+    assert not keras_entry.isEnabled()
+    window.runs.select(ui_export_run)
+    window.runs.open_button.click()
+    assert keras_entry.isEnabled() and window.try_panel.model_source() is None  # loaded when the tab shows
+    keras_entry.trigger()
+    dialog = window.export_dialog
+    assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {ui_export_run.name}"
+    dialog.set_output_path(tmp_path / "digits.keras")
+    dialog.set_check(32)
+    with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
+        dialog.start()
+    result = blocker.args[0]
+    assert result.passed and result.path == tmp_path / "digits.keras" and result.path.is_file()
+    assert str(result.card_path) in dialog._report.text()
+    assert window.settings.last_export_dir == str(tmp_path)  # the next export starts there
+    dialog.close()
+
+    with qtbot.waitSignal(window.try_panel.model_loaded, timeout=TIMEOUT_MS):
+        window.actions.tabs[TAB_TRY].trigger()
+    assert window.try_panel.model_source() == ui_export_run
+    paths, _ = ui_digit_pngs
+    window.tabs.setCurrentWidget(window.evaluation)
+    mime = QMimeData()  # kept here: the event does not own it
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    with qtbot.waitSignal(window.try_panel.predictions_ready, timeout=TIMEOUT_MS):
+        # Images dropped anywhere on the window go to the Try tab.
+        window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                    Qt.KeyboardModifier.NoModifier))
+    assert window.tabs.currentWidget() is window.try_panel and len(window.try_panel.rows()) == 2

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
 
 from gui_app.core.config import (ConfigError, DatasetConfig, ModelConfig, RunConfig, RuntimeConfig, StrategyConfig,
                                  TrainingConfig)
@@ -184,3 +187,25 @@ def test_guess_dataset(tmp_path):
     text.write_text("x")
     with pytest.raises(ConfigError, match="notes.txt is not a dataset file"):
         guess_dataset(text)
+
+
+def test_the_wheel_scrolls_the_form_instead_of_changing_a_field(panel, qtbot):
+    panel.resize(panel.minimumWidth(), 300)  # short: the form scrolls
+    panel.show()
+    epochs = panel.training.epochs
+    before, scroll = epochs.value(), panel.verticalScrollBar()
+    scroll.setValue(scroll.maximum())
+
+    def wheel(widget):
+        centre = QPointF(widget.rect().center())
+        QApplication.sendEvent(widget, QWheelEvent(centre, QPointF(widget.mapToGlobal(centre.toPoint())), QPoint(),
+                                                   QPoint(0, 120), Qt.MouseButton.NoButton,
+                                                   Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
+                                                   False))
+
+    wheel(epochs)  # passing over it
+    assert epochs.value() == before and scroll.value() < scroll.maximum()
+    epochs.setFocus()
+    qtbot.waitUntil(epochs.hasFocus)
+    wheel(epochs)  # clicked into: the wheel is for it
+    assert epochs.value() == before + 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
-from PySide6.QtGui import QDropEvent, QKeySequence
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 from run_dirs import write_run
 
 from gui_app.core.rundir import list_runs
@@ -52,7 +52,12 @@ def test_shortcuts_and_first_state(window):
     assert a.train.isEnabled() and not a.stop.isEnabled() and not a.pause.isEnabled()
     assert window.devices_label.text().startswith("TensorFlow 2.21.0")
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
-        "Dataset", "Training", "Replicas", "Evaluation", "Log"]
+        "Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
+    assert [action.text() for action in window.actions.export_menu.actions()] == [
+        "Keras (.keras)…", "TensorFlow SavedModel (folder)…", "TensorFlow Lite, float32 (.tflite)…",
+        "TensorFlow Lite, float16 weights (.tflite)…", "TensorFlow Lite, dynamic-range int8 (.tflite)…",
+        "TensorFlow Lite, full-integer int8 (.tflite)…", "ONNX (.onnx)…"]
+    assert not any(action.isEnabled() for action in window.actions.export.values())  # no run yet
     about = window.about_text()
     assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
 
@@ -174,6 +179,60 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     window.open_dropped(str(second))  # dropping a run folder opens it
     assert window.training_charts.point_count() == 5 and window.evaluation.confusion_matrix() is None
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
+
+
+def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path):
+    stopped = write_run(runs_dir, "stopped", "stopped", steps=5)
+    trained = write_run(runs_dir, "trained", "completed", steps=12, started=1.7e9 + 100, accuracy=0.9)
+    (trained / "model.keras").write_bytes(b"")  # the dialog only opens; nothing is exported here
+    window.runs.refresh()
+    export = window.actions.export
+    window.runs.select(stopped)
+    window.runs.open_button.click()
+    assert window.shown_run == str(stopped) and not export["onnx"].isEnabled()  # no trained model
+    window.runs.select(trained)
+    window.runs.open_button.click()
+    assert all(action.isEnabled() for action in export.values())
+    window.settings.last_export_dir = str(tmp_path)
+    export["tflite-int8"].trigger()
+    dialog = window.export_dialog
+    assert dialog.isVisible() and dialog.format_name() == "tflite-int8"
+    assert dialog.output_path() == tmp_path / "trained-int8.tflite"
+    dialog.close()
+    window.new_run()
+    assert not export["keras"].isEnabled()
+    window.runs.select(trained)
+    window.runs.export_button.click()  # the run list exports the selected run, whatever is on screen
+    assert window.export_dialog.format_name() == "keras" and "trained" in window.export_dialog.windowTitle()
+    window.export_dialog.close()
+
+
+def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
+    image, data = tmp_path / "seven.png", tmp_path / "data.npz"
+    image.write_bytes(b"png")
+    data.write_bytes(b"npz")
+    window.tabs.setCurrentWidget(window.try_panel)
+    panel = window.try_panel
+
+    def drag_enter(path) -> bool:
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(path))])
+        event = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                Qt.KeyboardModifier.NoModifier)
+        event.ignore()
+        panel.dragEnterEvent(event)
+        return event.isAccepted()
+
+    assert drag_enter(image) and drag_enter(tmp_path / "m.tflite")
+    assert not drag_enter(data) and not drag_enter(tmp_path)  # datasets go on to the window
+    window.tabs.setCurrentWidget(window.training_charts)
+    window.open_dropped(str(image))  # an image dropped anywhere is for the Try tab's model
+    assert window.tabs.currentWidget() is panel and "Open a model first" in panel._status.text()
+    window.open_dropped(str(data))  # anything else is still a dataset
+    assert window.tabs.currentWidget() is window.preview
+    with qtbot.waitSignal(panel.failed, timeout=10_000) as failed:
+        window.open_dropped(str(tmp_path / "gone.tflite"))  # an exported model is for the Try tab
+    assert window.tabs.currentWidget() is panel and failed.args[0].endswith("gone.tflite: no such file or folder")
 
 
 def test_config_files_and_drops(window, tmp_path):

@@ -63,6 +63,24 @@ def test_buttons_follow_the_selection(qtbot, runs_dir):
     assert got.args == [str(stopped)]
 
 
+def test_export_needs_a_trained_model(qtbot, runs_dir):
+    trained = write_run(runs_dir, "a-done", "completed")
+    (trained / "model.keras").write_bytes(b"")
+    stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
+    panel = RunsPanel(runs_dir)
+    qtbot.addWidget(panel)
+    panel.select(stopped)
+    assert not panel.export_button.isEnabled()
+    panel.select(trained, stopped)
+    assert not panel.export_button.isEnabled()
+    panel.select(trained)
+    panel.set_busy(True)  # exporting a finished run does not disturb the live one
+    assert panel.export_button.isEnabled()
+    with qtbot.waitSignal(panel.export_requested) as got:
+        panel.export_button.click()
+    assert got.args == [str(trained)]
+
+
 def test_the_active_run_shows_as_running(qtbot, runs_dir):
     live = write_run(runs_dir, "live", None)
     panel = RunsPanel(runs_dir)
