@@ -17,6 +17,7 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.rundir import read_events
 from gui_app.engine.launch import engine_command as default_engine_command
 from gui_app.ui.about import about_html
+from gui_app.ui.getting_started import GettingStartedDialog
 from gui_app.ui.app_shell import show_tensorflow_unavailable
 from gui_app.ui.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dataset_preview import DatasetPreview
@@ -102,6 +103,7 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         a.save_config.triggered.connect(self._on_save_config_dialog)
         a.quit.triggered.connect(self.close)
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
+        a.getting_started.triggered.connect(lambda: GettingStartedDialog(self.runs_dir, self).open())
         a.open_model.triggered.connect(self.try_model_file)
         for fmt, action in a.export.items():
             action.triggered.connect(lambda _=False, fmt=fmt: self.export_model(fmt))

@@ -51,6 +51,8 @@ class WindowActions:
                               "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
         # One entry per format; each opens the export dialog for the run on screen.
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
+        self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
+                                   "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
         self.tabs = [act(f"&{name}", f"Ctrl+{i + 1}") for i, name in enumerate(tab_names)]
 
@@ -74,7 +76,7 @@ class WindowActions:
         self.export_menu.addActions(list(self.export.values()))
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
-        bar.addMenu("&Help").addAction(self.about)
+        bar.addMenu("&Help").addActions([self.getting_started, self.about])
 
         self.toolbar = QToolBar("Run", window)
         self.toolbar.setObjectName("run-toolbar")  # saveState() needs a name

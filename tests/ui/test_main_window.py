@@ -62,6 +62,17 @@ def test_shortcuts_and_first_state(window):
     assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
 
 
+def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
+    from gui_app.ui.getting_started import GettingStartedDialog
+
+    window.actions.getting_started.trigger()
+    dialog = window.findChild(GettingStartedDialog)
+    assert dialog is not None and dialog.isVisible()
+    text = dialog.browser.toPlainText()
+    assert str(window.runs_dir) in text and "tensorboard --logdir" in text
+    dialog.close()
+
+
 def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine, runs_dir):
     fake_engine.configure("normal", steps=40)
     status, run_dir, message = train(qtbot, window)
