@@ -8,6 +8,9 @@ run config therefore uses ``runtime.cpu_devices: 2``.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -22,3 +25,12 @@ def pytest_configure(config):
     from gui_app.core.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=TEST_CPU_DEVICES))
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> Path:
+    """A digits run trained once per session by the real engine under MirroredStrategy over
+    two CPU replicas (tests/export_run_builder.py); the export, CLI and GUI tests share it."""
+    from export_run_builder import build_run
+
+    return build_run(tmp_path_factory.getbasetemp() / "export-runs")

@@ -5,10 +5,8 @@
 section 4), so the exports are tested on exactly what the app leaves behind: model.keras
 (with its input-standardising Normalization layer), config.json, eval.json, events.jsonl.
 
-The engine runs as its own process -- logical devices must be configured before TensorFlow
-starts, which a pytest process that already ran TensorFlow cannot promise. The export test
-modules call :func:`build_run` from a session fixture with the same folder; the first builds
-the run, the others find it.
+The engine runs as its own process, as the app runs it. The ``trained_run`` session fixture
+of tests/conftest.py calls :func:`build_run`.
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QListView
 
 import numpy as np
 
+from gui_app.core.evaluation import per_class_metrics
 from gui_app.core.rundir import EVAL_FILE, MISCLASSIFIED_FILE
 from gui_app.ui.confusion_heatmap import ConfusionHeatmap
 from gui_app.ui.plotting import theme_colors
@@ -24,16 +25,6 @@ GALLERY_LIMIT = 200  # images shown; the rest are counted in the title
 THUMBNAIL = 72
 
 
-def per_class_from_matrix(matrix: np.ndarray, names: list[str]) -> list[dict[str, Any]]:
-    """Precision, recall, F1 and support per class from a confusion matrix (rows = true)."""
-    tp = np.diag(matrix).astype(float)
-    predicted, support = matrix.sum(axis=0), matrix.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(predicted > 0, tp / predicted, 0.0)
-        recall = np.where(support > 0, tp / support, 0.0)
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    return [{"class": i, "name": names[i], "precision": float(precision[i]), "recall": float(recall[i]),
-             "f1": float(f1[i]), "support": int(support[i])} for i in range(len(names))]
 
 
 def _parse_eval(event: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
@@ -194,7 +185,7 @@ class EvaluationView(QWidget):
         per_class = eval_event.get("per_class")
         if (not isinstance(per_class, list) or len(per_class) != len(names)
                 or not all(isinstance(row, dict) for row in per_class)):
-            per_class = per_class_from_matrix(matrix, names)
+            per_class = per_class_metrics(matrix, names)
         self._summary.setText(self._summary_text(eval_event, matrix, per_class))
         self.heatmap.set_matrix(matrix, names)
         self._per_class.set_rows([{**row, "name": row.get("name", names[i])} for i, row in enumerate(per_class)])
@@ -363,7 +354,7 @@ def preview_eval(classes: int = 10, seed: int = 0) -> tuple[dict, dict]:
         matrix[i] = rng.multinomial(n, p)
     event = {"loss": 0.4213, "accuracy": float(np.trace(matrix) / matrix.sum()), "examples": int(matrix.sum()),
              "confusion_matrix": matrix.tolist(), "class_names": names,
-             "per_class": per_class_from_matrix(matrix, names),
+             "per_class": per_class_metrics(matrix, names),
              "examples_per_replica": [int(matrix.sum()) // 2, int(matrix.sum()) - int(matrix.sum()) // 2]}
     n = 40
     y_true = rng.integers(0, classes, n)

@@ -4,7 +4,6 @@ atomic, and predict reads image files the way training read them."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import shutil
@@ -24,25 +23,11 @@ from gui_app.core.export.parity import compare
 from gui_app.core.export.runtimes import open_runtime
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("export_run_builder",
-                                                  Path(__file__).parents[1] / "export_run_builder.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def mirrored_export_run(tmp_path_factory) -> Path:
-    """A digits run trained with MirroredStrategy(["CPU:0", "CPU:1"]) (shared by the export tests)."""
-    return _builder().build_run(tmp_path_factory.getbasetemp() / "export-runs")
-
-
 @pytest.fixture(scope="module")
-def all_exports(mirrored_export_run, tmp_path_factory):
+def all_exports(trained_run, tmp_path_factory):
     """Every format exported once into one folder: {format: ExportResult}."""
     folder = tmp_path_factory.mktemp("exports")
-    return {name: export_run(mirrored_export_run, name, folder / default_file_name(fmt, "digits"))
+    return {name: export_run(trained_run, name, folder / default_file_name(fmt, "digits"))
             for name, fmt in FORMATS.items()}
 
 
@@ -50,14 +35,14 @@ def _eval(run: Path) -> dict:
     return json.loads((run / "eval.json").read_text())
 
 
-def test_the_run_was_trained_on_two_replicas(mirrored_export_run):
+def test_the_run_was_trained_on_two_replicas(trained_run):
     from gui_app.core.rundir import read_events
 
-    config = RunConfig.load(mirrored_export_run / "config.json")
+    config = RunConfig.load(trained_run / "config.json")
     assert config.strategy.name == "mirrored" and config.strategy.devices == ("CPU:0", "CPU:1")
-    started = next(e for e in read_events(mirrored_export_run) if e["type"] == "run_started")
+    started = next(e for e in read_events(trained_run) if e["type"] == "run_started")
     assert started["num_replicas"] == 2
-    assert _eval(mirrored_export_run)["accuracy"] > 0.8
+    assert _eval(trained_run)["accuracy"] > 0.8
 
 
 def test_onnx_keeps_captured_constants_inside_the_graph(tmp_path):
@@ -97,13 +82,13 @@ def test_every_format_passes_its_parity_check(all_exports, name):
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
-def test_the_file_loads_in_its_own_runtime_with_a_dynamic_batch(all_exports, mirrored_export_run, name):
+def test_the_file_loads_in_its_own_runtime_with_a_dynamic_batch(all_exports, trained_run, name):
     from gui_app.core.datasets import load_dataset
 
     runtime = open_runtime(all_exports[name].path)
     assert runtime.runtime == FORMATS[name].runtime
     assert runtime.input_shape == (8, 8, 1)
-    x = load_dataset(RunConfig.load(mirrored_export_run / "config.json").dataset).x_test[:3] / np.float32(255)
+    x = load_dataset(RunConfig.load(trained_run / "config.json").dataset).x_test[:3] / np.float32(255)
     for batch in (x[:1], x):
         probabilities = runtime(batch)
         assert probabilities.shape == (len(batch), 10)
@@ -112,13 +97,13 @@ def test_the_file_loads_in_its_own_runtime_with_a_dynamic_batch(all_exports, mir
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
-def test_the_model_card_matches(all_exports, mirrored_export_run, name):
+def test_the_model_card_matches(all_exports, trained_run, name):
     import keras
     import tensorflow as tf
 
     result = all_exports[name]
     card = read_card(result.path)
-    evaluation = _eval(mirrored_export_run)
+    evaluation = _eval(trained_run)
     assert result.card_path == result.path.with_name(result.path.name + ".json")
     assert card["format"] == name and card["file"] == result.path.name
     assert card["dataset"] == "digits"
@@ -127,7 +112,7 @@ def test_the_model_card_matches(all_exports, mirrored_export_run, name):
     assert card["input"]["dtype"] == ("int8" if name == "tflite-int8-full" else "float32")
     assert card["output"]["shape"] == [None, 10] and card["output"]["name"] == "probabilities"
     assert card["preprocessing"]["scale"] == pytest.approx(1 / 255) and "255" in card["preprocessing"]["description"]
-    assert card["run_config"] == RunConfig.load(mirrored_export_run / "config.json").to_dict()
+    assert card["run_config"] == RunConfig.load(trained_run / "config.json").to_dict()
     assert card["test_accuracy"] == evaluation["accuracy"]
     assert card["versions"]["tensorflow"] == tf.__version__ and card["versions"]["keras"] == keras.__version__
     assert card["parity"] == json.loads(json.dumps(result.parity.to_dict()))
@@ -181,18 +166,18 @@ def test_compare_judges_int8_files_by_top1_agreement():
 
 # ---- atomic writes and bad input ------------------------------------------------------------
 
-def test_a_file_failing_its_check_is_not_written(mirrored_export_run, tmp_path, monkeypatch):
+def test_a_file_failing_its_check_is_not_written(trained_run, tmp_path, monkeypatch):
     strict = dataclasses.replace(FORMATS["tflite-fp16"], max_abs_diff=1e-9)
     monkeypatch.setattr(exporter_module, "get_format", lambda name: strict)
-    result = export_run(mirrored_export_run, "tflite-fp16", tmp_path / "m.tflite", check=32)
+    result = export_run(trained_run, "tflite-fp16", tmp_path / "m.tflite", check=32)
     assert not result.passed and not result.written
     assert list(tmp_path.iterdir()) == []
-    kept = export_run(mirrored_export_run, "tflite-fp16", tmp_path / "m.tflite", check=32, keep_failed=True)
+    kept = export_run(trained_run, "tflite-fp16", tmp_path / "m.tflite", check=32, keep_failed=True)
     assert kept.written and not kept.passed
     assert read_card(kept.path)["parity"]["passed"] is False
 
 
-def test_a_failing_export_leaves_nothing(mirrored_export_run, tmp_path, monkeypatch):
+def test_a_failing_export_leaves_nothing(trained_run, tmp_path, monkeypatch):
     def half_write(fmt, model, path, input_shape, representative=None):
         path.write_bytes(b"half a flatbuffer")
         raise ConversionError("tflite: the TensorFlow Lite converter failed: boom")
@@ -200,23 +185,23 @@ def test_a_failing_export_leaves_nothing(mirrored_export_run, tmp_path, monkeypa
     (tmp_path / "m.tflite").write_bytes(b"the previous export")
     monkeypatch.setattr(exporter_module, "write_export", half_write)
     with pytest.raises(ConversionError, match="boom"):
-        export_run(mirrored_export_run, "tflite", tmp_path / "m.tflite", check=8)
+        export_run(trained_run, "tflite", tmp_path / "m.tflite", check=8)
     assert [p.name for p in tmp_path.iterdir()] == ["m.tflite"]
     assert (tmp_path / "m.tflite").read_bytes() == b"the previous export"
 
 
-def test_cancel_during_calibration_leaves_nothing(mirrored_export_run, tmp_path):
+def test_cancel_during_calibration_leaves_nothing(trained_run, tmp_path):
     stages = []
     cancel = lambda: any(s.startswith("Writing") for s in stages)  # noqa: E731
     with pytest.raises(ExportCancelled):
-        export_run(mirrored_export_run, "tflite-int8-full", tmp_path / "m.tflite", check=8,
+        export_run(trained_run, "tflite-int8-full", tmp_path / "m.tflite", check=8,
                    progress=lambda fraction, message: stages.append(message), cancel=cancel)
     assert stages[-1].startswith("Writing")  # it stopped inside the converter's calibration
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("folder", ["/sys", "read-only"])
-def test_an_unwritable_destination_is_a_clear_error(mirrored_export_run, tmp_path, folder):
+def test_an_unwritable_destination_is_a_clear_error(trained_run, tmp_path, folder):
     if folder == "read-only":
         if sys.platform == "win32" or os.geteuid() == 0:
             pytest.skip("root (or Windows) writes into read-only folders")
@@ -227,7 +212,7 @@ def test_an_unwritable_destination_is_a_clear_error(mirrored_export_run, tmp_pat
         if not target.is_dir():
             pytest.skip("no /sys here")
     with pytest.raises(ExportError, match=r"cannot write there \(Permission denied\)") as caught:
-        export_run(mirrored_export_run, "tflite", target / "m.tflite")
+        export_run(trained_run, "tflite", target / "m.tflite")
     assert "\n" not in str(caught.value)
 
 
@@ -237,21 +222,21 @@ def test_an_unwritable_destination_is_a_clear_error(mirrored_export_run, tmp_pat
     (("pytorch", "m.pt"), "format: must be one of keras, savedmodel"),
     (("keras", "nowhere/m.keras"), "no such folder"),
 ])
-def test_bad_export_arguments(mirrored_export_run, tmp_path, args, message):
+def test_bad_export_arguments(trained_run, tmp_path, args, message):
     fmt, output = args
     with pytest.raises(ExportError, match=message):
-        export_run(mirrored_export_run, fmt, tmp_path / output)
+        export_run(trained_run, fmt, tmp_path / output)
     assert not any(tmp_path.iterdir())
 
 
-def test_a_run_without_a_model_or_config_is_refused(mirrored_export_run, tmp_path):
-    shutil.copy(mirrored_export_run / "config.json", tmp_path / "config.json")
+def test_a_run_without_a_model_or_config_is_refused(trained_run, tmp_path):
+    shutil.copy(trained_run / "config.json", tmp_path / "config.json")
     with pytest.raises(ExportError, match=r"no trained model \(model.keras\)"):
         export_run(tmp_path, "keras", tmp_path / "m.keras")
     with pytest.raises(ExportError, match="not a run folder"):
         export_run(tmp_path / "missing", "keras", tmp_path / "m.keras")
     with pytest.raises(ExportError, match="check: must be >= 0"):
-        export_run(mirrored_export_run, "keras", tmp_path / "m.keras", check=-1)
+        export_run(trained_run, "keras", tmp_path / "m.keras", check=-1)
 
 
 def test_atomic_destination_replaces_a_savedmodel_but_never_another_folder(tmp_path):
@@ -288,11 +273,11 @@ def _write_png(path: Path, pixels: np.ndarray) -> Path:
 
 
 @pytest.fixture(scope="module")
-def digit_pngs(mirrored_export_run, tmp_path_factory):
+def digit_pngs(trained_run, tmp_path_factory):
     """Three test digits: exact 8x8 grey, 32x32 RGB and 24x24 RGBA; and the raw test images."""
     from gui_app.core.datasets import load_dataset
 
-    data = load_dataset(RunConfig.load(mirrored_export_run / "config.json").dataset)
+    data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
     folder = tmp_path_factory.mktemp("pngs")
     raw = data.x_test[:3]
     exact = _write_png(folder / "exact.png", raw[0])
@@ -303,9 +288,9 @@ def digit_pngs(mirrored_export_run, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["run", "keras", "savedmodel", "tflite-int8-full", "onnx"])
-def test_predict_returns_probabilities_for_image_files(all_exports, mirrored_export_run, digit_pngs, name):
+def test_predict_returns_probabilities_for_image_files(all_exports, trained_run, digit_pngs, name):
     paths, raw = digit_pngs
-    predictor = load_predictor(mirrored_export_run if name == "run" else all_exports[name].path)
+    predictor = load_predictor(trained_run if name == "run" else all_exports[name].path)
     assert predictor.warnings == [] and predictor.class_names == [str(i) for i in range(10)]
     predictions = predictor.predict_files(paths)
     assert len(predictions) == 3

@@ -5,10 +5,8 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from gui_app.core.config import RunConfig
 from gui_app.engine.launch import engine_command, engine_env
 
 # The reference configuration: digits, mnist_cnn, mirrored over two CPU replicas.

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -17,19 +16,6 @@ from gui_app.engine import cli_export
 from gui_app.engine.launch import engine_command, engine_env
 
 ROOT = Path(__file__).parents[2]
-
-
-def _builder():
-    spec = importlib.util.spec_from_file_location("export_run_builder", ROOT / "tests" / "export_run_builder.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def cli_export_run(tmp_path_factory) -> Path:
-    """The MirroredStrategy digits run the export tests share (built once per session)."""
-    return _builder().build_run(tmp_path_factory.getbasetemp() / "export-runs")
 
 
 def cli(*argv: str) -> int:
@@ -47,9 +33,9 @@ def test_the_commands_register_on_any_parser():
     assert set(cli_export.COMMANDS) == {"export", "predict"}
 
 
-def test_export_prints_the_parity_figures_and_writes_file_and_card(cli_export_run, tmp_path, capsys):
+def test_export_prints_the_parity_figures_and_writes_file_and_card(trained_run, tmp_path, capsys):
     out = tmp_path / "digits.onnx"
-    assert cli("export", str(cli_export_run), "--format", "onnx", "--output", str(out), "--check", "64") == 0
+    assert cli("export", str(trained_run), "--format", "onnx", "--output", str(out), "--check", "64") == 0
     stdout = capsys.readouterr().out.splitlines()
     assert stdout[0].startswith(f"{out}: onnx, ") and "written" in stdout[0]
     assert stdout[1] == f"model card: {out}.json"
@@ -58,19 +44,19 @@ def test_export_prints_the_parity_figures_and_writes_file_and_card(cli_export_ru
     assert read_card(out)["parity"]["examples"] == 64
 
 
-def test_export_json_output(cli_export_run, tmp_path, capsys):
+def test_export_json_output(trained_run, tmp_path, capsys):
     out = tmp_path / "digits.keras"
-    assert cli("export", str(cli_export_run), "--format", "keras", "-o", str(out), "--check", "16", "--json") == 0
+    assert cli("export", str(trained_run), "--format", "keras", "-o", str(out), "--check", "16", "--json") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["passed"] and result["written"] and result["path"] == str(out)
     assert result["parity"]["max_abs_diff"] == 0.0 and result["size_bytes"] == out.stat().st_size
 
 
-def test_a_failed_check_exits_1_and_writes_nothing(cli_export_run, tmp_path, capsys, monkeypatch):
+def test_a_failed_check_exits_1_and_writes_nothing(trained_run, tmp_path, capsys, monkeypatch):
     strict = dataclasses.replace(FORMATS["tflite-int8"], min_top1_agreement=1.01)
     monkeypatch.setattr(exporter_module, "get_format", lambda name: strict)
     out = tmp_path / "digits-int8.tflite"
-    assert cli("export", str(cli_export_run), "--format", "tflite-int8", "--output", str(out), "--check", "16") == 1
+    assert cli("export", str(trained_run), "--format", "tflite-int8", "--output", str(out), "--check", "16") == 1
     captured = capsys.readouterr()
     assert "NOT written" in captured.out and "FAIL (top-1 agreement >= 101%)" in captured.out
     assert captured.err.splitlines()[-1].startswith("replica-studio export: digits-int8.tflite failed its parity check")
@@ -82,9 +68,9 @@ def test_a_failed_check_exits_1_and_writes_nothing(cli_export_run, tmp_path, cap
     (["--format", "keras", "--output", "{tmp}/nowhere/m.keras"], "no such folder"),
     (["--format", "keras", "--output", "{tmp}/m.keras", "--check", "-3"], "replica-studio export: check: must be >= 0"),
 ])
-def test_bad_export_input_exits_2_with_one_line(cli_export_run, tmp_path, capsys, argv, message):
+def test_bad_export_input_exits_2_with_one_line(trained_run, tmp_path, capsys, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert cli("export", str(cli_export_run), *argv) == 2
+    assert cli("export", str(trained_run), *argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
 
@@ -99,13 +85,13 @@ def test_bad_input_from_the_real_command_line_has_no_traceback(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cli_pngs(cli_export_run, tmp_path_factory):
+def cli_pngs(trained_run, tmp_path_factory):
     import tensorflow as tf
 
     from gui_app.core.config import RunConfig
     from gui_app.core.datasets import load_dataset
 
-    data = load_dataset(RunConfig.load(cli_export_run / "config.json").dataset)
+    data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
     folder = tmp_path_factory.mktemp("cli-pngs")
     paths = []
     for i in range(2):
@@ -115,17 +101,17 @@ def cli_pngs(cli_export_run, tmp_path_factory):
     return paths, data.y_test[:2]
 
 
-def test_predict_prints_top_k(cli_export_run, cli_pngs, capsys):
+def test_predict_prints_top_k(trained_run, cli_pngs, capsys):
     paths, _ = cli_pngs
-    assert cli("predict", str(cli_export_run), *map(str, paths), "--top", "3") == 0
+    assert cli("predict", str(trained_run), *map(str, paths), "--top", "3") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == str(paths[0]) and lines[4] == str(paths[1])
     assert len(lines) == 8 and all(line.endswith("%") for line in lines[1:4])
 
 
-def test_predict_json(cli_export_run, cli_pngs, capsys):
+def test_predict_json(trained_run, cli_pngs, capsys):
     paths, labels = cli_pngs
-    assert cli("predict", str(cli_export_run), *map(str, paths), "--json") == 0
+    assert cli("predict", str(trained_run), *map(str, paths), "--json") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["kind"] == "run" and result["class_names"] == [str(i) for i in range(10)]
     for prediction in result["predictions"]:
@@ -135,8 +121,8 @@ def test_predict_json(cli_export_run, cli_pngs, capsys):
     assert [p["top"][0]["class"] for p in result["predictions"]] == labels.tolist()
 
 
-def test_predict_bad_input_exits_2(cli_export_run, cli_pngs, tmp_path, capsys):
-    assert cli("predict", str(cli_export_run), str(tmp_path / "missing.png")) == 2
+def test_predict_bad_input_exits_2(trained_run, cli_pngs, tmp_path, capsys):
+    assert cli("predict", str(trained_run), str(tmp_path / "missing.png")) == 2
     assert capsys.readouterr().err.strip() == f"replica-studio predict: {tmp_path / 'missing.png'}: no such image file"
     assert cli("predict", str(tmp_path), str(cli_pngs[0][0])) == 2
     assert "neither a run folder nor a SavedModel folder" in capsys.readouterr().err

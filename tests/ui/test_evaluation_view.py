@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PySide6.QtCore import QPointF, Qt  # noqa: E402
 
-from gui_app.ui.evaluation_view import (GALLERY_LIMIT, EvaluationView,  # noqa: E402
-                                        per_class_from_matrix)
+from gui_app.core.evaluation import per_class_metrics  # noqa: E402
+from gui_app.ui.evaluation_view import GALLERY_LIMIT, EvaluationView  # noqa: E402
 
 NAMES = [f"digit {i}" for i in range(10)]
 
@@ -24,7 +24,7 @@ def eval_event(classes: int = 10, seed: int = 0, per_class: bool = True) -> dict
              "confusion_matrix": matrix.tolist(), "class_names": names,
              "examples_per_replica": [int(matrix.sum()) - 10, 10]}
     if per_class:
-        event["per_class"] = per_class_from_matrix(matrix, names)
+        event["per_class"] = per_class_metrics(matrix, names)
     return event
 
 
@@ -72,7 +72,7 @@ def test_per_class_is_derived_when_the_event_has_none(view):
 
 
 def test_precision_of_a_never_predicted_class_is_zero():
-    rows = per_class_from_matrix(np.array([[3, 0], [2, 0]]), ["a", "b"])
+    rows = per_class_metrics(np.array([[3, 0], [2, 0]]), ["a", "b"])
     assert rows[0]["precision"] == pytest.approx(0.6) and rows[0]["recall"] == 1.0
     assert rows[1] == {"class": 1, "name": "b", "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 2}
 

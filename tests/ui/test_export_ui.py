@@ -1,8 +1,6 @@
 """The export dialog and the Try panel, end to end on a real (MirroredStrategy) digits run."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,28 +17,14 @@ TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("export_run_builder",
-                                                  Path(__file__).parents[1] / "export_run_builder.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def ui_export_run(tmp_path_factory) -> Path:
-    """The MirroredStrategy digits run the export tests share (built once per session)."""
-    return _builder().build_run(tmp_path_factory.getbasetemp() / "export-runs")
-
-
 @pytest.fixture(scope="module")
-def ui_digit_pngs(ui_export_run, tmp_path_factory):
+def ui_digit_pngs(trained_run, tmp_path_factory):
     import tensorflow as tf
 
     from gui_app.core.config import RunConfig
     from gui_app.core.datasets import load_dataset
 
-    data = load_dataset(RunConfig.load(ui_export_run / "config.json").dataset)
+    data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
     folder = tmp_path_factory.mktemp("ui-pngs")
     paths = []
     for i in range(2):
@@ -50,8 +34,8 @@ def ui_digit_pngs(ui_export_run, tmp_path_factory):
 
 
 @pytest.fixture
-def export_dialog(qtbot, ui_export_run, tmp_path):
-    dialog = ExportDialog(ui_export_run, "tflite", folder=tmp_path)
+def export_dialog(qtbot, trained_run, tmp_path):
+    dialog = ExportDialog(trained_run, "tflite", folder=tmp_path)
     qtbot.addWidget(dialog)
     yield dialog
     if dialog.is_running():  # never leave a worker behind a failed test
@@ -59,9 +43,9 @@ def export_dialog(qtbot, ui_export_run, tmp_path):
         qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS).wait()
 
 
-def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, ui_export_run, tmp_path,
+def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, trained_run, tmp_path,
                                                            monkeypatch):
-    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}.tflite"
+    assert export_dialog.output_path() == tmp_path / f"{trained_run.name}.tflite"
     export_dialog.set_check(64)
     with qtbot.waitSignal(export_dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
         qtbot.mouseClick(export_dialog._export_button, Qt.MouseButton.LeftButton)
@@ -80,12 +64,12 @@ def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog,
     assert opened == [QUrl.fromLocalFile(str(tmp_path))]
 
 
-def test_choosing_a_format_renames_the_output(export_dialog, ui_export_run, tmp_path):
+def test_choosing_a_format_renames_the_output(export_dialog, trained_run, tmp_path):
     combo = export_dialog._format
     combo.setCurrentIndex(combo.findData("savedmodel"))
-    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}_savedmodel"
+    assert export_dialog.output_path() == tmp_path / f"{trained_run.name}_savedmodel"
     combo.setCurrentIndex(combo.findData("tflite-int8-full"))
-    assert export_dialog.output_path() == tmp_path / f"{ui_export_run.name}-int8-full.tflite"
+    assert export_dialog.output_path() == tmp_path / f"{trained_run.name}-int8-full.tflite"
 
 
 def test_closing_the_dialog_while_it_exports_cancels_and_leaves_nothing(qtbot, export_dialog, tmp_path):
@@ -129,10 +113,10 @@ def _drop(panel: TryPanel, paths) -> bool:
     return enter.isAccepted()
 
 
-def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, ui_export_run, ui_digit_pngs):
+def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, trained_run, ui_digit_pngs):
     paths, raw = ui_digit_pngs
     with qtbot.waitSignal(try_panel.model_loaded, timeout=TIMEOUT_MS) as loaded:
-        try_panel.set_model_source(ui_export_run)
+        try_panel.set_model_source(trained_run)
     assert loaded.args[0].endswith("run, 8×8 grey, 10 classes")
     with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS):
         assert _drop(try_panel, paths)
@@ -150,9 +134,9 @@ def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, ui_export_run
 
 
 @pytest.fixture(scope="module")
-def ui_int8_export(ui_export_run, tmp_path_factory):
+def ui_int8_export(trained_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ui-export")
-    return export_run(ui_export_run, "tflite-int8", folder / "digits-int8.tflite", check=32).path
+    return export_run(trained_run, "tflite-int8", folder / "digits-int8.tflite", check=32).path
 
 
 def test_try_panel_classifies_test_samples_with_an_exported_file(qtbot, try_panel, ui_int8_export):
@@ -181,25 +165,25 @@ def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
 # ---- the main window: Export menu and Try tab on a run opened from the run list -------------
 
 @pytest.fixture
-def history_window(qtbot, ui_export_run, fake_engine):
-    window = MainWindow(runs_dir=ui_export_run.parent, engine_command=fake_engine)
+def history_window(qtbot, trained_run, fake_engine):
+    window = MainWindow(runs_dir=trained_run.parent, engine_command=fake_engine)
     qtbot.addWidget(window)
     window.show()
     yield window
     window.close()
 
 
-def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, ui_export_run, ui_digit_pngs,
+def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, trained_run, ui_digit_pngs,
                                                         tmp_path):
     window = history_window
     keras_entry = window.actions.export["keras"]
     assert not keras_entry.isEnabled()
-    window.runs.select(ui_export_run)
+    window.runs.select(trained_run)
     window.runs.open_button.click()
     assert keras_entry.isEnabled() and window.try_panel.model_source() is None  # loaded when the tab shows
     keras_entry.trigger()
     dialog = window.export_dialog
-    assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {ui_export_run.name}"
+    assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {trained_run.name}"
     dialog.set_output_path(tmp_path / "digits.keras")
     dialog.set_check(32)
     with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
@@ -212,7 +196,7 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, ui
 
     with qtbot.waitSignal(window.try_panel.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()
-    assert window.try_panel.model_source() == ui_export_run
+    assert window.try_panel.model_source() == trained_run
     paths, _ = ui_digit_pngs
     window.tabs.setCurrentWidget(window.evaluation)
     mime = QMimeData()  # kept here: the event does not own it
