@@ -224,10 +224,7 @@ class _EngineWorker(QObject):
             self._take_stderr(bytes(self._process.readAllStandardError()))
 
     def _take_stdout(self, data: bytes, final: bool = False) -> None:
-        *lines, self._stdout_tail = (self._stdout_tail + data).split(b"\n")
-        if final and self._stdout_tail:
-            lines.append(self._stdout_tail)
-            self._stdout_tail = b""
+        lines, self._stdout_tail = _complete_lines(self._stdout_tail + data, final)
         for raw in lines:
             text = raw.decode("utf-8", "replace").strip()
             if not text:
@@ -262,10 +259,7 @@ class _EngineWorker(QObject):
         self._pending.append(event)
 
     def _take_stderr(self, data: bytes, final: bool = False) -> None:
-        *lines, self._stderr_tail = (self._stderr_tail + data).split(b"\n")
-        if final and self._stderr_tail:
-            lines.append(self._stderr_tail)
-            self._stderr_tail = b""
+        lines, self._stderr_tail = _complete_lines(self._stderr_tail + data, final)
         for raw in lines:
             text = raw.decode("utf-8", "replace").rstrip()
             if not text.strip():
@@ -323,3 +317,12 @@ class _EngineWorker(QObject):
         run_dir = self._run_dir
         self._set_state("idle")
         self.finished.emit(status, run_dir, message)
+
+
+def _complete_lines(data: bytes, final: bool) -> tuple[list[bytes], bytes]:
+    """Split a pipe's bytes into complete lines and the unfinished rest (all of it when the
+    process has ended)."""
+    *lines, tail = data.split(b"\n")
+    if final and tail:
+        return [*lines, tail], b""
+    return lines, tail
