@@ -10,12 +10,16 @@ samples/s and the ratio to the ``fit`` baseline measured in the same process:
 3. our loop, one step per ``tf.function`` call, same strategy,
 4. our loop, ten steps per call (the default).
 
-The first epoch (tracing) is excluded from every figure. Not part of the test suite.
+Each configuration runs in a fresh process: measured in one process, whatever ran earlier
+(other strategies' threads and caches) slowed later configurations by up to 40 %. The first
+epoch (tracing) is excluded from every figure. Not part of the test suite.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -26,7 +30,10 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=60000)
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs (after one warm-up epoch)")
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one configuration, in this process
     args = parser.parse_args()
+    if args.only is None:
+        return compare(args)
 
     from gui_app.core.config import ModelConfig, RuntimeConfig, TrainingConfig
     from gui_app.core.devices import configure_runtime
@@ -81,16 +88,25 @@ def main() -> None:
 
     mirrored = lambda: tf.distribute.MirroredStrategy(  # noqa: E731
         ["CPU:0", "CPU:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
-    results = [
-        ("fit, no strategy (baseline)", fit(tf.distribute.get_strategy())),
-        ("fit, mirrored 2 CPUs", fit(mirrored())),
-        ("our loop, 1 step/call, mirrored 2 CPUs", loop(mirrored(), 1)),
-        ("our loop, 10 steps/call, mirrored 2 CPUs", loop(mirrored(), 10)),
-    ]
-    base = results[0][1]
+    runs = [lambda: fit(tf.distribute.get_strategy()), lambda: fit(mirrored()),
+            lambda: loop(mirrored(), 1), lambda: loop(mirrored(), 10)]
+    print(runs[args.only]())
+
+
+CONFIGURATIONS = ("fit, no strategy (baseline)", "fit, mirrored 2 CPUs",
+                  "our loop, 1 step/call, mirrored 2 CPUs", "our loop, 10 steps/call, mirrored 2 CPUs")
+
+
+def compare(args) -> None:
+    base = None
     print(f"{'configuration':45s} {'samples/s':>10s} {'ratio':>6s}")
-    for name, rate in results:
-        print(f"{name:45s} {rate:10.0f} {rate / base:6.2f}")
+    for i, name in enumerate(CONFIGURATIONS):
+        out = subprocess.run([sys.executable, __file__, "--only", str(i), "--examples", str(args.examples),
+                              "--epochs", str(args.epochs), "--batch", str(args.batch)],
+                             capture_output=True, text=True, check=True)
+        rate = float(out.stdout.strip().splitlines()[-1])
+        base = base or rate
+        print(f"{name:45s} {rate:10.0f} {rate / base:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
