@@ -30,7 +30,7 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory) -> Path:
     """A digits run trained once per session by the real engine under MirroredStrategy over
-    two CPU replicas (tests/export_run_builder.py); the export, CLI and GUI tests share it."""
-    from export_run_builder import build_run
+    two CPU replicas (tests/reference_run.py); the export, CLI and GUI tests share it."""
+    from reference_run import build_run
 
     return build_run(tmp_path_factory.getbasetemp() / "export-runs")

@@ -6,24 +6,14 @@ stdout carries nothing but events in ``jsonl`` mode; everything else goes to std
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from gui_app.core.json_values import finite_or_null
 from gui_app.core.rundir import EVENTS_FILE
 
-
-def _clean(value: Any) -> Any:
-    """JSON has no NaN or Infinity: write them as null (a NaN loss is reported by an error event)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 class EventWriter:
@@ -49,7 +39,7 @@ class EventWriter:
 
     def emit(self, type_: str, durable: bool = True, **fields: Any) -> dict:
         """Write one event; ``durable=False`` keeps it out of events.jsonl (stdout only)."""
-        event = _clean({"type": type_, "time": round(time.time(), 3), **fields})
+        event = finite_or_null({"type": type_, "time": round(time.time(), 3), **fields})
         if not durable:
             pass
         elif self._file:

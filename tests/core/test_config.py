@@ -6,18 +6,12 @@ import json
 import pytest
 
 from gui_app.core.config import ConfigError, RunConfig
+from reference_run import REFERENCE  # the issue's example config
 
-ISSUE_EXAMPLE = {
-    "dataset": {"name": "digits"},
-    "model": {"name": "mnist_cnn"},
-    "strategy": {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]},
-    "training": {"epochs": 5, "global_batch_size": 64, "optimizer": "adam", "learning_rate": 0.001, "seed": 1},
-    "runtime": {"cpu_devices": 2},
-}
 
 
 def test_issue_example_round_trips():
-    config = RunConfig.from_dict(ISSUE_EXAMPLE)
+    config = RunConfig.from_dict(REFERENCE)
     assert config.strategy.devices == ("CPU:0", "CPU:1") and config.training.learning_rate == 0.001
     again = RunConfig.from_json(config.to_json())
     assert again == config

@@ -9,14 +9,7 @@ from pathlib import Path
 
 from gui_app.engine.launch import engine_command, engine_env
 
-# The reference configuration: digits, mnist_cnn, mirrored over two CPU replicas.
-REFERENCE = {
-    "dataset": {"name": "digits"},
-    "model": {"name": "mnist_cnn"},
-    "strategy": {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]},
-    "training": {"epochs": 5, "global_batch_size": 64, "optimizer": "adam", "learning_rate": 0.001, "seed": 1},
-    "runtime": {"cpu_devices": 2},
-}
+from reference_run import REFERENCE  # noqa: F401 - re-exported for the engine tests
 
 
 def config_dict(**sections) -> dict:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import math
 import platform
 import time
 from pathlib import Path
 from typing import Any
 
 from gui_app.core.export.formats import ExportFormat
+from gui_app.core.json_values import finite_or_null
 from gui_app.core.export.parity import ParityReport
 from gui_app.core.export.runtimes import (INPUT_NAME, OUTPUT_NAME, PIXEL_SCALE, PREPROCESSING, ExportError,
                                           Runtime)
@@ -109,19 +109,9 @@ def _preprocessing(input_quantization: tuple[float, int] | None) -> str:
     return text
 
 
-def _plain(value: Any) -> Any:
-    """JSON has no infinity or NaN: a figure that could not be computed is null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
 
 def write_card(path: Path, card: dict[str, Any]) -> None:
-    path.write_text(json.dumps(_plain(card), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(finite_or_null(card), indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def read_card(export_path: str | Path) -> dict[str, Any] | None:
