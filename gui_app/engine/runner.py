@@ -4,6 +4,7 @@ ends, writes checkpoints and TensorBoard summaries, obeys stop/pause, and evalua
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -170,7 +171,6 @@ class RunController:
         """Distributed evaluation on the test set; writes eval.json and misclassified.npz."""
         from gui_app.core import pipeline
 
-        import json
 
         ctx = self.ctx
         x, y = ctx.splits.x_test, ctx.splits.y_test
