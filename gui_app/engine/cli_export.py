@@ -71,6 +71,13 @@ def run(args: argparse.Namespace) -> int:
     except (ExportCancelled, KeyboardInterrupt):
         print(f"replica-studio {command}: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - our bug or a broken install: still one line
+        if args.debug:
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"replica-studio {command}: internal error: {type(exc).__name__}: {first} "
+              "(run again with --debug for the traceback)", file=sys.stderr)
+        return 1
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

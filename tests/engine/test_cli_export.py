@@ -126,3 +126,15 @@ def test_predict_bad_input_exits_2(trained_run, cli_pngs, tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"replica-studio predict: {tmp_path / 'missing.png'}: no such image file"
     assert cli("predict", str(tmp_path), str(cli_pngs[0][0])) == 2
     assert "neither a run folder nor a SavedModel folder" in capsys.readouterr().err
+
+
+def test_an_unexpected_error_is_one_line_without_traceback(trained_run, tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'tf2onnx.tfonnx'")
+
+    monkeypatch.setattr(cli_export, "export_run", broken)
+    assert cli("export", str(trained_run), "--format", "onnx", "--output", str(tmp_path / "m.onnx")) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "replica-studio export: internal error: ModuleNotFoundError: No module named 'tf2onnx.tfonnx' "
+        "(run again with --debug for the traceback)"]
