@@ -34,3 +34,15 @@ def trained_run(tmp_path_factory) -> Path:
     from reference_run import build_run
 
     return build_run(tmp_path_factory.getbasetemp() / "export-runs")
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_between_tests():
+    """Free each test's cyclic garbage (strategies, models, tf.functions made on the main
+    thread) at its end, while no worker thread runs TensorFlow. Left to chance, one collection
+    ran on the main thread inside a later test while a TaskThread converted a TFLite model, and
+    the process aborted (CI run on 2026-11-30; TF 2.21, PySide6 6.11; not reproduced since)."""
+    yield
+    import gc
+
+    gc.collect()
