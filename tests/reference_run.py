@@ -43,3 +43,22 @@ def build_run(runs_dir: Path) -> Path:
             raise RuntimeError(f"the engine could not train the export test run (exit {done.returncode}):\n"
                                f"{done.stderr[-3000:]}")
     return found[0].parent
+
+
+def write_test_pngs(run_dir: Path, folder: Path, count: int = 2, scale: int = 1):
+    """The run's first ``count`` test images as PNG files, each pixel repeated ``scale`` times
+    in both directions (so that reading them back must resize). Returns (paths, images, labels)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from gui_app.core.config import RunConfig
+    from gui_app.core.datasets import load_dataset
+
+    data = load_dataset(RunConfig.load(run_dir / "config.json").dataset)
+    paths = []
+    for i in range(count):
+        image = np.repeat(np.repeat(data.x_test[i], scale, 0), scale, 1)
+        paths.append(folder / f"digit{i}.png")
+        paths[-1].write_bytes(tf.io.encode_png(image).numpy())
+    return paths, data.x_test[:count], data.y_test[:count]
+

@@ -7,13 +7,14 @@ import json
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from gui_app.core.export import FORMATS, read_card
 from gui_app.core.export import exporter as exporter_module
 from gui_app.engine import cli_export
 from gui_app.engine.launch import engine_command, engine_env
+
+from reference_run import write_test_pngs
 
 ROOT = Path(__file__).parents[2]
 
@@ -86,19 +87,8 @@ def test_bad_input_from_the_real_command_line_has_no_traceback(tmp_path):
 
 @pytest.fixture(scope="module")
 def cli_pngs(trained_run, tmp_path_factory):
-    import tensorflow as tf
-
-    from gui_app.core.config import RunConfig
-    from gui_app.core.datasets import load_dataset
-
-    data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
-    folder = tmp_path_factory.mktemp("cli-pngs")
-    paths = []
-    for i in range(2):
-        big = np.repeat(np.repeat(data.x_test[i], 3, 0), 3, 1)
-        paths.append(folder / f"digit{i}.png")
-        paths[-1].write_bytes(tf.io.encode_png(big).numpy())
-    return paths, data.y_test[:2]
+    paths, _, labels = write_test_pngs(trained_run, tmp_path_factory.mktemp("cli-pngs"), scale=3)
+    return paths, labels
 
 
 def test_predict_prints_top_k(trained_run, cli_pngs, capsys):

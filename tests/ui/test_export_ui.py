@@ -13,24 +13,16 @@ from gui_app.ui.export_dialog import ExportDialog
 from gui_app.ui.main_window import MainWindow
 from gui_app.ui.try_panel import TryPanel
 
+from reference_run import write_test_pngs
+
 TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)
 
 
 @pytest.fixture(scope="module")
 def ui_digit_pngs(trained_run, tmp_path_factory):
-    import tensorflow as tf
-
-    from gui_app.core.config import RunConfig
-    from gui_app.core.datasets import load_dataset
-
-    data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
-    folder = tmp_path_factory.mktemp("ui-pngs")
-    paths = []
-    for i in range(2):
-        paths.append(folder / f"digit{i}.png")
-        paths[-1].write_bytes(tf.io.encode_png(data.x_test[i]).numpy())
-    return paths, data.x_test[:2]
+    paths, images, _ = write_test_pngs(trained_run, tmp_path_factory.mktemp("ui-pngs"))
+    return paths, images
 
 
 @pytest.fixture
