@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError
 
@@ -44,6 +44,14 @@ def parse_optional_int(key: str, edit: QLineEdit) -> int | None:
         return int(text)
     except ValueError:
         raise ConfigError(f"{key}: must be a whole number or empty; got {text!r}") from None
+
+
+def choice_box(labels: dict[str, str]) -> QComboBox:
+    """A combo box showing ``labels``' values, with the config value (the key) as item data."""
+    box = QComboBox()
+    for key, label in labels.items():
+        box.addItem(label, key)
+    return box
 
 
 def format_float(value: float) -> str:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayo
                                QPushButton, QSpinBox, QWidget)
 
 from gui_app.core.config import DATASETS_WITH_PATH, ConfigError, DatasetConfig
-from gui_app.ui.forms.base import FormSection
+from gui_app.ui.forms.base import FormSection, choice_box
 
 DATASET_LABELS = {
     "digits": "Digits (bundled, offline)",
@@ -53,9 +53,7 @@ class DatasetForm(FormSection):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.name = QComboBox()
-        for key, label in DATASET_LABELS.items():
-            self.name.addItem(label, key)
+        self.name = choice_box(DATASET_LABELS)
         self.add_field("dataset.name", "Dataset", self.name)
 
         self.path = QLineEdit()
@@ -83,9 +81,7 @@ class DatasetForm(FormSection):
         self.color_mode.addItem("Grayscale", "grayscale")
         self.add_field("dataset.color_mode", "Colour", self.color_mode)
 
-        self.validation = QComboBox()
-        for key, label in VALIDATION_LABELS.items():
-            self.validation.addItem(label, key)
+        self.validation = choice_box(VALIDATION_LABELS)
         self.add_field("dataset.validation", "Validation", self.validation)
         self.validation_split = QDoubleSpinBox(minimum=0.0, maximum=0.95, singleStep=0.05, decimals=2)
         self.add_field("dataset.validation_split", "Validation share", self.validation_split,

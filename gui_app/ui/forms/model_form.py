@@ -4,11 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
                                QTreeWidget, QTreeWidgetItem, QWidget)
 
 from gui_app.core.config import ConfigError, ModelConfig
-from gui_app.ui.forms.base import FormSection
+from gui_app.ui.forms.base import FormSection, choice_box
 
 MODEL_LABELS = {
     "mnist_cnn": "Small CNN (MNIST-sized images)",
@@ -36,9 +36,7 @@ class ModelForm(FormSection):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.name = QComboBox()
-        for key, label in MODEL_LABELS.items():
-            self.name.addItem(label, key)
+        self.name = choice_box(MODEL_LABELS)
         self.add_field("model.name", "Model", self.name)
 
         self.path = QLineEdit(placeholderText="a .keras file")

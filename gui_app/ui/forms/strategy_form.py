@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QLabel, QWidget
 
 from gui_app.core.config import ConfigError, StrategyConfig
-from gui_app.ui.forms.base import FormSection
+from gui_app.ui.forms.base import FormSection, choice_box
 
 STRATEGY_LABELS = {
     "default": "Default (no distribution)",
@@ -29,9 +29,7 @@ class StrategyForm(FormSection):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.name = QComboBox()
-        for key, label in STRATEGY_LABELS.items():
-            self.name.addItem(label, key)
+        self.name = choice_box(STRATEGY_LABELS)
         self.add_field("strategy.name", "Strategy", self.name)
         self.device = QComboBox()
         self.add_field("strategy.device", "Device", self.device, tip="The device of the one-device strategy")
@@ -39,9 +37,7 @@ class StrategyForm(FormSection):
         self.devices_label.setWordWrap(True)
         self.add_field("strategy.devices", "Replicas on", self.devices_label,
                        tip="Tick devices in the Devices panel")
-        self.cross_device_ops = QComboBox()
-        for key, label in CROSS_DEVICE_LABELS.items():
-            self.cross_device_ops.addItem(label, key)
+        self.cross_device_ops = choice_box(CROSS_DEVICE_LABELS)
         self.add_field("strategy.cross_device_ops", "All-reduce", self.cross_device_ops,
                        tip="How gradients are summed across replicas")
         self.summary = QLabel()
