@@ -4,7 +4,7 @@
 
 One redraw = the timer's ``setData`` on every curve plus painting the widget (``grab``), the
 work the GUI thread does at most 30 times a second (less when it gets expensive: see
-``plotting.RedrawThrottle``). Both widgets are measured at 1,000x600;
+``gui_app.ui.charts.throttle.RedrawThrottle``). Both widgets are measured at 1,000x600;
 the ratio 100k/1k shows what peak downsampling and clip-to-view buy (without them it grows
 about linearly with the points).
 """
@@ -17,12 +17,13 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ui"))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from gui_app.ui.plotting import synthetic_events  # noqa: E402
-from gui_app.ui.replica_charts import ReplicaCharts  # noqa: E402
-from gui_app.ui.training_charts import TrainingCharts  # noqa: E402
+from synthetic import synthetic_events  # noqa: E402  (tests/ui/synthetic.py)
+from gui_app.ui.tabs.replicas import ReplicaCharts  # noqa: E402
+from gui_app.ui.tabs.training import TrainingCharts  # noqa: E402
 
 REPEATS = 15
 

@@ -36,17 +36,17 @@ def main() -> None:
         return compare(args)
 
     from gui_app.core.config import ModelConfig, RuntimeConfig, TrainingConfig
-    from gui_app.core.devices import configure_runtime
+    from gui_app.core.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=2))
     import keras
     import numpy as np
     import tensorflow as tf
 
-    from gui_app.core import pipeline
-    from gui_app.core.loop import Trainer
-    from gui_app.core.models import build_model
-    from gui_app.core.optim import build_optimizer, make_schedule
+    from gui_app.core.training import pipeline
+    from gui_app.core.training.loop import Trainer
+    from gui_app.core.training.models import build_model
+    from gui_app.core.training.optim import build_optimizer, make_schedule
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (args.examples, 28, 28, 1), dtype=np.uint8)

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gui_app.core.export import FORMATS, default_file_name, format_size  # noqa: E402
-from gui_app.engine.launch import engine_command, engine_env  # noqa: E402
+from gui_app.identity import app_command, app_env  # noqa: E402
 
 
 def main() -> int:
@@ -31,9 +31,9 @@ def main() -> int:
     failed = 0
     for name, fmt in FORMATS.items():
         output = args.out_dir / default_file_name(fmt, "digits")
-        done = subprocess.run(engine_command("export", str(args.run_dir), "--format", name, "--output", str(output),
+        done = subprocess.run(app_command("export", str(args.run_dir), "--format", name, "--output", str(output),
                                              "--check", str(args.check), "--json"),
-                              capture_output=True, text=True, env=engine_env())
+                              capture_output=True, text=True, env=app_env())
         if not done.stdout.strip():
             print(f"| {name} | export failed: {done.stderr.strip().splitlines()[-1]} |||||||")
             failed += 1

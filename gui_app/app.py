@@ -65,14 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     if first in ("-h", "--help"):
         return _print_help()
     if first == "--selftest":
-        from gui_app.selftest import main as selftest_main
+        from gui_app.launcher.selftest import main as selftest_main
 
         return selftest_main(argv[1:])
     if first in ("--install-desktop-entry", "--uninstall-desktop-entry"):
-        from gui_app.desktop_entry import main as desktop_entry_main
+        from gui_app.launcher.desktop_entry import main as desktop_entry_main
 
         return desktop_entry_main(argv)
-    from gui_app import startup
+    from gui_app.launcher import startup
 
     if first == startup.PROBE_FLAG:  # internal: the child process of the startup check
         return startup.probe_qt(argv[1:])

@@ -22,7 +22,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication, QImage, QPainter  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 
-from gui_app.desktop_entry import APP_ID, ICON_SIZES  # noqa: E402
+from gui_app.identity import APP_ID, ICON_SIZES  # noqa: E402
 
 ICONS = ROOT / "resources" / "icons"
 HINTED = {16: ICONS / f"{APP_ID}-16.svg", 24: ICONS / f"{APP_ID}-24.svg"}

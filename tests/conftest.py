@@ -22,7 +22,7 @@ TEST_CPU_DEVICES = 2
 def pytest_configure(config):
     # Importing TensorFlow costs ~3 s once; every TF test needs it anyway.
     from gui_app.core.config import RuntimeConfig
-    from gui_app.core.devices import configure_runtime
+    from gui_app.core.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=TEST_CPU_DEVICES))
 

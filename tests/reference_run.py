@@ -14,7 +14,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from gui_app.engine.launch import engine_command, engine_env
+from gui_app.identity import app_command, app_env
 
 # The reference configuration: digits, mnist_cnn, mirrored over two CPU replicas.
 REFERENCE = {
@@ -35,8 +35,8 @@ def build_run(runs_dir: Path) -> Path:
         runs_dir.mkdir(parents=True, exist_ok=True)
         config = runs_dir / "digits-mirrored.json"
         config.write_text(json.dumps(CONFIG))
-        done = subprocess.run(engine_command("train", str(config), "--runs-dir", str(runs_dir), "--events", "none"),
-                              env=engine_env({"TF_CPP_MIN_LOG_LEVEL": "2"}), capture_output=True, text=True,
+        done = subprocess.run(app_command("train", str(config), "--runs-dir", str(runs_dir), "--events", "none"),
+                              env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2"}), capture_output=True, text=True,
                               timeout=600)
         found = sorted(runs_dir.glob("*/model.keras"))
         if done.returncode != 0 or not found:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gui_app import desktop_entry
-from gui_app.bundled import resource_path
-from gui_app.desktop_entry import APP_ID, ICON_SIZES
+from gui_app.launcher import desktop_entry
+from gui_app.identity import resource_path
+from gui_app.identity import APP_ID, ICON_SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATOR = shutil.which("desktop-file-validate")

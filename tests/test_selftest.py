@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gui_app import selftest
-from gui_app.selftest import CheckFailed
+from gui_app.launcher import selftest
+from gui_app.launcher.selftest import CheckFailed
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = {"tensorflow": "2.21.0", "keras": "3.15.1", "gpus": [], "cpu": {"name": "CPU:0"}}

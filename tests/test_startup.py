@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_app import preflight, startup
+from gui_app.launcher import preflight, startup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_xcb_without_a_display_names_what_is_missing(fake_desktop):
 def test_a_qt_fatal_error_the_preflight_missed_is_still_reported(fake_desktop):
     env, zenity_log = fake_desktop
     env.update(QT_QPA_PLATFORM="nonexistent", DISPLAY=":99")
-    code = "from gui_app.startup import create_application; create_application([])"
+    code = "from gui_app.launcher.startup import create_application; create_application([])"
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
 
@@ -166,13 +166,13 @@ def test_tensorflow_missing_is_a_dialog(qtbot, monkeypatch):
 
 
 def test_a_broken_ui_is_a_dialog_with_the_reason(qtbot, monkeypatch):
-    monkeypatch.setitem(sys.modules, "gui_app.ui.main", None)  # "import gui_app.ui.main" raises ImportError
+    monkeypatch.setitem(sys.modules, "gui_app.ui.application", None)  # "import gui_app.ui.application" raises ImportError
     seen: list[str] = []
     _answer_dialog(qtbot, seen)
 
     assert startup.launch_gui(["-platform", "offscreen"]) == startup.EXIT_CANNOT_START
 
-    assert len(seen) == 1 and seen[0].startswith("ModuleNotFoundError: import of gui_app.ui.main halted")
+    assert len(seen) == 1 and seen[0].startswith("ModuleNotFoundError: import of gui_app.ui.application halted")
     assert "Traceback" in seen[0]
 
 
@@ -186,7 +186,7 @@ def test_frozen_builds_give_system_programs_the_users_library_path(monkeypatch):
 
 
 def test_a_broken_tensorflow_found_after_startup_is_a_dialog(qtbot):
-    from gui_app.ui.app_shell import show_tensorflow_unavailable
+    from gui_app.ui.shell import show_tensorflow_unavailable
 
     seen: list[str] = []
     _answer_dialog(qtbot, seen)

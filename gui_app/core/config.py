@@ -6,7 +6,7 @@ naming the offending key (``training.learning_rate: must be > 0, got -1``). ``fr
 rejects unknown keys and wrong types before any dataclass is built, so a config file
 with a typo fails before TensorFlow is even imported.
 
-Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.core.devices``.
+Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.core.training.devices``.
 """
 from __future__ import annotations
 

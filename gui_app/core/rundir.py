@@ -38,6 +38,11 @@ TENSORBOARD_DIR = "tensorboard"
 
 RESUMABLE = ("stopped", "interrupted")
 
+# What the app can open as a model, by file name ending (folders: SavedModel or run).
+MODEL_SUFFIXES = {".keras": "keras", ".tflite": "tflite", ".onnx": "onnx"}
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
+SAVED_MODEL_FILE = "saved_model.pb"
+
 
 def default_runs_dir() -> Path:
     """``$REPLICA_STUDIO_RUNS_DIR`` if set, else ``runs`` in the user data folder."""
@@ -63,6 +68,37 @@ def create_run_dir(runs_dir: str | Path, config: RunConfig) -> Path:
         config.save(path / CONFIG_FILE)
         return path
     raise OSError(f"cannot create a run directory under {runs_dir}")
+
+
+def is_run_dir(path: str | Path) -> bool:
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def is_image_file(path: str | Path) -> bool:
+    path = Path(path)
+    return path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir()
+
+
+def model_kind(path: str | Path) -> str | None:
+    """What kind of model ``path`` is, by its name and folder layout: ``run`` (a run folder
+    with a trained model), ``savedmodel``, ``keras``, ``tflite``, ``onnx``; None when it is
+    none of these (or a run that has not finished training)."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / SAVED_MODEL_FILE).is_file():
+            return "savedmodel"
+        return "run" if is_run_dir(path) and (path / MODEL_FILE).is_file() else None
+    return MODEL_SUFFIXES.get(path.suffix.lower())
+
+
+def model_source(path: str | Path) -> Path:
+    """What to load for a chosen file: a SavedModel's ``saved_model.pb`` means its folder, and
+    a run's ``model.keras`` means the run (which adds the softmax and the class names the bare
+    file lacks: it outputs logits and has no model card)."""
+    path = Path(path)
+    if path.name == SAVED_MODEL_FILE or (path.name == MODEL_FILE and is_run_dir(path.parent)):
+        return path.parent
+    return path
 
 
 def read_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:

@@ -15,10 +15,9 @@ from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
 from gui_app.engine import cli_export
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices") + cli_export.COMMANDS
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _devices(args) -> int:
-    from gui_app.core import devices
+    from gui_app.core.training import devices
     from gui_app.core.config import RuntimeConfig
 
     devices.configure_runtime(RuntimeConfig(cpu_devices=args.cpu_devices))
@@ -102,7 +101,7 @@ def _inspect(args) -> int:
     import numpy as np
 
     from gui_app.core.datasets import load_dataset
-    from gui_app.core.models import ModelError, build_model, describe
+    from gui_app.core.training.models import ModelError, build_model, describe
 
     config = RunConfig.load(args.config)
     dataset = load_dataset(config.dataset)

@@ -28,8 +28,8 @@ def versions() -> dict[str, str]:
 class RunContext:
     config: RunConfig
     dataset: Any  # gui_app.core.datasets.Dataset
-    splits: Any  # gui_app.core.pipeline.Splits
-    built: Any  # gui_app.core.strategies.BuiltStrategy
+    splits: Any  # gui_app.core.training.pipeline.Splits
+    built: Any  # gui_app.core.training.strategies.BuiltStrategy
     data_seed: int
     warnings: list[str] = field(default_factory=list)
     model: Any = None
@@ -58,7 +58,7 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
-    from gui_app.core import devices, pipeline, strategies
+    from gui_app.core.training import devices, pipeline, strategies
     from gui_app.core.datasets import DatasetError, load_dataset
 
     warnings = devices.configure_runtime(config.runtime)
@@ -97,8 +97,8 @@ def build_model_state(ctx: RunContext, run_dir: Path | None) -> None:
     import keras
     import tensorflow as tf
 
-    from gui_app.core.models import ModelError, build_model, channel_stats
-    from gui_app.core.optim import build_optimizer, make_schedule
+    from gui_app.core.training.models import ModelError, build_model, channel_stats
+    from gui_app.core.training.optim import build_optimizer, make_schedule
 
     cfg = ctx.config
     if cfg.training.seed is not None:

@@ -1,5 +1,5 @@
 """The controller of one training run (Orbit's shape): runs step groups through the
-:class:`~gui_app.core.loop.Trainer`, turns their statistics into events, validates at epoch
+:class:`~gui_app.core.training.loop.Trainer`, turns their statistics into events, validates at epoch
 ends, writes checkpoints and TensorBoard summaries, obeys stop/pause, and evaluates at the end.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gui_app.core import rundir
-from gui_app.core.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
+from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
 from gui_app.engine.context import RunContext
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
@@ -43,9 +43,9 @@ def _memory(built) -> list[tuple[int | None, int | None]]:
 
 class RunController:
     def __init__(self, ctx: RunContext, run_dir: Path, events: EventWriter, control: Control):
-        from gui_app.core.evaluation import Evaluator
-        from gui_app.core.loop import Trainer
-        from gui_app.core.models import outputs_logits
+        from gui_app.core.training.evaluation import Evaluator
+        from gui_app.core.training.loop import Trainer
+        from gui_app.core.training.models import outputs_logits
 
         self.ctx, self.run_dir, self.events, self.control = ctx, run_dir, events, control
         cfg = ctx.config.training
@@ -56,7 +56,7 @@ class RunController:
 
     # ---- helpers ------------------------------------------------------------------------
     def _tensorboard(self):
-        from gui_app.core.tensorboard import ScalarWriter
+        from gui_app.core.training.tensorboard import ScalarWriter
 
         if self._writers is None:
             base = self.run_dir / rundir.TENSORBOARD_DIR
@@ -112,7 +112,7 @@ class RunController:
     # ---- the run --------------------------------------------------------------------------
     def train(self) -> str:
         """Train to the planned step count; returns ``completed`` or ``stopped``."""
-        from gui_app.core import pipeline
+        from gui_app.core.training import pipeline
 
         ctx, cfg = self.ctx, self.ctx.config.training
         spe, total = ctx.steps_per_epoch, ctx.total_steps
@@ -152,7 +152,7 @@ class RunController:
         return "completed"
 
     def _end_epoch(self, epoch: int, step: int, losses: list, accs: list, duration: float) -> None:
-        from gui_app.core import pipeline
+        from gui_app.core.training import pipeline
 
         splits, batch = self.ctx.splits, self.ctx.config.training.global_batch_size
         val_loss = val_acc = None
@@ -169,7 +169,7 @@ class RunController:
 
     def evaluate(self) -> dict:
         """Distributed evaluation on the test set; writes eval.json and misclassified.npz."""
-        from gui_app.core import pipeline
+        from gui_app.core.training import pipeline
 
 
         ctx = self.ctx

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from gui_app.engine.context import InputError
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
@@ -108,7 +108,7 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
     restored = context.restore_latest(ctx) if resume else False
     if resume and not restored:
         ctx.warnings.append("no checkpoint found: the run starts again from step 0")
-    from gui_app.core.models import describe
+    from gui_app.core.training.models import describe
 
     start = int(ctx.step.numpy())
     model_info = describe(ctx.model)

@@ -18,7 +18,7 @@ from gui_app.core.export import (FORMATS, ConversionError, ExportCancelled, Expo
                                  export_run, load_predictor, read_card)
 from gui_app.core.export import exporter as exporter_module
 from gui_app.core.export.atomic import AtomicDestination
-from gui_app.core.export.formats import ExportFormat, get_format
+from gui_app.core.formats import ExportFormat, get_format
 from gui_app.core.export.parity import compare
 from gui_app.core.export.runtimes import open_runtime
 
@@ -50,7 +50,8 @@ def test_onnx_keeps_captured_constants_inside_the_graph(tmp_path):
     ONNX export (tf2onnx.from_function) turns into extra graph inputs."""
     import keras
 
-    from gui_app.core.export.formats import probability_model, write_export
+    from gui_app.core.export.probability import probability_model
+    from gui_app.core.export.writers import write_export
 
     inputs = keras.Input((4, 4, 1))
     x = keras.layers.Normalization(mean=[0.3], variance=[0.04])(inputs)

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gui_app.engine.launch import engine_command, engine_env
+from gui_app.identity import app_command, app_env
 
 from reference_run import REFERENCE  # noqa: F401 - re-exported for the engine tests
 
@@ -58,8 +58,8 @@ def run_in_process(command: str, target: str, runs_dir: Path | None = None, on_e
 
 def run_cli(*args: str, stdin: str | None = None, timeout: float = 300, env: dict | None = None):
     """The engine as the GUI runs it: a subprocess; returns CompletedProcess (text)."""
-    return subprocess.run(engine_command(*args), input=stdin, capture_output=True, text=True, timeout=timeout,
-                          env=engine_env(env), cwd=os.getcwd())
+    return subprocess.run(app_command(*args), input=stdin, capture_output=True, text=True, timeout=timeout,
+                          env=app_env(env), cwd=os.getcwd())
 
 
 def parse_jsonl(stdout: str) -> list[dict]:

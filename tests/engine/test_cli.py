@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gui_app.core import rundir
-from gui_app.engine.launch import engine_command, engine_env
+from gui_app.identity import app_command, app_env
 
 from engine_helpers import REFERENCE, config_dict, parse_jsonl, run_cli
 
@@ -49,10 +49,10 @@ def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_conf
 
 def test_stop_on_stdin_then_resume(tmp_path, write_config):
     config = write_config(config_dict(training={"epochs": 3, "steps_per_call": 2}))
-    proc = subprocess.Popen(engine_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl",
+    proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl",
                                            "--control", "stdin"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=engine_env())
+                            env=app_env())
     events = []
     for line in proc.stdout:
         events.append(json.loads(line))
@@ -145,8 +145,8 @@ def test_inspect_describes_dataset_and_model(tmp_path, write_config):
 
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, write_config):
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
-    proc = subprocess.Popen(engine_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl"),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=engine_env())
+    proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=app_env())
     for line in proc.stdout:
         event = json.loads(line)
         if event["type"] == "checkpoint" and event["step"] >= 8:

@@ -12,7 +12,7 @@ import pytest
 from gui_app.core.export import FORMATS, read_card
 from gui_app.core.export import exporter as exporter_module
 from gui_app.engine import cli_export
-from gui_app.engine.launch import engine_command, engine_env
+from gui_app.identity import app_command, app_env
 
 from reference_run import write_test_pngs
 
@@ -77,9 +77,9 @@ def test_bad_export_input_exits_2_with_one_line(trained_run, tmp_path, capsys, a
 
 
 def test_bad_input_from_the_real_command_line_has_no_traceback(tmp_path):
-    done = subprocess.run(engine_command("export", str(tmp_path / "no-run"), "--format", "onnx",
+    done = subprocess.run(app_command("export", str(tmp_path / "no-run"), "--format", "onnx",
                                          "--output", str(tmp_path / "m.onnx")),
-                          capture_output=True, text=True, cwd=ROOT, env=engine_env(), timeout=60)
+                          capture_output=True, text=True, cwd=ROOT, env=app_env(), timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == f"replica-studio export: {tmp_path / 'no-run'}: not a run folder (no config.json)"
     assert "tensorflow" not in done.stderr.lower()  # it failed before TensorFlow was imported

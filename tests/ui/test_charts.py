@@ -12,9 +12,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gui_app.ui.plotting import CompactAxis, GrowableArray, Ema, compact_number, ema, replica_color  # noqa: E402
-from gui_app.ui.replica_charts import MIB, ReplicaCharts  # noqa: E402
-from gui_app.ui.training_charts import LR_HEADROOM, TrainingCharts  # noqa: E402
+from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color  # noqa: E402
+from gui_app.ui.charts.series import Ema, GrowableArray, ema  # noqa: E402
+from gui_app.ui.tabs.replicas import MIB, ReplicaCharts  # noqa: E402
+from gui_app.ui.tabs.training import LR_HEADROOM, TrainingCharts  # noqa: E402
 
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> dict:
     devices = [f"/job:localhost/replica:0/task:0/device:{kind}:{i}" for i in range(replicas)]
@@ -290,7 +291,7 @@ def test_a_hidden_chart_redraws_when_shown(training, qtbot):
 
 
 def test_chart_modules_do_not_import_tensorflow():
-    code = ("import sys, gui_app.ui.training_charts, gui_app.ui.replica_charts, gui_app.ui.evaluation_view;"
+    code = ("import sys, gui_app.ui.tabs.training, gui_app.ui.tabs.replicas, gui_app.ui.tabs.evaluation;"
             "sys.exit('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
                             capture_output=True, text=True, timeout=120)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
-from gui_app.ui.main_window import MainWindow
+from gui_app.ui.window.main_window import MainWindow
 
 pytestmark = pytest.mark.slow
 

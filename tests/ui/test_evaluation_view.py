@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PySide6.QtCore import QPointF, Qt  # noqa: E402
 
-from gui_app.core.evaluation import per_class_metrics  # noqa: E402
-from gui_app.ui.evaluation_view import GALLERY_LIMIT, EvaluationView  # noqa: E402
+from gui_app.core.metrics import per_class_metrics  # noqa: E402
+from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationView  # noqa: E402
 
 NAMES = [f"digit {i}" for i in range(10)]
 

@@ -8,10 +8,10 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from gui_app.core.export import export_run, read_card
-from gui_app.ui import export_dialog as export_dialog_module
-from gui_app.ui.export_dialog import ExportDialog
-from gui_app.ui.main_window import MainWindow
-from gui_app.ui.try_panel import TryPanel
+from gui_app.ui.dialogs import export as export_dialog_module
+from gui_app.ui.dialogs.export import ExportDialog
+from gui_app.ui.window.main_window import MainWindow
+from gui_app.ui.tabs.try_model import TryPanel
 
 from reference_run import write_test_pngs
 

@@ -9,8 +9,8 @@ from PySide6.QtWidgets import QApplication
 
 from gui_app.core.config import (ConfigError, DatasetConfig, ModelConfig, RunConfig, RuntimeConfig, StrategyConfig,
                                  TrainingConfig)
-from gui_app.ui.config_panel import ConfigPanel, first_launch_config
-from gui_app.ui.forms import guess_dataset
+from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
+from gui_app.ui.config import guess_dataset
 
 
 @pytest.fixture

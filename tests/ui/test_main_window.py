@@ -11,7 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 from run_dirs import write_run
 
 from gui_app.core.rundir import list_runs
-from gui_app.ui.main_window import MainWindow
+from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.settings import load_settings
 
 
@@ -63,7 +63,7 @@ def test_shortcuts_and_first_state(window):
 
 
 def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
-    from gui_app.ui.getting_started import GettingStartedDialog
+    from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 
     window.actions.getting_started.trigger()
     dialog = window.findChild(GettingStartedDialog)

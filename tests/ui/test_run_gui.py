@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-import gui_app.ui.main_window as main_window_module
-from gui_app.ui import main as main_module
+import gui_app.ui.window.main_window as main_window_module
+from gui_app.ui import application as main_module
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from run_dirs import write_run
 
-from gui_app.ui.runs_panel import COLUMNS, RunsPanel
+from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel
 
 STATUS, NOTE, ACCURACY = COLUMNS.index("Status"), COLUMNS.index("Note"), COLUMNS.index("Test accuracy")
 

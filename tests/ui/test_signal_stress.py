@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from gui_app.ui.supervisor import RunSupervisor
+from gui_app.ui.workers.supervisor import RunSupervisor
 
 EMITS = 10_000
 

@@ -8,7 +8,7 @@ import pytest
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
 from gui_app.core.rundir import list_runs
-from gui_app.ui.supervisor import RunSupervisor
+from gui_app.ui.workers.supervisor import RunSupervisor
 
 CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
                    runtime=RuntimeConfig(cpu_devices=2))

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from gui_app.ui.task_thread import TaskThread
+from gui_app.ui.workers.task_thread import TaskThread
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-from gui_app.bundled import resource_path
+from gui_app.identity import resource_path
 from gui_app.core.datasets.base import Dataset, DatasetError, make_dataset, stratified_split
 
 DIGITS_FILE = ("datasets", "digits.csv.gz")

@@ -10,12 +10,13 @@ Formats: keras, savedmodel, tflite, tflite-fp16, tflite-int8, tflite-int8-full, 
 (:data:`FORMATS`). Every export returns class probabilities and has a model card
 ``<file name>.json`` beside it. Nothing here imports TensorFlow until a function needs it.
 """
-from gui_app.core.export.exporter import DEFAULT_CHECK, ExportResult, export_run, format_size
-from gui_app.core.export.formats import FORMATS, ExportFormat, default_file_name, get_format
+from gui_app.core.export.exporter import ExportResult, export_run
 from gui_app.core.export.model_card import card_path_for, read_card
 from gui_app.core.export.parity import ParityReport
 from gui_app.core.export.predict import Prediction, Predictor, load_predictor, read_image
-from gui_app.core.export.runtimes import ConversionError, ExportCancelled, ExportError, detect_kind
+from gui_app.core.export.runtimes import detect_kind
+from gui_app.core.formats import (DEFAULT_CHECK, FORMATS, ConversionError, ExportCancelled, ExportError, ExportFormat,
+                                  default_file_name, format_size, get_format)
 
 __all__ = [
     "DEFAULT_CHECK", "FORMATS", "ConversionError", "ExportCancelled", "ExportError", "ExportFormat",

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gui_app.core.export.runtimes import ExportError
+from gui_app.core.formats import ExportError
 
 
 class AtomicDestination:

@@ -21,15 +21,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from gui_app.core.export.atomic import AtomicDestination
-from gui_app.core.export.formats import (REPRESENTATIVE_EXAMPLES, ExportFormat, get_format, probability_model,
-                                         write_export)
+from gui_app.core.export.probability import probability_model
+from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
 from gui_app.core.export.model_card import build_card, card_path_for, write_card
 from gui_app.core.export.parity import ParityReport, check_parity
-from gui_app.core.export.runtimes import (ExportCancelled, ExportError, image_shape, import_tensorflow,
-                                          load_keras_model, open_runtime, scale_pixels)
+from gui_app.core.export.runtimes import image_shape, import_tensorflow, load_keras_model, open_runtime, scale_pixels
+from gui_app.core.formats import DEFAULT_CHECK, ExportCancelled, ExportError, ExportFormat, get_format
 
 Progress = Callable[[float, str], None]
-DEFAULT_CHECK = 256
 
 
 @dataclass
@@ -50,13 +49,6 @@ class ExportResult:
         return {"format": self.format, "path": str(self.path), "card_path": str(self.card_path),
                 "size_bytes": self.size_bytes, "parity": self.parity.to_dict() if self.parity else None,
                 "passed": self.passed, "written": self.written, "seconds": round(self.seconds, 3)}
-
-
-def format_size(size: int) -> str:
-    """``812 bytes``, ``45.9 kB``, ``12.3 MB``."""
-    if size < 1000:
-        return f"{size} bytes"
-    return f"{size / 1e3:.1f} kB" if size < 1e6 else f"{size / 1e6:.1f} MB"
 
 
 def _size(path: Path) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gui_app.core.export.formats import ExportFormat
+from gui_app.core.formats import ExportFormat
 from gui_app.core.export.runtimes import BATCH, Runtime, scale_pixels
 
 

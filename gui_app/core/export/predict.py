@@ -16,8 +16,8 @@ import numpy as np
 
 from gui_app.core.datasets.images import decode_image
 from gui_app.core.export.model_card import read_card
-from gui_app.core.export.runtimes import (PIXEL_SCALE, ExportError, Runtime, detect_kind, import_tensorflow,
-                                          open_runtime, scale_pixels)
+from gui_app.core.export.runtimes import Runtime, detect_kind, import_tensorflow, open_runtime, scale_pixels
+from gui_app.core.formats import PIXEL_SCALE, ExportError
 
 
 @dataclass

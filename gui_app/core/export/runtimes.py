@@ -14,28 +14,12 @@ from typing import Any
 
 import numpy as np
 
-INPUT_NAME = "image"
-OUTPUT_NAME = "probabilities"
-SIGNATURE = "serve"
+from gui_app.core import rundir
+from gui_app.core.formats import OUTPUT_NAME, PIXEL_SCALE, SIGNATURE, ExportError
+
 BATCH = 64  # images per call: bounded memory for big inputs, few calls for small ones
 
-# The preprocessing every model of a run expects, as the training pipeline does it.
-PIXEL_SCALE = 1.0 / 255.0
-PREPROCESSING = "divide uint8 pixels by 255 (float32 input in [0, 1])"
-
 _tf_configured = False
-
-
-class ExportError(ValueError):
-    """An export or a prediction cannot be done; the one-line message names the file or key."""
-
-
-class ExportCancelled(Exception):
-    """The user cancelled; whatever was half written has been removed."""
-
-
-class ConversionError(ExportError):
-    """The input was fine but a converter (TFLite, tf2onnx) could not express the model."""
 
 
 def import_tensorflow():
@@ -67,22 +51,19 @@ def scale_pixels(images: np.ndarray, scale: float = PIXEL_SCALE, offset: float =
 
 
 def detect_kind(path: str | Path) -> str:
-    """``run`` (a run folder), ``keras``, ``savedmodel``, ``tflite`` or ``onnx``."""
+    """``run`` (a run folder), ``keras``, ``savedmodel``, ``tflite`` or ``onnx``; an
+    ExportError saying why when ``path`` is none of them."""
     path = Path(path)
-    if path.is_dir():
-        if (path / "saved_model.pb").is_file():
-            return "savedmodel"
-        if (path / "config.json").is_file():
-            if not (path / "model.keras").is_file():
-                raise ExportError(f"{path}: the run has no trained model (model.keras) yet")
-            return "run"
-        raise ExportError(f"{path}: neither a run folder nor a SavedModel folder (no saved_model.pb)")
     if not path.exists():
         raise ExportError(f"{path}: no such file or folder")
-    kind = {".keras": "keras", ".tflite": "tflite", ".onnx": "onnx"}.get(path.suffix.lower())
-    if kind is None:
-        raise ExportError(f"{path}: not a run folder, .keras file, SavedModel folder, .tflite or .onnx file")
-    return kind
+    kind = rundir.model_kind(path)
+    if kind is not None:
+        return kind
+    if path.is_dir():
+        if rundir.is_run_dir(path):
+            raise ExportError(f"{path}: the run has no trained model ({rundir.MODEL_FILE}) yet")
+        raise ExportError(f"{path}: neither a run folder nor a SavedModel folder (no {rundir.SAVED_MODEL_FILE})")
+    raise ExportError(f"{path}: not a run folder, .keras file, SavedModel folder, .tflite or .onnx file")
 
 
 class Runtime:
@@ -142,7 +123,7 @@ class KerasRuntime(Runtime):
             raise ExportError(f"{path}: the model has several inputs; expected one image input")
         self.input_shape = image_shape(model.input_shape, str(path))
         if logits_to_probabilities:  # a run's model.keras outputs logits
-            from gui_app.core.export.formats import probability_model
+            from gui_app.core.export.probability import probability_model
 
             model = probability_model(model, self.input_shape)
         self.model = model
@@ -257,7 +238,7 @@ def open_runtime(path: str | Path, kind: str | None = None) -> Runtime:
     path = Path(path)
     kind = kind or detect_kind(path)
     if kind == "run":
-        return KerasRuntime(path / "model.keras", logits_to_probabilities=True)
+        return KerasRuntime(path / rundir.MODEL_FILE, logits_to_probabilities=True)
     if kind == "keras":
         return KerasRuntime(path)
     if kind == "savedmodel":

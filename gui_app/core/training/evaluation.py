@@ -1,0 +1,89 @@
+"""Distributed evaluation: each replica sums its loss, correct predictions and confusion
+matrix; the sums are reduced with ``ReduceOp.SUM`` and the per-class figures derived from the
+reduced confusion matrix, so the result does not depend on how batches were split.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gui_app.core.metrics import per_class_metrics
+
+
+@dataclass
+class EvalResult:
+    loss: float
+    accuracy: float
+    examples: int
+    confusion_matrix: np.ndarray  # [classes, classes], rows = true class
+    examples_per_replica: list[int]
+    predictions: np.ndarray | None = None  # [examples] predicted class, in dataset order
+    confidence: np.ndarray | None = None  # [examples] probability of the predicted class
+
+    def to_event(self, class_names: list[str]) -> dict:
+        return {
+            "loss": self.loss,
+            "accuracy": self.accuracy,
+            "examples": self.examples,
+            "confusion_matrix": self.confusion_matrix.astype(int).tolist(),
+            "class_names": list(class_names),
+            "per_class": per_class_metrics(self.confusion_matrix, class_names),
+            "examples_per_replica": self.examples_per_replica,
+        }
+
+
+class Evaluator:
+    """Evaluates a model on a distributed dataset built by ``pipeline.eval_dataset``."""
+
+    def __init__(self, strategy, model, num_classes: int, from_logits: bool = True):
+        import keras
+        import tensorflow as tf
+
+        self.strategy, self.model, self.num_classes = strategy, model, num_classes
+        self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits, reduction=None)
+        self._from_logits = from_logits
+        self._step = tf.function(self._step_impl)
+
+    def _replica_fn(self, x, y, index):
+        import tensorflow as tf
+
+        out = tf.cast(self.model(x, training=False), tf.float32)
+        probs = tf.nn.softmax(out) if self._from_logits else out
+        pred = tf.argmax(out, axis=-1, output_type=tf.int32)
+        cm = tf.math.confusion_matrix(y, pred, num_classes=self.num_classes, dtype=tf.float32)
+        loss_sum = tf.reduce_sum(tf.cast(self._loss(y, out), tf.float32))
+        count = tf.cast(tf.shape(y)[0], tf.float32)
+        return loss_sum, cm, count[tf.newaxis], index, pred, tf.reduce_max(probs, axis=-1)
+
+    def _step_impl(self, batch):
+        import tensorflow as tf
+
+        loss_sum, cm, count, index, pred, conf = self.strategy.run(self._replica_fn, args=batch)
+        total = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
+        gather = lambda v: self.strategy.gather(v, axis=0)  # noqa: E731
+        return total(loss_sum), total(cm), gather(count), gather(index), gather(pred), gather(conf)
+
+    def evaluate(self, dataset, keep_predictions: bool = False) -> EvalResult:
+        dist = self.strategy.experimental_distribute_dataset(dataset)
+        loss = 0.0
+        cm = np.zeros((self.num_classes, self.num_classes), np.float64)
+        per_replica = np.zeros(self.strategy.num_replicas_in_sync, np.int64)
+        indices, preds, confs = [], [], []
+        for batch in dist:
+            l_sum, c, counts, index, pred, conf = self._step(batch)
+            loss += float(l_sum)
+            cm += c.numpy()
+            per_replica += counts.numpy().astype(np.int64)
+            if keep_predictions:
+                indices.append(index.numpy())
+                preds.append(pred.numpy())
+                confs.append(conf.numpy())
+        n = int(per_replica.sum())
+        result = EvalResult(loss / max(n, 1), float(np.trace(cm) / max(n, 1)), n, cm.astype(np.int64),
+                            per_replica.tolist())
+        if keep_predictions and indices:
+            order = np.argsort(np.concatenate(indices))
+            result.predictions = np.concatenate(preds)[order]
+            result.confidence = np.concatenate(confs)[order]
+        return result

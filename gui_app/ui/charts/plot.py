@@ -1,0 +1,161 @@
+"""Shared pieces of the live charts: the chart base (throttled, palette-aware), plot and
+curve styling and the per-replica colours. Buffers and smoothing: :mod:`.series`; the
+redraw timer: :mod:`.throttle`.
+
+The rule every chart follows (design.md section 2): ``add_events`` only appends to numpy
+buffers and asks for a redraw; a single-shot QTimer then calls ``setData`` at most 30 times
+a second, and only when something changed. Curves are created once, use 1-px pens, peak
+downsampling and clip-to-view, so 100,000 points draw about as fast as 1,000.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+from PySide6.QtCore import QEvent  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtGui import QColor, QPalette  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
+
+import pyqtgraph as pg  # noqa: E402
+
+from gui_app.ui.charts.throttle import RedrawThrottle  # noqa: E402
+
+# Tableau-10 tones read on white and on near-black backgrounds alike. Red is kept out of the
+# replica colours: it is reserved for highlighting (the slowest replica).
+REPLICA_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2",
+                  "#edc948", "#9c755f", "#ff9da7", "#bab0ac")
+HIGHLIGHT_COLOR = "#e15759"
+TRAIN_COLOR = "#4e79a7"
+VALIDATION_COLOR = "#f28e2b"
+OVERLAY_COLOR = "#b07aa1"
+
+
+def replica_color(index: int) -> QColor:
+    """The colour of replica ``index``, the same in every chart."""
+    if index < len(REPLICA_COLORS):
+        return QColor(REPLICA_COLORS[index])
+    return pg.intColor(index, hues=13, values=1, maxValue=220, sat=180)
+
+
+class ChartPanel(QWidget):
+    """Base of the chart widgets: a redraw throttle that skips hidden widgets, and plot
+    colours that follow the application palette (light or dark) when it changes."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._throttle = RedrawThrottle(self._on_redraw_timer, self)
+        self._stale = False  # a redraw was skipped while hidden
+        self._graphics: pg.GraphicsLayoutWidget | None = None  # set by the subclass
+
+    def request_redraw(self) -> None:
+        self._throttle.request()
+
+    def flush(self) -> None:
+        """Push buffered points into the curves now (tests, benchmarks, screenshots)."""
+        self._throttle.cancel()
+        self._stale = False
+        self._redraw()
+
+    def _on_redraw_timer(self) -> None:
+        # A chart in a hidden tab costs nothing: it is redrawn when it is shown.
+        if self.isVisible():
+            self._redraw()
+        else:
+            self._stale = True
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._stale:
+            self._stale = False
+            self._throttle.request()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self._graphics is not None:
+            self._apply_palette()
+
+    def _redraw(self) -> None:
+        raise NotImplementedError
+
+    def _apply_palette(self) -> None:
+        raise NotImplementedError
+
+
+def theme_colors(widget: QWidget) -> tuple[QColor, QColor]:
+    """(background, foreground) for plots inside ``widget``, from its palette."""
+    palette = widget.palette()
+    return palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Text)
+
+
+def style_plot(plot: pg.PlotItem, foreground: QColor, background: QColor) -> None:
+    """Axis, title and legend colours for one plot."""
+    muted = QColor(foreground)
+    muted.setAlpha(150)
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot.getAxis(name)
+        axis.setPen(muted)
+        axis.setTextPen(foreground)
+    if plot.titleLabel.text:
+        plot.setTitle(plot.titleLabel.text, color=foreground)
+    legend = plot.legend
+    if legend is not None:
+        legend.setLabelTextColor(foreground)
+        for _, label in legend.items:
+            label.setText(label.text)  # setAttr alone does not re-render existing labels
+        fill = QColor(background)
+        fill.setAlpha(200)
+        legend.setBrush(fill)
+        legend.setPen(muted)
+
+
+def compact_number(value: float) -> str:
+    """A tick label of three significant digits: 0.001, 0.00025, 1e-5 (never 0.0010000001)."""
+    if value == 0:
+        return "0"
+    text = f"{value:.3g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+class CompactAxis(pg.AxisItem):
+    """An axis for small numbers (learning rates): labels like 0.001 or 1e-5, no SI prefix."""
+
+    def __init__(self, orientation: str = "left", **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
+        return [compact_number(v * scale) for v in values]
+
+
+def make_plot(title: str, x_label: str, y_label: str, y_units: str | None = None,
+              legend: str | None = "top", axis_items: dict[str, pg.AxisItem] | None = None) -> pg.PlotItem:
+    """A PlotItem set up for live data: grid, peak downsampling, clip-to-view and a legend in
+    the top or bottom right corner (where the curves are not, for falling or rising data)."""
+    plot = pg.PlotItem(title=title, axisItems=axis_items)
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label, units=y_units)
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    plot.setDownsampling(auto=True, mode="peak")
+    plot.setClipToView(True)
+    if legend:
+        plot.addLegend(offset=(-8, 8 if legend == "top" else -8), labelTextSize="8pt", verSpacing=-6)
+    return plot
+
+
+def make_curve(plot: pg.PlotItem, color: QColor | str, name: str | None = None, *,
+               alpha: int = 255, style=None, symbol: str | None = None) -> pg.PlotDataItem:
+    """One curve with a 1-px cosmetic pen (2-px pens draw 4-7x slower)."""
+    color = QColor(color)
+    color.setAlpha(alpha)
+    pen = pg.mkPen(color, width=1) if style is None else pg.mkPen(color, width=1, style=style)
+    if symbol:
+        curve = pg.PlotDataItem(pen=pen, symbol=symbol, symbolSize=7, symbolPen=pg.mkPen(color),
+                                symbolBrush=color if style is None else None, name=name)
+    else:
+        curve = pg.PlotDataItem(pen=pen, name=name)
+    plot.addItem(curve)
+    return curve

@@ -1,0 +1,198 @@
+"""DatasetForm: which data to train on (``RunConfig.dataset``), plus where it comes from."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu,
+                               QPushButton, QSpinBox, QWidget)
+
+from gui_app.core.config import DATASETS_WITH_PATH, ConfigError, DatasetConfig
+from gui_app.ui.config.form_base import FormSection, choice_box
+
+DATASET_LABELS = {
+    "digits": "Digits (bundled, offline)",
+    "mnist": "MNIST",
+    "fashion_mnist": "Fashion-MNIST",
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+    "npz": "NumPy .npz file",
+    "idx": "IDX folder (MNIST format)",
+    "image_folder": "Image folder (one sub-folder per class)",
+}
+DOWNLOADABLE = ("mnist", "fashion_mnist", "cifar10", "cifar100")
+VALIDATION_LABELS = {"split": "Hold out part of the training set", "test": "Use the test set", "none": "None"}
+
+
+def guess_dataset(path: str | Path) -> tuple[str, str]:
+    """(dataset name, path) for a dropped or opened file or folder; ConfigError if unknown."""
+    path = Path(path)
+    if path.is_file():
+        if path.suffix == ".npz":
+            return "npz", str(path)
+        if "idx" in path.name and "ubyte" in path.name:
+            return "idx", str(path.parent)
+        raise ConfigError(f"dataset.path: {path.name} is not a dataset file (expected .npz, an IDX file, or a folder)")
+    if not path.is_dir():
+        raise ConfigError(f"dataset.path: no such file or folder: {path}")
+    names = {p.name for p in path.iterdir()}
+    if "data_batch_1" in names:
+        return "cifar10", str(path)
+    if {"train", "test", "meta"} <= names:
+        return "cifar100", str(path)
+    if any("idx3-ubyte" in n or "idx1-ubyte" in n for n in names):
+        return "idx", str(path)
+    if any(p.is_dir() and not p.name.startswith(".") for p in path.iterdir()):
+        return "image_folder", str(path)
+    raise ConfigError(f"dataset.path: {path} holds no CIFAR batches, IDX files or class sub-folders")
+
+
+class DatasetForm(FormSection):
+    section = "dataset"
+    open_failed = Signal(str)  # a file the user chose or dropped is not a dataset
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.name = choice_box(DATASET_LABELS)
+        self.add_field("dataset.name", "Dataset", self.name)
+
+        self.path = QLineEdit()
+        self.path.setClearButtonEnabled(True)
+        self.open_button = QPushButton("Open…")
+        menu = QMenu(self.open_button)
+        menu.addAction("NumPy .npz file…", self._open_npz)
+        menu.addAction("IDX folder…", lambda: self._open_folder("idx", "Folder with IDX files"))
+        menu.addAction("Image folder…", lambda: self._open_folder("image_folder", "Folder of class sub-folders"))
+        menu.addAction("CIFAR batches folder…", lambda: self._open_folder(None, "Folder with CIFAR python batches"))
+        self.open_button.setMenu(menu)
+        self.add_field("dataset.path", "Path", self.path, row_widget=self._row(self.path, self.open_button))
+
+        self.test_path = QLineEdit(placeholderText="optional: a separate folder of test images")
+        self.test_path.setClearButtonEnabled(True)
+        self.add_field("dataset.test_path", "Test images", self.test_path)
+
+        self.height, self.width = QSpinBox(minimum=1, maximum=4096), QSpinBox(minimum=1, maximum=4096)
+        size = self._row(self.height, QLabel("×"), self.width)
+        size.layout().addStretch(1)
+        self.add_field("dataset.image_size", "Image size", self.height, row_widget=size,
+                       tip="Images of an image folder are resized to height × width")
+        self.color_mode = QComboBox()
+        self.color_mode.addItem("RGB", "rgb")
+        self.color_mode.addItem("Grayscale", "grayscale")
+        self.add_field("dataset.color_mode", "Colour", self.color_mode)
+
+        self.validation = choice_box(VALIDATION_LABELS)
+        self.add_field("dataset.validation", "Validation", self.validation)
+        self.validation_split = QDoubleSpinBox(minimum=0.0, maximum=0.95, singleStep=0.05, decimals=2)
+        self.add_field("dataset.validation_split", "Validation share", self.validation_split,
+                       tip="Fraction of the training set held out for validation at each epoch end")
+        self.test_split = QDoubleSpinBox(minimum=0.0, maximum=0.95, singleStep=0.05, decimals=2)
+        self.add_field("dataset.test_split", "Test share", self.test_split,
+                       tip="Image folder without test images: fraction held out for testing")
+
+        self.status = QLabel()  # what inspection found or why it failed
+        self.status.setWordWrap(True)
+        self.form.addRow(self.status)
+
+        for combo in (self.name, self.color_mode, self.validation):
+            combo.currentIndexChanged.connect(self._on_edited)
+        for edit in (self.path, self.test_path):
+            edit.textChanged.connect(self._on_edited)
+        for spin in (self.height, self.width, self.validation_split, self.test_split):
+            spin.valueChanged.connect(self._on_edited)
+        self.last_dir = ""
+        self.set_config_section(DatasetConfig())
+
+    @staticmethod
+    def _row(*widgets: QWidget) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for w in widgets:
+            layout.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
+        return row
+
+    # ---- RunConfig section -----------------------------------------------------------
+    def config_section(self) -> DatasetConfig:
+        name = self.name.currentData()
+        folder = name == "image_folder"
+        for key, edit, used in (("dataset.path", self.path, name != "digits"),
+                                ("dataset.test_path", self.test_path, folder)):
+            text = edit.text().strip()
+            if used and text and not Path(text).expanduser().exists():
+                raise ConfigError(f"{key}: no such file or folder: {text}")
+        return DatasetConfig(
+            name=name,
+            path=(self.path.text().strip() or None) if name != "digits" else None,
+            test_path=(self.test_path.text().strip() or None) if folder else None,
+            image_size=(self.height.value(), self.width.value()),
+            color_mode=self.color_mode.currentData(),
+            validation_split=round(self.validation_split.value(), 4),
+            validation=self.validation.currentData(),
+            test_split=round(self.test_split.value(), 4),
+        )
+
+    def set_config_section(self, section: DatasetConfig) -> None:
+        self.blockSignals(True)
+        try:
+            self.name.setCurrentIndex(self.name.findData(section.name))
+            self.path.setText(section.path or "")
+            self.test_path.setText(section.test_path or "")
+            self.height.setValue(section.image_size[0])
+            self.width.setValue(section.image_size[1])
+            self.color_mode.setCurrentIndex(self.color_mode.findData(section.color_mode))
+            self.validation.setCurrentIndex(self.validation.findData(section.validation))
+            self.validation_split.setValue(section.validation_split)
+            self.test_split.setValue(section.test_split)
+        finally:
+            self.blockSignals(False)
+        self._on_edited()
+
+    # ---- opening files ---------------------------------------------------------------
+    def open_path(self, path: str | Path) -> bool:
+        """Use a file or folder as the dataset (Open… and drag-and-drop)."""
+        try:
+            name, path = guess_dataset(path)
+        except ConfigError as exc:
+            self.open_failed.emit(str(exc))
+            return False
+        self.name.setCurrentIndex(self.name.findData(name))
+        self.path.setText(path)
+        self.last_dir = str(Path(path).parent)
+        return True
+
+    def _open_npz(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a NumPy dataset", self.last_dir,
+                                              "NumPy archives (*.npz);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def _open_folder(self, kind: str | None, title: str) -> None:
+        path = QFileDialog.getExistingDirectory(self, title, self.last_dir)
+        if not path:
+            return
+        if kind is None:  # CIFAR: the folder's files say which one
+            self.open_path(path)
+        else:
+            self.name.setCurrentIndex(self.name.findData(kind))
+            self.path.setText(path)
+            self.last_dir = str(Path(path).parent)
+
+    # ---- applicability ---------------------------------------------------------------
+    def _on_edited(self, *_: object) -> None:
+        name = self.name.currentData()
+        folder = name == "image_folder"
+        self.path.setEnabled(name != "digits")
+        self.path.setPlaceholderText(
+            "required" if name in DATASETS_WITH_PATH else
+            "optional: a local copy (otherwise downloaded once)" if name in DOWNLOADABLE else "bundled with the app")
+        for widget in (self.test_path, self.height, self.width, self.color_mode):
+            widget.setEnabled(folder)
+        self.validation_split.setEnabled(self.validation.currentData() == "split")
+        self.test_split.setEnabled(folder and not self.test_path.text().strip())
+        if not self.signalsBlocked():
+            self.changed.emit()
+
+    def set_status(self, text: str, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #c62828;" if error else "")

@@ -1,0 +1,142 @@
+"""StrategyForm: how the work is distributed (``RunConfig.strategy``) and what that means
+for the batch: replicas, per-replica batch, and a warning when it does not divide evenly.
+
+The devices of a mirrored strategy are ticked in the DevicePanel; the ConfigPanel passes
+them in with :meth:`set_devices`, so this form never reaches into another widget.
+"""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QLabel, QWidget
+
+from gui_app.core.config import ConfigError, StrategyConfig
+from gui_app.ui.config.form_base import FormSection, choice_box
+
+STRATEGY_LABELS = {
+    "default": "Default (no distribution)",
+    "one_device": "One device",
+    "mirrored": "Mirrored (synchronous replicas)",
+}
+CROSS_DEVICE_LABELS = {
+    None: "Automatic",
+    "nccl": "NCCL all-reduce (GPUs)",
+    "hierarchical_copy": "Hierarchical copy",
+    "reduce_to_one": "Reduce to one device",
+}
+
+
+class StrategyForm(FormSection):
+    section = "strategy"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.name = choice_box(STRATEGY_LABELS)
+        self.add_field("strategy.name", "Strategy", self.name)
+        self.device = QComboBox()
+        self.add_field("strategy.device", "Device", self.device, tip="The device of the one-device strategy")
+        self.devices_label = QLabel()
+        self.devices_label.setWordWrap(True)
+        self.add_field("strategy.devices", "Replicas on", self.devices_label,
+                       tip="Tick devices in the Devices panel")
+        self.cross_device_ops = choice_box(CROSS_DEVICE_LABELS)
+        self.add_field("strategy.cross_device_ops", "All-reduce", self.cross_device_ops,
+                       tip="How gradients are summed across replicas")
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.form.addRow("Batch", self.summary)
+        self.balance_warning = QLabel()
+        self.balance_warning.setWordWrap(True)
+        self.balance_warning.setStyleSheet("color: #b26a00;")
+        self.form.addRow(self.balance_warning)
+
+        self._selected: list[str] = []
+        self._available: list[str] = ["CPU:0"]
+        self._gpus: list[str] = []
+        self._global_batch = 64
+        self._pending_device: str | None = None
+        self.name.currentIndexChanged.connect(self._on_edited)
+        self.device.currentIndexChanged.connect(self._on_edited)
+        self.cross_device_ops.currentIndexChanged.connect(self._on_edited)
+        self._fill_devices()
+        self.set_config_section(StrategyConfig())
+
+    # ---- inputs from the other panels ------------------------------------------------
+    def set_devices(self, selected: list[str], available: list[str]) -> None:
+        """Devices ticked in the DevicePanel, and every device there is (for one_device)."""
+        self._selected = list(selected)
+        self._available = list(available) or ["CPU:0"]
+        self._gpus = [d for d in self._available if d.startswith("GPU")]
+        self._fill_devices()
+        self._on_edited()
+
+    def set_global_batch(self, global_batch: int) -> None:
+        self._global_batch = global_batch
+        self._update_summary()
+
+    def _fill_devices(self) -> None:
+        wanted = self._pending_device or self.device.currentData()
+        self.device.blockSignals(True)
+        self.device.clear()
+        self.device.addItem("Automatic (GPU:0 if present, else CPU:0)", None)
+        for name in self._available:
+            self.device.addItem(name, name)
+        if wanted is not None and self.device.findData(wanted) < 0:
+            self.device.addItem(f"{wanted} (not detected)", wanted)
+        self.device.setCurrentIndex(max(0, self.device.findData(wanted)))
+        self.device.blockSignals(False)
+
+    # ---- RunConfig section -----------------------------------------------------------
+    def replicas(self) -> int:
+        if self.name.currentData() != "mirrored":
+            return 1
+        return len(self._selected) or max(1, len(self._gpus))
+
+    def config_section(self) -> StrategyConfig:
+        name = self.name.currentData()
+        if name == "mirrored" and not self._selected:
+            raise ConfigError("strategy.devices: tick at least one device in the Devices panel")
+        return StrategyConfig(
+            name=name,
+            devices=tuple(self._selected) if name == "mirrored" else (),
+            device=self.device.currentData() if name == "one_device" else None,
+            cross_device_ops=self.cross_device_ops.currentData() if name == "mirrored" else None,
+        )
+
+    def set_config_section(self, section: StrategyConfig) -> None:
+        self.blockSignals(True)
+        try:
+            self.name.setCurrentIndex(self.name.findData(section.name))
+            self._pending_device = section.device
+            self._fill_devices()
+            self._pending_device = None
+            self.cross_device_ops.setCurrentIndex(self.cross_device_ops.findData(section.cross_device_ops))
+        finally:
+            self.blockSignals(False)
+        self._on_edited()
+
+    # ---- display ---------------------------------------------------------------------
+    def _on_edited(self, *_: object) -> None:
+        name = self.name.currentData()
+        self.device.setEnabled(name == "one_device")
+        self.cross_device_ops.setEnabled(name == "mirrored")
+        self.devices_label.setEnabled(name == "mirrored")
+        if name == "mirrored":
+            self.devices_label.setText(", ".join(self._selected) if self._selected else "none ticked")
+        else:
+            self.devices_label.setText("mirrored strategy only")
+        self._update_summary()
+        if not self.signalsBlocked():
+            self.changed.emit()
+
+    def _update_summary(self) -> None:
+        replicas, batch = self.replicas(), self._global_batch
+        per_replica, remainder = divmod(batch, replicas)
+        noun = "replica" if replicas == 1 else "replicas"
+        self.summary.setText(f"{replicas} {noun} · global batch {batch} · {per_replica} per replica")
+        if remainder and per_replica:
+            self.balance_warning.setText(
+                f"The global batch {batch} does not divide evenly over {replicas} replicas: "
+                f"{remainder} get {per_replica + 1} examples, the others {per_replica}. "
+                f"Try {batch - remainder} or {batch - remainder + replicas}.")
+        else:
+            self.balance_warning.clear()
+        self.balance_warning.setVisible(bool(self.balance_warning.text()))

@@ -1,0 +1,341 @@
+"""The evaluation of a finished run: test loss and accuracy, a confusion-matrix heat map
+(``confusion_heatmap.py``), a per-class precision/recall/F1 table and a gallery of
+misclassified test images with their true and predicted labels.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFontMetrics, QIcon, QImage, QPixmap
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QListView, QListWidget,
+                               QListWidgetItem, QSplitter, QTableView, QVBoxLayout, QWidget)
+
+import numpy as np
+
+from gui_app.core.metrics import per_class_metrics
+from gui_app.core.rundir import EVAL_FILE, MISCLASSIFIED_FILE
+from gui_app.ui.charts.confusion import ConfusionHeatmap
+from gui_app.ui.charts.plot import theme_colors
+
+GALLERY_LIMIT = 200  # images shown; the rest are counted in the title
+THUMBNAIL = 72
+
+
+
+
+def _parse_eval(event: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+    """The confusion matrix and class names of an eval event; ValueError naming the key."""
+    rows = event.get("confusion_matrix")
+    try:
+        matrix = np.asarray(rows, dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError("eval.confusion_matrix: must be a list of rows of counts") from None
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(f"eval.confusion_matrix: must be square; got shape {list(matrix.shape)}")
+    names = event.get("class_names") or [str(i) for i in range(len(matrix))]
+    if len(names) != len(matrix):
+        raise ValueError(f"eval.class_names: {len(names)} names for a {len(matrix)}x{len(matrix)} matrix")
+    return matrix, [str(n) for n in names]
+
+
+def names_are_indices(names: list[str]) -> bool:
+    """True when the class names are just their indices ("0", "1", ... as for digits): the
+    table then needs no separate "#" column."""
+    return list(names) == [str(i) for i in range(len(names))]
+
+
+class PerClassModel(QAbstractTableModel):
+    """Rows = classes; DisplayRole is formatted text, UserRole the number (for sorting).
+
+    When the names are the indices, the name column sorts by index ("10" after "9")."""
+
+    HEADERS = ("#", "Class", "Precision", "Recall", "F1", "Support")
+    KEYS = ("class", "name", "precision", "recall", "f1", "support")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[dict[str, Any]] = []
+        self._numeric_names = False
+
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.beginResetModel()
+        self._rows = rows
+        self._numeric_names = bool(rows) and names_are_indices([str(r.get("name")) for r in rows])
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        value = self._rows[index.row()].get(self.KEYS[index.column()])
+        if role == Qt.ItemDataRole.UserRole:
+            if index.column() == 1 and self._numeric_names:
+                return self._rows[index.row()].get("class", index.row())
+            return value
+        if role == Qt.ItemDataRole.DisplayRole:
+            if isinstance(value, float):
+                return "–" if math.isnan(value) else f"{value:.3f}"
+            return "" if value is None else str(value)
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() != 1:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.HEADERS[section]
+        return None
+
+
+class EvaluationView(QWidget):
+    """Test loss/accuracy, a confusion-matrix heat map, a per-class precision/recall/F1 table
+    and a gallery of misclassified test images with true and predicted labels."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._summary = QLabel()
+        self._summary.setTextFormat(Qt.TextFormat.RichText)
+        self._summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.heatmap = ConfusionHeatmap()
+
+        self._per_class = PerClassModel()
+        proxy = QSortFilterProxyModel(self)
+        proxy.setSourceModel(self._per_class)
+        proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.table = QTableView()
+        self.table.setModel(proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(QFontMetrics(self.font()).height() + 6)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(False)
+        number_width = QFontMetrics(self.font()).horizontalAdvance("Precision") + 16
+        for column in range(2, len(PerClassModel.HEADERS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(column, number_width)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumWidth(4 * number_width + 140)
+
+        self._gallery_title = QLabel(wordWrap=True)
+        self.gallery = QListWidget()
+        self.gallery.setViewMode(QListView.ViewMode.IconMode)
+        self.gallery.setIconSize(QSize(THUMBNAIL, THUMBNAIL))
+        self.gallery.setGridSize(QSize(THUMBNAIL + 56, THUMBNAIL + 44))
+        self.gallery.setResizeMode(QListView.ResizeMode.Adjust)
+        self.gallery.setMovement(QListView.Movement.Static)
+        self.gallery.setWordWrap(True)
+        self.gallery.setUniformItemSizes(True)
+        self.gallery.setMinimumHeight(THUMBNAIL + 56)
+
+        heat = QWidget()
+        heat_layout = QVBoxLayout(heat)
+        heat_layout.setContentsMargins(0, 0, 0, 0)
+        heat_layout.addWidget(self.heatmap, 1)
+        heat_layout.addWidget(self.heatmap.hover)
+        # The heat map takes the full height on the left; on the right the table is only as
+        # tall as its rows (ten classes leave no empty table) and the gallery gets the rest.
+        gallery = QWidget()
+        gallery_layout = QVBoxLayout(gallery)
+        gallery_layout.setContentsMargins(0, 0, 0, 0)
+        gallery_layout.addWidget(self._gallery_title)
+        gallery_layout.addWidget(self.gallery, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.table)
+        right.addWidget(gallery)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        top = QSplitter(Qt.Orientation.Horizontal)
+        top.addWidget(heat)
+        top.addWidget(right)
+        top.setStretchFactor(0, 3)
+        top.setStretchFactor(1, 2)
+        self._top_split = top
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.addWidget(self._summary)
+        layout.addWidget(top, 1)
+        self._apply_palette()
+        self.clear()
+
+    # --- public API -------------------------------------------------------------------
+    def clear(self) -> None:
+        self._summary.setText("No evaluation yet: it appears when a run finishes its test-set evaluation.")
+        self.heatmap.set_matrix(None, [])
+        self._per_class.set_rows([])
+        self._fit_table_height()
+        self.gallery.clear()
+        self._gallery_title.setText("Misclassified test images")
+
+    def show_eval(self, eval_event: dict, misclassified: dict | None = None) -> None:
+        """Show an ``eval`` event (docs/events.md); ``misclassified`` holds ``x`` (uint8
+        [n, H, W, C]), ``y_true``, ``y_pred`` and ``confidence``. ValueError on a malformed
+        event, naming the key."""
+        matrix, names = _parse_eval(eval_event)
+        misclassified = _checked_misclassified(misclassified)  # before anything is shown
+        per_class = eval_event.get("per_class")
+        if (not isinstance(per_class, list) or len(per_class) != len(names)
+                or not all(isinstance(row, dict) for row in per_class)):
+            per_class = per_class_metrics(matrix, names)
+        self._summary.setText(self._summary_text(eval_event, matrix, per_class))
+        self.heatmap.set_matrix(matrix, names)
+        self._per_class.set_rows([{**row, "name": row.get("name", names[i])} for i, row in enumerate(per_class)])
+        self.table.setColumnHidden(0, names_are_indices(names))  # "#" would repeat "Class"
+        self._fit_table_height()
+        self._fill_gallery(misclassified, names)
+
+    def show_run(self, run_dir: str | Path) -> bool:
+        """Show ``run_dir/eval.json`` (and ``misclassified.npz`` when present); False, with the
+        view cleared, when the run has no eval.json. ValueError naming the file when a file
+        is unreadable."""
+        run_dir = Path(run_dir)
+        path = run_dir / EVAL_FILE
+        if not path.is_file():
+            self.clear()
+            return False
+        try:
+            event = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read the evaluation: {exc}") from None
+        if not isinstance(event, dict):
+            raise ValueError(f"{path}: expected a JSON object")
+        misclassified = load_misclassified(run_dir / MISCLASSIFIED_FILE)  # errors name that file
+        try:
+            self.show_eval(event, misclassified)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        return True
+
+    def confusion_matrix(self) -> np.ndarray | None:
+        return None if self.heatmap.matrix is None else self.heatmap.matrix.copy()
+
+    # --- parts ------------------------------------------------------------------------
+    @staticmethod
+    def _summary_text(event: dict, matrix: np.ndarray, per_class: list[dict]) -> str:
+        parts = []
+        loss, accuracy = event.get("loss"), event.get("accuracy")
+        if isinstance(loss, (int, float)):
+            parts.append(f"Test loss <b>{loss:.4f}</b>")
+        if isinstance(accuracy, (int, float)):
+            parts.append(f"accuracy <b>{100.0 * accuracy:.2f}%</b>")
+        f1 = [row.get("f1") for row in per_class if isinstance(row.get("f1"), (int, float))]
+        if f1:
+            parts.append(f"macro F1 <b>{float(np.mean(f1)):.3f}</b>")
+        examples = event.get("examples")
+        parts.append(f"{examples if isinstance(examples, int) else int(matrix.sum()):,} test examples")
+        shares = event.get("examples_per_replica")
+        if isinstance(shares, list) and len(shares) > 1 and all(isinstance(n, int) for n in shares):
+            parts.append("per replica " + " / ".join(f"{n:,}" for n in shares))
+        return "  ·  ".join(parts)
+
+    def _fit_table_height(self) -> None:
+        """No taller than its rows; many classes scroll in the space the splitter gives it."""
+        rows = max(self._per_class.rowCount(), 1)
+        self.table.setMaximumHeight(self.table.horizontalHeader().sizeHint().height()
+                                    + rows * self.table.verticalHeader().defaultSectionSize()
+                                    + 2 * self.table.frameWidth())
+
+    def _fill_gallery(self, misclassified: dict | None, names: list[str]) -> None:
+        self.gallery.clear()
+        if misclassified is None or len(misclassified["y_true"]) == 0:
+            self._gallery_title.setText("Misclassified test images: none saved for this run")
+            return
+        x, y_true, y_pred = misclassified["x"], misclassified["y_true"], misclassified["y_pred"]
+        confidence = misclassified["confidence"]
+        shown = min(len(y_true), GALLERY_LIMIT)
+        total = len(y_true)
+        count = f"{shown} of {total}" if shown < total else f"{total}"
+        self._gallery_title.setText(f"Misclassified test images ({count}): true → predicted, model confidence")
+
+        def name(i: int) -> str:
+            return names[i] if 0 <= i < len(names) else str(i)
+
+        for i in range(shown):
+            true, pred, conf = name(int(y_true[i])), name(int(y_pred[i])), confidence[i]
+            conf_text = "" if math.isnan(conf) else f"{100.0 * conf:.0f}%"
+            item = QListWidgetItem(QIcon(_thumbnail(x[i])), f"{true}\n→ {pred} {conf_text}".rstrip())
+            item.setToolTip(f"true: {true}\npredicted: {pred}" + (f" ({conf_text} confident)" if conf_text else ""))
+            self.gallery.addItem(item)
+
+    def _apply_palette(self) -> None:
+        background, foreground = theme_colors(self)
+        self.heatmap.apply_palette(background, foreground)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not getattr(self, "_split_sized", False):  # once: the heat map gets 60 % of the width
+            self._split_sized = True
+            width = self._top_split.width()
+            self._top_split.setSizes([int(width * 0.6), width - int(width * 0.6)])
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and hasattr(self, "heatmap"):
+            self._apply_palette()
+
+
+def load_misclassified(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of ``misclassified.npz``, or None when the file does not exist."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+    return _checked_misclassified(arrays, where=str(path))
+
+
+def _checked_misclassified(arrays: dict | None, where: str = "misclassified") -> dict[str, np.ndarray] | None:
+    """Validated gallery arrays: ``x`` as uint8 [n, H, W, C], labels as ints, ``confidence``
+    as floats (NaN when absent), all of one length. ValueError naming ``where`` and the array."""
+    if arrays is None:
+        return None
+    for key in ("x", "y_true", "y_pred"):
+        if key not in arrays:
+            raise ValueError(f"{where}: missing array {key!r}")
+    x = _as_uint8_images(np.asarray(arrays["x"]), where)
+    checked = {"x": x}
+    for key in ("y_true", "y_pred", "confidence"):
+        values = np.asarray(arrays.get(key, np.full(len(x), np.nan)))
+        if values.shape != (len(x),) or not np.issubdtype(values.dtype, np.number):
+            raise ValueError(f"{where}: array {key!r}: expected {len(x)} numbers, one per image; "
+                             f"got {values.dtype} {list(values.shape)}")
+        checked[key] = values.astype(float if key == "confidence" else np.int64)
+    return checked
+
+
+def _as_uint8_images(x: np.ndarray, where: str) -> np.ndarray:
+    """[n, H, W] or [n, H, W, C] as uint8 (float images in [0, 1] are scaled)."""
+    if not (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] in (1, 3, 4))) or not np.issubdtype(x.dtype, np.number):
+        raise ValueError(f"{where}: array 'x': expected images [n, H, W] or [n, H, W, C] with C = 1, 3 or 4; "
+                         f"got {x.dtype} {list(x.shape)}")
+    if x.dtype != np.uint8:
+        x = x.astype(float)
+        if x.size and np.nanmax(x) <= 1.0:
+            x = x * 255.0
+        x = np.clip(np.nan_to_num(x), 0, 255).astype(np.uint8)
+    return x[..., None] if x.ndim == 3 else x
+
+
+def _thumbnail(image: np.ndarray) -> QPixmap:
+    """An [H, W, C] uint8 image as a THUMBNAIL-sized pixmap (pixels kept sharp when enlarged)."""
+    image = np.ascontiguousarray(image[..., 0] if image.shape[-1] == 1 else image[..., :3])
+    height, width = image.shape[:2]
+    if image.ndim == 2:
+        qimage = QImage(image.data, width, height, width, QImage.Format.Format_Grayscale8)
+    else:
+        qimage = QImage(image.data, width, height, 3 * width, QImage.Format.Format_RGB888)
+    pixmap = QPixmap.fromImage(qimage.copy())  # copy: the QImage does not own the numpy buffer
+    mode = (Qt.TransformationMode.FastTransformation if max(height, width) < THUMBNAIL
+            else Qt.TransformationMode.SmoothTransformation)
+    return pixmap.scaled(THUMBNAIL, THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio, mode)

@@ -1,0 +1,321 @@
+"""The per-replica panel: local loss and gradient norm per replica, examples/s per replica and,
+on GPUs, memory per device, with the slowest replica highlighted.
+
+``ReplicaSeries`` turns events into numpy columns (no Qt); ``ReplicaCharts`` draws them.
+Replica ``i`` has the same colour in every chart (``plotting.replica_color``).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+import numpy as np
+import pyqtgraph as pg
+
+from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, replica_color, style_plot,
+                                    theme_colors)
+from gui_app.ui.charts.series import GrowableArray, number
+
+METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
+SPEED_WINDOW = 20  # examples/s bars show the mean of this many latest steps
+MIB = 1024.0 ** 2
+
+
+def short_device(name: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:GPU:1`` -> ``GPU:1``."""
+    return name.split("device:")[-1] if name else "?"
+
+
+class ReplicaSeries:
+    """Per-replica numbers of one run: a step column and one ``[steps, replicas]`` buffer per
+    metric. Steps stay increasing: a resumed ``run_started`` or a replayed step drops the
+    points after it."""
+
+    def __init__(self) -> None:
+        self.steps = GrowableArray(1)
+        self.metrics = {name: GrowableArray(0) for name in METRICS}
+        self.devices: list[str] = []
+
+    @property
+    def replicas(self) -> int:
+        return len(self.devices)
+
+    def clear(self) -> None:
+        self.steps.clear()
+        self.metrics = {name: GrowableArray(0) for name in METRICS}
+        self.devices = []
+
+    def ensure_replicas(self, count: int) -> None:
+        if count > self.replicas:
+            self.devices += [""] * (count - self.replicas)
+            for buf in self.metrics.values():
+                buf.set_columns(count)
+
+    def add(self, event: dict[str, Any]) -> bool:
+        kind = event.get("type")
+        if kind == "run_started":
+            changed = self._add_devices(event.get("replicas") or [])
+            count = event.get("num_replicas")
+            if isinstance(count, int) and count > self.replicas:
+                self.ensure_replicas(count)
+                changed = True
+            start = number(event.get("start_step"))
+            if not math.isnan(start) and len(self.steps) and self.steps.last(0) > start:
+                self.truncate_after(start)
+                changed = True
+            return changed
+        if kind != "step" or not isinstance(event.get("replicas"), list):
+            return False
+        step = number(event.get("step"))
+        if math.isnan(step):
+            return False
+        if len(self.steps) and step <= self.steps.last(0):
+            self.truncate_after(step - 1)
+        entries = [e for e in event["replicas"] if isinstance(e, dict) and isinstance(e.get("replica"), int)
+                   and e["replica"] >= 0]
+        self._add_devices(entries)
+        rows = {name: np.full(self.replicas, np.nan) for name in METRICS}
+        for entry in entries:
+            for name in METRICS:
+                rows[name][entry["replica"]] = number(entry.get(name))
+        self.steps.append((step,))
+        for name, buf in self.metrics.items():
+            buf.append(rows[name])
+        return True
+
+    def _add_devices(self, entries: list) -> bool:
+        """Learn replica indices and their devices from ``run_started`` or step entries."""
+        changed = False
+        for entry in entries:
+            index = entry.get("replica") if isinstance(entry, dict) else None
+            if not isinstance(index, int) or index < 0:
+                continue
+            if index >= self.replicas:
+                self.ensure_replicas(index + 1)
+                changed = True
+            device = entry.get("device")
+            if isinstance(device, str) and device and self.devices[index] != device:
+                self.devices[index] = device
+                changed = True
+        return changed
+
+    def truncate_after(self, step: float) -> None:
+        n = int(np.searchsorted(self.steps.column(0), step, side="right"))
+        self.steps.truncate(n)
+        for buf in self.metrics.values():
+            buf.truncate(n)
+
+    def mean_speed(self, window: int = SPEED_WINDOW) -> np.ndarray:
+        """Examples/s per replica, mean of the last ``window`` steps (NaN without data)."""
+        tail = self.metrics["examples_per_sec"].data[-window:]
+        if not len(tail):
+            return np.full(self.replicas, np.nan)
+        with warnings.catch_warnings():  # all-NaN columns are expected: a replica with no data
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(tail, axis=0)
+
+    def slowest(self) -> int | None:
+        """The replica with the lowest mean examples/s; None with fewer than two measured."""
+        speed = self.mean_speed()
+        measured = np.flatnonzero(np.isfinite(speed))
+        if len(measured) < 2:
+            return None
+        return int(measured[np.argmin(speed[measured])])
+
+    def latest_memory(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(in use, peak) bytes per replica at the last step that reported any; None on CPUs."""
+        memory = self.metrics["memory_bytes"].data
+        rows = np.flatnonzero(np.isfinite(memory).any(axis=1)) if len(memory) else []
+        if not len(rows):
+            return None
+        last = rows[-1]
+        return memory[last], self.metrics["peak_memory_bytes"].data[last]
+
+
+class ReplicaCharts(ChartPanel):
+    """Per-replica panel: one curve per replica for local loss and for gradient norm (step on
+    x); bars of examples/s per replica (mean of the last 20 steps) and, when ``memory_bytes``
+    is reported (GPUs), memory per device; the slowest replica is outlined in red and named."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._series = ReplicaSeries()
+        self._loss_curves: list[pg.PlotDataItem] = []
+        self._grad_curves: list[pg.PlotDataItem] = []
+        self._drawn_devices: list[str] | None = None  # what the ticks and legend show
+
+        self._slowest_label = QLabel()
+        self._slowest_label.setContentsMargins(8, 4, 8, 0)
+        self._slowest_label.setTextFormat(Qt.TextFormat.RichText)
+        self._graphics = pg.GraphicsLayoutWidget()
+        self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
+        self.grad_plot = make_plot("Gradient norm per replica (before all-reduce)", "step",
+                                   "global L2 norm", legend=None)
+        self.speed_plot = make_plot(f"Examples/s per replica (mean of last {SPEED_WINDOW} steps)",
+                                    "replica", "examples/s", legend=None)
+        self.memory_plot = make_plot("Device memory (bar: in use, outline: peak)", "replica",
+                                     "memory (MiB)", legend=None)
+        self.grad_plot.setXLink(self.loss_plot)
+        for plot in (self.speed_plot, self.memory_plot):
+            plot.getAxis("left").enableAutoSIPrefix(False)
+            plot.setMouseEnabled(x=False, y=False)
+            plot.showGrid(x=False, y=True, alpha=0.2)
+            for name in ("left", "bottom"):  # grid lines behind the bars, not across them
+                plot.getAxis(name).setZValue(plot.getViewBox().zValue() - 1)
+        self._speed_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
+        self._slowest_bar = pg.BarGraphItem(x=[0], height=[0], width=0.6, brush=None,
+                                            pen=pg.mkPen(HIGHLIGHT_COLOR, width=3))
+        self._slowest_text = pg.TextItem("slowest", color=HIGHLIGHT_COLOR, anchor=(0.5, 1.0))
+        self.speed_plot.addItem(self._speed_bars)
+        self.speed_plot.addItem(self._slowest_bar)
+        self.speed_plot.addItem(self._slowest_text)
+        self._peak_bars = pg.BarGraphItem(x=[], height=[], width=0.6, brush=None)
+        self._memory_bars = pg.BarGraphItem(x=[], height=[], width=0.6)
+        self.memory_plot.addItem(self._memory_bars)
+        self.memory_plot.addItem(self._peak_bars)
+        self._graphics.addItem(self.loss_plot, row=0, col=0)
+        self._graphics.addItem(self.grad_plot, row=0, col=1)
+        self._memory_shown = True
+        self._show_memory(False)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._slowest_label)
+        layout.addWidget(self._graphics, 1)
+        self._apply_palette()
+        self._redraw()
+
+    # --- public API -------------------------------------------------------------------
+    def reset(self) -> None:
+        self._series.clear()
+        for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
+            for curve in curves:
+                plot.removeItem(curve)
+            curves.clear()
+        self.flush()
+
+    def add_events(self, events: list[dict]) -> None:
+        """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
+        changed = False
+        for event in events:
+            changed |= self._series.add(event)
+        if changed:
+            self.request_redraw()
+
+    def replica_count(self) -> int:
+        return self._series.replicas
+
+    def curve_count(self) -> int:
+        """Curves in each per-replica line chart (loss and gradient norm have as many)."""
+        return len(self._loss_curves)
+
+    def slowest_replica(self) -> int | None:
+        """Index of the replica with the lowest examples/s; None with fewer than two replicas."""
+        return self._series.slowest()
+
+    # --- drawing ----------------------------------------------------------------------
+    def _redraw(self) -> None:
+        series = self._series
+        self._sync_curves()
+        steps = series.steps.column(0)
+        for name, curves in (("loss", self._loss_curves), ("grad_norm", self._grad_curves)):
+            data = series.metrics[name].data
+            for r, curve in enumerate(curves):
+                curve.setData(steps, data[:, r])
+        if series.devices != self._drawn_devices:  # replicas or devices changed: relabel
+            self._drawn_devices = list(series.devices)
+            ticks = [[(r, f"{r}: {short_device(d)}") for r, d in enumerate(series.devices)]]
+            for plot in (self.speed_plot, self.memory_plot):
+                plot.getAxis("bottom").setTicks(ticks)
+                plot.setXRange(-0.6, max(series.replicas, 1) - 0.4, padding=0)
+            for r, curve in enumerate(self._loss_curves):
+                self.loss_plot.legend.getLabel(curve).setText(self._replica_name(r))
+        self._draw_speed()
+        self._draw_memory()
+
+    def _sync_curves(self) -> None:
+        """One curve per replica in each line chart, created once."""
+        for r in range(len(self._loss_curves), self._series.replicas):
+            self._loss_curves.append(make_curve(self.loss_plot, replica_color(r), self._replica_name(r)))
+            self._grad_curves.append(make_curve(self.grad_plot, replica_color(r)))
+
+    def _replica_name(self, r: int) -> str:
+        device = self._series.devices[r]
+        return f"replica {r} · {short_device(device)}" if device else f"replica {r}"
+
+    def _draw_speed(self) -> None:
+        series = self._series
+        speed = series.mean_speed()
+        slowest = series.slowest()
+        height = np.nan_to_num(speed)
+        _set_bars(self._speed_bars, height, [replica_color(r) for r in range(series.replicas)])
+        # The outline is its own item: pyqtgraph sizes a bar item by its last pen only.
+        self._slowest_bar.setVisible(slowest is not None)
+        if slowest is not None:
+            self._slowest_bar.setOpts(x=[slowest], height=[height[slowest]])
+        self._slowest_text.setVisible(slowest is not None)
+        if slowest is not None:
+            self._slowest_text.setPos(slowest, height[slowest])
+            fastest = float(np.nanmax(speed))
+            behind = 100.0 * (1.0 - speed[slowest] / fastest) if fastest > 0 else 0.0
+            self._slowest_label.setText(
+                f"Slowest: <b style='color:{HIGHLIGHT_COLOR}'>replica {slowest}</b> "
+                f"({short_device(series.devices[slowest])}), {speed[slowest]:,.0f} examples/s, "
+                f"{behind:.0f}% below the fastest (mean of the last {SPEED_WINDOW} steps)")
+        elif series.replicas == 1 and np.isfinite(speed).all():
+            self._slowest_label.setText(f"One replica: {speed[0]:,.0f} examples/s")
+        else:
+            self._slowest_label.setText("Replicas: " + (str(series.replicas) if series.replicas
+                                                        else "waiting for the first step"))
+
+    def _draw_memory(self) -> None:
+        memory = self._series.latest_memory()
+        self._show_memory(memory is not None)
+        if memory is None:
+            return
+        in_use, peak = (np.nan_to_num(m) / MIB for m in memory)
+        colors = [replica_color(r) for r in range(len(in_use))]
+        _set_bars(self._memory_bars, in_use, colors)
+        _set_bars(self._peak_bars, peak, colors, outline_only=True)
+
+    def _show_memory(self, show: bool) -> None:
+        """The memory chart takes the second column of the bottom row only when there is
+        memory to show (CPU runs report none); otherwise the speed bars span both columns."""
+        if show == self._memory_shown:
+            return
+        self._memory_shown = show
+        graphics = self._graphics.ci
+        if self.speed_plot in graphics.items:
+            graphics.removeItem(self.speed_plot)
+        if show:
+            graphics.addItem(self.speed_plot, row=1, col=0)
+            graphics.addItem(self.memory_plot, row=1, col=1)
+        else:
+            if self.memory_plot in graphics.items:
+                graphics.removeItem(self.memory_plot)
+            graphics.addItem(self.speed_plot, row=1, col=0, colspan=2)
+
+    def _apply_palette(self) -> None:
+        background, foreground = theme_colors(self)
+        self._graphics.setBackground(background)
+        for plot in (self.loss_plot, self.grad_plot, self.speed_plot, self.memory_plot):
+            style_plot(plot, foreground, background)
+
+
+def _set_bars(bars: pg.BarGraphItem, heights: np.ndarray, colors: list, outline_only: bool = False) -> None:
+    """Bars at x = 0, 1, ... in the given colours (filled, or a dashed outline)."""
+    if not len(heights):  # pyqtgraph 0.14 fails on empty pen lists
+        bars.setOpts(x=[], height=[], pens=None, brushes=None)
+        return
+    x = np.arange(len(heights))
+    if outline_only:
+        # Same pen width for every bar: pyqtgraph sizes the item by its last pen.
+        pens = [pg.mkPen(c, width=2, style=Qt.PenStyle.DashLine) for c in colors]
+        bars.setOpts(x=x, height=heights, pens=pens, brushes=[QColor(0, 0, 0, 0)] * len(x))
+    else:
+        bars.setOpts(x=x, height=heights, brushes=colors, pens=[pg.mkPen(QColor(c).darker(130)) for c in colors])

@@ -1,0 +1,122 @@
+"""The window's actions, menus and toolbar, and which of them apply in each run state.
+
+Actions that do not apply are disabled, never hidden, so the menus always look the same.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
+
+from gui_app.core.formats import FORMATS
+
+
+class WindowActions:
+    def __init__(self, window: QMainWindow, tab_names: list[str]) -> None:
+        self._window = window
+        icon = window.style().standardIcon
+        pixmap = QStyle.StandardPixmap
+
+        def act(text: str, shortcut: str | QKeySequence.StandardKey | None = None, tip: str = "",
+                standard_icon: QStyle.StandardPixmap | None = None) -> QAction:
+            action = QAction(text, window)
+            if shortcut is not None:
+                action.setShortcut(QKeySequence(shortcut))
+            if standard_icon is not None:
+                action.setIcon(icon(standard_icon))
+            if tip:
+                action.setToolTip(tip)
+                action.setStatusTip(tip)
+            return action
+
+        self.new_run = act("&New run", QKeySequence.StandardKey.New, "Clear the charts and start from the defaults")
+        self.open_run = act("&Open run…", QKeySequence.StandardKey.Open, "Show a past run's charts and evaluation",
+                            pixmap.SP_DirOpenIcon)
+        self.load_config = act("&Load configuration…", "Ctrl+L", "Fill the forms from a run configuration (JSON)")
+        self.save_config = act("&Save configuration…", QKeySequence.StandardKey.Save,
+                               "Write the current run configuration to a JSON file", pixmap.SP_DialogSaveButton)
+        self.quit = act("&Quit", QKeySequence.StandardKey.Quit)
+        self.train = act("&Train", "Ctrl+R", "Start training with this configuration (Ctrl+R)", pixmap.SP_MediaPlay)
+        self.pause = act("&Pause", "Ctrl+P", "Pause the run after the current step group (Ctrl+P)",
+                         pixmap.SP_MediaPause)
+        self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
+        self.checkpoint = act("Save a &checkpoint now", "Ctrl+K", "Write a checkpoint without stopping")
+        self.resume_run = act("&Resume selected run", "Ctrl+Shift+R",
+                              "Continue the stopped or interrupted run selected in the run list",
+                              pixmap.SP_MediaSeekForward)
+        self.open_model = act("Try a &model file…", "Ctrl+Shift+O",
+                              "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
+        # One entry per format; each opens the export dialog for the run on screen.
+        self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
+        self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
+                                   "What each panel does, where runs are stored, TensorBoard")
+        self.about = act("&About Replica Studio")
+        self.tabs = [act(f"&{name}", f"Ctrl+{i + 1}") for i, name in enumerate(tab_names)]
+
+        bar = window.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addActions([self.new_run, self.open_run])
+        self.recent_menu = QMenu("Recent &runs", window)
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addSeparator()
+        file_menu.addAction(self.open_model)
+        file_menu.addSeparator()
+        file_menu.addActions([self.load_config, self.save_config])
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit)
+        run_menu = bar.addMenu("&Run")
+        run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
+        run_menu.addSeparator()
+        run_menu.addAction(self.resume_run)
+        self.export_menu = bar.addMenu("&Export")
+        self.export_menu.setToolTipsVisible(True)
+        self.export_menu.addActions(list(self.export.values()))
+        view_menu = bar.addMenu("&View")
+        view_menu.addActions(self.tabs)
+        bar.addMenu("&Help").addActions([self.getting_started, self.about])
+
+        self.toolbar = QToolBar("Run", window)
+        self.toolbar.setObjectName("run-toolbar")  # saveState() needs a name
+        self.toolbar.setMovable(False)
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toolbar.addActions([self.train, self.pause, self.stop])
+        self.toolbar.addSeparator()
+        self.toolbar.addActions([self.open_run, self.save_config])
+        window.addToolBar(self.toolbar)
+
+    def update(self, state: str, config_valid: bool, resumable_selected: bool, exportable: bool = False) -> None:
+        """Enable what applies: one run at a time; forms and files only while idle; exports
+        when the run on screen has a trained model (an export does not disturb a training run:
+        it reads a finished run's files)."""
+        idle = state == "idle"
+        live = state in ("running", "paused")
+        self.train.setEnabled(idle and config_valid)
+        self.train.setToolTip("Start training with this configuration (Ctrl+R)" if config_valid or not idle
+                              else "Fix the fields marked in red first")
+        self.pause.setEnabled(live)
+        self.pause.setText("&Continue" if state == "paused" else "&Pause")
+        self.stop.setEnabled(state in ("starting", "running", "paused"))
+        self.checkpoint.setEnabled(live)
+        self.resume_run.setEnabled(idle and resumable_selected)
+        for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
+            action.setEnabled(idle)
+        self.save_config.setEnabled(config_valid)
+        for name, action in self.export.items():
+            action.setEnabled(exportable)
+            action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"
+                              if exportable else "Train a run to the end, or open a finished one, first")
+
+    def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
+        self.recent_menu.clear()
+        existing = [p for p in paths if Path(p).is_dir()]
+        for path in existing:
+            action = self.recent_menu.addAction(Path(path).name)
+            action.setToolTip(path)
+            action.triggered.connect(lambda _=False, p=path: on_open(p))
+        if not existing:
+            self.recent_menu.addAction("No recent runs").setEnabled(False)
+        self.recent_menu.addSeparator()
+        self.recent_menu.addAction("Clear the list", on_clear).setEnabled(bool(existing))

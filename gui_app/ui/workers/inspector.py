@@ -1,0 +1,90 @@
+"""Inspector: what a dataset and a model look like, asked of a background engine process.
+
+``engine inspect CONFIG --json --samples FILE.npz`` loads the dataset and builds the model
+(TensorFlow stays out of the GUI process) and prints class names, counts, shapes, the
+parameter count and a layer summary; the npz holds a few sample images per class. Requests
+are debounced, only sent when the dataset or model section really changed, and a newer
+request cancels the one in flight: its answer would describe data that is no longer chosen.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from gui_app.core.config import DatasetConfig, ModelConfig, RunConfig
+from gui_app.ui.workers.process import JsonCommand
+
+
+class Inspector(QObject):
+    started = Signal()
+    inspected = Signal(dict, str)  # the inspect answer, path of the samples .npz
+    failed = Signal(str)  # one line, e.g. "dataset.path: no such file: ..."
+
+    def __init__(self, engine_command: Callable[..., list[str]], parent: QObject | None = None,
+                 delay_ms: int = 400) -> None:
+        super().__init__(parent)
+        self._engine_command = engine_command
+        self._timer = QTimer(self, singleShot=True, interval=delay_ms)
+        self._timer.timeout.connect(self._run)
+        self._wanted: tuple[DatasetConfig, ModelConfig] | None = None
+        self._sent: tuple[DatasetConfig, ModelConfig] | None = None
+        self._job: JsonCommand | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-inspect-")
+        self._count = 0
+
+    def request(self, dataset: DatasetConfig, model: ModelConfig) -> None:
+        """Inspect these sections soon, unless they are what was last inspected."""
+        wanted = (dataset, model)
+        if wanted == self._wanted:
+            return
+        self._wanted = wanted
+        self._timer.start()  # restarts: a burst of edits gives one inspection
+
+    def is_busy(self) -> bool:
+        return self._timer.isActive() or (self._job is not None and self._job.is_running())
+
+    def cancel(self) -> None:
+        self._timer.stop()
+        if self._job is not None:
+            self._job.cancel()
+            self._job.deleteLater()
+            self._job = None
+
+    def _run(self) -> None:
+        if self._wanted is None or self._wanted == self._sent:
+            return
+        if self._job is not None:
+            self._job.cancel()
+            self._job.deleteLater()
+        self._sent = self._wanted
+        self._count += 1
+        folder = Path(self._tmp.name)
+        config_path, samples = folder / f"inspect-{self._count}.json", folder / f"samples-{self._count}.npz"
+        dataset, model = self._wanted
+        RunConfig(dataset=dataset, model=model).save(config_path)
+        job = JsonCommand(self._engine_command("inspect", str(config_path), "--json", "--samples", str(samples)),
+                          parent=self)
+        job.succeeded.connect(lambda result: self.inspected.emit(result, str(samples)))
+        job.failed.connect(self._on_failed)
+        job.done.connect(lambda: self._on_done(job))
+        self._job = job
+        self.started.emit()
+        job.start()
+
+    def _on_done(self, job: JsonCommand) -> None:
+        if self._job is job:
+            self._job = None
+        job.deleteLater()
+
+    def _on_failed(self, message: str) -> None:
+        self._sent = None  # the same sections may be fixed on disk: let them be asked again
+        self.failed.emit(message)
+
+    def retry(self) -> None:
+        """Inspect the current sections again (the file on disk may have changed)."""
+        self._sent = None
+        if self._wanted is not None:
+            self._timer.start()

@@ -1,0 +1,328 @@
+"""RunSupervisor: starts one engine process per run and turns its output into Qt signals.
+
+The work happens on a QThread (design.md section 2): an ``_EngineWorker`` living there reads
+the engine's stdout and stderr, parses the JSON lines, batches events, writes control words
+and runs the kill timer. It drives the engine with a QProcess created on that thread rather
+than ``subprocess.Popen``: QProcess reports "stdout readable", "stderr readable" and "exited"
+as events on the worker's own event loop, so one thread does everything with no blocking
+reads, no extra reader threads and no locks.
+
+:class:`RunSupervisor` is the front the GUI talks to. It lives on the thread that created it
+and re-emits the worker's signals there through queued connections, so every receiver -
+a widget slot, a lambda, ``qtbot.waitSignal`` - runs on the GUI thread. (A plain Python
+callable connected straight to a signal emitted on another thread would run on that other
+thread.) It never touches a widget.
+
+Signals:
+    events(list)                   parsed event dicts, in order, batched every ``batch_ms``
+    run_started(dict)              the run_started event, emitted before the batch holding it
+    finished(status, run_dir, msg) completed | stopped | failed | interrupted (killed after
+                                   the stop grace period or at exit); ``msg`` explains it
+    log_line(str)                  one line of the engine's stderr (and its warnings)
+    state_changed(str)             idle | starting | running | paused | stopping
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt, QThread, QTimer, Signal, Slot
+
+from gui_app.core.config import RunConfig
+from gui_app.identity import app_command as default_engine_command
+from gui_app.ui.workers.process import is_error_line, process_environment
+
+EngineCommand = Callable[..., list[str]]  # same signature as gui_app.identity.app_command
+
+
+class RunSupervisor(QObject):
+    events = Signal(list)
+    run_started = Signal(dict)
+    finished = Signal(str, str, str)
+    log_line = Signal(str)
+    state_changed = Signal(str)
+
+    def __init__(self, engine_command: EngineCommand = default_engine_command, *,
+                 grace_seconds: float = 30.0, batch_ms: int = 50, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._engine_command = engine_command
+        self._state = "idle"
+        self._thread = QThread()
+        self._thread.setObjectName("RunSupervisor")
+        self._worker = _EngineWorker(grace_seconds, batch_ms)
+        self._worker.moveToThread(self._thread)
+        self._thread.finished.connect(self._worker.deleteLater)
+        queued = Qt.ConnectionType.QueuedConnection
+        for name in ("events", "run_started", "finished", "log_line"):
+            getattr(self._worker, name).connect(getattr(self, name), queued)
+        self._worker.state_changed.connect(self._on_worker_state, queued)
+        self._thread.start()
+        app = QCoreApplication.instance()
+        if app is not None:  # last line of defence: never leave an engine behind at exit
+            app.aboutToQuit.connect(self.close)
+
+    @property
+    def grace_seconds(self) -> float:
+        return self._worker.grace_seconds
+
+    @grace_seconds.setter
+    def grace_seconds(self, seconds: float) -> None:
+        self._worker.grace_seconds = float(seconds)  # read on the worker thread at stop time
+
+    def state(self) -> str:
+        return self._state
+
+    def is_active(self) -> bool:
+        return self._state != "idle"
+
+    def start_train(self, config: RunConfig, runs_dir: str | Path) -> None:
+        """Start ``train`` on ``config``; the engine creates the run directory in ``runs_dir``."""
+        self._claim()
+        fd, path = tempfile.mkstemp(prefix="replica-studio-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(config.to_json())
+        command = self._engine_command("train", path, "--events", "jsonl", "--control", "stdin",
+                                       "--runs-dir", str(runs_dir))
+        self._worker.start_requested.emit(command, "", path)
+
+    def start_resume(self, run_dir: str | Path) -> None:
+        """Continue a stopped or interrupted run from its last checkpoint."""
+        self._claim()
+        command = self._engine_command("resume", str(run_dir), "--events", "jsonl", "--control", "stdin")
+        self._worker.start_requested.emit(command, str(run_dir), "")
+
+    def stop(self) -> None:
+        """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
+        self._worker.control_requested.emit("stop")
+
+    def pause(self) -> None:
+        self._worker.control_requested.emit("pause")
+
+    def resume(self) -> None:
+        self._worker.control_requested.emit("resume")
+
+    def checkpoint(self) -> None:
+        self._worker.control_requested.emit("checkpoint")
+
+    def close(self) -> None:
+        """Kill any engine still running and end the thread. Idempotent; blocks briefly."""
+        if self._thread.isRunning():
+            self._worker.shutdown_requested.emit()  # blocking: returns once the engine is gone
+            self._thread.quit()
+            self._thread.wait(10_000)
+
+    def _claim(self) -> None:
+        if self._state != "idle":
+            raise RuntimeError("a run is already active; one run at a time")
+        if not self._thread.isRunning():
+            raise RuntimeError("the supervisor is closed")
+        self._on_worker_state("starting")
+
+    @Slot(str)
+    def _on_worker_state(self, state: str) -> None:
+        if state != self._state:
+            self._state = state
+            self.state_changed.emit(state)
+
+
+class _EngineWorker(QObject):
+    """Lives on the supervisor's thread; owns the engine QProcess of the current run."""
+
+    events = Signal(list)
+    run_started = Signal(dict)
+    finished = Signal(str, str, str)
+    log_line = Signal(str)
+    state_changed = Signal(str)
+
+    start_requested = Signal(list, str, str)  # command, run_dir (resume) or "", temp config to delete
+    control_requested = Signal(str)
+    shutdown_requested = Signal()
+
+    def __init__(self, grace_seconds: float, batch_ms: int) -> None:
+        super().__init__()
+        self.grace_seconds = grace_seconds
+        self._state = "idle"
+        self._process: QProcess | None = None
+        self._flush_timer = QTimer(self, interval=batch_ms)
+        self._flush_timer.timeout.connect(self._flush)
+        self._kill_timer = QTimer(self, singleShot=True)
+        self._kill_timer.timeout.connect(self._on_grace_expired)
+        self._reset_run()
+        # Requests are emitted on the GUI thread and run here, on the worker's thread.
+        queued = Qt.ConnectionType.QueuedConnection
+        self.start_requested.connect(self._on_start, queued)
+        self.control_requested.connect(self._on_control, queued)
+        self.shutdown_requested.connect(self._on_shutdown, Qt.ConnectionType.BlockingQueuedConnection)
+
+    def _set_state(self, state: str) -> None:
+        if state != self._state:
+            self._state = state
+            self.state_changed.emit(state)
+
+    def _reset_run(self) -> None:
+        self._run_dir = ""
+        self._temp_config = ""
+        self._stdout_tail = b""
+        self._stderr_tail = b""
+        self._pending: list[dict] = []
+        self._finished_event: dict | None = None
+        self._error_event: str | None = None
+        self._last_error_line: str | None = None  # the last stderr line stating an error
+        self._last_stderr_line: str | None = None
+        self._stop_sent = False
+        self._kill_reason: str | None = None
+
+    @Slot(list, str, str)
+    def _on_start(self, command: list, run_dir: str, temp_config: str) -> None:
+        self._reset_run()
+        self._run_dir, self._temp_config = run_dir, temp_config
+        self._set_state("starting")
+        process = QProcess(self)
+        process.setProcessEnvironment(process_environment())
+        process.readyReadStandardOutput.connect(self._on_stdout)
+        process.readyReadStandardError.connect(self._on_stderr)
+        process.finished.connect(self._on_process_finished)
+        process.errorOccurred.connect(self._on_process_error)
+        self._process = process
+        self._flush_timer.start()
+        process.start(command[0], command[1:])
+
+    @Slot(str)
+    def _on_control(self, word: str) -> None:
+        process = self._process
+        if process is None or process.state() == QProcess.ProcessState.NotRunning or self._stop_sent:
+            return
+        process.write(f"{word}\n".encode())
+        if word == "stop":
+            self._stop_sent = True
+            process.closeWriteChannel()  # end of input also means stop to the engine
+            self._set_state("stopping")
+            self._kill_timer.start(int(self.grace_seconds * 1000))
+
+    @Slot()
+    def _on_shutdown(self) -> None:
+        process = self._process
+        if process is not None and process.state() != QProcess.ProcessState.NotRunning:
+            self._kill_reason = "the engine was killed because Replica Studio closed"
+            process.kill()
+            process.waitForFinished(5000)  # emits finished -> _on_process_finished, synchronously
+
+    def _on_grace_expired(self) -> None:
+        if self._process is not None and self._process.state() != QProcess.ProcessState.NotRunning:
+            self._kill_reason = f"the engine did not stop within {self.grace_seconds:g} s and was killed"
+            self._process.kill()
+
+    def _on_stdout(self) -> None:
+        if self._process is not None:
+            self._take_stdout(bytes(self._process.readAllStandardOutput()))
+
+    def _on_stderr(self) -> None:
+        if self._process is not None:
+            self._take_stderr(bytes(self._process.readAllStandardError()))
+
+    def _take_stdout(self, data: bytes, final: bool = False) -> None:
+        lines, self._stdout_tail = _complete_lines(self._stdout_tail + data, final)
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                event = json.loads(text)
+            except ValueError:
+                event = None
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
+                self._take_event(event)
+            else:  # stdout is reserved for events; show strays rather than lose them
+                self.log_line.emit(f"[engine stdout] {text}")
+
+    def _take_event(self, event: dict) -> None:
+        kind = event["type"]
+        if kind == "run_started":
+            self._run_dir = str(event.get("run_dir") or self._run_dir)
+            self._flush()  # keep order: earlier events, then run_started, then this batch
+            if not self._stop_sent:
+                self._set_state("running")
+            self.run_started.emit(event)
+        elif kind == "paused" and not self._stop_sent:
+            self._set_state("paused")
+        elif kind == "resumed" and not self._stop_sent:
+            self._set_state("running")
+        elif kind == "warning":
+            self.log_line.emit(f"warning: {event.get('message', '')}")
+        elif kind == "error":
+            self._error_event = str(event.get("message") or "")
+        elif kind == "run_finished":
+            self._finished_event = event
+        self._pending.append(event)
+
+    def _take_stderr(self, data: bytes, final: bool = False) -> None:
+        lines, self._stderr_tail = _complete_lines(self._stderr_tail + data, final)
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").rstrip()
+            if not text.strip():
+                continue
+            self._last_stderr_line = text.strip()
+            if is_error_line(text):
+                self._last_error_line = text.strip()
+            self.log_line.emit(text)
+
+    def _flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self.events.emit(batch)
+
+    def _on_process_error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart and self._process is not None:
+            message = f"cannot start the engine: {self._process.errorString()}"
+            self._end_run("failed", message)
+
+    def _on_process_finished(self, code: int, exit_status: QProcess.ExitStatus) -> None:
+        process = self._process
+        if process is None:
+            return
+        self._take_stdout(bytes(process.readAllStandardOutput()), final=True)
+        self._take_stderr(bytes(process.readAllStandardError()), final=True)
+        event = self._finished_event
+        if event is not None:
+            status, message = str(event.get("status", "failed")), str(event.get("message") or "")
+            self._run_dir = str(event.get("run_dir") or self._run_dir)
+        elif self._kill_reason:
+            status, message = "interrupted", self._kill_reason
+        elif exit_status == QProcess.ExitStatus.CrashExit:
+            # Killed by a signal (out of memory, a segfault): stderr's last line may be any
+            # TensorFlow message, so only trust a line that states an error.
+            status = "failed"
+            message = self._error_event or self._last_error_line or (
+                "the engine process crashed or was killed (out of memory?)")
+        elif code == 0:
+            status, message = "failed", "the engine exited without reporting the end of the run"
+        else:
+            # The engine's contract: a failure ends with one line on stderr naming the reason.
+            status = "failed"
+            message = self._error_event or self._last_stderr_line or f"engine exited with code {code}"
+        self._end_run(status, message)
+
+    def _end_run(self, status: str, message: str) -> None:
+        self._flush()
+        self._flush_timer.stop()
+        self._kill_timer.stop()
+        if self._process is not None:
+            self._process.deleteLater()
+            self._process = None
+        if self._temp_config:
+            Path(self._temp_config).unlink(missing_ok=True)
+        run_dir = self._run_dir
+        self._set_state("idle")
+        self.finished.emit(status, run_dir, message)
+
+
+def _complete_lines(data: bytes, final: bool) -> tuple[list[bytes], bytes]:
+    """Split a pipe's bytes into complete lines and the unfinished rest (all of it when the
+    process has ended)."""
+    *lines, tail = data.split(b"\n")
+    if final and tail:
+        return [*lines, tail], b""
+    return lines, tail
