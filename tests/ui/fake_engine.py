@@ -61,7 +61,6 @@ def devices():
 
 def inspect(config_path, samples_path):
     config = json.load(open(config_path, encoding="utf-8"))
-    path = config["dataset"].get("path")
     problem = input_problem(config)
     if problem:
         sys.stderr.write("W0000 tensorflow: some warning an engine prints first\n")
