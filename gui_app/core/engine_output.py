@@ -10,6 +10,11 @@ import json
 import re
 from typing import Any, Iterable
 
+# The engine's exit codes, one meaning each (re-exported by gui_app.engine.exits): 0 completed
+# or stopped; 1 failed in training (or a converter or parity check failed); 2 bad config or
+# input, with one line on stderr naming the key or the file; 130 interrupted (Ctrl+C, SIGTERM).
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
 # A line that states an error itself (a Python exception, a fatal interpreter error, Qt's
 # fatal start-up message), unlike TensorFlow's log lines, which may say "error" about things
 # that do not matter (cuInit).
