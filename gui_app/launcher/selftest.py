@@ -28,6 +28,7 @@ from gui_app.identity import resource_path
 from gui_app.core.config import RunConfig
 from gui_app.identity import APP_ID, ICON_SIZES
 from gui_app.core.engine_output import error_line
+from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import app_command, app_env
 
 EngineCommand = Callable[..., list[str]]
@@ -183,7 +184,7 @@ def _verify_run(by_type: dict[str, list[dict]]) -> str:
     chance = 1 / len(evaluation["class_names"])
     if not evaluation["accuracy"] > min(2 * chance, (1 + chance) / 2):  # 0.2 for the ten digits
         raise CheckFailed(f"test accuracy {evaluation['accuracy']:.2f} after one epoch: no better than chance")
-    if not (Path(finished["run_dir"]) / "model.keras").is_file():
+    if not (Path(finished["run_dir"]) / MODEL_FILE).is_file():
         raise CheckFailed(f"no trained model in {finished['run_dir']}")
     speed = sum(s["examples_per_sec"] for s in steps[len(steps) // 2:]) / max(1, len(steps) - len(steps) // 2)
     return (f"{len(steps)} steps on {replicas} replicas ({started['strategy']['name']}), {speed:,.0f} examples/s, "

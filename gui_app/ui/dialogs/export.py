@@ -79,7 +79,7 @@ class ExportDialog(QDialog):
         self._inputs = (self._format, self._output, browse, self._check)
 
         self._progress = QProgressBar(minimum=0, maximum=1000, textVisible=False)
-        self._status = QLabel(wordWrap=True)
+        self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.RichText)  # _show_status escapes
         self._report = QLabel(wordWrap=True, textFormat=Qt.TextFormat.RichText)
         self._report.setOpenExternalLinks(True)
         self._report.setVisible(False)
