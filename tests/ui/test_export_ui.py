@@ -2,6 +2,8 @@
 through the real engine processes (``export --json``, ``predict --serve``)."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
@@ -195,3 +197,30 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
         window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                                     Qt.KeyboardModifier.NoModifier))
     assert window.tabs.currentWidget() is window.try_panel and len(window.try_panel.rows()) == 2
+
+
+STUBBORN_EXPORT = r"""
+import json, signal, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a converter call that does not return in time
+output = Path(sys.argv[sys.argv.index("--output") + 1])
+(output.parent / f".{output.name}.1234abcd.partial{output.suffix}").write_bytes(b"half")
+(output.parent / f".{output.name}.json.5678.partial.json").write_bytes(b"{")
+print(json.dumps({"type": "progress", "fraction": 0.3, "message": "Writing"}), flush=True)
+time.sleep(60)
+"""
+
+
+def test_an_export_that_ignores_cancel_is_killed_and_its_temporaries_removed(qtbot, trained_run, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(export_dialog_module, "CANCEL_GRACE_S", 0.5)
+    dialog = ExportDialog(trained_run, "tflite", folder=tmp_path,
+                          engine_command=lambda *args: [sys.executable, "-c", STUBBORN_EXPORT, *args])
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(dialog._progress.valueChanged, timeout=30_000, check_params_cb=lambda v: v >= 300):
+        dialog.start()
+    assert len(list(tmp_path.iterdir())) == 2
+    with qtbot.waitSignal(dialog.failed, timeout=30_000) as blocker:
+        dialog.cancel()
+    assert blocker.args == ["Cancelled: nothing was saved."]
+    assert list(tmp_path.iterdir()) == [] and not dialog.is_running()

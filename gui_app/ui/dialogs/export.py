@@ -148,6 +148,15 @@ class ExportDialog(QDialog):
             self._show_status("Cancelling…")
             self._process.terminate(CANCEL_GRACE_S)
 
+    def shutdown(self) -> None:
+        """Cancel and wait until the process has ended (the window is closing: an export left
+        running would be killed with the application, before it could remove its temporaries)."""
+        if self.is_running():
+            self.cancel()
+            if not self._process.wait(int(CANCEL_GRACE_S * 1000)):
+                self._process.kill()
+                self._process.wait(2000)
+
     def reject(self) -> None:
         """Close; while an export runs, cancel it and close when the worker has stopped."""
         if self.is_running():

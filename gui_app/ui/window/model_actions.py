@@ -77,8 +77,8 @@ class ModelActions(QObject):
         """The window closes: cancel a running export (nothing half-written is left), end the
         Try tab's model process."""
         dialog = self.export_dialog
-        if dialog is not None and shiboken6.isValid(dialog) and dialog.is_running():
-            dialog.reject()
+        if dialog is not None and shiboken6.isValid(dialog):
+            dialog.shutdown()
         self._try.shutdown()
 
     def _on_shown_changed(self, _run: str) -> None:
