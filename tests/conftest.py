@@ -1,9 +1,10 @@
 """Process-wide test setup.
 
-TensorFlow fixes its logical devices when its runtime starts, and the in-process tests need
-two CPU replicas (MirroredStrategy over CPU:0 and CPU:1, as TensorFlow's and Keras's own
-tests do). So the split happens here, before any test can touch TensorFlow; every in-process
-run config therefore uses ``runtime.cpu_devices: 2``.
+The window never runs TensorFlow, and neither does this process while the UI tests run:
+:func:`pytest_collection_modifyitems` runs tests/ui and the top-level tests first, and only
+then tests/core and tests/engine, whose conftest files split the CPU into two logical devices
+(TensorFlow fixes them when its runtime starts) before their first test. So
+tests/ui/test_no_tensorflow.py can check that nothing in the window imported TensorFlow.
 """
 from __future__ import annotations
 
@@ -16,15 +17,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-TEST_CPU_DEVICES = 2
+_TESTS = Path(__file__).resolve().parent
+_TENSORFLOW_DIRS = (_TESTS / "core", _TESTS / "engine")
 
 
-def pytest_configure(config):
-    # Importing TensorFlow costs ~3 s once; every TF test needs it anyway.
-    from gui_app.core.config import RuntimeConfig
-    from gui_app.core.training.devices import configure_runtime
+def pytest_collection_modifyitems(session, config, items):
+    """TensorFlow-free tests (tests/ui, tests/test_*.py) first, then those that import it."""
+    def uses_tensorflow(item) -> bool:
+        path = Path(str(item.fspath)).resolve()
+        return any(folder in path.parents for folder in _TENSORFLOW_DIRS)
 
-    configure_runtime(RuntimeConfig(cpu_devices=TEST_CPU_DEVICES))
+    items.sort(key=uses_tensorflow)  # stable: the order within each group is kept
 
 
 @pytest.fixture(scope="session")
@@ -34,15 +37,3 @@ def trained_run(tmp_path_factory) -> Path:
     from reference_run import build_run
 
     return build_run(tmp_path_factory.getbasetemp() / "export-runs")
-
-
-@pytest.fixture(autouse=True)
-def _collect_garbage_between_tests():
-    """Free each test's cyclic garbage (strategies, models, tf.functions made on the main
-    thread) at its end, while no worker thread runs TensorFlow. Left to chance, one collection
-    ran on the main thread inside a later test while a TaskThread converted a TFLite model, and
-    the process aborted (CI run on 2026-11-30; TF 2.21, PySide6 6.11; not reproduced since)."""
-    yield
-    import gc
-
-    gc.collect()

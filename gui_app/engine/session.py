@@ -17,12 +17,6 @@ from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 
 
-class _Finished(Exception):
-    def __init__(self, status: str, code: int, message: str | None = None):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     if type(exc).__module__.startswith("tensorflow"):

@@ -27,6 +27,8 @@ from gui_app import __version__
 from gui_app.identity import resource_path
 from gui_app.core.config import RunConfig
 from gui_app.identity import APP_ID, ICON_SIZES
+from gui_app.core.engine_output import error_line
+from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import app_command, app_env
 
 EngineCommand = Callable[..., list[str]]
@@ -37,12 +39,9 @@ class CheckFailed(Exception):
     """A check failed; the message is the one-line reason."""
 
 
-def _error_line(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for line in reversed(lines):
-        if "error" in line.lower():
-            return line
-    return lines[-1] if lines else "no message"
+def _reason(stderr: str, returncode: int) -> str:
+    """What the engine said on stderr about its failure (one rule for the app: error_line)."""
+    return error_line(stderr.splitlines(), crashed=returncode < 0) or "no message"
 
 
 def check_resources() -> str:
@@ -112,7 +111,7 @@ def check_devices(engine: EngineCommand = app_command, timeout: float = 300) -> 
     except OSError as exc:
         raise CheckFailed(f"cannot start the engine: {exc.strerror or exc}") from None
     if done.returncode != 0:
-        raise CheckFailed(f"engine exited with code {done.returncode}: {_error_line(done.stderr)}")
+        raise CheckFailed(f"engine exited with code {done.returncode}: {_reason(done.stderr, done.returncode)}")
     try:
         info = json.loads(done.stdout)
     except ValueError:
@@ -160,7 +159,7 @@ def check_training(info: dict, workdir: Path, engine: EngineCommand = app_comman
         by_type.setdefault(event.get("type"), []).append(event)
     errors = by_type.get("error", [])
     if done.returncode != 0 or errors:
-        reason = errors[-1]["message"] if errors else _error_line(done.stderr)
+        reason = errors[-1]["message"] if errors else _reason(done.stderr, done.returncode)
         raise CheckFailed(f"engine exited with code {done.returncode}: {reason}")
     return _verify_run(by_type)
 
@@ -185,7 +184,7 @@ def _verify_run(by_type: dict[str, list[dict]]) -> str:
     chance = 1 / len(evaluation["class_names"])
     if not evaluation["accuracy"] > min(2 * chance, (1 + chance) / 2):  # 0.2 for the ten digits
         raise CheckFailed(f"test accuracy {evaluation['accuracy']:.2f} after one epoch: no better than chance")
-    if not (Path(finished["run_dir"]) / "model.keras").is_file():
+    if not (Path(finished["run_dir"]) / MODEL_FILE).is_file():
         raise CheckFailed(f"no trained model in {finished['run_dir']}")
     speed = sum(s["examples_per_sec"] for s in steps[len(steps) // 2:]) / max(1, len(steps) - len(steps) // 2)
     return (f"{len(steps)} steps on {replicas} replicas ({started['strategy']['name']}), {speed:,.0f} examples/s, "

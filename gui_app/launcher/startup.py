@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 
+from gui_app.core.engine_output import error_line
 from gui_app.identity import APP_ID, app_command
 
 TITLE = "Replica Studio cannot start"
@@ -100,8 +101,8 @@ def probe_qt_in_child(argv: list[str]) -> str | None:
         return f"cannot run {sys.executable}: {exc.strerror or exc}"
     if done.returncode == 0:
         return None
-    lines = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
-    return "\n".join(lines[-6:]) or f"the Qt check ended with code {done.returncode}"
+    return (error_line(done.stderr.splitlines(), crashed=done.returncode < 0)
+            or f"the Qt check ended with code {done.returncode}")
 
 
 def probe_qt(argv: list[str]) -> int:

@@ -71,7 +71,7 @@ def run_gui(argv: list[str]) -> int:
         config_error = None
         if args.config:
             try:
-                window.load_config_file(args.config)
+                window.files.load_config_file(args.config)
             except ConfigError as exc:
                 config_error = str(exc)
         window.show()

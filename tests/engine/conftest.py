@@ -8,6 +8,14 @@ import pytest
 
 from gui_app.core.config import RunConfig
 
+from logical_devices import configure_test_runtime
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _two_logical_cpus():
+    """The in-process engine tests run TensorFlow here: two logical CPUs first."""
+    configure_test_runtime()
+
 
 @pytest.fixture
 def write_config(tmp_path):

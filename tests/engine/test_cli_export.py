@@ -11,7 +11,7 @@ import pytest
 
 from gui_app.core.export import FORMATS, read_card
 from gui_app.core.export import exporter as exporter_module
-from gui_app.engine import cli_export
+from gui_app.engine import export_command, predict_command
 from gui_app.identity import app_command, app_env
 
 from reference_run import write_test_pngs
@@ -28,10 +28,14 @@ def cli(*argv: str) -> int:
 
 def test_the_commands_register_on_any_parser():
     parser = argparse.ArgumentParser()
-    cli_export.add_commands(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    export_command.add_command(sub)
+    predict_command.add_command(sub)
     args = parser.parse_args(["predict", "run", "a.png", "--top", "3"])
-    assert args.handler is cli_export.run and args.export_command == "predict" and args.top == 3
-    assert set(cli_export.COMMANDS) == {"export", "predict"}
+    assert args.handler is predict_command.run and args.top == 3 and not args.serve
+    args = parser.parse_args(["predict", "--serve", "run"])
+    assert args.serve and args.model == "run" and args.images == []
+    assert parser.parse_args(["export", "run", "--format", "onnx", "-o", "m.onnx"]).handler is export_command.run
 
 
 def test_export_prints_the_parity_figures_and_writes_file_and_card(trained_run, tmp_path, capsys):
@@ -48,7 +52,9 @@ def test_export_prints_the_parity_figures_and_writes_file_and_card(trained_run, 
 def test_export_json_output(trained_run, tmp_path, capsys):
     out = tmp_path / "digits.keras"
     assert cli("export", str(trained_run), "--format", "keras", "-o", str(out), "--check", "16", "--json") == 0
-    result = json.loads(capsys.readouterr().out)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {line["type"] for line in lines[:-1]} == {"progress"} and lines[-1]["type"] == "export_result"
+    result = lines[-1]
     assert result["passed"] and result["written"] and result["path"] == str(out)
     assert result["parity"]["max_abs_diff"] == 0.0 and result["size_bytes"] == out.stat().st_size
 
@@ -122,7 +128,7 @@ def test_an_unexpected_error_is_one_line_without_traceback(trained_run, tmp_path
     def broken(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'tf2onnx.tfonnx'")
 
-    monkeypatch.setattr(cli_export, "export_run", broken)
+    monkeypatch.setattr(export_command, "export_run", broken)
     assert cli("export", str(trained_run), "--format", "onnx", "--output", str(tmp_path / "m.onnx")) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [

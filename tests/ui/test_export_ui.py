@@ -1,28 +1,29 @@
-"""The export dialog and the Try panel, end to end on a real (MirroredStrategy) digits run."""
+"""The export dialog and the Try panel, end to end on a real (MirroredStrategy) digits run,
+through the real engine processes (``export --json``, ``predict --serve``)."""
 from __future__ import annotations
 
+import sys
 
 import numpy as np
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
-from gui_app.core.export import export_run, read_card
+from gui_app.identity import app_command
 from gui_app.ui.dialogs import export as export_dialog_module
 from gui_app.ui.dialogs.export import ExportDialog
-from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.tabs.try_model import TryPanel
+from gui_app.ui.window.main_window import MainWindow
 
-from reference_run import write_test_pngs
+from pngs import digit_like_pngs
 
 TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)
 
 
 @pytest.fixture(scope="module")
-def ui_digit_pngs(trained_run, tmp_path_factory):
-    paths, images, _ = write_test_pngs(trained_run, tmp_path_factory.mktemp("ui-pngs"))
-    return paths, images
+def ui_pngs(tmp_path_factory):
+    return digit_like_pngs(tmp_path_factory.mktemp("ui-pngs"))
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def export_dialog(qtbot, trained_run, tmp_path):
     dialog = ExportDialog(trained_run, "tflite", folder=tmp_path)
     qtbot.addWidget(dialog)
     yield dialog
-    if dialog.is_running():  # never leave a worker behind a failed test
+    if dialog.is_running():  # never leave an engine behind a failed test
         dialog.cancel()
         qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS).wait()
 
@@ -39,16 +40,19 @@ def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog,
                                                            monkeypatch):
     assert export_dialog.output_path() == tmp_path / f"{trained_run.name}.tflite"
     export_dialog.set_check(64)
+    fractions = []
+    export_dialog._progress.valueChanged.connect(fractions.append)
     with qtbot.waitSignal(export_dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
         qtbot.mouseClick(export_dialog._export_button, Qt.MouseButton.LeftButton)
         assert export_dialog.is_running() and not export_dialog._format.isEnabled()
     result = blocker.args[0]
     assert result.passed and result.written and result.path.is_file()
     assert result.parity.examples == 64 and result.parity.max_abs_diff <= 1e-5
-    assert read_card(result.path)["format"] == "tflite"
+    assert (tmp_path / f"{result.path.name}.json").is_file()  # the model card
     report = export_dialog._report.text()
     assert "passed" in report and "Max abs diff" in report and str(result.card_path) in report
-    assert export_dialog._progress.value() == 1000 and export_dialog._format.isEnabled()
+    assert len(set(fractions)) >= 4 and fractions[-1] == 1000  # the engine's progress lines moved the bar
+    assert export_dialog._format.isEnabled()
     opened = []
     monkeypatch.setattr(export_dialog_module.QDesktopServices, "openUrl", lambda url: opened.append(url))
     assert export_dialog._open_button.isEnabled()
@@ -64,12 +68,15 @@ def test_choosing_a_format_renames_the_output(export_dialog, trained_run, tmp_pa
     assert export_dialog.output_path() == tmp_path / f"{trained_run.name}-int8-full.tflite"
 
 
-def test_closing_the_dialog_while_it_exports_cancels_and_leaves_nothing(qtbot, export_dialog, tmp_path):
+def test_closing_the_dialog_while_it_exports_terminates_it_and_leaves_nothing(qtbot, export_dialog, tmp_path):
     export_dialog._format.setCurrentIndex(export_dialog._format.findData("tflite-int8-full"))
     export_dialog.show()
-    with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
+    with qtbot.waitSignal(export_dialog._progress.valueChanged, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda value: value >= 300):  # writing: temporaries exist
         export_dialog.start()
-        export_dialog.reject()  # asks to cancel; closes once the worker has stopped
+    assert any(tmp_path.iterdir())
+    with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
+        export_dialog.reject()  # asks to cancel; closes once the process has ended
         assert export_dialog.isVisible()
     assert blocker.args == ["Cancelled: nothing was saved."]
     assert not export_dialog.isVisible() and not export_dialog.is_running()
@@ -105,13 +112,16 @@ def _drop(panel: TryPanel, paths) -> bool:
     return enter.isAccepted()
 
 
-def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, trained_run, ui_digit_pngs):
-    paths, raw = ui_digit_pngs
-    with qtbot.waitSignal(try_panel.model_loaded, timeout=TIMEOUT_MS) as loaded:
-        try_panel.set_model_source(trained_run)
-    assert loaded.args[0].endswith("run, 8×8 grey, 10 classes")
+def test_try_panel_shows_top5_for_dropped_images_and_bad_ones_inline(qtbot, try_panel, trained_run, ui_pngs,
+                                                                      tmp_path):
+    paths, raw = ui_pngs
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    try_panel.set_model_source(trained_run)
+    assert try_panel.is_loading()
     with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS):
-        assert _drop(try_panel, paths)
+        assert _drop(try_panel, [paths[0], broken, paths[1]])  # waits for the model to load
+    assert try_panel.model_info()["kind"] == "run" and try_panel.model_info()["has_test_set"]
     rows = try_panel.rows()
     assert len(rows) == 2
     for row, image in zip(rows, raw):
@@ -121,26 +131,15 @@ def test_try_panel_shows_top5_for_dropped_images(qtbot, try_panel, trained_run, 
         assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.0 + 1e-6
         assert row.prediction.probabilities.sum() == pytest.approx(1.0, abs=1e-5)
         np.testing.assert_array_equal(row.prediction.image, image)  # shown as the model sees it
-    try_panel.clear()
-    assert try_panel.rows() == []
-
-
-@pytest.fixture(scope="module")
-def ui_int8_export(trained_run, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ui-export")
-    return export_run(trained_run, "tflite-int8", folder / "digits-int8.tflite", check=32).path
-
-
-def test_try_panel_classifies_test_samples_with_an_exported_file(qtbot, try_panel, ui_int8_export):
-    with qtbot.waitSignal(try_panel.model_loaded, timeout=TIMEOUT_MS) as loaded:
-        try_panel.set_model_source(ui_int8_export)
-    assert "TensorFlow Lite" in loaded.args[0]
+    [error] = try_panel.error_rows()
+    assert error.source == str(broken) and str(broken) in error.message
     with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
         try_panel.add_test_samples(4)
     predictions = ready.args[0]
-    assert len(predictions) == 4 and len(try_panel.rows()) == 4
-    assert all(p.label is not None for p in predictions)
-    assert sum(p.top(1)[0][0] == p.label for p in predictions) >= 3
+    assert len(predictions) == 4 and len(try_panel.rows()) == 6
+    assert sum(p.top(1)[0][0] == p.label for p in predictions) >= 3  # the trained run is ~95 % right
+    try_panel.clear()
+    assert try_panel.rows() == [] and try_panel.error_rows() == []
 
 
 def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
@@ -152,21 +151,21 @@ def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
     with qtbot.waitSignal(try_panel.failed, timeout=TIMEOUT_MS) as blocker:
         try_panel.set_model_source(broken)
     assert blocker.args[0].startswith(f"{broken}: not a valid ONNX model")
+    assert try_panel.model_source() is None and not try_panel.is_loading()
 
 
 # ---- the main window: Export menu and Try tab on a run opened from the run list -------------
 
 @pytest.fixture
-def history_window(qtbot, trained_run, fake_engine):
-    window = MainWindow(runs_dir=trained_run.parent, engine_command=fake_engine)
+def history_window(qtbot, trained_run):
+    window = MainWindow(runs_dir=trained_run.parent, engine_command=app_command)
     qtbot.addWidget(window)
     window.show()
     yield window
     window.close()
 
 
-def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, trained_run, ui_digit_pngs,
-                                                        tmp_path):
+def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, trained_run, ui_pngs, tmp_path):
     window = history_window
     keras_entry = window.actions.export["keras"]
     assert not keras_entry.isEnabled()
@@ -174,7 +173,7 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     window.runs.open_button.click()
     assert keras_entry.isEnabled() and window.try_panel.model_source() is None  # loaded when the tab shows
     keras_entry.trigger()
-    dialog = window.export_dialog
+    dialog = window.models.export_dialog
     assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {trained_run.name}"
     dialog.set_output_path(tmp_path / "digits.keras")
     dialog.set_check(32)
@@ -189,7 +188,7 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     with qtbot.waitSignal(window.try_panel.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()
     assert window.try_panel.model_source() == trained_run
-    paths, _ = ui_digit_pngs
+    paths, _ = ui_pngs
     window.tabs.setCurrentWidget(window.evaluation)
     mime = QMimeData()  # kept here: the event does not own it
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
@@ -198,3 +197,30 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
         window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                                     Qt.KeyboardModifier.NoModifier))
     assert window.tabs.currentWidget() is window.try_panel and len(window.try_panel.rows()) == 2
+
+
+STUBBORN_EXPORT = r"""
+import json, signal, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a converter call that does not return in time
+output = Path(sys.argv[sys.argv.index("--output") + 1])
+(output.parent / f".{output.name}.1234abcd.partial{output.suffix}").write_bytes(b"half")
+(output.parent / f".{output.name}.json.5678.partial.json").write_bytes(b"{")
+print(json.dumps({"type": "progress", "fraction": 0.3, "message": "Writing"}), flush=True)
+time.sleep(60)
+"""
+
+
+def test_an_export_that_ignores_cancel_is_killed_and_its_temporaries_removed(qtbot, trained_run, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(export_dialog_module, "CANCEL_GRACE_S", 0.5)
+    dialog = ExportDialog(trained_run, "tflite", folder=tmp_path,
+                          engine_command=lambda *args: [sys.executable, "-c", STUBBORN_EXPORT, *args])
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(dialog._progress.valueChanged, timeout=30_000, check_params_cb=lambda v: v >= 300):
+        dialog.start()
+    assert len(list(tmp_path.iterdir())) == 2
+    with qtbot.waitSignal(dialog.failed, timeout=30_000) as blocker:
+        dialog.cancel()
+    assert blocker.args == ["Cancelled: nothing was saved."]
+    assert list(tmp_path.iterdir()) == [] and not dialog.is_running()

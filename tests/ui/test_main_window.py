@@ -101,7 +101,7 @@ def test_invalid_config_disables_train(window):
 
 def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, window, tmp_path, fake_engine):
     panel = window.config_panel
-    window.open_dropped(str(tmp_path / "missing-folder" / "data.npz"))  # dropped, but gone
+    window.files.open_dropped(str(tmp_path / "missing-folder" / "data.npz"))  # dropped, but gone
     assert "no such file or folder" in panel.dataset.status.text()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
     panel.dataset.path.setText(str(tmp_path / "missing.npz"))
@@ -177,7 +177,7 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     first = write_run(runs_dir, "first", "completed", steps=12, accuracy=0.9)
     second = write_run(runs_dir, "second", "stopped", steps=5, started=1.7e9 + 100)
     window.runs.refresh()
-    assert window.open_run(str(first))
+    assert window.files.open_run(str(first))
     assert window.training_charts.point_count() == 12
     assert window.replica_charts.replica_count() == 2
     assert window.evaluation.confusion_matrix().sum() == 10
@@ -187,7 +187,7 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     window.runs.overlay_button.click()
     assert window.training_charts.point_count() == {str(first): 12, str(second): 5}[main]
     assert f"overlaid with {Path(other).name}" in window.progress.label.text()
-    window.open_dropped(str(second))  # dropping a run folder opens it
+    window.files.open_dropped(str(second))  # dropping a run folder opens it
     assert window.training_charts.point_count() == 5 and window.evaluation.confusion_matrix() is None
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
@@ -200,22 +200,22 @@ def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path
     export = window.actions.export
     window.runs.select(stopped)
     window.runs.open_button.click()
-    assert window.shown_run == str(stopped) and not export["onnx"].isEnabled()  # no trained model
+    assert window.shown.path == str(stopped) and not export["onnx"].isEnabled()  # no trained model
     window.runs.select(trained)
     window.runs.open_button.click()
     assert all(action.isEnabled() for action in export.values())
     window.settings.last_export_dir = str(tmp_path)
     export["tflite-int8"].trigger()
-    dialog = window.export_dialog
+    dialog = window.models.export_dialog
     assert dialog.isVisible() and dialog.format_name() == "tflite-int8"
     assert dialog.output_path() == tmp_path / "trained-int8.tflite"
     dialog.close()
-    window.new_run()
+    window.files.new_run()
     assert not export["keras"].isEnabled()
     window.runs.select(trained)
     window.runs.export_button.click()  # the run list exports the selected run, whatever is on screen
-    assert window.export_dialog.format_name() == "keras" and "trained" in window.export_dialog.windowTitle()
-    window.export_dialog.close()
+    assert window.models.export_dialog.format_name() == "keras" and "trained" in window.models.export_dialog.windowTitle()
+    window.models.export_dialog.close()
 
 
 def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
@@ -237,12 +237,12 @@ def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
     assert drag_enter(image) and drag_enter(tmp_path / "m.tflite")
     assert not drag_enter(data) and not drag_enter(tmp_path)  # datasets go on to the window
     window.tabs.setCurrentWidget(window.training_charts)
-    window.open_dropped(str(image))  # an image dropped anywhere is for the Try tab's model
+    window.files.open_dropped(str(image))  # an image dropped anywhere is for the Try tab's model
     assert window.tabs.currentWidget() is panel and "Open a model first" in panel._status.text()
-    window.open_dropped(str(data))  # anything else is still a dataset
+    window.files.open_dropped(str(data))  # anything else is still a dataset
     assert window.tabs.currentWidget() is window.preview
     with qtbot.waitSignal(panel.failed, timeout=10_000) as failed:
-        window.open_dropped(str(tmp_path / "gone.tflite"))  # an exported model is for the Try tab
+        window.files.open_dropped(str(tmp_path / "gone.tflite"))  # an exported model is for the Try tab
     assert window.tabs.currentWidget() is panel and failed.args[0].endswith("gone.tflite: no such file or folder")
 
 
@@ -250,12 +250,12 @@ def test_config_files_and_drops(window, tmp_path):
     config = window.config_panel.config().replace(training={"epochs": 9})
     path = tmp_path / "run.json"
     config.save(path)
-    window.open_dropped(str(path))
+    window.files.open_dropped(str(path))
     assert window.config_panel.config() == config
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"training": {"epochz": 1}}))
     with pytest.raises(ValueError, match="training.epochz: unknown key"):
-        window.load_config_file(bad)
+        window.files.load_config_file(bad)
     model = tmp_path / "net.keras"
     model.write_bytes(b"x")
     mime = QMimeData()

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from gui_app.core.formats import ExportError
+from gui_app.core.rundir import SAVED_MODEL_FILE
 
 
 class AtomicDestination:
@@ -36,7 +37,7 @@ class AtomicDestination:
             raise ExportError(f"{parent}: no such folder")
         if not parent.is_dir():
             raise ExportError(f"{parent}: not a folder")
-        if self.directory and dest.exists() and not (dest / "saved_model.pb").is_file():
+        if self.directory and dest.exists() and not (dest / SAVED_MODEL_FILE).is_file():
             raise ExportError(f"{dest}: already exists and is not a SavedModel folder; choose a new folder name")
         if not self.directory and dest.is_dir():
             raise ExportError(f"{dest}: is a folder; give a file name")

@@ -14,41 +14,21 @@ from __future__ import annotations
 import gc
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from gui_app.core.export.atomic import AtomicDestination
+from gui_app.core.export_result import ExportResult
 from gui_app.core.export.probability import probability_model
 from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
 from gui_app.core.export.model_card import build_card, card_path_for, write_card
-from gui_app.core.export.parity import ParityReport, check_parity
+from gui_app.core.export.parity import check_parity
 from gui_app.core.export.runtimes import image_shape, import_tensorflow, load_keras_model, open_runtime, scale_pixels
 from gui_app.core.formats import DEFAULT_CHECK, ExportCancelled, ExportError, ExportFormat, get_format
 
 Progress = Callable[[float, str], None]
-
-
-@dataclass
-class ExportResult:
-    format: str
-    path: Path  # where the export is (or would have been, when not written)
-    card_path: Path
-    size_bytes: int
-    parity: ParityReport | None  # None when the check was skipped (check=0)
-    written: bool  # False when the check failed (and keep_failed was off): nothing was kept
-    seconds: float
-
-    @property
-    def passed(self) -> bool:
-        return self.parity is None or self.parity.passed
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "path": str(self.path), "card_path": str(self.card_path),
-                "size_bytes": self.size_bytes, "parity": self.parity.to_dict() if self.parity else None,
-                "passed": self.passed, "written": self.written, "seconds": round(self.seconds, 3)}
 
 
 def _size(path: Path) -> int:

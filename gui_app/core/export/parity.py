@@ -10,38 +10,13 @@ int8 formats pass with a top-1 agreement >= 98 %.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
+from gui_app.core.export_result import ParityReport
 from gui_app.core.formats import ExportFormat
 from gui_app.core.export.runtimes import BATCH, Runtime, scale_pixels
-
-
-@dataclass(frozen=True)
-class ParityReport:
-    format: str
-    runtime: str
-    examples: int  # test images compared
-    max_abs_diff: float  # over every image and class probability
-    mean_abs_diff: float
-    top1_agreement: float  # fraction of images with the same top-1 class
-    accuracy: float | None  # of the exported file on those images
-    reference_accuracy: float | None  # of the trained model on the same images
-    criterion: str
-    passed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def summary(self) -> str:
-        """One line for the CLI and the dialog."""
-        text = (f"{self.examples} test images ({self.runtime}): max abs diff {self.max_abs_diff:.2e}, "
-                f"top-1 agreement {self.top1_agreement:.2%}")
-        if self.accuracy is not None and self.reference_accuracy is not None:
-            text += f", accuracy {self.accuracy:.2%} (trained model {self.reference_accuracy:.2%})"
-        return f"{text} -- {'PASS' if self.passed else 'FAIL'} ({self.criterion})"
 
 
 def compare(fmt: ExportFormat, runtime: str, probabilities: np.ndarray, reference: np.ndarray,

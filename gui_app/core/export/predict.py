@@ -18,25 +18,7 @@ from gui_app.core.datasets.images import decode_image
 from gui_app.core.export.model_card import read_card
 from gui_app.core.export.runtimes import Runtime, detect_kind, import_tensorflow, open_runtime, scale_pixels
 from gui_app.core.formats import PIXEL_SCALE, ExportError
-
-
-@dataclass
-class Prediction:
-    source: str  # the file, or "test image 12"
-    image: np.ndarray  # (H, W, C) uint8: what the model sees
-    probabilities: np.ndarray  # (classes,) float32, sums to 1
-    class_names: list[str]
-    label: int | None = None  # the true class, when known (test-set samples)
-
-    def top(self, k: int = 5) -> list[tuple[int, str, float]]:
-        """The ``k`` most likely classes as (index, name, probability), most likely first."""
-        order = np.argsort(-self.probabilities, kind="stable")[:k]
-        return [(int(i), self.class_names[i], float(self.probabilities[i])) for i in order]
-
-    def to_dict(self, k: int = 5) -> dict[str, Any]:
-        return {"image": self.source, "label": self.label,
-                "top": [{"class": i, "name": n, "probability": p} for i, n, p in self.top(k)],
-                "probabilities": [float(p) for p in self.probabilities]}
+from gui_app.core.predictions import Prediction
 
 
 @dataclass
@@ -110,6 +92,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def load_predictor(source: str | Path) -> Predictor:
     """Open a run folder, ``.keras`` file, SavedModel folder, ``.tflite`` or ``.onnx`` file."""
     from gui_app.core.config import ConfigError, RunConfig
+    from gui_app.core.rundir import CONFIG_FILE
 
     source = Path(source).expanduser()
     kind = detect_kind(source)
@@ -117,9 +100,9 @@ def load_predictor(source: str | Path) -> Predictor:
     card, config, names = None, None, None
     if kind == "run":
         try:
-            config = RunConfig.load(source / "config.json")
+            config = RunConfig.load(source / CONFIG_FILE)
         except ConfigError as exc:
-            warnings.append(f"{source / 'config.json'}: {exc}")
+            warnings.append(f"{source / CONFIG_FILE}: {exc}")
         names = _run_class_names(source)
     else:
         card = read_card(source)

@@ -1,19 +1,22 @@
-"""ExportDialog: choose a format and a path, export and check in the background, show the result.
+"""ExportDialog: choose a format and a path, export and check in an engine process, show the result.
 
     dialog = ExportDialog(run_dir, "tflite-int8", parent=window)
     dialog.show()                       # or dialog.set_output_path(...); dialog.start()
 
-The export (``gui_app.core.export.export_run``) runs on a :class:`TaskThread`, never on the
-GUI thread. Cancel stops it at the next stage boundary and leaves nothing on disk; closing
-the dialog while it runs cancels and closes once the worker has let go. Signals:
-``succeeded(ExportResult)`` -- the file was written, or its check failed (``result.passed``);
-``failed(str)`` -- an error or a cancel, one line; ``done()`` after either.
+The export runs as ``replica-studio export RUN --format F --output P --check N --json``
+through the process runner (TensorFlow and the converters never enter the window's
+process); its progress lines move the progress bar and its last line is the
+:class:`ExportResult`. Cancel terminates the process (it removes its temporaries and exits)
+and kills it after a grace period; closing the dialog while it runs cancels and closes once
+the process has ended. Signals: ``succeeded(ExportResult)`` -- the file was written, or its
+check failed (``result.passed``); ``failed(str)`` -- an error or a cancel, one line;
+``done()`` after either. ``log_line(str)``: the engine's stderr, for the Log tab.
 """
 from __future__ import annotations
 
 import html
-import threading
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -21,26 +24,36 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
                                QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox, QToolButton, QVBoxLayout,
                                QWidget)
 
-from gui_app.core.export import (DEFAULT_CHECK, FORMATS, ExportCancelled, ExportError, ExportResult,
-                                 default_file_name, export_run, format_size, get_format)
-from gui_app.ui.workers.task_thread import TaskThread
+from gui_app.core.engine_output import EXIT_INTERRUPTED
+from gui_app.core.export_result import ExportResult
+from gui_app.core.formats import DEFAULT_CHECK, FORMATS, default_file_name, format_size, get_format
+from gui_app.identity import app_command
+from gui_app.ui.workers.process import EngineProcess
 
 PASS_COLOR, FAIL_COLOR = "#59a14f", "#e15759"
+CANCEL_GRACE_S = 10.0  # SIGTERM unwinds at the next Python line; a converter call may take a while
 
 
 class ExportDialog(QDialog):
     succeeded = Signal(object)
     failed = Signal(str)
     done = Signal()
+    log_line = Signal(str)
 
     def __init__(self, run_dir: str | Path, fmt: str = "keras", parent: QWidget | None = None,
-                 folder: str | Path | None = None) -> None:
+                 folder: str | Path | None = None, engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent)
         self._run_dir = Path(run_dir)
-        self._cancel = threading.Event()
+        self._engine_command = engine_command
+        self._cancelled = False
         self._close_when_done = False
         self._result: ExportResult | None = None
-        self._tasks = TaskThread("export", self, expected=(ExportError, ExportCancelled))
+        self._answer: dict | None = None  # the export_result line of the running export
+        self._process = EngineProcess(self)
+        self._process.event.connect(self._on_event)
+        self._process.log_line.connect(self.log_line)
+        self._process.finished.connect(self._on_process_finished)
+        self._process.start_failed.connect(self._on_failed)
         self.setWindowTitle(f"Export {self._run_dir.name}")
         self.setMinimumWidth(660)  # the report lines fit unwrapped
 
@@ -66,7 +79,7 @@ class ExportDialog(QDialog):
         self._inputs = (self._format, self._output, browse, self._check)
 
         self._progress = QProgressBar(minimum=0, maximum=1000, textVisible=False)
-        self._status = QLabel(wordWrap=True)
+        self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.RichText)  # _show_status escapes
         self._report = QLabel(wordWrap=True, textFormat=Qt.TextFormat.RichText)
         self._report.setOpenExternalLinks(True)
         self._report.setVisible(False)
@@ -108,11 +121,8 @@ class ExportDialog(QDialog):
     def set_check(self, images: int) -> None:
         self._check.setValue(images)
 
-    def export_result(self) -> ExportResult | None:
-        return self._result
-
     def is_running(self) -> bool:
-        return self._tasks.busy()
+        return self._process.is_running()
 
     def start(self) -> None:
         if self.is_running():
@@ -120,23 +130,32 @@ class ExportDialog(QDialog):
         if not self._output.text().strip():
             self._show_status("Choose where to save the export.", error=True)
             return
-        run_dir, fmt, output, check = self._run_dir, self.format_name(), self.output_path(), self._check.value()
-        self._cancel.clear()
-        self._result = None
+        self._cancelled = False
+        self._result = self._answer = None
         self._set_running(True)
         self._report.setVisible(False)
         self._show_status("Starting…")
         self._progress.setValue(0)
-        cancel = self._cancel.is_set
-        self._tasks.submit(lambda report: export_run(run_dir, fmt, output, check=check, progress=report,
-                                                     cancel=cancel),
-                           on_success=self._on_succeeded, on_failure=self._on_failed, on_progress=self._on_progress)
+        self._process.start(self._engine_command(
+            "export", str(self._run_dir), "--format", self.format_name(), "--output", str(self.output_path()),
+            "--check", str(self._check.value()), "--json"), stdin=False)
 
     def cancel(self) -> None:
+        """End the export process; it removes what it had half written (killed after a grace period)."""
         if self.is_running():
-            self._cancel.set()
+            self._cancelled = True
             self._close_button.setEnabled(False)
-            self._show_status("Cancelling… (after the current step)")
+            self._show_status("Cancelling…")
+            self._process.terminate(CANCEL_GRACE_S)
+
+    def shutdown(self) -> None:
+        """Cancel and wait until the process has ended (the window is closing: an export left
+        running would be killed with the application, before it could remove its temporaries)."""
+        if self.is_running():
+            self.cancel()
+            if not self._process.wait(int(CANCEL_GRACE_S * 1000)):
+                self._process.kill()
+                self._process.wait(2000)
 
     def reject(self) -> None:
         """Close; while an export runs, cancel it and close when the worker has stopped."""
@@ -174,10 +193,32 @@ class ExportDialog(QDialog):
         if self._result is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._result.path.parent)))
 
-    def _on_progress(self, fraction: float, message: str) -> None:
-        self._progress.setValue(round(fraction * 1000))
-        if not self._cancel.is_set():
-            self._show_status(message + "…" if fraction < 1 else message)
+    def _on_event(self, event: dict) -> None:
+        kind = event.get("type")
+        if kind == "progress":
+            fraction = float(event.get("fraction") or 0.0)
+            message = str(event.get("message") or "")
+            self._progress.setValue(round(min(max(fraction, 0.0), 1.0) * 1000))
+            if not self._cancelled:
+                self._show_status(message + "…" if fraction < 1 else message)
+        elif kind == "export_result":
+            self._answer = event
+
+    def _on_process_finished(self, code: int, crashed: bool, message: str) -> None:
+        if self._cancelled:
+            if self._process.killed:  # it did not unwind in time: clear its hidden temporaries
+                _remove_partials(self.output_path())
+            self._on_failed("Cancelled: nothing was saved.")
+            return
+        if self._answer is not None and code in (0, 1):  # 1: written but the parity check failed
+            try:
+                self._on_succeeded(ExportResult.from_dict(self._answer))
+                return
+            except ValueError as exc:
+                message = f"the export printed a result the window cannot read ({exc})"
+        if code == EXIT_INTERRUPTED and not message:
+            message = "the export was interrupted"
+        self._on_failed(message or ("the export process crashed" if crashed else f"the export exited with code {code}"))
 
     def _on_succeeded(self, result: ExportResult) -> None:
         self._result = result
@@ -199,12 +240,11 @@ class ExportDialog(QDialog):
         self.succeeded.emit(result)
         self._finish()
 
-    def _on_failed(self, exc: Exception) -> None:
+    def _on_failed(self, message: str) -> None:
         self._set_running(False)
         self._progress.setValue(0)
-        message = ("Cancelled: nothing was saved." if isinstance(exc, ExportCancelled)
-                   else str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        self._show_status(message, error=not isinstance(exc, ExportCancelled))
+        message = _without_prefix(message)
+        self._show_status(message, error=not self._cancelled)
         self.failed.emit(message)
         self._finish()
 
@@ -226,6 +266,24 @@ class ExportDialog(QDialog):
     def _show_status(self, text: str, error: bool = False) -> None:
         self._status.setText(f"<span style='color:{FAIL_COLOR}'>{html.escape(text)}</span>" if error
                              else html.escape(text))
+
+
+def _without_prefix(line: str) -> str:
+    """``replica-studio export: <problem>`` -> ``<problem>``: the dialog already says what it does."""
+    prefix = "replica-studio export: "
+    return line[len(prefix):] if line.startswith(prefix) else line
+
+
+def _remove_partials(output: Path) -> None:
+    """The hidden temporaries of an export killed before it could remove them
+    (``.<name>.<hex>.partial<suffix>``, and its card's, beside the destination)."""
+    import shutil
+
+    for path in output.parent.glob(f".{output.name}*.partial*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _report_html(result: ExportResult) -> str:

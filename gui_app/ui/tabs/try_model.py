@@ -10,153 +10,56 @@ drops go on to its parent, so a dataset dropped on the Try tab still reaches the
 
 Each image is shown as the model sees it (resized, grey or colour, enlarged without
 smoothing so the pixels stay visible) beside a bar chart of its top-5 classes. Loading the
-model and predicting happen on a :class:`TaskThread`, never on the GUI thread. Signals:
-``model_loaded(str)`` (a one-line description), ``predictions_ready(list)`` (the new
-``Prediction`` objects), ``failed(str)`` (one line).
+model and predicting happen in a long-lived engine process, ``replica-studio predict
+--serve MODEL`` (TensorFlow, LiteRT and ONNX Runtime never enter the window's process): it is
+started when a model is set, replaced when the model changes and ended with the panel
+(:meth:`TryPanel.shutdown`). An image the model cannot read is shown inline, in red, and the
+others are still classified. Signals: ``model_loaded(str)`` (a one-line description),
+``predictions_ready(list)`` (the new :class:`~gui_app.core.predictions.Prediction` objects),
+``image_failed(str, str)`` (path, one line), ``failed(str)`` (one line), ``log_line(str)``
+(the engine's stderr, for the Log tab).
 """
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu, QPushButton, QScrollArea,
-                               QSizePolicy, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QScrollArea, QToolButton,
+                               QVBoxLayout, QWidget)
 
-from gui_app.core.export import ExportCancelled, ExportError, Prediction, Predictor, load_predictor
-from gui_app.ui.workers.task_thread import TaskThread
+from gui_app.core.predictions import Prediction
+from gui_app.core.rundir import is_image_file, model_kind, model_source
+from gui_app.identity import app_command
+from gui_app.ui.tabs.prediction_rows import ERROR_COLOR, TOP_K, ErrorRow, PredictionRow
+from gui_app.ui.workers.process import EngineProcess
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
-MODEL_SUFFIXES = (".keras", ".tflite", ".onnx")
-TOP_K = 5
-THUMBNAIL = 96
 TEST_SAMPLES = 8
-BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
-TRUE_CLASS_COLOR = "#59a14f"
+STOP_GRACE_S = 5.0
 _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tflite": "TensorFlow Lite",
                "onnx": "ONNX"}
-
-
-def model_source_for(path: str | Path) -> Path:
-    """What to load for a chosen file: a SavedModel's ``saved_model.pb`` means its folder, and a
-    run's ``model.keras`` means the run (which adds the softmax and the class names the bare
-    file lacks: it outputs logits and has no model card)."""
-    path = Path(path)
-    if path.name == "saved_model.pb" or (path.name == "model.keras" and (path.parent / "config.json").is_file()):
-        return path.parent
-    return path
-
-
-def is_model_path(path: Path) -> bool:
-    """A model file, a SavedModel folder or a run folder with a trained model."""
-    if path.is_dir():
-        return (path / "saved_model.pb").is_file() or (path / "model.keras").is_file()
-    return path.suffix.lower() in MODEL_SUFFIXES
-
-
-def is_image_path(path: Path) -> bool:
-    return path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir()
-
-
-def to_qimage(image: np.ndarray) -> QImage:
-    """(H, W, 1|3) uint8 -> a QImage that owns its pixels."""
-    image = np.ascontiguousarray(image)
-    height, width, channels = image.shape
-    fmt = QImage.Format.Format_Grayscale8 if channels == 1 else QImage.Format.Format_RGB888
-    return QImage(image.data, width, height, width * channels, fmt).copy()
-
-
-class TopKBars(QWidget):
-    """Horizontal bars: class name, probability bar, percentage; the true class in green."""
-
-    ROW = 18
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._entries: list[tuple[str, float]] = []
-        self._true_name: str | None = None
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-
-    def set_entries(self, entries: Sequence[tuple[str, float]], true_name: str | None = None) -> None:
-        self._entries = [(str(n), float(p)) for n, p in entries]
-        self._true_name = true_name
-        self.setFixedHeight(self.ROW * max(len(self._entries), 1))
-        self.update()
-
-    def entries(self) -> list[tuple[str, float]]:
-        return list(self._entries)
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        return QSize(280, self.ROW * max(len(self._entries), 1))
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
-        painter = QPainter(self)
-        metrics = painter.fontMetrics()
-        name_width = min(max((metrics.horizontalAdvance(n) for n, _ in self._entries), default=0) + 8, 140)
-        percent_width = metrics.horizontalAdvance("100.0 %") + 8
-        bar_width = max(self.width() - name_width - percent_width, 10)
-        text_color = self.palette().color(QPalette.ColorRole.WindowText)
-        bar_color = self.palette().color(QPalette.ColorRole.Highlight)
-        for row, (name, probability) in enumerate(self._entries):
-            top = row * self.ROW
-            painter.setPen(text_color)
-            label = metrics.elidedText(name, Qt.TextElideMode.ElideRight, name_width - 8)
-            align = Qt.AlignmentFlag.AlignVCenter
-            painter.drawText(QRectF(0, top, name_width, self.ROW), align | Qt.AlignmentFlag.AlignLeft, label)
-            color = QColor(TRUE_CLASS_COLOR) if name == self._true_name else bar_color
-            painter.fillRect(QRectF(name_width, top + 3, bar_width * probability, self.ROW - 6), color)
-            painter.drawText(QRectF(name_width + bar_width, top, percent_width, self.ROW),
-                             align | Qt.AlignmentFlag.AlignRight, f"{probability:.1%}")
-        painter.end()
-
-
-class _PredictionRow(QFrame):
-    def __init__(self, prediction: Prediction, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.prediction = prediction
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        image = QLabel()
-        pixmap = QPixmap.fromImage(to_qimage(prediction.image))
-        # Nearest neighbour: an 8x8 digit should look like 8x8 pixels, not a blur.
-        image.setPixmap(pixmap.scaled(THUMBNAIL, THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio,
-                                      Qt.TransformationMode.FastTransformation))
-        image.setFixedSize(THUMBNAIL, THUMBNAIL)
-        image.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        h, w, c = prediction.image.shape
-        caption = f"<b>{html.escape(Path(prediction.source).name)}</b><br>{w}×{h} {'grey' if c == 1 else 'colour'}"
-        true_name = None
-        if prediction.label is not None:
-            true_name = prediction.class_names[prediction.label]
-            caption += f"<br>true class: {html.escape(true_name)}"
-        text = QLabel(caption, textFormat=Qt.TextFormat.RichText, wordWrap=True)
-        text.setFixedWidth(150)  # the same in every row, so the bar charts line up
-        text.setToolTip(prediction.source)
-        self.bars = TopKBars()
-        self.bars.set_entries([(name, p) for _, name, p in prediction.top(TOP_K)], true_name)
-        self.bars.setMaximumWidth(BARS_MAX_WIDTH)
-        layout = QHBoxLayout(self)
-        layout.addWidget(image)
-        layout.addWidget(text)
-        layout.addWidget(self.bars, 1)
-        layout.addStretch(0)
 
 
 class TryPanel(QWidget):
     model_loaded = Signal(str)
     predictions_ready = Signal(list)
+    image_failed = Signal(str, str)
     failed = Signal(str)
+    log_line = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent)
-        self._tasks = TaskThread("try-model", self, expected=(ExportError, ExportCancelled))
-        self._predictor: Predictor | None = None
-        self._generation = 0  # predictions of a replaced model are dropped when they arrive
+        self._engine_command = engine_command
+        self._server: EngineProcess | None = None  # the predict --serve process of the model
+        self._info: dict | None = None  # its "ready" line, once the model is loaded
         self._source: Path | None = None  # what is loaded or loading
-        self._waiting: list[str] = []  # images added while the model loads
-        self._rows: list[_PredictionRow] = []
+        self._waiting: list[dict] = []  # requests made while the model loads
+        self._next_id = 0
+        self._rows: list[PredictionRow] = []
+        self._error_rows: list[ErrorRow] = []
         self.last_dir = str(Path.home())  # where the file dialogs start
         self.setAcceptDrops(True)
 
@@ -201,145 +104,192 @@ class TryPanel(QWidget):
 
     # ---- public ---------------------------------------------------------------------------
     def set_model_source(self, path: str | Path) -> None:
-        """Try the model of a run folder or an exported file (loaded in the background)."""
-        self._generation += 1
-        generation = self._generation
+        """Try the model of a run folder or an exported file: (re)start its predict process."""
+        self._end_server()
         self.clear()
-        self._predictor = None
-        self._source = Path(path)
         self._waiting = []
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
+        if not Path(path).exists():  # a typo or a moved file should not cost a TensorFlow start
+            self._source = None
+            self._model_label.setText("No model.")
+            self._fail(f"{path}: no such file or folder")
+            return
+        self._source = Path(path)
         self._model_label.setText(f"Loading {html.escape(Path(path).name)}…")
-        self._status.setText("Loading the model (the first one takes a few seconds: TensorFlow starts)…")
-        self._tasks.submit(lambda report: load_predictor(path),
-                           on_success=lambda p: self._on_model_loaded(generation, p),
-                           on_failure=lambda exc: self._on_model_failed(generation, exc))
+        self._model_label.setToolTip(str(path))
+        self._status.setText("Loading the model (TensorFlow starts in its own process: a few seconds)…")
+        server = EngineProcess(self)
+        server.event.connect(lambda event: self._on_server_event(server, event))
+        server.log_line.connect(self.log_line)
+        server.finished.connect(lambda code, crashed, line: self._on_server_finished(server, code, line))
+        server.start_failed.connect(lambda line: self._on_server_finished(server, -1, line))
+        self._server = server
+        server.start(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K)))
 
-    def predictor(self) -> Predictor | None:
-        return self._predictor
+    def model_info(self) -> dict | None:
+        """The loaded model's ``ready`` line: model, kind, class_names, input_shape, warnings,
+        has_test_set; None while none is loaded."""
+        return self._info
 
     def model_source(self) -> Path | None:
         """The run folder or file last given to :meth:`set_model_source` (loaded or loading)."""
         return self._source
 
     def is_loading(self) -> bool:
-        return self._source is not None and self._predictor is None
+        return self._source is not None and self._info is None
 
     def add_image_files(self, paths: Sequence[str | Path]) -> None:
         paths = [str(p) for p in paths]
-        if not paths:
-            return
-        if self.is_loading():
-            self._waiting += paths
-            self._status.setText(f"{len(self._waiting)} image{'s' if len(self._waiting) != 1 else ''} "
-                                 f"waiting for the model to load…")
-            return
-        predictor = self._ready()
-        if predictor is None:
-            return
-        self._status.setText(f"Classifying {len(paths)} image{'s' if len(paths) != 1 else ''}…")
-        self._run(lambda report: predictor.predict_files(paths))
+        if paths:
+            self._request({"images": paths}, f"Classifying {_count(len(paths), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
-        predictor = self._ready()
-        if predictor is None:
+        if self._info is not None and not self._info.get("has_test_set"):
+            self._fail("The model's card names no dataset, so there are no test samples to draw.")
             return
-        self._status.setText(f"Loading {count} test images…")
+        self._request({"test_samples": int(count)}, f"Classifying {_count(count, 'test image')}…")
 
-        def task(report):
-            images, labels = predictor.test_samples(count)
-            return predictor.predict_images(images, [f"test image {i + 1}" for i in range(len(images))], labels)
-        self._run(task)
-
-    def rows(self) -> list[_PredictionRow]:
+    def rows(self) -> list[PredictionRow]:
         return list(self._rows)
 
+    def error_rows(self) -> list[ErrorRow]:
+        return list(self._error_rows)
+
     def clear(self) -> None:
-        for row in self._rows:
+        for row in [*self._rows, *self._error_rows]:
             self._list.removeWidget(row)
             row.deleteLater()
         self._rows.clear()
+        self._error_rows.clear()
         self._placeholder.setVisible(True)
 
     def shutdown(self) -> None:
-        self._tasks.shutdown()
+        """End the model's process (the tab's model is gone, or the window closes)."""
+        self._end_server(wait=True)
 
     # ---- drag and drop ---------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
         # Ignored drags (a dataset folder, an .npz) go on to the window, which opens datasets.
-        if any(is_image_path(p) or is_model_path(p) for p in _local_paths(event.mimeData())):
+        if any(is_image_file(p) or model_kind(p) for p in _local_paths(event.mimeData())):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dropEvent(self, event) -> None:  # noqa: N802 - Qt API
         paths = _local_paths(event.mimeData())
-        models = [p for p in paths if is_model_path(p)]
-        images = [p for p in paths if is_image_path(p)]
+        models = [p for p in paths if model_kind(p)]
+        images = [p for p in paths if is_image_file(p)]
         if not (models or images):
             event.ignore()
             return
         event.acceptProposedAction()
         if models:
-            self.set_model_source(model_source_for(models[0]))
+            self.set_model_source(model_source(models[0]))
         self.add_image_files(images)  # after a dropped model: they wait for it to load
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.shutdown()
         super().closeEvent(event)
 
-    # ---- internals -------------------------------------------------------------------------
-    def _ready(self) -> Predictor | None:
-        if self._predictor is None:
-            self._fail("Open a model first (a run folder or an exported file).")
-        return self._predictor
-
-    def _run(self, task) -> None:
-        generation = self._generation
-        self._tasks.submit(task, on_success=lambda found: self._on_predictions(generation, found),
-                           on_failure=lambda exc: self._on_failed(generation, exc))
-
-    def _on_model_loaded(self, generation: int, predictor: Predictor) -> None:
-        if generation != self._generation:
+    # ---- the predict process ---------------------------------------------------------------
+    def _request(self, request: dict, status: str) -> None:
+        if self.is_loading():
+            self._waiting.append(request)
+            waiting = sum(len(r.get("images", ())) + r.get("test_samples", 0) for r in self._waiting)
+            self._status.setText(f"{_count(waiting, 'image')} waiting for the model to load…")
             return
-        self._predictor = predictor
-        h, w, c = predictor.input_shape
-        description = (f"{predictor.source.name}: {_KIND_NAMES[predictor.kind]}, {w}×{h} "
-                       f"{'grey' if c == 1 else 'colour'}, {len(predictor.class_names)} classes")
+        if self._info is None or self._server is None:
+            self._fail("Open a model first (a run folder or an exported file).")
+            return
+        self._next_id += 1
+        self._status.setText(status)
+        self._server.write_line(json.dumps({"id": self._next_id, **request}))
+
+    def _end_server(self, wait: bool = False) -> None:
+        server, self._server = self._server, None
+        self._info = None
+        if server is not None:
+            server.finished.connect(server.deleteLater)
+            server.start_failed.connect(server.deleteLater)
+            server.terminate(STOP_GRACE_S)  # SIGTERM ends even a model that is still loading
+            if wait and not server.wait(int(STOP_GRACE_S * 1000)):
+                server.kill()
+                server.wait(2000)
+
+    def _on_server_event(self, server: EngineProcess, event: dict) -> None:
+        if server is not self._server:
+            return  # a replaced model's late answer
+        kind = event.get("type")
+        if kind == "ready":
+            self._on_model_loaded(event)
+        elif kind == "predictions":
+            self._on_predictions(event.get("predictions") or [])
+        elif kind == "error":
+            message = str(event.get("message") or "failed")
+            if event.get("image"):
+                self._add_error_row(str(event["image"]), message)
+            else:
+                self._fail(message)
+
+    def _on_server_finished(self, server: EngineProcess, code: int, line: str) -> None:
+        if server is not self._server:
+            return
+        loading = self._info is None
+        self._server, self._info = None, None
+        server.deleteLater()
+        for button in (self._add_button, self._samples_button):
+            button.setEnabled(False)
+        self._source, self._waiting = None, []
+        self._model_label.setText("No model.")
+        reason = _without_prefix(line) or f"the model process ended (exit code {code})"
+        self._fail(reason if loading else f"The model process ended: {reason}")
+
+    def _on_model_loaded(self, info: dict) -> None:
+        self._info = info
+        h, w, c = info["input_shape"]
+        name = Path(str(info.get("model") or self._source)).name
+        kind = _KIND_NAMES.get(str(info.get("kind")), str(info.get("kind")))
+        description = (f"{name}: {kind}, {w}×{h} {'grey' if c == 1 else 'colour'}, "
+                       f"{len(info['class_names'])} classes")
         self._model_label.setText(f"<b>{html.escape(description)}</b>")
-        self._model_label.setToolTip(str(predictor.source))
         self._add_button.setEnabled(True)
-        self._samples_button.setEnabled(predictor.dataset_config is not None)
-        self._status.setText(" ".join(predictor.warnings) or "Drop images here, or add test samples.")
+        self._samples_button.setEnabled(bool(info.get("has_test_set")))
+        self._status.setText(" ".join(info.get("warnings") or []) or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
         waiting, self._waiting = self._waiting, []
-        self.add_image_files(waiting)
+        for request in waiting:
+            self._request(request, "Classifying…")
 
-    def _on_model_failed(self, generation: int, exc: Exception) -> None:
-        if generation == self._generation:
-            self._model_label.setText("No model.")
-            self._source, self._waiting = None, []
-            self._fail(str(exc))
-
-    def _on_predictions(self, generation: int, predictions: list[Prediction]) -> None:
-        if generation != self._generation:
-            return
+    def _on_predictions(self, found: list) -> None:
+        names = self._info["class_names"] if self._info else []
+        predictions = []
+        for data in found:
+            try:
+                predictions.append(Prediction.from_dict(data, names))
+            except ValueError as exc:
+                self._fail(str(exc))
         for prediction in predictions:
-            row = _PredictionRow(prediction)
-            self._list.insertWidget(len(self._rows) + 1, row)  # after the (hidden) placeholder
+            row = PredictionRow(prediction)
+            self._insert_row(row)
             self._rows.append(row)
-        self._placeholder.setVisible(not self._rows)
-        self._status.setText(f"{len(self._rows)} image{'s' if len(self._rows) != 1 else ''} classified.")
+        self._status.setText(f"{_count(len(self._rows), 'image')} classified.")
         self.predictions_ready.emit(predictions)
 
-    def _on_failed(self, generation: int, exc: Exception) -> None:
-        if generation == self._generation:
-            self._fail(str(exc))
+    def _add_error_row(self, source: str, message: str) -> None:
+        row = ErrorRow(source, message)
+        self._insert_row(row)
+        self._error_rows.append(row)
+        self.image_failed.emit(source, message)
+
+    def _insert_row(self, row: QWidget) -> None:
+        # After the (hidden) placeholder and the rows already there, before the stretch.
+        self._list.insertWidget(self._list.count() - 1, row)
+        self._placeholder.setVisible(False)
 
     def _fail(self, message: str) -> None:
         line = message.strip().splitlines()[0] if message.strip() else "failed"
-        self._status.setText(f"<span style='color:#e15759'>{html.escape(line)}</span>")
+        self._status.setText(f"<span style='color:{ERROR_COLOR}'>{html.escape(line)}</span>")
         self.failed.emit(line)
 
     def open_model_file_dialog(self) -> None:
@@ -348,7 +298,7 @@ class TryPanel(QWidget):
                                               "Models (*.keras *.tflite *.onnx saved_model.pb)")
         if path:
             self.last_dir = str(Path(path).parent)
-            self.set_model_source(model_source_for(path))
+            self.set_model_source(model_source(path))
 
     def _on_open_model_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a run or SavedModel folder", self.last_dir)
@@ -366,3 +316,13 @@ class TryPanel(QWidget):
 
 def _local_paths(mime) -> list[Path]:
     return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _without_prefix(line: str) -> str:
+    """``replica-studio predict: <problem>`` -> ``<problem>``."""
+    prefix = "replica-studio predict: "
+    return line[len(prefix):] if line.startswith(prefix) else line

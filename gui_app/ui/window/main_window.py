@@ -3,14 +3,19 @@
 Left: the ConfigPanel (devices, dataset, model, strategy, hyperparameters). Right: the run's
 progress, the tabs (Dataset, Training, Replicas, Evaluation, Try, Log) and the run list. The
 RunSupervisor runs the engine; its batched events feed the charts and the progress line.
-Files and drops live in ``WindowFiles``, the Export menu and the Try tab in ``WindowModels``.
+
+The window owns objects with one job each, composed here: ``shown`` (:class:`ShownRun`, the
+run on screen, with its ``changed`` signal), ``models`` (:class:`ModelActions`, the Export
+menu and the Try tab), ``files`` (:class:`FileActions`, open, drop, load, save) and
+``actions`` (:class:`WindowActions`, menus and toolbar). Every engine process -- training,
+devices, inspection, export, prediction -- is built by the same ``engine_command``.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
@@ -31,15 +36,16 @@ from gui_app.ui.workers.supervisor import EngineCommand, RunSupervisor
 from gui_app.ui.tabs.training import TrainingCharts
 from gui_app.ui.tabs.try_model import TryPanel
 from gui_app.ui.window.actions import WindowActions
-from gui_app.ui.window.files import WindowFiles
-from gui_app.ui.window.models import WindowModels
+from gui_app.ui.window.file_actions import FileActions
+from gui_app.ui.window.model_actions import ModelActions
+from gui_app.ui.window.shown_run import ShownRun
 
 TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
 STATE_TEXT = {"idle": "Ready", "starting": "Starting the engine (TensorFlow loads in a few seconds)…",
               "running": "Training", "paused": "Paused", "stopping": "Stopping: writing a checkpoint…"}
 
 
-class MainWindow(WindowFiles, WindowModels, QMainWindow):
+class MainWindow(QMainWindow):
     def __init__(self, settings: Settings | None = None, runs_dir: str | Path | None = None,
                  engine_command: EngineCommand = default_engine_command) -> None:
         super().__init__()
@@ -53,7 +59,7 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         self.training_charts = TrainingCharts()
         self.replica_charts = ReplicaCharts()
         self.evaluation = EvaluationView()
-        self.try_panel = TryPanel()
+        self.try_panel = TryPanel(engine_command=engine_command)
         self.log = LogPanel()
         self.runs = RunsPanel(self.runs_dir)
         self.progress = RunProgress()
@@ -62,11 +68,15 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
                                             self.evaluation, self.try_panel, self.log)):
             self.tabs.addTab(widget, name)
         self.actions = WindowActions(self, TAB_NAMES)
+        self.shown = ShownRun(self.training_charts, self.replica_charts, self.evaluation, self.progress, self)
+        self.models = ModelActions(self, self.shown, self.tabs, self.try_panel, self.settings, engine_command)
+        self.files = FileActions(self, shown=self.shown, config_panel=self.config_panel, runs=self.runs,
+                                 tabs=self.tabs, dataset_tab=self.preview, models=self.models,
+                                 settings=self.settings, runs_dir=self.runs_dir, is_busy=self.supervisor.is_active)
         self._build_layout()
         self.state_label, self.devices_label = QLabel("Ready"), QLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
         self.statusBar().addPermanentWidget(self.devices_label)
-        self.shown_run: str | None = None  # the run whose charts are on screen
         self.failure_box: QMessageBox | None = None
         self._close_when_stopped = False
         self._connect()
@@ -97,19 +107,26 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         a.pause.triggered.connect(lambda: sup.resume() if sup.state() == "paused" else sup.pause())
         a.checkpoint.triggered.connect(sup.checkpoint)
         a.resume_run.triggered.connect(lambda: self.resume_run(self.runs.selected_paths()[0]))
-        a.new_run.triggered.connect(self.new_run)
-        a.open_run.triggered.connect(self._on_open_run_dialog)
-        a.load_config.triggered.connect(self._on_load_config_dialog)
-        a.save_config.triggered.connect(self._on_save_config_dialog)
+        f, m, shown = self.files, self.models, self.shown
+        a.new_run.triggered.connect(f.new_run)
+        a.open_run.triggered.connect(f.open_run_dialog)
+        a.load_config.triggered.connect(f.load_config_dialog)
+        a.save_config.triggered.connect(f.save_config_dialog)
         a.quit.triggered.connect(self.close)
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
         a.getting_started.triggered.connect(lambda: GettingStartedDialog(self.runs_dir, self).open())
-        a.open_model.triggered.connect(self.try_model_file)
+        a.open_model.triggered.connect(m.try_model_file)
         for fmt, action in a.export.items():
-            action.triggered.connect(lambda _=False, fmt=fmt: self.export_model(fmt))
+            action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
         for i, action in enumerate(a.tabs):
             action.triggered.connect(lambda _=False, i=i: self.tabs.setCurrentIndex(i))
-        self.tabs.currentChanged.connect(self._on_tab_changed)
+        shown.changed.connect(self._on_shown_changed)
+        shown.note.connect(self.log.note)
+        m.note.connect(self.log.note)
+        m.log_line.connect(self.log.append_line)
+        self.try_panel.log_line.connect(self.log.append_line)
+        f.status.connect(self.state_label.setText)
+        f.recent_changed.connect(self._fill_recent)
         sup.events.connect(self._on_events)
         sup.run_started.connect(self._on_run_started)
         sup.finished.connect(self._on_finished)
@@ -123,10 +140,10 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         panel.inspect_failed.connect(self.preview.show_error)
         panel.devices.detected.connect(lambda _: self.devices_label.setText(panel.devices.status.text()))
         panel.devices.detection_failed.connect(self._on_detection_failed)
-        self.runs.open_requested.connect(self.open_run)
-        self.runs.overlay_requested.connect(self.overlay_runs)
+        self.runs.open_requested.connect(f.open_run)
+        self.runs.overlay_requested.connect(f.overlay_runs)
         self.runs.resume_requested.connect(self.resume_run)
-        self.runs.export_requested.connect(lambda run_dir: self.export_model("keras", run_dir))
+        self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         self.runs.tree.itemSelectionChanged.connect(self._update_actions)
 
     def _restore(self) -> None:
@@ -151,7 +168,7 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         self.config_panel.set_config(config)
         self.config_panel.dataset.last_dir = self.config_panel.model.last_dir = s.last_open_dir or ""
         self.try_panel.last_dir = s.last_export_dir or s.last_open_dir or self.try_panel.last_dir
-        self.actions.fill_recent(s.recent_runs, self.open_run, self._clear_recent)
+        self._fill_recent(s.recent_runs)
         self._update_actions()
 
     def start(self) -> None:
@@ -163,7 +180,7 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         config = self.config_panel.config()
         if config is None or self.supervisor.is_active():
             return
-        self._clear_run_view()
+        self.shown.clear()
         self.log.note(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})")
         self.supervisor.start_train(config, self.runs_dir)
         self.tabs.setCurrentWidget(self.training_charts)
@@ -171,31 +188,17 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
     def resume_run(self, run_dir: str) -> None:
         if self.supervisor.is_active():
             return
-        self._clear_run_view()
+        self.shown.clear()
         # The history first: the resumed engine appends to the same events.jsonl, and the
         # charts drop any steps after the checkpoint when its run_started arrives.
-        self._add_events(list(read_events(run_dir)))
-        self.shown_run = str(run_dir)
+        self.shown.add_events(list(read_events(run_dir)))
+        self.shown.set_path(str(run_dir))
         self.log.note(f"Resuming {Path(run_dir).name}")
         self.supervisor.start_resume(run_dir)
         self.tabs.setCurrentWidget(self.training_charts)
 
-    def _clear_run_view(self) -> None:
-        for widget in (self.training_charts, self.replica_charts, self.progress):
-            widget.reset()
-        self.training_charts.set_overlay(None)
-        self.evaluation.clear()
-        self.shown_run = None
-        self.setWindowTitle("Replica Studio")
-        self._update_actions()
-
-    def _add_events(self, events: list[dict]) -> None:
-        self.training_charts.add_events(events)
-        self.replica_charts.add_events(events)
-        self.progress.add_events(events)
-
     def _on_events(self, events: list[dict]) -> None:
-        self._add_events(events)
+        self.shown.add_events(events)
         for event in events:
             if event.get("type") == "eval":
                 self.evaluation.show_eval(event)
@@ -203,10 +206,17 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
                 self.log.note(f"Engine error: {event.get('message')}")
 
     def _on_run_started(self, event: dict) -> None:
-        self.shown_run = str(event.get("run_dir") or self.shown_run or "")
-        self.setWindowTitle(f"Replica Studio — {Path(self.shown_run).name}")
-        self.runs.set_active_run(self.shown_run)
-        self._add_recent(self.shown_run)
+        self.shown.set_path(str(event.get("run_dir") or self.shown.path or ""))
+        self.runs.set_active_run(self.shown.path)
+        if self.shown.path:
+            self.files.add_recent(self.shown.path)
+
+    def _on_shown_changed(self, run: str) -> None:
+        self.setWindowTitle(f"Replica Studio — {Path(run).name}" if run else "Replica Studio")
+        self._update_actions()
+
+    def _fill_recent(self, paths: list[str]) -> None:
+        self.actions.fill_recent(paths, self.files.open_run, self.files.clear_recent)
 
     def _on_finished(self, status: str, run_dir: str, message: str) -> None:
         self.runs.set_active_run(None)
@@ -220,9 +230,9 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
             if status in ("failed", "interrupted") and message:
                 self.runs.set_note(run_dir, message)
             self.runs.select(run_dir)
-            if status == "completed" and self._show_evaluation(run_dir):
+            if status == "completed" and self.shown.show_evaluation(run_dir):
                 self.tabs.setCurrentWidget(self.evaluation)
-        self._model_run_changed()  # a completed run now has its model.keras
+        self.shown.model_may_have_changed()  # a completed run now has its model.keras
         save_settings(self.settings)
         if self._close_when_stopped:
             QTimer.singleShot(0, self.close)
@@ -241,14 +251,7 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
         selected = self.runs.selected_paths()
         resumable = len(selected) == 1 and any(r.resumable for r in self.runs.runs() if str(r.path) == selected[0])
         self.actions.update(self.supervisor.state(), self.config_panel.is_valid(), resumable,
-                            exportable=self.model_run() is not None)
-
-    def _show_evaluation(self, run_dir: str) -> bool:
-        try:
-            return self.evaluation.show_run(run_dir)
-        except ValueError as exc:
-            self.log.note(str(exc))
-            return False
+                            exportable=self.shown.model_run() is not None)
 
     # ---- settings, about, closing ----------------------------------------------------
     def _remember_config(self) -> None:
@@ -304,9 +307,19 @@ class MainWindow(WindowFiles, WindowModels, QMainWindow):
             self.supervisor.stop()
             return
         self.save_window_settings()
-        self._cancel_export()
-        self.try_panel.shutdown()
+        self.models.close()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
         self.supervisor.close()
         event.accept()
+
+    # ---- drag and drop: anywhere on the window ---------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt override)
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt override)
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        self.files.drop(paths)
+        if paths:
+            event.acceptProposedAction()

@@ -43,9 +43,6 @@ class Inspector(QObject):
         self._wanted = wanted
         self._timer.start()  # restarts: a burst of edits gives one inspection
 
-    def is_busy(self) -> bool:
-        return self._timer.isActive() or (self._job is not None and self._job.is_running())
-
     def cancel(self) -> None:
         self._timer.stop()
         if self._job is not None:

@@ -1,94 +1,215 @@
-"""Run a short engine command (``devices --json``, ``inspect ...``) without blocking the GUI.
+"""The one process runner: every engine process the window starts goes through :class:`EngineProcess`.
 
-A QProcess is asynchronous by construction: it is driven by the event loop's socket
-notifiers, so it needs no thread of its own and its signals arrive on the GUI thread where
-the result is shown. The command prints one JSON object on stdout; on failure the engine
-exits non-zero with a one-line reason on stderr, which becomes :attr:`failed`'s message.
+Training (the RunSupervisor's worker), device detection and inspection (:class:`JsonCommand`),
+export (the Export dialog) and prediction (the Try tab's ``predict --serve``) all run
+``gui_app.identity.app_command(...)`` here, so TensorFlow never enters the window's process.
 
-Usage, in the spirit of Anki's ``QueryOp``::
+A QProcess is asynchronous by construction: the event loop of the thread it lives on reports
+"stdout readable", "stderr readable" and "exited", so it needs no thread of its own and no
+blocking reads. One line reader turns the pipes into signals:
 
-    job = JsonCommand(app_command("devices", "--json"), parent=self)
-    job.succeeded.connect(self._on_devices)
-    job.failed.connect(self._on_devices_failed)
-    job.start()
+    event(dict)                  a stdout line that is a JSON object (the engine's events)
+    log_line(str)                a stderr line (TensorFlow's log, the engine's reason) or a stray
+                                 stdout line, marked ``[engine stdout]``: for the Log tab
+    finished(code, crashed, msg) the process ended; ``msg`` is the line of stderr that explains
+                                 a failure (gui_app.core.engine_output.error_line) or ""
+    start_failed(str)            the program could not be started at all
+
+Ending: :meth:`terminate` asks (SIGTERM: the engine unwinds and removes its temporaries) and
+kills after a grace period; :meth:`kill_after` only arms the kill (after a cooperative
+``stop`` on stdin).
 """
 from __future__ import annotations
 
-import json
-import re
+from collections import deque
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
+from gui_app.core.engine_output import complete_lines, error_line, parse_json_line
 from gui_app.identity import app_env
 
-
-# A line that states an error itself (a Python exception, a fatal interpreter error), unlike
-# TensorFlow's log lines, which may say "error" about things that do not matter (cuInit).
-_ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b|Fatal Python error\b)")
-
-
-def is_error_line(line: str) -> bool:
-    return bool(_ERROR_LINE.match(line.strip()))
-
-
-def error_line(stderr: str, crashed: bool = False) -> str | None:
-    """The line of an engine's stderr that explains a failure.
-
-    The engine's contract: a failure ends with one line on stderr naming the reason, so that
-    is the last line. A process killed by a signal wrote no such line and its last line may
-    be any TensorFlow message, so then only a line that states an error is trusted."""
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    if not crashed:
-        return lines[-1] if lines else None
-    return next((ln for ln in reversed(lines) if is_error_line(ln)), None)
+STDERR_TAIL = 200  # lines kept to explain a failure
+DEFAULT_GRACE_S = 5.0
 
 
 def process_environment(extra: dict[str, str] | None = None) -> QProcessEnvironment:
     """app_env() as a QProcessEnvironment."""
-    values = app_env(extra)
     env = QProcessEnvironment()
-    for key, value in values.items():
+    for key, value in app_env(extra).items():
         env.insert(key, value)
     return env
 
 
+class EngineProcess(QObject):
+    event = Signal(dict)
+    log_line = Signal(str)
+    finished = Signal(int, bool, str)
+    start_failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._process: QProcess | None = None
+        self._stdout_tail = self._stderr_tail = b""
+        self._stderr_lines: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._kill_timer = QTimer(self, singleShot=True)
+        self._kill_timer.timeout.connect(self.kill)
+        self.terminated = False  # terminate() or kill() was called: the end was asked for
+        self.killed = False  # the grace period ran out (or kill() was called)
+
+    # ---- control ---------------------------------------------------------------------------
+    def start(self, command: list[str], env: dict[str, str] | None = None, stdin: bool = True) -> None:
+        """Run ``command``; without ``stdin`` its input is closed at once."""
+        if self.is_running():
+            raise RuntimeError("this EngineProcess is already running a command")
+        self._stdout_tail = self._stderr_tail = b""
+        self._stderr_lines.clear()
+        self.terminated = self.killed = False
+        process = QProcess(self)
+        process.setProcessEnvironment(process_environment(env))
+        process.readyReadStandardOutput.connect(self._on_stdout)
+        process.readyReadStandardError.connect(self._on_stderr)
+        process.finished.connect(self._on_finished)
+        process.errorOccurred.connect(self._on_error)
+        self._process = process
+        process.start(command[0], command[1:])
+        if not stdin:
+            process.closeWriteChannel()
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.state() != QProcess.ProcessState.NotRunning
+
+    def write_line(self, text: str) -> bool:
+        """Send one line on the process's stdin; False when it is not running."""
+        if not self.is_running():
+            return False
+        self._process.write((text.rstrip("\n") + "\n").encode("utf-8"))
+        return True
+
+    def close_stdin(self) -> None:
+        if self.is_running():
+            self._process.closeWriteChannel()
+
+    def terminate(self, grace_s: float = DEFAULT_GRACE_S) -> None:
+        """Ask the process to end (SIGTERM) and kill it if it has not after ``grace_s``."""
+        if self.is_running():
+            self.terminated = True
+            self._process.terminate()
+            self.kill_after(grace_s)
+
+    def kill_after(self, grace_s: float) -> None:
+        """Kill the process unless it has ended within ``grace_s`` seconds."""
+        if self.is_running():
+            self._kill_timer.start(max(0, int(grace_s * 1000)))
+
+    def kill(self) -> None:
+        if self.is_running():
+            self.terminated = self.killed = True
+            self._process.kill()
+
+    def wait(self, timeout_ms: int = 5000) -> bool:
+        """Block until the process has ended (its ``finished`` is emitted from here)."""
+        if not self.is_running():
+            return True
+        return self._process.waitForFinished(timeout_ms)
+
+    def stderr_lines(self) -> list[str]:
+        """The last lines of stderr (up to STDERR_TAIL)."""
+        return list(self._stderr_lines)
+
+    # ---- the line reader ---------------------------------------------------------------------
+    def _on_stdout(self) -> None:
+        if self._process is not None:
+            self._take_stdout(bytes(self._process.readAllStandardOutput()))
+
+    def _on_stderr(self) -> None:
+        if self._process is not None:
+            self._take_stderr(bytes(self._process.readAllStandardError()))
+
+    def _take_stdout(self, data: bytes, final: bool = False) -> None:
+        lines, self._stdout_tail = complete_lines(self._stdout_tail + data, final)
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            value = parse_json_line(text)
+            if value is not None:
+                self.event.emit(value)
+            else:  # stdout is reserved for JSON lines; show strays rather than lose them
+                self.log_line.emit(f"[engine stdout] {text}")
+
+    def _take_stderr(self, data: bytes, final: bool = False) -> None:
+        lines, self._stderr_tail = complete_lines(self._stderr_tail + data, final)
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").rstrip()
+            if text.strip():
+                self._stderr_lines.append(text.strip())
+                self.log_line.emit(text)
+
+    def _on_error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart and self._process is not None:
+            message = f"cannot start {self._process.program()}: {self._process.errorString()}"
+            self._process.deleteLater()
+            self._process = None
+            self.start_failed.emit(message)
+
+    def _on_finished(self, code: int, status: QProcess.ExitStatus) -> None:
+        process = self._process
+        if process is None:
+            return
+        self._kill_timer.stop()
+        self._take_stdout(bytes(process.readAllStandardOutput()), final=True)
+        self._take_stderr(bytes(process.readAllStandardError()), final=True)
+        self._process = None
+        process.deleteLater()
+        crashed = status == QProcess.ExitStatus.CrashExit
+        self.finished.emit(code, crashed, error_line(self._stderr_lines, crashed) or "")
+
+
 class JsonCommand(QObject):
-    """One run of a command whose stdout is a JSON object. Emits exactly one of
-    ``succeeded(dict)`` / ``failed(str)`` unless cancelled; then ``done()``."""
+    """One run of a command whose stdout is one JSON object (``devices --json``, ``inspect``).
+    Emits exactly one of ``succeeded(dict)`` / ``failed(str)`` unless cancelled; then ``done()``.
+
+        job = JsonCommand(app_command("devices", "--json"), parent=self)
+        job.succeeded.connect(self._on_devices)
+        job.start()
+    """
 
     succeeded = Signal(dict)
     failed = Signal(str)
     done = Signal()
+    log_line = Signal(str)
 
     def __init__(self, command: list[str], parent: QObject | None = None, timeout_s: float = 300.0) -> None:
         super().__init__(parent)
         self._command = list(command)
-        self._cancelled = False
-        self._process = QProcess(self)
-        self._process.setProcessEnvironment(process_environment())
+        self._cancelled = self._reported = False
+        self._result: dict | None = None
+        self._process = EngineProcess(self)
+        self._process.event.connect(self._on_event)
+        self._process.log_line.connect(self.log_line)
         self._process.finished.connect(self._on_finished)
-        self._process.errorOccurred.connect(self._on_error)
+        self._process.start_failed.connect(lambda message: self._report(False, message))
         # A hung engine (a stuck GPU driver, a network mount) must not leave "Inspecting…"
         # forever: give up after timeout_s and report it.
         self._timer = QTimer(self, singleShot=True, interval=int(timeout_s * 1000))
         self._timer.timeout.connect(self._on_timeout)
-        self._reported = False
 
     def start(self) -> None:
-        self._process.start(self._command[0], self._command[1:])
-        self._process.closeWriteChannel()
         self._timer.start()
+        self._process.start(self._command, stdin=False)
 
     def is_running(self) -> bool:
-        return self._process.state() != QProcess.ProcessState.NotRunning
+        return self._process.is_running()
 
     def cancel(self) -> None:
         """Forget the result and end the process (used when a newer request replaces it)."""
         self._cancelled = True
         self._timer.stop()
-        if self.is_running():
-            self._process.kill()
-            self._process.waitForFinished(2000)
+        self._process.kill()
+        self._process.wait(2000)
+
+    def _on_event(self, value: dict) -> None:
+        self._result = value
 
     def _report(self, ok: bool, payload) -> None:
         if self._reported or self._cancelled:
@@ -99,31 +220,19 @@ class JsonCommand(QObject):
         self.done.emit()
 
     def _on_timeout(self) -> None:
-        self._process.kill()
         self._report(False, f"{self._describe()} did not answer within {self._timer.interval() // 1000} s")
+        self._process.kill()
 
-    def _on_error(self, error: QProcess.ProcessError) -> None:
-        if error == QProcess.ProcessError.FailedToStart:
-            self._report(False, f"cannot start {self._command[0]}: {self._process.errorString()}")
-
-    def _on_finished(self, code: int, status: QProcess.ExitStatus) -> None:
-        stdout = bytes(self._process.readAllStandardOutput()).decode("utf-8", "replace")
-        stderr = bytes(self._process.readAllStandardError()).decode("utf-8", "replace")
-        if status == QProcess.ExitStatus.CrashExit:
-            self._report(False, error_line(stderr, crashed=True) or f"{self._describe()} crashed")
-            return
-        if code != 0:
-            self._report(False, error_line(stderr) or f"{self._describe()} exited with code {code}")
-            return
-        try:
-            result = json.loads(stdout)
-            if not isinstance(result, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            self._report(False, f"{self._describe()} printed no JSON result ({exc})")
-            return
-        self._report(True, result)
+    def _on_finished(self, code: int, crashed: bool, message: str) -> None:
+        if crashed:
+            self._report(False, message or f"{self._describe()} crashed")
+        elif code != 0:
+            self._report(False, message or f"{self._describe()} exited with code {code}")
+        elif self._result is None:
+            self._report(False, f"{self._describe()} printed no JSON result")
+        else:
+            self._report(True, self._result)
 
     def _describe(self) -> str:
-        words = [w for w in self._command[1:] if not w.startswith("-") and w not in ("gui_app.engine",)]
+        words = [w for w in self._command[1:] if not w.startswith("-") and w not in ("gui_app", "gui_app.engine")]
         return f"engine {words[0]}" if words else "engine"

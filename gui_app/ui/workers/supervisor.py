@@ -2,10 +2,10 @@
 
 The work happens on a QThread (design.md section 2): an ``_EngineWorker`` living there reads
 the engine's stdout and stderr, parses the JSON lines, batches events, writes control words
-and runs the kill timer. It drives the engine with a QProcess created on that thread rather
-than ``subprocess.Popen``: QProcess reports "stdout readable", "stderr readable" and "exited"
-as events on the worker's own event loop, so one thread does everything with no blocking
-reads, no extra reader threads and no locks.
+and runs the kill timer. It drives the engine with an :class:`~gui_app.ui.workers.process.EngineProcess`
+(the one process runner) created on that thread: its QProcess reports "stdout readable",
+"stderr readable" and "exited" as events on the worker's own event loop, so one thread does
+everything with no blocking reads, no extra reader threads and no locks.
 
 :class:`RunSupervisor` is the front the GUI talks to. It lives on the thread that created it
 and re-emits the worker's signals there through queued connections, so every receiver -
@@ -23,17 +23,16 @@ Signals:
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QProcess, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from gui_app.core.config import RunConfig
 from gui_app.identity import app_command as default_engine_command
-from gui_app.ui.workers.process import is_error_line, process_environment
+from gui_app.ui.workers.process import EngineProcess
 
 EngineCommand = Callable[..., list[str]]  # same signature as gui_app.identity.app_command
 
@@ -63,14 +62,6 @@ class RunSupervisor(QObject):
         app = QCoreApplication.instance()
         if app is not None:  # last line of defence: never leave an engine behind at exit
             app.aboutToQuit.connect(self.close)
-
-    @property
-    def grace_seconds(self) -> float:
-        return self._worker.grace_seconds
-
-    @grace_seconds.setter
-    def grace_seconds(self, seconds: float) -> None:
-        self._worker.grace_seconds = float(seconds)  # read on the worker thread at stop time
 
     def state(self) -> str:
         return self._state
@@ -129,7 +120,7 @@ class RunSupervisor(QObject):
 
 
 class _EngineWorker(QObject):
-    """Lives on the supervisor's thread; owns the engine QProcess of the current run."""
+    """Lives on the supervisor's thread; owns the EngineProcess of the current run."""
 
     events = Signal(list)
     run_started = Signal(dict)
@@ -145,11 +136,9 @@ class _EngineWorker(QObject):
         super().__init__()
         self.grace_seconds = grace_seconds
         self._state = "idle"
-        self._process: QProcess | None = None
+        self._process: EngineProcess | None = None
         self._flush_timer = QTimer(self, interval=batch_ms)
         self._flush_timer.timeout.connect(self._flush)
-        self._kill_timer = QTimer(self, singleShot=True)
-        self._kill_timer.timeout.connect(self._on_grace_expired)
         self._reset_run()
         # Requests are emitted on the GUI thread and run here, on the worker's thread.
         queued = Qt.ConnectionType.QueuedConnection
@@ -165,13 +154,9 @@ class _EngineWorker(QObject):
     def _reset_run(self) -> None:
         self._run_dir = ""
         self._temp_config = ""
-        self._stdout_tail = b""
-        self._stderr_tail = b""
         self._pending: list[dict] = []
         self._finished_event: dict | None = None
         self._error_event: str | None = None
-        self._last_error_line: str | None = None  # the last stderr line stating an error
-        self._last_stderr_line: str | None = None
         self._stop_sent = False
         self._kill_reason: str | None = None
 
@@ -180,66 +165,41 @@ class _EngineWorker(QObject):
         self._reset_run()
         self._run_dir, self._temp_config = run_dir, temp_config
         self._set_state("starting")
-        process = QProcess(self)
-        process.setProcessEnvironment(process_environment())
-        process.readyReadStandardOutput.connect(self._on_stdout)
-        process.readyReadStandardError.connect(self._on_stderr)
+        process = EngineProcess(self)
+        process.event.connect(self._take_event)
+        process.log_line.connect(self.log_line)
         process.finished.connect(self._on_process_finished)
-        process.errorOccurred.connect(self._on_process_error)
+        process.start_failed.connect(lambda message: self._end_run("failed", f"cannot start the engine: {message}"))
         self._process = process
         self._flush_timer.start()
-        process.start(command[0], command[1:])
+        process.start(command)
 
     @Slot(str)
     def _on_control(self, word: str) -> None:
         process = self._process
-        if process is None or process.state() == QProcess.ProcessState.NotRunning or self._stop_sent:
+        if process is None or not process.is_running() or self._stop_sent:
             return
-        process.write(f"{word}\n".encode())
+        process.write_line(word)
         if word == "stop":
             self._stop_sent = True
-            process.closeWriteChannel()  # end of input also means stop to the engine
+            process.close_stdin()  # end of input also means stop to the engine
             self._set_state("stopping")
-            self._kill_timer.start(int(self.grace_seconds * 1000))
+            self._kill_reason = f"the engine did not stop within {self.grace_seconds:g} s and was killed"
+            process.kill_after(self.grace_seconds)
 
     @Slot()
     def _on_shutdown(self) -> None:
         process = self._process
-        if process is not None and process.state() != QProcess.ProcessState.NotRunning:
+        if process is not None and process.is_running():
             self._kill_reason = "the engine was killed because Replica Studio closed"
             process.kill()
-            process.waitForFinished(5000)  # emits finished -> _on_process_finished, synchronously
-
-    def _on_grace_expired(self) -> None:
-        if self._process is not None and self._process.state() != QProcess.ProcessState.NotRunning:
-            self._kill_reason = f"the engine did not stop within {self.grace_seconds:g} s and was killed"
-            self._process.kill()
-
-    def _on_stdout(self) -> None:
-        if self._process is not None:
-            self._take_stdout(bytes(self._process.readAllStandardOutput()))
-
-    def _on_stderr(self) -> None:
-        if self._process is not None:
-            self._take_stderr(bytes(self._process.readAllStandardError()))
-
-    def _take_stdout(self, data: bytes, final: bool = False) -> None:
-        lines, self._stdout_tail = _complete_lines(self._stdout_tail + data, final)
-        for raw in lines:
-            text = raw.decode("utf-8", "replace").strip()
-            if not text:
-                continue
-            try:
-                event = json.loads(text)
-            except ValueError:
-                event = None
-            if isinstance(event, dict) and isinstance(event.get("type"), str):
-                self._take_event(event)
-            else:  # stdout is reserved for events; show strays rather than lose them
-                self.log_line.emit(f"[engine stdout] {text}")
+            process.wait(5000)  # emits finished -> _on_process_finished, synchronously
 
     def _take_event(self, event: dict) -> None:
-        kind = event["type"]
+        kind = event.get("type")
+        if not isinstance(kind, str):  # stdout is reserved for events; show strays rather than lose them
+            self.log_line.emit(f"[engine stdout] {event}")
+            return
         if kind == "run_started":
             self._run_dir = str(event.get("run_dir") or self._run_dir)
             self._flush()  # keep order: earlier events, then run_started, then this batch
@@ -258,57 +218,36 @@ class _EngineWorker(QObject):
             self._finished_event = event
         self._pending.append(event)
 
-    def _take_stderr(self, data: bytes, final: bool = False) -> None:
-        lines, self._stderr_tail = _complete_lines(self._stderr_tail + data, final)
-        for raw in lines:
-            text = raw.decode("utf-8", "replace").rstrip()
-            if not text.strip():
-                continue
-            self._last_stderr_line = text.strip()
-            if is_error_line(text):
-                self._last_error_line = text.strip()
-            self.log_line.emit(text)
-
     def _flush(self) -> None:
         if self._pending:
             batch, self._pending = self._pending, []
             self.events.emit(batch)
 
-    def _on_process_error(self, error: QProcess.ProcessError) -> None:
-        if error == QProcess.ProcessError.FailedToStart and self._process is not None:
-            message = f"cannot start the engine: {self._process.errorString()}"
-            self._end_run("failed", message)
-
-    def _on_process_finished(self, code: int, exit_status: QProcess.ExitStatus) -> None:
-        process = self._process
-        if process is None:
+    def _on_process_finished(self, code: int, crashed: bool, error_line: str) -> None:
+        if self._process is None:
             return
-        self._take_stdout(bytes(process.readAllStandardOutput()), final=True)
-        self._take_stderr(bytes(process.readAllStandardError()), final=True)
         event = self._finished_event
         if event is not None:
             status, message = str(event.get("status", "failed")), str(event.get("message") or "")
             self._run_dir = str(event.get("run_dir") or self._run_dir)
-        elif self._kill_reason:
+        elif self._process.killed and self._kill_reason:
             status, message = "interrupted", self._kill_reason
-        elif exit_status == QProcess.ExitStatus.CrashExit:
-            # Killed by a signal (out of memory, a segfault): stderr's last line may be any
-            # TensorFlow message, so only trust a line that states an error.
+        elif crashed:
+            # Killed by a signal (out of memory, a segfault): error_line is then only a line
+            # that states an error, never any TensorFlow message.
             status = "failed"
-            message = self._error_event or self._last_error_line or (
-                "the engine process crashed or was killed (out of memory?)")
+            message = self._error_event or error_line or "the engine process crashed or was killed (out of memory?)"
         elif code == 0:
             status, message = "failed", "the engine exited without reporting the end of the run"
         else:
             # The engine's contract: a failure ends with one line on stderr naming the reason.
             status = "failed"
-            message = self._error_event or self._last_stderr_line or f"engine exited with code {code}"
+            message = self._error_event or error_line or f"engine exited with code {code}"
         self._end_run(status, message)
 
     def _end_run(self, status: str, message: str) -> None:
         self._flush()
         self._flush_timer.stop()
-        self._kill_timer.stop()
         if self._process is not None:
             self._process.deleteLater()
             self._process = None
@@ -317,12 +256,3 @@ class _EngineWorker(QObject):
         run_dir = self._run_dir
         self._set_state("idle")
         self.finished.emit(status, run_dir, message)
-
-
-def _complete_lines(data: bytes, final: bool) -> tuple[list[bytes], bytes]:
-    """Split a pipe's bytes into complete lines and the unfinished rest (all of it when the
-    process has ended)."""
-    *lines, tail = data.split(b"\n")
-    if final and tail:
-        return [*lines, tail], b""
-    return lines, tail

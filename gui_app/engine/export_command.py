@@ -1,0 +1,88 @@
+"""``replica-studio export``: write a trained run in one format and check it.
+
+    replica-studio export RUN_DIR --format tflite-int8 --output digits-int8.tflite [--check 256] [--json]
+
+Without ``--json`` it prints where the file went, its size and the parity figures on stdout,
+progress on stderr. With ``--json`` stdout carries JSON lines only (what the window reads):
+``{"type": "progress", "fraction": 0.4, "message": "..."}`` while it works, then one
+``{"type": "export_result", ...}`` (:meth:`ExportResult.to_dict`). Errors are one line on
+stderr either way. Exit codes: 0 written and checked, 1 the check failed (nothing written
+unless --keep-failed) or a converter failed, 2 bad input, 130 interrupted (Ctrl+C, SIGTERM:
+the temporaries are removed, nothing half-written is left).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gui_app.core.export import export_run
+from gui_app.core.formats import DEFAULT_CHECK, FORMATS, format_size
+from gui_app.engine.command_errors import run_reporting_errors
+from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
+
+COMMAND = "export"
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    export = subparsers.add_parser(
+        COMMAND, help="export a trained run and check the file against the trained model",
+        description="Write the trained model of RUN_DIR in one format, load the file back in its own runtime, "
+                    "compare it with the trained model on N test images and write a model card "
+                    "(<output>.json) beside it.")
+    export.add_argument("run_dir", metavar="RUN_DIR", help="a finished run folder (with model.keras)")
+    export.add_argument("--format", required=True, choices=list(FORMATS), dest="export_format")
+    export.add_argument("--output", "-o", required=True, metavar="PATH",
+                        help="the file to write (a folder for savedmodel)")
+    export.add_argument("--check", type=int, default=DEFAULT_CHECK, metavar="N",
+                        help=f"test images for the parity check (default {DEFAULT_CHECK}; 0 skips it)")
+    export.add_argument("--keep-failed", action="store_true",
+                        help="keep the file even when it fails its parity check")
+    export.add_argument("--json", action="store_true",
+                        help="stdout: JSON lines only (progress events, then the export_result)")
+    export.add_argument("--debug", action="store_true", help="print tracebacks")
+    export.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_reporting_errors(COMMAND, _export, args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _export_to(args, None)
+    stdout = sys.stdout
+    sys.stdout = sys.stderr  # a library's stray print() must not break the JSON lines
+    try:
+        return _export_to(args, stdout)
+    finally:
+        sys.stdout = stdout
+
+
+def _export_to(args: argparse.Namespace, json_out) -> int:
+    def _json_line(value: dict) -> None:
+        json_out.write(json.dumps(value) + "\n")
+        json_out.flush()
+
+    def progress(fraction: float, message: str) -> None:
+        if args.json:
+            _json_line({"type": "progress", "fraction": round(float(fraction), 4), "message": message})
+        else:
+            print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+    result = export_run(args.run_dir, args.export_format, args.output, check=args.check, progress=progress,
+                        keep_failed=args.keep_failed)
+    if args.json:
+        _json_line({"type": "export_result", **result.to_dict()})
+    else:
+        state = "written" if result.written else "NOT written"
+        print(f"{result.path}: {result.format}, {format_size(result.size_bytes)}, {state} in {result.seconds:.1f} s")
+        if result.written:
+            print(f"model card: {result.card_path}")
+        print(f"parity: {result.parity.summary()}" if result.parity else "parity: not checked (--check 0)")
+    if not result.passed:
+        hint = "" if result.written else "; nothing was written (--keep-failed keeps it)"
+        print(f"replica-studio export: {result.path.name} failed its parity check ({result.parity.criterion}){hint}",
+              file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    return EXIT_OK

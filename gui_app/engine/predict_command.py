@@ -1,0 +1,167 @@
+"""``replica-studio predict``: classify images with a run or an exported model.
+
+    replica-studio predict digits-int8.tflite seven.png two.jpg [--top 5] [--json]
+    replica-studio predict --serve MODEL_OR_RUN [--top 5]
+
+``--serve`` is what the window's Try tab runs: the model loads once, then stdout carries
+JSON lines only. First ``{"type": "ready", "model", "kind", "class_names", "input_shape",
+"warnings", "has_test_set"}`` (or exit 2 with one line on stderr when the model cannot be
+loaded); then one answer per stdin line:
+
+    {"id": 1, "images": ["seven.png"]}   ->  {"type": "predictions", "id": 1, "predictions": [...]}
+    {"id": 2, "test_samples": 8}         ->  the same, for 8 random test images (with labels)
+
+Each prediction carries source, label (or null), the top-k classes, every probability and
+the image as the model sees it (:meth:`gui_app.core.predictions.Prediction.to_dict`). A bad
+image gives ``{"type": "error", "id": N, "image": path, "message": "..."}`` and the others
+are still answered; a request that is not understood gives an error line too. End of stdin
+ends the process (exit 0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from gui_app.core.formats import ExportError
+from gui_app.engine.command_errors import one_line, run_reporting_errors
+from gui_app.engine.exits import EXIT_OK
+
+COMMAND = "predict"
+MAX_TEST_SAMPLES = 1000
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    predict = subparsers.add_parser(
+        COMMAND, help="classify image files with a run or an exported model",
+        description="Classify PNG/JPEG/BMP files with a run folder, .keras file, SavedModel folder, .tflite or "
+                    ".onnx file; class names and preprocessing come from the model card beside it.")
+    predict.add_argument("model", metavar="MODEL_OR_RUN")
+    predict.add_argument("images", nargs="*", metavar="IMAGE")
+    predict.add_argument("--top", type=int, default=5, metavar="K", help="classes to show per image (default 5)")
+    predict.add_argument("--json", action="store_true", help="print one JSON object")
+    predict.add_argument("--serve", action="store_true",
+                         help="load the model once and answer JSON requests on stdin (used by the desktop app)")
+    predict.add_argument("--debug", action="store_true", help="print tracebacks")
+    predict.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_reporting_errors(COMMAND, _serve if args.serve else _predict, args)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.top < 1:
+        raise ExportError(f"--top: must be at least 1; got {args.top}")
+    if args.serve and args.images:
+        raise ExportError("--serve: images come on stdin, not on the command line")
+    if not args.serve and not args.images:
+        raise ExportError("IMAGE: give at least one image file (or --serve)")
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from gui_app.core.export import load_predictor
+
+    _check_args(args)
+    missing = [path for path in args.images if not os.path.isfile(path)]
+    if missing:  # before the model loads: a typo should not cost a TensorFlow start
+        raise ExportError(f"{missing[0]}: no such image file")
+    predictor = load_predictor(args.model)
+    predictions = predictor.predict_files(args.images)
+    if args.json:
+        print(json.dumps({"model": str(predictor.source), "kind": predictor.kind,
+                          "class_names": predictor.class_names, "warnings": predictor.warnings,
+                          "predictions": [p.to_dict(args.top, pixels=False) for p in predictions]}))
+        return EXIT_OK
+    for warning in predictor.warnings:
+        print(f"replica-studio predict: warning: {warning}", file=sys.stderr)
+    width = max(len(name) for name in predictor.class_names)
+    for prediction in predictions:
+        print(prediction.source)
+        for index, name, probability in prediction.top(args.top):
+            print(f"  {name:<{width}}  {probability:7.2%}")
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from gui_app.core.export import load_predictor
+
+    _check_args(args)
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    sys.stdout = sys.stderr  # a library's stray print() must not break the JSON lines
+    try:
+        return _serve_lines(args, stdin, stdout, load_predictor)
+    finally:
+        sys.stdout = stdout
+
+
+def _serve_lines(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, load_predictor) -> int:
+
+    def send(value: dict[str, Any]) -> None:
+        stdout.write(json.dumps(value) + "\n")
+        stdout.flush()
+
+    predictor = load_predictor(args.model)  # ExportError: exit 2, one line on stderr
+    send({"type": "ready", "model": str(predictor.source), "kind": predictor.kind,
+          "class_names": predictor.class_names, "input_shape": list(predictor.input_shape),
+          "warnings": predictor.warnings, "has_test_set": predictor.dataset_config is not None})
+    for line in stdin:
+        if line.strip():
+            for answer in _answer(predictor, line, args.top):
+                send(answer)
+    return EXIT_OK
+
+
+def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
+    """The lines that answer one request line: errors first, then the predictions."""
+    from gui_app.core.export import read_image
+
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        return [{"type": "error", "id": None, "message": f"not a request: {exc}"}]
+    request_id = request.get("id")
+
+    def error(message: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "error", "id": request_id, **extra, "message": message}
+
+    try:
+        if "images" in request:
+            paths = request["images"]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                return [error("images: must be a list of file paths")]
+            answers, images, sources = [], [], []
+            for path in paths:
+                try:
+                    images.append(read_image(path, predictor.input_shape))
+                    sources.append(path)
+                except ExportError as exc:
+                    answers.append(error(str(exc), image=path))
+            if images:
+                import numpy as np
+
+                found = predictor.predict_images(np.stack(images), sources)
+                answers.append(_predictions(request_id, found, top))
+            return answers
+        if "test_samples" in request:
+            count = request["test_samples"]
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_TEST_SAMPLES:
+                return [error(f"test_samples: must be a whole number from 1 to {MAX_TEST_SAMPLES}")]
+            images, labels = predictor.test_samples(count)
+            found = predictor.predict_images(images, [f"test image {i + 1}" for i in range(len(images))], labels)
+            return [_predictions(request_id, found, top)]
+        return [error("a request has 'images' or 'test_samples'")]
+    except ExportError as exc:
+        return [error(str(exc))]
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad request must not end the session
+        return [error(f"internal error: {one_line(exc)}")]
+
+
+def _predictions(request_id, predictions, top: int) -> dict[str, Any]:
+    return {"type": "predictions", "id": request_id, "predictions": [p.to_dict(top) for p in predictions]}

@@ -1,0 +1,119 @@
+"""The Try tab's rows: an image as the model sees it beside its top-5 classes, or why an image
+could not be read. Drawn from :class:`~gui_app.core.predictions.Prediction` records (NumPy
+only); the predicting happens in the engine's ``predict --serve`` process.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QPixmap
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
+
+from gui_app.core.predictions import Prediction
+
+TOP_K = 5
+THUMBNAIL = 96
+BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
+TRUE_CLASS_COLOR = "#59a14f"
+ERROR_COLOR = "#e15759"
+
+
+def to_qimage(image: np.ndarray) -> QImage:
+    """(H, W, 1|3) uint8 -> a QImage that owns its pixels."""
+    image = np.ascontiguousarray(image)
+    height, width, channels = image.shape
+    fmt = QImage.Format.Format_Grayscale8 if channels == 1 else QImage.Format.Format_RGB888
+    return QImage(image.data, width, height, width * channels, fmt).copy()
+
+
+class TopKBars(QWidget):
+    """Horizontal bars: class name, probability bar, percentage; the true class in green."""
+
+    ROW = 18
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._entries: list[tuple[str, float]] = []
+        self._true_name: str | None = None
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_entries(self, entries: Sequence[tuple[str, float]], true_name: str | None = None) -> None:
+        self._entries = [(str(n), float(p)) for n, p in entries]
+        self._true_name = true_name
+        self.setFixedHeight(self.ROW * max(len(self._entries), 1))
+        self.update()
+
+    def entries(self) -> list[tuple[str, float]]:
+        return list(self._entries)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(280, self.ROW * max(len(self._entries), 1))
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        painter = QPainter(self)
+        metrics = painter.fontMetrics()
+        name_width = min(max((metrics.horizontalAdvance(n) for n, _ in self._entries), default=0) + 8, 140)
+        percent_width = metrics.horizontalAdvance("100.0 %") + 8
+        bar_width = max(self.width() - name_width - percent_width, 10)
+        text_color = self.palette().color(QPalette.ColorRole.WindowText)
+        bar_color = self.palette().color(QPalette.ColorRole.Highlight)
+        for row, (name, probability) in enumerate(self._entries):
+            top = row * self.ROW
+            painter.setPen(text_color)
+            label = metrics.elidedText(name, Qt.TextElideMode.ElideRight, name_width - 8)
+            align = Qt.AlignmentFlag.AlignVCenter
+            painter.drawText(QRectF(0, top, name_width, self.ROW), align | Qt.AlignmentFlag.AlignLeft, label)
+            color = QColor(TRUE_CLASS_COLOR) if name == self._true_name else bar_color
+            painter.fillRect(QRectF(name_width, top + 3, bar_width * probability, self.ROW - 6), color)
+            painter.drawText(QRectF(name_width + bar_width, top, percent_width, self.ROW),
+                             align | Qt.AlignmentFlag.AlignRight, f"{probability:.1%}")
+        painter.end()
+
+
+class PredictionRow(QFrame):
+    def __init__(self, prediction: Prediction, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.prediction = prediction
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        image = QLabel()
+        pixmap = QPixmap.fromImage(to_qimage(prediction.image))
+        # Nearest neighbour: an 8x8 digit should look like 8x8 pixels, not a blur.
+        image.setPixmap(pixmap.scaled(THUMBNAIL, THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio,
+                                      Qt.TransformationMode.FastTransformation))
+        image.setFixedSize(THUMBNAIL, THUMBNAIL)
+        image.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        h, w, c = prediction.image.shape
+        caption = f"<b>{html.escape(Path(prediction.source).name)}</b><br>{w}×{h} {'grey' if c == 1 else 'colour'}"
+        true_name = None
+        if prediction.label is not None:
+            true_name = prediction.class_names[prediction.label]
+            caption += f"<br>true class: {html.escape(true_name)}"
+        text = QLabel(caption, textFormat=Qt.TextFormat.RichText, wordWrap=True)
+        text.setFixedWidth(150)  # the same in every row, so the bar charts line up
+        text.setToolTip(prediction.source)
+        self.bars = TopKBars()
+        self.bars.set_entries([(name, p) for _, name, p in prediction.top(TOP_K)], true_name)
+        self.bars.setMaximumWidth(BARS_MAX_WIDTH)
+        layout = QHBoxLayout(self)
+        layout.addWidget(image)
+        layout.addWidget(text)
+        layout.addWidget(self.bars, 1)
+        layout.addStretch(0)
+
+
+class ErrorRow(QFrame):
+    """An image the model could not read: its name and the reason, in the list with the others."""
+
+    def __init__(self, source: str, message: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.source, self.message = source, message
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        label = QLabel(f"<b>{html.escape(Path(source).name)}</b>: "
+                       f"<span style='color:{ERROR_COLOR}'>{html.escape(message)}</span>",
+                       textFormat=Qt.TextFormat.RichText, wordWrap=True)
+        label.setToolTip(source)
+        QHBoxLayout(self).addWidget(label)
