@@ -202,8 +202,38 @@ def new_run_dir(runs_dir, config):
         return path
 
 
+def scaling(argv):
+    """``scaling CONFIG ... --output DIR --json``: progress lines, then a report shaped like the
+    real one (gui_app.core.scaling.report); ``wait`` mode hangs after the first burst starts."""
+    out = argv[argv.index("--output") + 1]
+    strategies = argv[argv.index("--strategies") + 1].split(",")
+    print(json.dumps({"type": "progress", "fraction": 0.0, "message": f"{strategies[0]}: training"}), flush=True)
+    if MODE == "wait":
+        time.sleep(600)
+    rows = []
+    for n, name in enumerate(strategies):
+        replicas = n + 1
+        rows.append({"label": f"{name}, {replicas} replicas", "strategy": {"name": name}, "replicas": replicas,
+                     "examples_per_sec": 1000.0 * (1 + 0.5 * n), "eval_examples_per_sec": None,
+                     "speedup": 1 + 0.5 * n, "ideal": float(replicas), "efficiency": (1 + 0.5 * n) / replicas,
+                     "steps": 10, "time_split": {"compute": 0.6, "input": 0.1, "other": 0.3}, "devices": [],
+                     "error": None})
+    rows.append({"label": "parameter servers", "strategy": {"name": "parameter_server"}, "replicas": 2,
+                 "examples_per_sec": None, "eval_examples_per_sec": None, "speedup": None, "ideal": None,
+                 "efficiency": None, "steps": 0, "time_split": None, "devices": [],
+                 "error": "the ps process did not start"})
+    report = {"version": 1, "on_gpus": False, "rows": rows, "recommendation": "Fastest here: the fake."}
+    os.makedirs(out, exist_ok=True)
+    json.dump(report, open(os.path.join(out, "scaling.json"), "w", encoding="utf-8"))
+    print(json.dumps({"type": "progress", "fraction": 1.0, "message": "report written"}), flush=True)
+    print(json.dumps({"type": "scaling_report", "path": os.path.join(out, "scaling.json"), **report}), flush=True)
+    return 0
+
+
 def main(argv):
     command = argv[0]
+    if command == "scaling":
+        return scaling(argv)
     if command == "devices":
         return devices()
     if command == "inspect":
