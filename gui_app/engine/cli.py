@@ -14,10 +14,10 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-from gui_app.engine import export_command, predict_command
+from gui_app.engine import export_command, predict_command, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
-SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", export_command.COMMAND,
+SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "scaling", export_command.COMMAND,
                predict_command.COMMAND)
 
 
@@ -53,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu-devices", type=int, default=1, help="split the CPU into N logical devices first")
     p.add_argument("--debug", action="store_true")
-    export_command.add_command(sub)  # export and predict live in their own modules
+    export_command.add_command(sub)  # export, predict and scaling live in their own modules
     predict_command.add_command(sub)
+    scaling_command.add_command(sub)
     return parser
 
 
