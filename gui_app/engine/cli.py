@@ -17,8 +17,8 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine import export_command, predict_command, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
-SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", export_command.COMMAND,
-               predict_command.COMMAND, "scaling")
+SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "scaling", export_command.COMMAND,
+               predict_command.COMMAND)
 
 
 def _parser() -> argparse.ArgumentParser:
