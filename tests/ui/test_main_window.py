@@ -274,3 +274,21 @@ def test_settings_persist_between_windows(qtbot, make_window):
     second = make_window()
     assert second.config_panel.config().training.epochs == 7
     assert second.size() == size
+
+
+def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window, runs_dir):
+    assert window.actions.scaling.isEnabled()
+    window.config_panel.training.global_batch_size.setValue(48)
+    window.actions.scaling.trigger()
+    dialog = window.tools.dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog._config.training.global_batch_size == 48
+    with qtbot.waitSignal(dialog.report_ready, timeout=10_000):
+        dialog.start()
+    assert dialog._table.rowCount() == 3
+    dialog.reject()
+    qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
+    window.supervisor.state_changed.connect(lambda s: seen.append((s, window.actions.scaling.isEnabled())))
+    seen: list = []
+    train(qtbot, window)  # no bursts while training: the entry is disabled during a run, enabled after
+    assert ("running", False) in seen and window.actions.scaling.isEnabled()

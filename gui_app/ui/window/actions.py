@@ -51,6 +51,8 @@ class WindowActions:
                               "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
         # One entry per format; each opens the export dialog for the run on screen.
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
+        self.scaling = act("&Scaling benchmark…", tip="Time every strategy and replica count on this dataset, "
+                                                     "model and batch; see the speed-up and where the time goes")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -74,6 +76,7 @@ class WindowActions:
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))
+        bar.addMenu("&Tools").addActions([self.scaling])
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])
@@ -104,6 +107,8 @@ class WindowActions:
         for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)
+        # Bursts compete with a run for the same cores or GPUs, and would measure nothing useful.
+        self.scaling.setEnabled(idle and config_valid)
         for name, action in self.export.items():
             action.setEnabled(exportable)
             action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"

@@ -7,7 +7,8 @@ RunSupervisor runs the engine; its batched events feed the charts and the progre
 The window owns objects with one job each, composed here: ``shown`` (:class:`ShownRun`, the
 run on screen, with its ``changed`` signal), ``models`` (:class:`ModelActions`, the Export
 menu and the Try tab), ``files`` (:class:`FileActions`, open, drop, load, save) and
-``actions`` (:class:`WindowActions`, menus and toolbar). Every engine process -- training,
+``tools`` (:class:`ToolActions`, the Tools menu's dialogs) and ``actions``
+(:class:`WindowActions`, menus and toolbar). Every engine process -- training,
 devices, inspection, export, prediction -- is built by the same ``engine_command``.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.tool_actions import ToolActions
 
 TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
 STATE_TEXT = {"idle": "Ready", "starting": "Starting the engine (TensorFlow loads in a few seconds)…",
@@ -73,6 +75,7 @@ class MainWindow(QMainWindow):
         self.files = FileActions(self, shown=self.shown, config_panel=self.config_panel, runs=self.runs,
                                  tabs=self.tabs, dataset_tab=self.preview, models=self.models,
                                  settings=self.settings, runs_dir=self.runs_dir, is_busy=self.supervisor.is_active)
+        self.tools = ToolActions(self, self.config_panel.config, engine_command)
         self._build_layout()
         self.state_label, self.devices_label = QLabel("Ready"), QLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
@@ -116,6 +119,8 @@ class MainWindow(QMainWindow):
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
         a.getting_started.triggered.connect(lambda: GettingStartedDialog(self.runs_dir, self).open())
         a.open_model.triggered.connect(m.try_model_file)
+        a.scaling.triggered.connect(self.tools.open_scaling)
+        self.tools.log_line.connect(self.log.append_line)
         for fmt, action in a.export.items():
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
         for i, action in enumerate(a.tabs):
@@ -308,6 +313,7 @@ class MainWindow(QMainWindow):
             return
         self.save_window_settings()
         self.models.close()
+        self.tools.close()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
         self.supervisor.close()
