@@ -37,8 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="run configuration file (JSON)")
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
-    p = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
+    p = sub.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
     p.add_argument("run_dir")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="change a training setting that keeps the model, e.g. training.learning_rate=0.0005 "
+                        "or training.global_batch_size=32 (repeatable)")
     run_options(p)
     p = sub.add_parser("evaluate", help="evaluate a run's model on its test set again")
     p.add_argument("run_dir")
