@@ -94,3 +94,112 @@ def test_checkpoint_word_and_hierarchical_copy(tmp_path, write_config):
     early = [e["step"] for e in events if e["type"] == "checkpoint" and e["step"] < started["steps_per_epoch"]]
     assert early and 4 <= early[0] <= 8
     assert events[-1]["status"] == "completed"
+
+
+def test_attach_starts_a_fresh_line_after_a_torn_one(tmp_path):
+    from gui_app.engine.events import EventWriter
+
+    (tmp_path / "events.jsonl").write_text('{"type":"step","step":1}\n{"type":"step","st')
+    writer = EventWriter("none")
+    writer.attach(tmp_path)
+    writer.emit("run_started", resumed=True)
+    writer.close()
+    assert [e["type"] for e in rundir.read_events(tmp_path)] == ["step", "run_started"]
+
+
+def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
+    """kill -9 between checkpoints, then resume: the replayed steps are in events.jsonl twice,
+    and every reader (run list, charts, TensorBoard via the same helper) sees each step once."""
+    from engine_helpers import run_in_process
+
+    config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
+    proc, reader = start_engine("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl", stdin=False)
+    checkpoint = None
+    for event in reader.events(timeout=120):
+        if event["type"] == "checkpoint" and event["step"] >= 8:
+            checkpoint = event["step"]
+        if checkpoint and event["type"] == "step" and event["step"] >= checkpoint + 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+    _wait(proc, 30)
+    run_dir = rundir.list_runs(tmp_path)[0].path
+    with open(run_dir / "events.jsonl", "a") as f:
+        f.write('{"type":"step","step":99')  # as if it died mid-write
+    code, tap = run_in_process("resume", run_dir)
+    assert code == 0
+    raw = [e["step"] for e in rundir.read_raw_events(run_dir) if e["type"] == "step"]
+    assert len(raw) > len(set(raw))  # the replayed steps were written twice
+    steps = [e["step"] for e in rundir.read_events(run_dir) if e["type"] == "step"]
+    total = tap.of("run_started")[0]["total_steps"]
+    assert steps == list(range(1, total + 1))
+    epochs = [e["epoch"] for e in rundir.read_events(run_dir) if e["type"] == "epoch_end"]
+    assert epochs == [1, 2]
+    assert [e["type"] for e in rundir.read_events(run_dir)].count("run_started") == 2
+    assert rundir.read_run(run_dir).status == "completed"
+
+
+def _stopped_run(tmp_path, write_config, stop_at=10, **training):
+    """An in-process run stopped at ``stop_at`` with checkpoints every 4 steps: ckpt 4, 8, stop."""
+    from engine_helpers import run_in_process
+    from gui_app.engine.control import Control
+
+    config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4,
+                                                **training}))
+    control = Control()
+    code, tap = run_in_process("train", config, tmp_path / "runs", control=control,
+                               on_event=lambda e: e["type"] == "step" and e["step"] >= stop_at and
+                               control.command("stop"))
+    assert code == 0 and tap.events[-1]["status"] == "stopped"
+    return Path(tap.events[-1]["run_dir"]), tap.events[-1]["step"]
+
+
+def _damage(run_dir: Path, step: int) -> None:
+    data = next((run_dir / "checkpoints").glob(f"ckpt-{step}.data-*"))
+    blob = bytearray(data.read_bytes())
+    blob[len(blob) // 3: len(blob) // 3 + 256] = b"\xff" * 256
+    data.write_bytes(bytes(blob))
+
+
+def test_damaged_newest_checkpoint_falls_back_to_the_previous(tmp_path, write_config):
+    from engine_helpers import run_in_process
+
+    run_dir, stopped = _stopped_run(tmp_path, write_config)
+    kept = sorted(int(p.stem.split("-")[1]) for p in (run_dir / "checkpoints").glob("ckpt-*.index"))
+    assert kept[-1] == stopped and len(kept) == 3
+    _damage(run_dir, stopped)
+    code, tap = run_in_process("resume", run_dir)
+    assert code == 0
+    assert tap.of("run_started")[0]["start_step"] == kept[-2]
+    warnings = [e["message"] for e in tap.of("warning")]
+    assert any(f"skipped checkpoint ckpt-{stopped}" in w for w in warnings), warnings
+    assert tap.events[-1]["status"] == "completed"
+
+
+def test_checkpoint_of_another_model_is_refused_not_half_loaded(tmp_path, write_config):
+    from engine_helpers import run_in_process
+
+    run_dir, _ = _stopped_run(tmp_path, write_config)
+    data = json.loads((run_dir / "config.json").read_text())
+    data["model"]["name"] = "mlp"
+    (run_dir / "config.json").write_text(json.dumps(data))
+    code, tap = run_in_process("resume", run_dir)
+    assert code == 2
+    assert "no usable checkpoint" in tap.of("error")[0]["message"]
+    assert not (run_dir / "model.keras").exists()
+
+
+def test_second_writer_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_path, write_config):
+    from gui_app.core.run_lock import LOCK_FILE, RunLock
+
+    run_dir, _ = _stopped_run(tmp_path, write_config)
+    before = (run_dir / "events.jsonl").read_bytes()
+    with RunLock(run_dir):
+        proc = run_cli("resume", str(run_dir), "--events", "jsonl", timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [f"replica-studio resume: run {run_dir} is in use by process {os.getpid()}"]
+    assert (run_dir / "events.jsonl").read_bytes() == before  # the refused one wrote nothing
+    # A lock file left by a process that died (no flock held) does not block anyone.
+    (run_dir / LOCK_FILE).write_text("999999\n")
+    proc = run_cli("evaluate", str(run_dir), "--events", "none", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
