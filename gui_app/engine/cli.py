@@ -59,10 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_tensorflow() -> None:
+def _quiet_tensorflow(debug: bool) -> None:
     import os
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if debug:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        return
+    from gui_app.engine.quiet import silence_tensorflow_logs
+
+    silence_tensorflow_logs()  # bad input must read as one line, not eight of TensorFlow's
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    _quiet_tensorflow()
+    _quiet_tensorflow(bool(getattr(args, "debug", False)))
     handler = getattr(args, "handler", None)
     if handler is not None:  # plugin commands bring their own
         return handler(args)

@@ -5,6 +5,7 @@ line (an ``error`` event and stderr), never a traceback unless ``--debug``.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -89,6 +90,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
     run_dir: Path | None = None
     lock: RunLock | None = None
+    created = False  # run_dir is new, made by this process
     hints: dict = {}
     try:
         if args.command == "train":
@@ -97,6 +99,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             require_writable(runs_dir)
             try:
                 run_dir = rundir.create_run_dir(runs_dir, config)
+                created = True
             except OSError as exc:
                 if is_disk_full(exc):
                     raise DiskError(disk_full_message(runs_dir)) from None
@@ -141,6 +144,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.emit_final("error", message=message, kind=kind, durable=touch_run)
         events.emit_final("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None,
                           step=_step_reached(hints), message=message, durable=touch_run)
+        if created and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run_dir):
+            # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
+            events.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
         return code
     finally:
         events.close()
