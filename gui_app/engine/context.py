@@ -53,24 +53,36 @@ class RunContext:
         return self.steps_per_epoch * self.config.training.epochs
 
 
+NUMPY_DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx")
+
+
+def _load(config: RunConfig, progress):
+    from gui_app.core.datasets import DatasetError, load_dataset
+
+    try:
+        return load_dataset(config.dataset, progress)
+    except DatasetError as exc:
+        raise InputError(str(exc)) from None
+
+
 def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -> RunContext:
     """Configure TensorFlow, check devices, load and split the data, build the strategy.
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
     from gui_app.core.training import devices, pipeline, strategies
-    from gui_app.core.datasets import DatasetError, load_dataset
 
+    # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
+    # file is refused at once. image_folder decodes with TensorFlow, so it waits for the runtime.
+    dataset = _load(config, progress) if config.dataset.name in NUMPY_DATASETS else None
     warnings = devices.configure_runtime(config.runtime)
     devices.check_devices(config)
     if config.training.mixed_precision:
         import keras
 
         keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        dataset = load_dataset(config.dataset, progress)
-    except DatasetError as exc:
-        raise InputError(str(exc)) from None
+    if dataset is None:
+        dataset = _load(config, progress)
     warnings += list(dataset.warnings)
     # Without a seed, draw one: it is stored in the checkpoint so a resume sees the same data order.
     data_seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)

@@ -139,8 +139,9 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             except Exception:  # noqa: BLE001
                 pass
         _say(f"replica-studio {args.command}: {message}")
-        # A run refused before it started (config, lock, disk) has no history to add to.
-        touch_run = lock is not None
+        # Only a run that trained in this process (or a new one) gets the failure in its history:
+        # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
+        touch_run = lock is not None and (args.command == "train" or hints.get("started", False))
         events.emit_final("error", message=message, kind=kind, durable=touch_run)
         events.emit_final("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None,
                           step=_step_reached(hints), message=message, durable=touch_run)
@@ -192,6 +193,8 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
                "trainable_parameters": model_info["trainable_parameters"]},
         strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops},
         versions=context.versions(), data_seed=ctx.data_seed)
+    if hints is not None:
+        hints["started"] = True
     for warning in ctx.warnings:
         events.emit("warning", message=warning)
     controller = RunController(ctx, run_dir, events, control)
