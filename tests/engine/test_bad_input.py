@@ -96,7 +96,7 @@ def _symlink_loop(root: Path) -> None:
     (root / "b" / "self.png").symlink_to(root / "b" / "self.png")
 
 
-def _lambda_keras(tmp: Path) -> list[str]:
+def _lambda_keras(tmp: Path, _run=None) -> list[str]:
     import keras
 
     inputs = keras.Input((8, 8, 1))
@@ -105,7 +105,7 @@ def _lambda_keras(tmp: Path) -> list[str]:
     return _train(tmp, model={"name": "keras_file", "path": str(tmp / "lambda.keras")})
 
 
-def _wrong_input_keras(tmp: Path) -> list[str]:
+def _wrong_input_keras(tmp: Path, _run=None) -> list[str]:
     import keras
 
     inputs = keras.Input((28, 28, 3))
@@ -172,7 +172,7 @@ CASES = [
     Case("idx-count-mismatch", lambda t, r: _idx(t, lambda f: f.update({"train-labels-idx1-ubyte": struct.pack(">II", 0x801, 29) + bytes(29)})), "idx"),
     Case("idx-gz-corrupt", lambda t, r: _idx(t, lambda f: (f.pop("t10k-labels-idx1-ubyte"), f.update({"t10k-labels-idx1-ubyte.gz": gzip.compress(b"x" * 50)[:20]}))), "t10k-labels-idx1-ubyte"),
     Case("folder-empty", lambda t, r: _folder(t, {}), "the folder is empty"),
-    Case("folder-one-class", lambda t, r: _folder(t, {"only": GOOD * 2}), "images"),
+    Case("folder-one-class", lambda t, r: _folder(t, {"only": GOOD * 2}), "has one class folder (only)"),
     Case("folder-class-without-images", lambda t, r: _folder(t, {"a": GOOD, "b": []}), "class folder has no images"),
     Case("folder-all-corrupt", lambda t, r: _folder(t, {"a": GOOD, "b": [b"\x89PNG\r\n\x1a\nbroken"] * 3}), "none of the class's images could be decoded"),
     Case("folder-symlink-loop", lambda t, r: _folder(t, {"a": GOOD, "b": []}, _symlink_loop), "images"),

@@ -83,6 +83,9 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
             raise DatasetError(f"{root}: has no class sub-folders, only other files ({few([p.name for p in entries])}); "
                                f"expected one sub-folder of images per class")
         raise DatasetError(f"{root}: the folder is empty; expected one sub-folder of images per class")
+    if len(class_dirs) < 2:
+        raise DatasetError(f"{root}: has one class folder ({class_dirs[0].name}); a classifier needs at least "
+                           "two, one sub-folder of images per class")
     files: dict[str, list[Path]] = {}
     ignored = [p.name for p in entries if p.is_file()]
     for folder in class_dirs:
