@@ -42,6 +42,7 @@ def silence_tensorflow_logs() -> None:
 
 def _forward(read_end: int, real: int) -> None:
     pending = b""
+    dropping = False  # inside a TensorFlow message: its continuation lines go too
     while True:
         try:
             chunk = os.read(read_end, 65536)
@@ -51,9 +52,15 @@ def _forward(read_end: int, real: int) -> None:
             return
         pending += chunk
         *lines, pending = pending.split(b"\n")
+        same_write = False  # absl writes a message with its continuation lines in one write
         for line in lines:
-            if not _TF_LINE.match(line):
-                try:
-                    os.write(real, line + b"\n")
-                except OSError:  # stderr is gone (the window died): drop
-                    pass
+            if _TF_LINE.match(line):
+                dropping = same_write = True
+                continue
+            if dropping and (same_write or line[:1] in (b" ", b"\t")):
+                continue
+            dropping = False
+            try:
+                os.write(real, line + b"\n")
+            except OSError:  # stderr is gone (the window died): drop
+                pass

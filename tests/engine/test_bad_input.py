@@ -176,7 +176,7 @@ CASES = [
     Case("folder-class-without-images", lambda t, r: _folder(t, {"a": GOOD, "b": []}), "class folder has no images"),
     Case("folder-all-corrupt", lambda t, r: _folder(t, {"a": GOOD, "b": [b"\x89PNG\r\n\x1a\nbroken"] * 3}), "none of the class's images could be decoded"),
     Case("folder-symlink-loop", lambda t, r: _folder(t, {"a": GOOD, "b": []}, _symlink_loop), "images"),
-    Case("folder-decompression-bomb", lambda t, r: _folder(t, {"a": GOOD, "b": [_png(60000, 60000)] * 2}), "none of the class's images could be decoded"),
+    Case("folder-decompression-bomb", lambda t, r: _folder(t, {"a": GOOD, "b": [_png(60000, 60000)] * 2}), "none of the class's images could be decoded (2 too large to decode safely)"),
     # ---- model files --------------------------------------------------------------------
     Case("keras-not-a-keras-file", lambda t, r: ((t / "junk.keras").write_bytes(b"not a zip"),
                                                  _train(t, model={"name": "keras_file", "path": str(t / "junk.keras")}))[1], "model.path: cannot load"),

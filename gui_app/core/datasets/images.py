@@ -57,9 +57,9 @@ def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> D
                         f"{cfg.max_image_pixels:,} pixels or {MAX_IMAGE_BYTES:,} bytes): {few(large)}")
     if failed:
         warnings.append(f"skipped {len(failed)} images that could not be decoded: {few(failed)}")
-    _check_every_class(y, class_names, root)
+    _check_every_class(y, class_names, root, large)
     if test_root:
-        _check_every_class(y_test, class_names, test_root)
+        _check_every_class(y_test, class_names, test_root, large)
     else:
         train_idx, test_idx = stratified_split(y, cfg.test_split)
         if len(test_idx) == 0:
@@ -97,10 +97,12 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
     return files, [d.name for d in class_dirs], ignored
 
 
-def _check_every_class(y: np.ndarray, class_names: list[str], root: Path) -> None:
+def _check_every_class(y: np.ndarray, class_names: list[str], root: Path, large: list[str] = ()) -> None:
     empty = [name for i, name in enumerate(class_names) if not np.any(y == i)]
     if empty:
-        raise DatasetError(f"{root / empty[0]}: none of the class's images could be decoded")
+        too_big = sum(1 for name in large if Path(name).parts[0] == empty[0])
+        why = f" ({too_big} too large to decode safely)" if too_big else ""
+        raise DatasetError(f"{root / empty[0]}: none of the class's images could be decoded{why}")
 
 
 class _Decoder:
