@@ -203,3 +203,25 @@ def test_second_writer_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_path
     (run_dir / LOCK_FILE).write_text("999999\n")
     proc = run_cli("evaluate", str(run_dir), "--events", "none", timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_missing_bundled_dataset_is_one_line(tmp_path, monkeypatch):
+    from gui_app.core.datasets import bundled
+    from gui_app.core.datasets.base import DatasetError
+
+    monkeypatch.setattr(bundled, "resource_path", lambda *parts: tmp_path.joinpath(*parts))
+    with pytest.raises(DatasetError, match="the bundled digits dataset is missing from this installation"):
+        bundled.load_digits()
+
+
+def test_checkpoint_cadence_by_minutes_and_keep_last_k(tmp_path, write_config):
+    from engine_helpers import run_in_process
+
+    config = write_config(config_dict(training={"epochs": 1, "steps_per_call": 2, "checkpoint_every_minutes": 0.0005,
+                                                "keep_checkpoints": 2}))
+    code, tap = run_in_process("train", config, tmp_path)
+    assert code == 0
+    steps = [e["step"] for e in tap.of("checkpoint")]
+    assert len(steps) > 3  # every 30 ms of training, plus the epoch end
+    kept = sorted((Path(tap.events[-1]["run_dir"]) / "checkpoints").glob("ckpt-*.index"))
+    assert len(kept) == 2
