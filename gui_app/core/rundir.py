@@ -171,7 +171,9 @@ class RunInfo:
 
     @property
     def resumable(self) -> bool:
-        return self.status in RESUMABLE and has_checkpoint(self.path)
+        if self.status == "failed":  # only once it trained far enough to write a checkpoint
+            return has_checkpoint(self.path)
+        return self.status in RESUMABLE and (self.path / CHECKPOINT_DIR).is_dir()
 
 
 def has_checkpoint(run_dir: str | Path) -> bool:
