@@ -226,6 +226,7 @@ def test_the_matrix_is_large():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
 
 
+@pytest.mark.slow  # about a minute of CPU (two at a time): 14 cases start TensorFlow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_exits_2_with_one_line(results, case):
     proc, tmp, run, before = results[case.id]
