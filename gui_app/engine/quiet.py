@@ -18,6 +18,8 @@ import threading
 # absl/glog: "I0000 00:00:1796113123.903224   28025 port.cc:153] ..." and the pre-init banner.
 _TF_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:[\d.]+ +\d+ [^ \]]+:\d+\] |WARNING: All log messages before absl)")
 
+_CONTINUATIONS = (b"To enable the following instructions",)
+
 _installed = False
 
 
@@ -52,12 +54,13 @@ def _forward(read_end: int, real: int) -> None:
             return
         pending += chunk
         *lines, pending = pending.split(b"\n")
-        same_write = False  # absl writes a message with its continuation lines in one write
         for line in lines:
             if _TF_LINE.match(line):
-                dropping = same_write = True
+                dropping = True
                 continue
-            if dropping and (same_write or line[:1] in (b" ", b"\t")):
+            # Continuation lines of a TensorFlow message: indented ("\t [[{{node ...}}]]") or
+            # cpu_feature_guard's second line. Anything else (a Python fatal error) passes.
+            if dropping and (line[:1] in (b" ", b"\t") or line.startswith(_CONTINUATIONS)):
                 continue
             dropping = False
             try:
