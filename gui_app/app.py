@@ -76,4 +76,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if first == startup.PROBE_FLAG:  # internal: the child process of the startup check
         return startup.probe_qt(argv[1:])
+    from gui_app.launcher.gui_args import check
+
+    problem = check(argv, SUBCOMMANDS)
+    if problem:
+        print(f"replica-studio: {problem}", file=sys.stderr)
+        return 2
     return startup.launch_gui(argv, launched_at=LAUNCHED_AT)

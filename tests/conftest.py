@@ -37,3 +37,52 @@ def trained_run(tmp_path_factory) -> Path:
     from reference_run import build_run
 
     return build_run(tmp_path_factory.getbasetemp() / "export-runs")
+
+
+_LOOPBACK_PREFIXES = ("127.", "::1", "0:0:0:0:0:0:0:1", "localhost")
+
+
+def _is_loopback(address) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    host = address[0] if isinstance(address, tuple) and address else ""
+    host = host.decode() if isinstance(host, bytes) else str(host)
+    return host == "" or host.startswith(_LOOPBACK_PREFIXES) or host.startswith("::ffff:127.")
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    """Tests never leave the machine: connecting anywhere but loopback or a Unix socket fails at
+    once (a test that needs the network is wrong here; multi-worker tests use 127.0.0.1)."""
+    import socket
+
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def guard(address):
+        if not _is_loopback(address):
+            raise OSError(f"network access in a test: connect to {address!r} refused by tests/conftest.py")
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            guard(address)
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            guard(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", _guarded_getaddrinfo(socket.getaddrinfo))
+    yield
+
+
+def _guarded_getaddrinfo(real):
+    def getaddrinfo(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in (None, "", "localhost") and not str(name).startswith(_LOOPBACK_PREFIXES):
+            raise OSError(f"network access in a test: name lookup of {name!r} refused by tests/conftest.py")
+        return real(host, *args, **kwargs)
+
+    return getaddrinfo

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import re
 import types
 import typing
@@ -42,9 +43,31 @@ def _fail(key: str, message: str) -> None:
     raise ConfigError(f"{key}: {message}")
 
 
+# Upper bounds that stop a typo (or a hostile file) from asking for a run that never ends or
+# an allocation that cannot succeed; documented in docs/config.md.
+MAX_EPOCHS = 100_000
+MAX_GLOBAL_BATCH = 65_536
+MAX_STEPS = 10**9  # warmup_steps, checkpoint_every_steps
+MAX_LEARNING_RATE = 1e6  # absurd rates stay possible (they diverge: a test does it), a typo like 1e400 not
+MAX_IMAGE_PIXELS = 100_000_000  # default pixel limit before an image is decoded (decompression bombs)
+
+
+def _at_most(key: str, value: float, limit: float) -> None:
+    if value > limit:
+        _fail(key, f"must be at most {limit:,}; got {value:,}" if value < 1e30 else f"must be at most {limit:,}")
+
+
+def _finite_floats(section: Any, prefix: str) -> None:
+    """NaN passes every ``<``/``>`` check silently and infinity most: refuse both first."""
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            _fail(f"{prefix}.{f.name}", f"must be a finite number; got {_show(value)}")
+
+
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        _fail(key, f"must be one of {', '.join(allowed)}; got {value!r}")
+        _fail(key, f"must be one of {', '.join(allowed)}; got {_show(value)}")
 
 
 def normalize_device(key: str, name: str) -> str:
@@ -52,7 +75,7 @@ def normalize_device(key: str, name: str) -> str:
     short = name.strip().split("device:")[-1].lstrip("/").upper()
     match = _DEVICE_RE.match(short)
     if not match:
-        _fail(key, f"not a device name like 'CPU:0' or 'GPU:1': {name!r}")
+        _fail(key, f"not a device name like 'CPU:0' or 'GPU:1': {_show(name)}")
     return f"{match.group(1)}:{int(match.group(2))}"
 
 
@@ -66,8 +89,10 @@ class DatasetConfig:
     validation_split: float = 0.1  # fraction of the training set held out for validation
     validation: str = "split"  # where epoch-end validation comes from: split | test | none
     test_split: float = 0.2  # image_folder without test_path: fraction held out for testing
+    max_image_pixels: int = MAX_IMAGE_PIXELS  # image files: larger ones are skipped before decoding
 
     def __post_init__(self) -> None:
+        _finite_floats(self, "dataset")
         _choice("dataset.name", self.name, DATASETS)
         if self.name in DATASETS_WITH_PATH and not self.path:
             _fail("dataset.path", f"dataset {self.name!r} needs a path")
@@ -83,6 +108,8 @@ class DatasetConfig:
             _fail("dataset.validation_split", "is 0 but dataset.validation is 'split'; use validation 'test' or 'none'")
         if not 0.0 < self.test_split < 1.0:
             _fail("dataset.test_split", f"must be in (0, 1); got {self.test_split}")
+        if not 1 <= self.max_image_pixels <= 2**31:
+            _fail("dataset.max_image_pixels", f"must be in [1, 2^31]; got {self.max_image_pixels}")
 
 
 @dataclass(frozen=True)
@@ -140,19 +167,32 @@ class TrainingConfig:
     steps_per_call: int = 10  # training steps per tf.function call (design.md section 3)
     mixed_precision: bool = False  # GPU only
     checkpoint_every_steps: int = 0  # 0: at every epoch end (and on stop) only
+    checkpoint_every_minutes: float = 0.0  # 0: no time-based checkpoints
+    keep_checkpoints: int = 3  # the newest K are kept (a damaged newest one falls back to the next)
 
     def __post_init__(self) -> None:
+        _finite_floats(self, "training")
         if self.epochs < 1:
             _fail("training.epochs", f"must be at least 1; got {self.epochs}")
+        _at_most("training.epochs", self.epochs, MAX_EPOCHS)
         if self.global_batch_size < 1:
             _fail("training.global_batch_size", f"must be at least 1; got {self.global_batch_size}")
+        _at_most("training.global_batch_size", self.global_batch_size, MAX_GLOBAL_BATCH)
         _choice("training.optimizer", self.optimizer, OPTIMIZERS)
         if not self.learning_rate > 0:
             _fail("training.learning_rate", f"must be > 0; got {self.learning_rate}")
+        _at_most("training.learning_rate", self.learning_rate, MAX_LEARNING_RATE)
+        _at_most("training.warmup_steps", self.warmup_steps, MAX_STEPS)
+        _at_most("training.checkpoint_every_steps", self.checkpoint_every_steps, MAX_STEPS)
+        _at_most("training.step_decay_epochs", self.step_decay_epochs, MAX_EPOCHS)
+        if not 0 <= self.checkpoint_every_minutes <= 10_080:
+            _fail("training.checkpoint_every_minutes", f"must be in [0, 10080] (a week); got {self.checkpoint_every_minutes}")
+        if not 1 <= self.keep_checkpoints <= 1000:
+            _fail("training.keep_checkpoints", f"must be in [1, 1000]; got {self.keep_checkpoints}")
         if not 0 <= self.momentum < 1:
             _fail("training.momentum", f"must be in [0, 1); got {self.momentum}")
-        if self.weight_decay < 0:
-            _fail("training.weight_decay", f"must be >= 0; got {self.weight_decay}")
+        if not 0 <= self.weight_decay <= 1:
+            _fail("training.weight_decay", f"must be in [0, 1]; got {self.weight_decay}")
         _choice("training.schedule", self.schedule, SCHEDULES)
         if self.warmup_steps < 0:
             _fail("training.warmup_steps", f"must be >= 0; got {self.warmup_steps}")
@@ -211,26 +251,44 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: Any) -> RunConfig:
-        return _from_plain(cls, data, "")
+        try:
+            return _from_plain(cls, data, "")
+        except RecursionError:
+            raise ConfigError("config: nested too deeply") from None
 
     @classmethod
-    def from_json(cls, text: str) -> RunConfig:
+    def from_json(cls, text: str, where: str = "config") -> RunConfig:
+        text = text.removeprefix("\ufeff")  # a byte-order mark (Windows Notepad) is not an error
         try:
+            # NaN, Infinity and 1e400 parse to non-finite floats; _from_plain refuses them by key.
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"config: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+            raise ConfigError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        except RecursionError:
+            raise ConfigError(f"{where}: nested too deeply to be a run configuration") from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            raise ConfigError(f"{where}: {str(exc).splitlines()[0]}") from None
         return cls.from_dict(data)
 
     @classmethod
     def load(cls, path: str | Path) -> RunConfig:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            raw = Path(path).read_bytes()
         except OSError as exc:
             raise ConfigError(f"config: cannot read {path}: {exc.strerror or exc}") from None
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config: {path} is {len(raw):,} bytes; a run configuration is at most "
+                              f"{MAX_CONFIG_BYTES:,}")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config: {path} is not UTF-8 text (byte {exc.start})") from None
         return cls.from_json(text)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+        from gui_app.core import atomic_io
+
+        atomic_io.write_text(path, self.to_json() + "\n")
 
     def replace(self, **sections: Any) -> RunConfig:
         """A copy with whole sections or ``section={key: value}`` updates replaced."""
@@ -240,6 +298,18 @@ class RunConfig:
                 value = dataclasses.replace(getattr(self, name), **value)
             updates[name] = value
         return dataclasses.replace(self, **updates)
+
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: JSON, cut short (one line, even for a hostile file)."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _to_plain(obj: Any) -> Any:
@@ -270,7 +340,8 @@ def _from_plain(tp: Any, value: Any, key: str) -> Any:
         unknown = sorted(set(value) - names)
         if unknown:
             prefix = f"{key}." if key else ""
-            _fail(f"{prefix}{unknown[0]}", f"unknown key (known keys: {', '.join(sorted(names))})")
+            name = unknown[0] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", unknown[0]) else _show(unknown[0])
+            _fail(f"{prefix}{name}", f"unknown key (known keys: {', '.join(sorted(names))})")
         kwargs = {k: _from_plain(hints[k], v, f"{key}.{k}" if key else k) for k, v in value.items()}
         return tp(**kwargs)
     origin = typing.get_origin(tp)
@@ -282,16 +353,23 @@ def _from_plain(tp: Any, value: Any, key: str) -> Any:
         return _from_plain(inner, value, key)
     if origin is tuple:
         if not isinstance(value, list):
-            _fail(where, f"must be a list; got {json.dumps(value)}")
+            _fail(where, f"must be a list; got {_show(value)}")
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_from_plain(args[0], v, key) for v in value)
         if len(value) != len(args):
-            _fail(where, f"must be a list of {len(args)} values; got {json.dumps(value)}")
+            _fail(where, f"must be a list of {len(args)} values; got {_show(value)}")
         return tuple(_from_plain(a, v, key) for a, v in zip(args, value))
     # bool is an int in Python; JSON true must not pass as an integer, nor 1 as a boolean.
     ok = (isinstance(value, tp) and not (tp is not bool and isinstance(value, bool))) or (
         tp is float and isinstance(value, int) and not isinstance(value, bool))
     if not ok:
-        _fail(where, f"must be {_TYPE_NAMES.get(tp, tp.__name__)}; got {json.dumps(value)}")
-    return float(value) if tp is float else value
+        _fail(where, f"must be {_TYPE_NAMES.get(tp, tp.__name__)}; got {_show(value)}")
+    if tp is float:
+        try:
+            value = float(value)
+        except OverflowError:  # an integer too large for a float
+            _fail(where, "must be a finite number; got a number too large")
+        if not math.isfinite(value):
+            _fail(where, f"must be a finite number; got {_show(value)}")
+    return value

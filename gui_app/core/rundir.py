@@ -14,7 +14,11 @@ Layout of one run::
 
 A run's status is read from its events: the last ``run_finished`` says completed, stopped
 or failed; a run with no ``run_finished`` after its last ``run_started`` was killed
-(``interrupted``). Both ``stopped`` and ``interrupted`` runs can be resumed.
+(``interrupted``). ``stopped``, ``interrupted`` and ``failed`` runs with a checkpoint can be
+resumed (a failed one after lowering the batch or the rate: ``resume --set``).
+
+A resumed run replays the steps after its last checkpoint, so ``events.jsonl`` may hold a step
+twice; :func:`read_events` keeps the last one written (the one the continued run built on).
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for
 TENSORBOARD_DIR = "tensorboard"
 SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 
-RESUMABLE = ("stopped", "interrupted")
+RESUMABLE = ("stopped", "interrupted", "failed")
 
 # What the app can open as a model, by file name ending (folders: SavedModel or run).
 MODEL_SUFFIXES = {".keras": "keras", ".tflite": "tflite", ".onnx": "onnx"}
@@ -103,22 +107,48 @@ def model_source(path: str | Path) -> Path:
     return path
 
 
-def read_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the events of a run; a torn last line (the process died mid-write) is skipped."""
+def read_raw_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:
+    """Every event line as written; torn or damaged lines (the process died mid-write) are skipped."""
     path = Path(run_dir) / EVENTS_FILE
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if not line:
                 continue
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 continue
-            if isinstance(event, dict) and "type" in event:
+            if isinstance(event, dict) and isinstance(event.get("type"), str):
                 yield event
+
+
+# Events that describe one point of the history, by the key that numbers it.
+_POINT_KEYS = {"step": "step", "epoch_end": "epoch"}
+
+
+def dedupe_points(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ``step`` per step number and one ``epoch_end`` per epoch: the last written, in the
+    place it was written (so a resumed run reads as one history with no double points)."""
+    last: dict[tuple[str, Any], int] = {}
+    for i, event in enumerate(events):
+        key = _POINT_KEYS.get(event["type"])
+        if key is not None and key in event:
+            last[(event["type"], event[key])] = i
+    out = []
+    for i, event in enumerate(events):
+        key = _POINT_KEYS.get(event["type"])
+        if key is not None and key in event and last[(event["type"], event[key])] != i:
+            continue
+        out.append(event)
+    return out
+
+
+def read_events(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The events of a run, one point per step (see :func:`dedupe_points`)."""
+    return dedupe_points(list(read_raw_events(run_dir)))
 
 
 @dataclass
@@ -141,7 +171,14 @@ class RunInfo:
 
     @property
     def resumable(self) -> bool:
+        if self.status == "failed":  # only once it trained far enough to write a checkpoint
+            return has_checkpoint(self.path)
         return self.status in RESUMABLE and (self.path / CHECKPOINT_DIR).is_dir()
+
+
+def has_checkpoint(run_dir: str | Path) -> bool:
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    return folder.is_dir() and any(folder.glob("ckpt-*.index"))
 
 
 # What the run list needs of a run's events, folded line by line; cached in SUMMARY_FILE with

@@ -38,8 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="run configuration file (JSON)")
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
-    p = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
+    p = sub.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
     p.add_argument("run_dir")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="change a training setting that keeps the model, e.g. training.learning_rate=0.0005 "
+                        "or training.global_batch_size=32 (repeatable)")
     run_options(p)
     p = sub.add_parser("evaluate", help="evaluate a run's model on its test set again")
     p.add_argument("run_dir")
@@ -59,10 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_tensorflow() -> None:
+def _quiet_tensorflow(debug: bool) -> None:
     import os
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if debug:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        return
+    from gui_app.engine.quiet import silence_tensorflow_logs
+
+    silence_tensorflow_logs()  # bad input must read as one line, not eight of TensorFlow's
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    _quiet_tensorflow()
+    _quiet_tensorflow(bool(getattr(args, "debug", False)))
     handler = getattr(args, "handler", None)
     if handler is not None:  # plugin commands bring their own
         return handler(args)

@@ -53,24 +53,36 @@ class RunContext:
         return self.steps_per_epoch * self.config.training.epochs
 
 
+NUMPY_DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx")
+
+
+def _load(config: RunConfig, progress):
+    from gui_app.core.datasets import DatasetError, load_dataset
+
+    try:
+        return load_dataset(config.dataset, progress)
+    except DatasetError as exc:
+        raise InputError(str(exc)) from None
+
+
 def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -> RunContext:
     """Configure TensorFlow, check devices, load and split the data, build the strategy.
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
     from gui_app.core.training import devices, pipeline, strategies
-    from gui_app.core.datasets import DatasetError, load_dataset
 
+    # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
+    # file is refused at once. image_folder decodes with TensorFlow, so it waits for the runtime.
+    dataset = _load(config, progress) if config.dataset.name in NUMPY_DATASETS else None
     warnings = devices.configure_runtime(config.runtime)
     devices.check_devices(config)
     if config.training.mixed_precision:
         import keras
 
         keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        dataset = load_dataset(config.dataset, progress)
-    except DatasetError as exc:
-        raise InputError(str(exc)) from None
+    if dataset is None:
+        dataset = _load(config, progress)
     warnings += list(dataset.warnings)
     # Without a seed, draw one: it is stored in the checkpoint so a resume sees the same data order.
     data_seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
@@ -111,21 +123,73 @@ def build_model_state(ctx: RunContext, run_dir: Path | None) -> None:
             raise InputError(str(exc)) from None
         ctx.schedule = make_schedule(cfg.training, ctx.steps_per_epoch, ctx.total_steps)
         ctx.optimizer = build_optimizer(cfg.training, ctx.schedule)
+        # Slots now, not at the first step: a restore must find every variable to fill (and the
+        # Keras 3.15 placeholder bug needs it anyway, design.md section 4).
+        ctx.optimizer.build(ctx.model.trainable_variables)
         ctx.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         seed_var = tf.Variable(ctx.data_seed, dtype=tf.int64, trainable=False, name="data_seed")
         ctx.checkpoint = tf.train.Checkpoint(model=ctx.model, optimizer=ctx.optimizer, step=ctx.step,
                                              data_seed=seed_var)
         ctx.seed_var = seed_var
     if run_dir is not None:
-        ctx.manager = tf.train.CheckpointManager(ctx.checkpoint, str(run_dir / CHECKPOINT_DIR), max_to_keep=3,
+        ctx.manager = tf.train.CheckpointManager(ctx.checkpoint, str(run_dir / CHECKPOINT_DIR),
+                                                 max_to_keep=cfg.training.keep_checkpoints,
                                                  step_counter=ctx.step)
 
 
-def restore_latest(ctx: RunContext) -> bool:
-    """Restore the newest checkpoint; False when there is none."""
-    latest = ctx.manager.latest_checkpoint if ctx.manager else None
-    if not latest:
+def state_bytes(ctx: RunContext) -> int:
+    """Bytes of one checkpoint (model and optimizer variables) plus the saved model, with a margin."""
+    import numpy as np
+
+    from gui_app.core.disk import MARGIN_BYTES
+
+    def size(variables) -> int:
+        return sum(int(np.prod(v.shape)) * np.dtype(str(v.dtype).replace("tf.", "")).itemsize for v in variables)
+
+    model = size(ctx.model.variables)
+    return model + size(ctx.optimizer.variables) + model + MARGIN_BYTES
+
+
+def kept_checkpoints(ctx: RunContext) -> list[str]:
+    """The run's checkpoints, newest first: those the manager lists, then any other complete
+    ``ckpt-N`` on disk (the manager's state file may be the damaged part)."""
+    import re
+
+    listed = list(ctx.manager.checkpoints) if ctx.manager else []
+    folder = Path(ctx.manager.directory) if ctx.manager else None
+    on_disk = []
+    if folder is not None and folder.is_dir():
+        for index in folder.glob("ckpt-*.index"):
+            if re.fullmatch(r"ckpt-\d+", index.stem):
+                on_disk.append(str(index.with_suffix("")))
+    number = lambda p: int(p.rsplit("-", 1)[-1])  # noqa: E731
+    return sorted(set(listed) | set(on_disk), key=number, reverse=True)
+
+
+def restore_latest(ctx: RunContext, warnings: list[str] | None = None) -> bool:
+    """Restore the newest checkpoint that is whole and fits the model; False when there is none.
+
+    Every model and optimizer variable must come from the checkpoint (no ``expect_partial``: a
+    checkpoint of another architecture must not half-load). A damaged one is skipped with a
+    warning and the next older one tried; when none fits, :class:`InputError` names the newest.
+    """
+    candidates = kept_checkpoints(ctx)
+    if not candidates:
         return False
-    ctx.checkpoint.restore(latest).expect_partial()
-    ctx.data_seed = int(ctx.seed_var.numpy())
-    return True
+    failures = []
+    for path in candidates:
+        try:
+            status = ctx.checkpoint.restore(path)
+            status.assert_consumed()
+        except Exception as exc:  # noqa: BLE001 - a damaged bundle raises OpError, IndexError, ValueError, ...
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            failures.append((path, reason))
+            if warnings is not None:
+                warnings.append(f"skipped checkpoint {Path(path).name}: it is damaged or does not fit the "
+                                f"model ({reason})")
+            continue
+        ctx.data_seed = int(ctx.seed_var.numpy())
+        return True
+    path, reason = failures[0]
+    raise InputError(f"{Path(path).parent}: no usable checkpoint ({len(failures)} tried; the newest, "
+                     f"{Path(path).name}: {reason})")

@@ -2,7 +2,8 @@
 
 The training loop polls :class:`Control` between step groups. Commands arrive from a stdin
 reader thread (``--control stdin``, used by the GUI's supervisor) and from SIGINT/SIGTERM.
-End of stdin means the supervisor is gone, which acts as ``stop``.
+End of stdin means the supervisor is gone, which acts as ``stop`` (with the reason "the
+window went away", the same as a failed write to stdout; see ``engine/events.py``).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import signal
 import sys
 import threading
 from typing import TextIO
+
+WINDOW_GONE = "the window went away"
 
 COMMANDS = ("stop", "pause", "resume", "checkpoint")
 
@@ -21,11 +24,14 @@ class Control:
         self._running.set()
         self._checkpoint = threading.Event()
         self.unknown: list[str] = []
+        self.stop_reason: str | None = None  # why the run stopped, when not asked by a user's "stop"
 
     # ---- commands ---------------------------------------------------------------------
-    def command(self, word: str) -> None:
+    def command(self, word: str, reason: str | None = None) -> None:
         word = word.strip().lower()
         if word == "stop":
+            if not self._stop.is_set():
+                self.stop_reason = reason  # the first cause wins (a "stop" line, then end of input)
             self._stop.set()
             self._running.set()  # a paused run must wake up to stop
         elif word == "pause":
@@ -67,7 +73,7 @@ class Control:
                     self.command(line)
             except (OSError, ValueError):
                 pass
-            self.command("stop")  # end of input: the supervisor is gone
+            self.command("stop", WINDOW_GONE)  # end of input: the supervisor is gone
 
         thread = threading.Thread(target=pump, name="engine-control", daemon=True)
         thread.start()
@@ -75,7 +81,7 @@ class Control:
 
     def install_signal_handlers(self) -> None:
         def handler(signum, frame):  # noqa: ARG001
-            self.command("stop")
+            self.command("stop", f"stopped by {signal.Signals(signum).name}")
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:

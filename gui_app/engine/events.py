@@ -1,20 +1,27 @@
 """The event stream of a run: every event is appended to the run's ``events.jsonl`` (flushed
-as it happens, the durable copy) and written to stdout as a JSON line or a readable line.
+as it happens, fsynced at checkpoints and at the end: the durable copy) and written to stdout as
+a JSON line or a readable line.
 
 stdout carries nothing but events in ``jsonl`` mode; everything else goes to stderr.
+
+The engine must outlive its supervisor (design.md section 2): a failed write to stdout (the
+window was killed, its pipe is gone) switches the stream off, keeps writing the run directory,
+and calls ``on_stdout_lost`` so the run stops with a checkpoint instead of dying on the next
+print.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from gui_app.core.json_values import finite_or_null
 from gui_app.core.rundir import EVENTS_FILE
 
-
+from gui_app.engine.control import WINDOW_GONE  # noqa: F401 - one wording for both causes
 
 class EventWriter:
     def __init__(self, mode: str = "text", stream: TextIO | None = None):
@@ -24,18 +31,52 @@ class EventWriter:
         self.stream = stream or sys.stdout
         self._file: TextIO | None = None
         self._pending: list[dict] = []  # events emitted before the run directory exists
+        self.stdout_lost = False
+        self.on_stdout_lost: Callable[[], None] | None = None
 
     def attach(self, run_dir: str | Path) -> None:
-        """Start appending to ``run_dir/events.jsonl`` (and write what came before)."""
-        self._file = open(Path(run_dir) / EVENTS_FILE, "a", encoding="utf-8")
+        """Start appending to ``run_dir/events.jsonl`` (and write what came before).
+
+        A process killed mid-write leaves a torn last line; appending onto it would glue our
+        first event (the resumed ``run_started``) to the fragment and lose both."""
+        path = Path(run_dir) / EVENTS_FILE
+        torn = False
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                if f.tell():
+                    f.seek(-1, os.SEEK_END)
+                    torn = f.read(1) != b"\n"
+        except FileNotFoundError:
+            pass
+        self._file = open(path, "a", encoding="utf-8")
+        if torn:
+            self._file.write("\n")
         for event in self._pending:
             self._write_file(event)
         self._pending.clear()
 
+    def sync(self) -> None:
+        """Make every event so far durable (at checkpoints and at the end of the run)."""
+        if self._file:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
     def close(self) -> None:
         if self._file:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:  # a full disk: the flush of the last bytes failed; nothing to add
+                pass
             self._file = None
+
+    def emit_final(self, type_: str, **fields: Any) -> None:
+        """``emit`` for the error path: never raises (the disk may be full, stderr dead)."""
+        try:
+            self.emit(type_, **fields)
+            self.sync()
+        except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
+            pass
 
     def emit(self, type_: str, durable: bool = True, **fields: Any) -> dict:
         """Write one event; ``durable=False`` keeps it out of events.jsonl (stdout only)."""
@@ -47,14 +88,35 @@ class EventWriter:
         else:
             self._pending.append(event)
         if self.mode == "jsonl":
-            self.stream.write(json.dumps(event, separators=(",", ":")) + "\n")
-            self.stream.flush()
+            self._write_stream(json.dumps(event, separators=(",", ":")) + "\n")
         elif self.mode == "text":
             line = format_text(event)
             if line:
-                self.stream.write(line + "\n")
-                self.stream.flush()
+                self._write_stream(line + "\n")
         return event
+
+    def _write_stream(self, text: str) -> None:
+        if self.stdout_lost:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # BrokenPipeError, EIO, or a closed stream
+            self._lose_stdout()
+
+    def _lose_stdout(self) -> None:
+        self.stdout_lost = True
+        if self.stream is sys.stdout:
+            # Python flushes sys.stdout again at exit and would print "Exception ignored ...
+            # BrokenPipeError" and exit 120: point fd 1 at /dev/null instead.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
+        if self.on_stdout_lost is not None:
+            self.on_stdout_lost()
 
     def _write_file(self, event: dict) -> None:
         self._file.write(json.dumps(event, separators=(",", ":")) + "\n")

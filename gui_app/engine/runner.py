@@ -10,13 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
-from gui_app.core import rundir
+from gui_app.core import atomic_io, rundir
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
 from gui_app.engine.context import RunContext
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 
 MISCLASSIFIED_KEEP = 64
+# A step group (one tf.function call) is cut shorter when steps are slow, so that a stop (the
+# window went away, SIGTERM) is noticed within about this many seconds, not after 1000 steps.
+GROUP_SECONDS = 2.0
 
 
 class TrainingDiverged(RuntimeError):
@@ -53,6 +56,7 @@ class RunController:
         self.trainer = Trainer(ctx.strategy, ctx.model, ctx.optimizer, cfg.global_batch_size, logits)
         self.evaluator = Evaluator(ctx.strategy, ctx.model, ctx.dataset.num_classes, logits)
         self._writers = None
+        self._last_checkpoint = time.monotonic()
 
     # ---- helpers ------------------------------------------------------------------------
     def _tensorboard(self):
@@ -66,7 +70,24 @@ class RunController:
     def save_checkpoint(self) -> None:
         step = int(self.ctx.step.numpy())
         path = self.ctx.manager.save(checkpoint_number=step)
+        self._last_checkpoint = time.monotonic()
         self.events.emit("checkpoint", step=step, path=path)
+        self.events.sync()  # the history up to a checkpoint is as durable as the checkpoint
+
+    def _checkpoint_due(self, before: int, step: int) -> bool:
+        cfg = self.ctx.config.training
+        every, minutes = cfg.checkpoint_every_steps, cfg.checkpoint_every_minutes
+        if self.control.take_checkpoint_request():
+            return True
+        if every and before // every != step // every:
+            return True
+        return bool(minutes) and time.monotonic() - self._last_checkpoint >= 60 * minutes
+
+    def _group_size(self, remaining: int, per_step: float | None) -> int:
+        k = min(self.ctx.config.training.steps_per_call, remaining)
+        if per_step:
+            k = min(k, max(1, int(GROUP_SECONDS / per_step)))
+        return k
 
     def _learning_rates(self, first_step: int, k: int) -> np.ndarray:
         steps = np.arange(first_step, first_step + k, dtype=np.float32)
@@ -118,7 +139,8 @@ class RunController:
         spe, total = ctx.steps_per_epoch, ctx.total_steps
         splits = ctx.splits
         step = int(ctx.step.numpy())
-        every = cfg.checkpoint_every_steps
+        per_step = None  # seconds per step, measured after the first (tracing) call
+        calls = 0
         while step < total:
             epoch, start_batch = divmod(step, spe)
             epoch_end = (epoch + 1) * spe
@@ -131,10 +153,13 @@ class RunController:
                 if self.control.stop_requested:
                     self.save_checkpoint()
                     return "stopped"
-                k = min(cfg.steps_per_call, epoch_end - step)
+                k = self._group_size(epoch_end - step, per_step)
                 t0 = time.perf_counter()
                 stats = self.trainer.train(iterator, k)
                 seconds = time.perf_counter() - t0
+                calls += 1
+                if calls > 1:
+                    per_step = seconds / k
                 ctx.step.assign_add(k)
                 if not np.all(np.isfinite(stats[:, :, LOSS])):
                     bad = step + 1 + int(np.argmax(~np.isfinite(stats[:, :, LOSS]).all(axis=1)))
@@ -146,7 +171,7 @@ class RunController:
                     losses.append(loss)
                     accs.append(acc)
                 before, step = step, step + k
-                if (every and before // every != step // every) or self.control.take_checkpoint_request():
+                if self._checkpoint_due(before, step):
                     self.save_checkpoint()
             self._end_epoch(epoch, step, losses, accs, time.perf_counter() - started)
         return "completed"
@@ -177,21 +202,18 @@ class RunController:
         result = self.evaluator.evaluate(pipeline.eval_dataset(x, y, ctx.config.training.global_batch_size),
                                          keep_predictions=True)
         event = result.to_event(ctx.dataset.class_names)
-        tmp = self.run_dir / (rundir.EVAL_FILE + ".tmp")
-        tmp.write_text(json.dumps(event), encoding="utf-8")
-        tmp.replace(self.run_dir / rundir.EVAL_FILE)
+        atomic_io.write_text(self.run_dir / rundir.EVAL_FILE, json.dumps(event))
         if result.predictions is not None:
             wrong = np.flatnonzero(result.predictions != y)[:MISCLASSIFIED_KEEP]
-            np.savez_compressed(self.run_dir / rundir.MISCLASSIFIED_FILE, x=x[wrong], y_true=y[wrong],
-                                y_pred=result.predictions[wrong], confidence=result.confidence[wrong],
-                                index=wrong)
+            with atomic_io.atomic_path(self.run_dir / rundir.MISCLASSIFIED_FILE) as tmp:
+                np.savez_compressed(tmp, x=x[wrong], y_true=y[wrong], y_pred=result.predictions[wrong],
+                                    confidence=result.confidence[wrong], index=wrong)
         return self.events.emit("eval", **event)
 
     def save_model(self) -> Path:
         path = self.run_dir / rundir.MODEL_FILE
-        tmp = self.run_dir / ("tmp-" + rundir.MODEL_FILE)
-        self.ctx.model.save(tmp)
-        tmp.replace(path)
+        with atomic_io.atomic_path(path) as tmp:
+            self.ctx.model.save(tmp)
         return path
 
     def close(self) -> None:

@@ -345,3 +345,36 @@ def test_get_format_rejects_unknown_names():
     assert isinstance(get_format("onnx"), ExportFormat)
     with pytest.raises(ExportError, match="format: must be one of"):
         get_format("coreml")
+
+
+def test_savedmodel_is_opened_only_with_a_matching_card(all_exports, tmp_path):
+    """Loading a SavedModel runs its graph: ours (the card's hash matches) open; a copy without
+    its card, or with a changed file, is refused unless the caller says it trusts it."""
+    from gui_app.core.export.predict import UNVERIFIED_SAVEDMODEL_FLAG
+
+    ours = all_exports["savedmodel"].path
+    assert load_predictor(ours).kind == "savedmodel"  # the export wrote the hash into the card
+    bare = tmp_path / "elsewhere"
+    shutil.copytree(ours, bare)
+    with pytest.raises(ExportError, match="no Replica Studio model card") as info:
+        load_predictor(bare)
+    assert UNVERIFIED_SAVEDMODEL_FLAG in str(info.value) and "\n" not in str(info.value)
+    assert load_predictor(bare, allow_unverified_savedmodel=True).kind == "savedmodel"
+    changed = tmp_path / "changed"
+    shutil.copytree(ours, changed)
+    shutil.copy(ours.with_name(ours.name + ".json"), changed.with_name("changed.json"))
+    (changed / "fingerprint.pb").write_bytes(b"swapped")
+    with pytest.raises(ExportError, match="do not match the hash"):
+        load_predictor(changed)
+
+
+def test_keras_file_with_a_lambda_layer_is_refused_in_one_line(tmp_path):
+    import keras
+
+    inputs = keras.Input((8, 8, 1))
+    outputs = keras.layers.Dense(10)(keras.layers.Flatten()(keras.layers.Lambda(lambda x: x * 2.0)(inputs)))
+    keras.Model(inputs, outputs).save(tmp_path / "lambda.keras")
+    with pytest.raises(ExportError) as info:
+        load_predictor(tmp_path / "lambda.keras")
+    message = str(info.value)
+    assert "cannot load the Keras model" in message and "Lambda" in message and "\n" not in message

@@ -64,3 +64,49 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 300, env: dic
 
 def parse_jsonl(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines()]
+
+
+class LineReader:
+    """Reads a subprocess's stdout lines on a thread so every wait has a timeout (a hung engine
+    fails its test instead of hanging the suite)."""
+
+    def __init__(self, stream):
+        import queue
+        import threading
+
+        self._lines: "queue.Queue[str | None]" = queue.Queue()
+        self._stream = stream
+
+        def pump():
+            try:
+                for line in stream:
+                    self._lines.put(line)
+            except (OSError, ValueError):
+                pass
+            self._lines.put(None)
+
+        self._thread = threading.Thread(target=pump, daemon=True)
+        self._thread.start()
+
+    def events(self, timeout: float = 120):
+        """Yield parsed JSON events until end of stream; AssertionError when one takes longer."""
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line from the engine within {timeout} s") from None
+            if line is None:
+                return
+            if line.strip():
+                yield json.loads(line)
+
+
+def start_engine(*args: str, stdin=True):
+    """``replica-studio ARGS`` as the window starts it, stdout and stdin pipes; (proc, reader)."""
+    proc = subprocess.Popen(app_command(*args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=app_env())
+    return proc, LineReader(proc.stdout)

@@ -10,7 +10,7 @@ import pytest
 from gui_app.core import rundir
 from gui_app.identity import app_command, app_env
 
-from engine_helpers import REFERENCE, config_dict, parse_jsonl, run_cli
+from engine_helpers import REFERENCE, LineReader, config_dict, parse_jsonl, run_cli
 
 
 def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_config):
@@ -54,8 +54,8 @@ def test_stop_on_stdin_then_resume(tmp_path, write_config):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=app_env())
     events = []
-    for line in proc.stdout:
-        events.append(json.loads(line))
+    for event in LineReader(proc.stdout).events(timeout=120):  # a hung engine fails, never hangs
+        events.append(event)
         if events[-1]["type"] == "step" and events[-1]["step"] == 4:
             proc.stdin.write("pause\n")
             proc.stdin.flush()
@@ -147,8 +147,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, write_config):
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
     proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl"),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=app_env())
-    for line in proc.stdout:
-        event = json.loads(line)
+    for event in LineReader(proc.stdout).events(timeout=120):
         if event["type"] == "checkpoint" and event["step"] >= 8:
             proc.kill()  # no run_finished: the process is gone as after a crash or power loss
             break

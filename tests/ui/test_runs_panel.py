@@ -89,3 +89,16 @@ def test_the_active_run_shows_as_running(qtbot, runs_dir):
     assert rows(panel)[str(live)][STATUS] == "running" and panel.status_of(live) == "running"
     panel.set_active_run(None)
     assert panel.status_of(live) == "interrupted"
+
+
+def test_a_failed_run_with_a_checkpoint_is_resumable(qtbot, runs_dir):
+    """Out of memory or diverged after a checkpoint: resume it (e.g. with a smaller batch)."""
+    oom = write_run(runs_dir, "a-oom", "failed", steps=8, message="out of memory with 32 examples per replica")
+    (oom / "checkpoints" / "ckpt-8.index").write_bytes(b"")
+    refused = write_run(runs_dir, "b-bad-config", "failed", steps=0, message="dataset.path: missing")
+    panel = RunsPanel(runs_dir)
+    qtbot.addWidget(panel)
+    panel.select(oom)
+    assert panel.resume_button.isEnabled() and "last good checkpoint" in panel.resume_button.toolTip()
+    panel.select(refused)  # failed before any checkpoint: nothing to resume from
+    assert not panel.resume_button.isEnabled()

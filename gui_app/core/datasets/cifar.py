@@ -48,6 +48,15 @@ _ALLOWED = frozenset({("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "enc
     for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))})
 
 
+# The largest real member is CIFAR-100's train (about 155 MB); anything far beyond is not CIFAR
+# and must not be read into memory whole.
+MAX_MEMBER_BYTES = 256 << 20
+
+
+def _too_big(where: str, size: int) -> DatasetError:
+    return DatasetError(f"{where}: {size:,} bytes is too large for a CIFAR batch (limit {MAX_MEMBER_BYTES:,})")
+
+
 class _ArraysOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
@@ -82,6 +91,9 @@ def _read_folder(path: Path, layout: CifarLayout) -> dict[str, tuple[str, bytes]
     for name in layout.files:
         if not (folder / name).is_file():
             raise DatasetError(f"{folder}: missing {name}")
+        size = (folder / name).stat().st_size
+        if size > MAX_MEMBER_BYTES:
+            raise _too_big(str(folder / name), size)
         blobs[name] = (str(folder / name), (folder / name).read_bytes())
     return blobs
 
@@ -94,7 +106,12 @@ def _read_tarball(path: Path, layout: CifarLayout, progress: Progress | None) ->
             for member in tar:
                 parts = PurePosixPath(member.name).parts
                 if member.isfile() and len(parts) == 2 and parts[0] == layout.folder and parts[1] in layout.files:
-                    blobs[parts[1]] = (f"{path}: {member.name}", tar.extractfile(member).read())
+                    if member.size > MAX_MEMBER_BYTES:
+                        raise _too_big(f"{path}: {member.name}", member.size)
+                    blob = tar.extractfile(member).read(MAX_MEMBER_BYTES + 1)
+                    if len(blob) > MAX_MEMBER_BYTES:
+                        raise _too_big(f"{path}: {member.name}", len(blob))
+                    blobs[parts[1]] = (f"{path}: {member.name}", blob)
                     report("read", path.name, len(blobs), len(layout.files))
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{path}: not a readable CIFAR .tar.gz or truncated ({exc})") from None

@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from gui_app.core.atomic_io import replace_durably
 from gui_app.core.datasets.base import DatasetError, Progress, Throttle
 
 CHUNK = 1 << 20
@@ -119,7 +120,7 @@ def download(url: str, dest: Path, sha256: str | None = None, progress: Progress
         if sha256 is not None and digest.hexdigest() != sha256:
             raise DatasetError(f"{url}: the downloaded file has SHA-256 {digest.hexdigest()}, expected "
                                f"{sha256}; the download was corrupted or the file changed")
-        os.replace(tmp, dest)
+        replace_durably(tmp, dest)  # fsync the data, rename, fsync the folder
         done = True
     finally:
         if not done:

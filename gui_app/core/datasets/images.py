@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gui_app.core.config import DatasetConfig
+from gui_app.core.config import MAX_IMAGE_PIXELS, DatasetConfig
 from gui_app.core.datasets.base import (Dataset, DatasetError, Progress, Throttle, few, make_dataset,
                                         require_path, stratified_split)
+from gui_app.core.datasets.image_header import MAX_IMAGE_BYTES, too_large
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 
@@ -42,18 +43,23 @@ def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> D
     if ignored:
         warnings.append(f"ignored {len(ignored)} files that are not images (by extension): {few(ignored)}")
     channels = 3 if cfg.color_mode == "rgb" else 1
-    decode = _Decoder(tuple(cfg.image_size), channels, Throttle(progress))
+    decode = _Decoder(tuple(cfg.image_size), channels, Throttle(progress), cfg.max_image_pixels)
     n_train = sum(map(len, train_files.values()))
     total = n_train + (sum(map(len, test_files.values())) if test_root else 0)
     x, y, failed = decode(root, train_files, class_names, 0, total)
     if test_root:
         x_test, y_test, failed_test = decode(test_root, test_files, class_names, n_train, total)
         failed += failed_test
+    large = [name for name in failed if name in decode.too_large]
+    failed = [name for name in failed if name not in decode.too_large]
+    if large:
+        warnings.append(f"skipped {len(large)} images too large to decode safely (over "
+                        f"{cfg.max_image_pixels:,} pixels or {MAX_IMAGE_BYTES:,} bytes): {few(large)}")
     if failed:
         warnings.append(f"skipped {len(failed)} images that could not be decoded: {few(failed)}")
-    _check_every_class(y, class_names, root)
+    _check_every_class(y, class_names, root, large)
     if test_root:
-        _check_every_class(y_test, class_names, test_root)
+        _check_every_class(y_test, class_names, test_root, large)
     else:
         train_idx, test_idx = stratified_split(y, cfg.test_split)
         if len(test_idx) == 0:
@@ -77,6 +83,9 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
             raise DatasetError(f"{root}: has no class sub-folders, only other files ({few([p.name for p in entries])}); "
                                f"expected one sub-folder of images per class")
         raise DatasetError(f"{root}: the folder is empty; expected one sub-folder of images per class")
+    if len(class_dirs) < 2:
+        raise DatasetError(f"{root}: has one class folder ({class_dirs[0].name}); a classifier needs at least "
+                           "two, one sub-folder of images per class")
     files: dict[str, list[Path]] = {}
     ignored = [p.name for p in entries if p.is_file()]
     for folder in class_dirs:
@@ -88,19 +97,24 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
     return files, [d.name for d in class_dirs], ignored
 
 
-def _check_every_class(y: np.ndarray, class_names: list[str], root: Path) -> None:
+def _check_every_class(y: np.ndarray, class_names: list[str], root: Path, large: list[str] = ()) -> None:
     empty = [name for i, name in enumerate(class_names) if not np.any(y == i)]
     if empty:
-        raise DatasetError(f"{root / empty[0]}: none of the class's images could be decoded")
+        too_big = sum(1 for name in large if Path(name).parts[0] == empty[0])
+        why = f" ({too_big} too large to decode safely)" if too_big else ""
+        raise DatasetError(f"{root / empty[0]}: none of the class's images could be decoded{why}")
 
 
 class _Decoder:
     """Decodes files into (N, H, W, C) uint8 at one size, on a few threads (TensorFlow ops
     release the GIL) through one traced function: about 4x faster than eager ops per image."""
 
-    def __init__(self, size: tuple[int, int], channels: int, report: Throttle) -> None:
+    def __init__(self, size: tuple[int, int], channels: int, report: Throttle,
+                 max_pixels: int = MAX_IMAGE_PIXELS) -> None:
         import tensorflow as tf
 
+        self.max_pixels = max_pixels
+        self.too_large: set[str] = set()  # relative names of the files skipped for their size
         self._errors = (tf.errors.OpError, OSError, ValueError)
         self._size = size
         self._channels = channels
@@ -113,8 +127,10 @@ class _Decoder:
         images, labels, failed = [], [], []
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
             for (label, path), image in zip(jobs, pool.map(self._one, (path for _, path in jobs))):
-                if image is None:
+                if image is None or isinstance(image, str):
                     failed.append(str(path.relative_to(root)))
+                    if isinstance(image, str):
+                        self.too_large.add(failed[-1])
                 else:
                     images.append(image)
                     labels.append(label)
@@ -123,9 +139,16 @@ class _Decoder:
         x = np.stack(images) if images else np.zeros((0, *self._size, self._channels), np.uint8)
         return x, np.asarray(labels, np.int64), failed
 
-    def _one(self, path: Path) -> np.ndarray | None:
+    def _one(self, path: Path) -> np.ndarray | str | None:
+        """The image, the reason it is too large to decode, or None when it is not an image."""
         try:
-            return self._decode(path.read_bytes()).numpy()
+            if path.stat().st_size > MAX_IMAGE_BYTES:
+                return "too many bytes"
+            data = path.read_bytes()
+            reason = too_large(data, self.max_pixels)
+            if reason:
+                return reason
+            return self._decode(data).numpy()
         except self._errors:
             return None
 
@@ -139,12 +162,17 @@ def image_decoder(size: tuple[int, int], channels: int):
                        input_signature=[tf.TensorSpec([], tf.string)])
 
 
-def decode_image(data: bytes, size: tuple[int, int], channels: int) -> np.ndarray:
+def decode_image(data: bytes, size: tuple[int, int], channels: int,
+                 max_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray:
     """One encoded image as training saw its images: decoded, channels converted, resized.
 
-    Raises ValueError when ``data`` is not a PNG, JPEG, BMP or GIF image."""
+    Raises ValueError when ``data`` is not a PNG, JPEG, BMP or GIF image, or is too large to
+    decode safely (a decompression bomb)."""
     import tensorflow as tf
 
+    reason = too_large(data, max_pixels)
+    if reason:
+        raise ValueError(f"too large to decode safely: {reason}")
     try:
         return image_decoder(tuple(size), channels)(data).numpy()
     except tf.errors.OpError:

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gui_app.core.atomic_io import fsync_dir, fsync_file
 from gui_app.core.formats import ExportError
 from gui_app.core.rundir import SAVED_MODEL_FILE
 
@@ -58,6 +59,7 @@ class AtomicDestination:
         """Rename the temporary into place, replacing what was there."""
         assert self.temp is not None, "commit() outside the with block"
         try:
+            fsync_file(self.temp)  # the data reaches the disk before the name does
             if self.directory and self.dest.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.", suffix=".old", dir=self.dest.parent))
                 os.rename(self.dest, old / "previous")
@@ -70,6 +72,7 @@ class AtomicDestination:
                     shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(self.temp, self.dest)
+            fsync_dir(self.dest.parent)
         except OSError as exc:
             raise ExportError(f"{self.dest}: cannot write there ({exc.strerror or exc})") from None
         self.committed = True

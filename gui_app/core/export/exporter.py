@@ -23,7 +23,7 @@ from gui_app.core.export.atomic import AtomicDestination
 from gui_app.core.export_result import ExportResult
 from gui_app.core.export.probability import probability_model
 from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
-from gui_app.core.export.model_card import build_card, card_path_for, write_card
+from gui_app.core.export.model_card import build_card, card_path_for, export_sha256, write_card
 from gui_app.core.export.parity import check_parity
 from gui_app.core.export.runtimes import image_shape, import_tensorflow, load_keras_model, open_runtime, scale_pixels
 from gui_app.core.formats import DEFAULT_CHECK, ExportCancelled, ExportError, ExportFormat, get_format
@@ -129,6 +129,7 @@ def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = D
         card = build_card(fmt=spec, export_path=output, size_bytes=size, run_dir=run_dir.absolute(),
                           run_config=config.to_dict(), class_names=class_names, runtime=runtime,
                           input_shape=input_shape, eval_info=eval_info, parity=parity, extra=details)
+        card["sha256"] = export_sha256(out.temp)  # predict opens a SavedModel only when this matches
         write_card(card_out.temp, card)
         # Let go of the loaded file (an mmapped .tflite, a SavedModel) before renaming it.
         del runtime

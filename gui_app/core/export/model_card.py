@@ -114,6 +114,38 @@ def write_card(path: Path, card: dict[str, Any]) -> None:
     path.write_text(json.dumps(finite_or_null(card), indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
+def export_sha256(path: str | Path) -> str:
+    """SHA-256 of an export: the file, or every file of a folder (relative name and bytes, in
+    name order) so that no graph or variable file can be swapped under a card."""
+    import hashlib
+
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_savedmodel(folder: Path, card: dict[str, Any] | None) -> str | None:
+    """None when ``folder`` is a SavedModel we exported (its card's hash matches), else why not.
+
+    Loading a SavedModel runs its graph (TensorFlow's security model treats it as running a
+    program), so one of unknown origin is opened only when the user says so."""
+    if card is None:
+        return "it has no Replica Studio model card beside it"
+    expected = card.get("sha256")
+    if not isinstance(expected, str):
+        return "its model card carries no hash (exported by an older version?)"
+    if export_sha256(folder) != expected:
+        return "its files do not match the hash in its model card (changed since export)"
+    return None
+
+
 def read_card(export_path: str | Path) -> dict[str, Any] | None:
     """The card beside ``export_path``; ``None`` when there is none; ExportError if unreadable."""
     path = card_path_for(export_path)

@@ -89,10 +89,18 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def load_predictor(source: str | Path) -> Predictor:
-    """Open a run folder, ``.keras`` file, SavedModel folder, ``.tflite`` or ``.onnx`` file."""
+UNVERIFIED_SAVEDMODEL_FLAG = "--allow-unverified-savedmodel"
+
+
+def load_predictor(source: str | Path, allow_unverified_savedmodel: bool = False) -> Predictor:
+    """Open a run folder, ``.keras`` file, SavedModel folder, ``.tflite`` or ``.onnx`` file.
+
+    A SavedModel folder is loaded only when its model card's hash matches (we exported it),
+    unless ``allow_unverified_savedmodel`` (the user said they trust it): loading one runs its
+    graph. ``.keras`` files are always loaded with ``safe_mode=True`` (no Lambda layers)."""
     from gui_app.core.config import ConfigError, RunConfig
     from gui_app.core.rundir import CONFIG_FILE
+    from gui_app.core.export.model_card import verify_savedmodel
 
     source = Path(source).expanduser()
     kind = detect_kind(source)
@@ -115,6 +123,11 @@ def load_predictor(source: str | Path) -> Predictor:
                 config = RunConfig.from_dict(card.get("run_config"))
             except ConfigError:
                 config = None
+        if kind == "savedmodel" and not allow_unverified_savedmodel:
+            why = verify_savedmodel(source, card)
+            if why:
+                raise ExportError(f"{source}: not opened: loading a SavedModel runs its graph, and {why}; "
+                                  f"if you trust it, pass {UNVERIFIED_SAVEDMODEL_FLAG}")
     runtime = open_runtime(source, kind)
     probe = runtime(np.zeros((1, *runtime.input_shape), np.float32))
     classes = probe.shape[-1]

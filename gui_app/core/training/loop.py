@@ -28,7 +28,8 @@ class Trainer:
         with strategy.scope():
             # Build the optimizer's slots now: creating them inside strategy.run fails for
             # Adam and friends in Keras 3.15 (design.md section 4, keras-team/keras#23085).
-            optimizer.build(model.trainable_variables)
+            if not optimizer.built:  # the engine builds it earlier, before restoring a checkpoint
+                optimizer.build(model.trainable_variables)
         self._train_k = tf.function(self._train_k_impl)
 
     def _replica_step(self, x, y):

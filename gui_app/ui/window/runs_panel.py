@@ -1,7 +1,7 @@
 """RunsPanel: the runs in the runs folder, read with ``gui_app.core.rundir.list_runs``.
 
 Open one to see its charts and evaluation again, select two to overlay them, resume a run
-that was stopped or whose process died, export a finished run's model. A failed run shows
+that was stopped, whose process died, or that failed after writing a checkpoint, export a finished run's model. A failed run shows
 its one-line reason. The buttons are also in the list's context menu.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ class RunsPanel(QWidget):
                                         lambda: self.open_requested.emit(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
-        self.resume_button = self._button(row, "Resume", "Continue a stopped or interrupted run from its checkpoint",
+        self.resume_button = self._button(row, "Resume", "Continue a stopped, interrupted or failed run from its checkpoint",
                                           lambda: self.resume_requested.emit(self.selected_paths()[0]))
         self.export_button = self._button(row, "Export…", "Export the selected run's trained model "
                                                           "(Keras, SavedModel, TensorFlow Lite, ONNX)",
@@ -156,7 +156,7 @@ class RunsPanel(QWidget):
     def _make_item(self, info: RunInfo) -> QTreeWidgetItem:
         config = info.config
         status = "running" if str(info.path) == self._active_run else info.status
-        if status in ("stopped", "interrupted") and info.total_steps:
+        if status in ("stopped", "interrupted", "failed") and info.total_steps and info.resumable:
             shown_status = f"{status} ({info.step}/{info.total_steps})"
         else:
             shown_status = status
@@ -186,6 +186,11 @@ class RunsPanel(QWidget):
         self.export_button.setEnabled(bool(info and info.has_model))
         self.resume_button.setEnabled(bool(info and info.resumable and not self._busy
                                            and str(info.path) != self._active_run))
+        # A failed run resumes from its last good checkpoint: say so where the user decides.
+        self.resume_button.setToolTip(
+            "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
+            "out of memory or diverged)" if info and info.status == "failed" and info.resumable else
+            "Continue a stopped, interrupted or failed run from its checkpoint")
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
         if not self._busy:  # the charts belong to the live run

@@ -1,0 +1,43 @@
+"""``resume --set training.learning_rate=0.0005``: change a stopped or failed run's config before
+it continues, within what its checkpoint can still restore.
+
+Only keys that leave the model and the optimizer's variables as they are may change (a new
+optimizer has other slots, mixed precision wraps it, a new dataset or model is another run).
+Values are JSON (``0.0005``, ``true``, ``"cosine"``); a bare word is taken as a string.
+The result is validated like any config. TensorFlow-free.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gui_app.core.config import ConfigError, RunConfig
+
+RESUME_OVERRIDABLE = frozenset(f"training.{key}" for key in (
+    "epochs", "global_batch_size", "learning_rate", "momentum", "weight_decay", "schedule", "warmup_steps",
+    "step_decay_epochs", "step_decay_rate", "steps_per_call", "checkpoint_every_steps",
+    "checkpoint_every_minutes", "keep_checkpoints"))
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set: expected KEY=VALUE like training.learning_rate=0.0005; got {text[:60]!r}")
+    if key not in RESUME_OVERRIDABLE:
+        raise ConfigError(f"--set {key}: cannot change on resume (the checkpoint holds the model and optimizer "
+                          f"it describes); changeable: {', '.join(sorted(RESUME_OVERRIDABLE))}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw.strip()
+    return key, value
+
+
+def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
+    data = config.to_dict()
+    for text in overrides:
+        key, value = parse_override(text)
+        section, name = key.split(".", 1)
+        data[section][name] = value
+    return RunConfig.from_dict(data)
