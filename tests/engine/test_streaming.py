@@ -108,3 +108,46 @@ def test_bad_shards_exit_2_with_one_line_naming_the_file(tmp_path, write_config,
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("replica-studio train:")]
     assert len(lines) == 1 and named in lines[0] and needle in lines[0], result.stderr
+
+
+def test_prepare_cli_writes_shards_that_train(tmp_path, write_config):
+    import json
+
+    source = write_config(config_dict(dataset={"name": "digits"}), "digits.json")
+    result = run_cli("prepare", str(source), "--output", str(tmp_path / "shards"), "--shards", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[-1]["type"] == "prepared" and lines[-1]["counts"]["train"] + lines[-1]["counts"]["test"] == 1797
+    assert all(line["type"] == "progress" for line in lines[:-1]) and lines[-1]["images_per_sec"] > 0
+    again = run_cli("prepare", str(source), "--output", str(tmp_path / "shards"))
+    assert again.returncode == 2 and "not an empty folder" in again.stderr
+
+    config = write_config(config_dict(dataset={"name": "tfrecord", "path": str(tmp_path / "shards"),
+                                               "image_size": [8, 8], "color_mode": "grayscale", "loading": "stream"},
+                                      training={"epochs": 2, "global_batch_size": 64, "seed": 1}))
+    code, tap = run_in_process("train", config, tmp_path / "runs")
+    assert code == 0, tap.of("error")
+    assert tap.of("run_started")[0]["dataset"]["test_examples"] == lines[-1]["counts"]["test"]
+    assert tap.of("eval")[0]["accuracy"] > 0.8  # digits after two epochs of mnist_cnn
+
+
+def test_tfds_dataset_trains_in_the_engine(tmp_path, write_config):
+    pytest.importorskip("tensorflow_datasets", reason="tensorflow-datasets (the [tfds] extra) is not installed")
+    import subprocess
+
+    from gui_app.identity import app_env
+
+    builder = Path(__file__).with_name("tfds_builder.py")
+    subprocess.run([sys.executable, str(builder), str(tmp_path / "tfds")], check=True, env=app_env(),
+                   capture_output=True, timeout=300)
+    # The engine process never saw the builder's code: TFDS reads the prepared files alone.
+    config = write_config(_stream_config({"name": "tfds", "tfds_name": "tiny_indexed",
+                                          "data_dir": str(tmp_path / "tfds")}, epochs=1))
+    result = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"), "--events", "jsonl")
+    assert result.returncode == 0, result.stderr[-2000:]
+    import json
+
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    started = [e for e in events if e["type"] == "run_started"][0]
+    assert started["dataset"]["class_names"] == ["a", "b", "c"] and started["dataset"]["test_examples"] == 60
+    assert [e for e in events if e["type"] == "eval"][0]["examples"] == 60

@@ -99,11 +99,11 @@ def _record_parts(cfg: DatasetConfig, train_set, test_set, channels: int) -> tup
     train = Part("records", 0, train_set.files, train_set.counts, keep=holdout)
     pool = Part("records", 0, train_set.files, train_set.counts,
                 keep=tuple(k for k in holdout if k[0] == TEST_PRIME))
-    for part in (train, val, test, pool):
-        if part is not None and part.keep:
-            part.examples = _hashed_count(total, part.keep)
-    if not pool.keep:
-        pool.examples = total
+    for part in (train, val, pool):
+        if part is not None:
+            part.examples = _hashed_count(total, part.keep) if part.keep else total
+    if test.keep:
+        test.examples = _hashed_count(total, test.keep)
     if cfg.validation == "test":
         val = test
     return train, val, test, pool
@@ -165,6 +165,7 @@ def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> S
         paths, labels = [paths[i] for i in train_idx], labels[train_idx]
     if skipped:
         warnings.append(f"skipped {len(skipped)} images before training: {few(skipped, 3)}")
+    pool = _files_part(paths, labels, len(class_names))
     val = None
     if cfg.validation == "split":  # the same held-out examples as pipeline.split in memory
         order = np.random.default_rng(20240607).permutation(len(paths))
@@ -177,7 +178,8 @@ def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> S
         val = test
     channels = 3 if cfg.color_mode == "rgb" else 1
     return StreamSource("image_folder", class_names, (*cfg.image_size, channels),
-                        _files_part(paths, labels, len(class_names)), val, test, 0, warnings, len(skipped))
+                        _files_part(paths, labels, len(class_names)), val, test, 0, warnings, len(skipped),
+                        pool=pool)
 
 
 def _files_part(paths: list[str], labels: np.ndarray, k: int) -> Part:
