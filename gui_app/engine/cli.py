@@ -101,11 +101,11 @@ def _devices(args) -> int:
 def _inspect(args) -> int:
     import numpy as np
 
-    from gui_app.core.datasets import load_dataset
+    from gui_app.core.datasets.loading import inspect_dataset
     from gui_app.core.training.models import ModelError, build_model, describe
 
     config = RunConfig.load(args.config)
-    dataset = load_dataset(config.dataset)
+    dataset = inspect_dataset(config.dataset)  # a bounded sample when the set would stream
     try:
         model = build_model(config.model, dataset.input_shape, dataset.num_classes)
     except ModelError as exc:

@@ -4,39 +4,17 @@
 exceed the memory budget: ``dataset.memory_budget_mb``, else ``$REPLICA_STUDIO_MEMORY_BUDGET_MB``,
 else 25 % of the machine's RAM. Only image folders, TFRecord shards and TFDS sets can stream;
 the array formats (npz, IDX, CIFAR batches) are read whole (``replica-studio prepare`` turns
-them into shards).
+them into shards). The budget itself is in ``gui_app.core.memory`` (the form shows it).
 """
 from __future__ import annotations
 
-import os
-
 from gui_app.core.config import DatasetConfig
 from gui_app.core.datasets.base import Dataset, Progress
-
-BUDGET_ENV = "REPLICA_STUDIO_MEMORY_BUDGET_MB"
-BUDGET_FRACTION = 0.25
-
-
-def ram_bytes() -> int | None:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # not POSIX
-        try:
-            import psutil
-
-            return int(psutil.virtual_memory().total)
-        except ImportError:
-            return None
+from gui_app.core.memory import BUDGET_ENV, budget_bytes  # noqa: F401 - BUDGET_ENV re-exported for tests
 
 
 def memory_budget_bytes(cfg: DatasetConfig) -> int:
-    if cfg.memory_budget_mb is not None:
-        return cfg.memory_budget_mb * 2**20
-    env = os.environ.get(BUDGET_ENV, "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env) * 2**20
-    ram = ram_bytes()
-    return int((ram or 8 * 2**30) * BUDGET_FRACTION)
+    return budget_bytes(cfg.memory_budget_mb)
 
 
 def decoded_bytes(source, parts: tuple = ("train", "val", "test")) -> int:
@@ -72,3 +50,31 @@ def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> tuple[Da
     from gui_app.core.training.streaming import load_into_memory
 
     return load_into_memory(source), None
+
+
+class StreamPreview:
+    """What ``replica-studio inspect`` shows of a set that would stream: the scan's summary and a
+    bounded sample of decoded images (``x_train``/``y_train``), never the whole set."""
+
+    def __init__(self, source, sample: int = 512) -> None:
+        import numpy as np
+
+        from gui_app.core.training.streaming import decoded
+
+        self.source, self.warnings = source, list(source.warnings)
+        self.input_shape, self.num_classes = source.input_shape, source.num_classes
+        xs, ys = [], []
+        for x, y in decoded(source, source.train, file_seed=20240601).take(sample).batch(sample).as_numpy_iterator():
+            xs.append(x)
+            ys.append(y)
+        self.x_train = np.concatenate(xs) if xs else np.zeros((0, *source.input_shape), np.uint8)
+        self.y_train = np.concatenate(ys).astype(np.int64) if ys else np.zeros(0, np.int64)
+
+    def summary(self) -> dict:
+        return self.source.summary()
+
+
+def inspect_dataset(cfg: DatasetConfig):
+    """The in-memory Dataset, or a StreamPreview when ``dataset.loading`` would stream."""
+    dataset, source = open_input(cfg)
+    return dataset if source is None else StreamPreview(source)
