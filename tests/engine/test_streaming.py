@@ -29,7 +29,7 @@ def _losses(tap) -> dict[int, float]:
     return {e["step"]: e["loss"] for e in tap.of("step")}
 
 
-@pytest.mark.parametrize("cache", ["none", "memory"])
+@pytest.mark.parametrize("cache", ["none", "memory", "file"])
 def test_streamed_tfrecord_resume_matches_an_uninterrupted_run(tmp_path, write_config, cache):
     write_tfrecords(tmp_path / "shards", 300, shards=4)
     config = write_config(_stream_config({"name": "tfrecord", "path": str(tmp_path / "shards"), "cache": cache,
@@ -62,6 +62,8 @@ def test_streamed_tfrecord_resume_matches_an_uninterrupted_run(tmp_path, write_c
     for step in resumed:
         assert resumed[step] == pytest.approx(expected[step], rel=1e-5, abs=1e-6)
     assert (run.path / rundir.MISCLASSIFIED_FILE).is_file()
+    if cache == "file":  # the decoded training cache lives in the run's data folder
+        assert list((run.path / "data").glob("train-cache-0-of-1*"))
 
 
 def test_streamed_image_folder_skips_and_counts_a_decompression_bomb(tmp_path, write_config):

@@ -101,3 +101,18 @@ def test_prepare_dialog_runs_the_engine_and_offers_the_shards(qtbot, tmp_path):
         again.start()
     assert "not an empty folder" in failed.args[0] and not again.is_running()
     assert RunConfig.load(again.command()[again.command().index("prepare") + 1]).dataset.name == "digits"
+
+
+def test_open_prepare_dialog_switches_the_form_to_the_shards(qtbot, tmp_path):
+    from gui_app.ui.dialogs.prepare import open_prepare_dialog
+
+    form = DatasetForm()
+    qtbot.addWidget(form)
+    form.set_config_section(DatasetConfig(name="digits", image_size=(16, 16), color_mode="grayscale"))
+    dialog = open_prepare_dialog(form, form)
+    (tmp_path / "manifest.json").write_text(json.dumps({"image_shape": [16, 16, 1], "files": []}))
+    dialog.use_shards.emit(str(tmp_path))
+    section = form.config_section()
+    assert (section.name, section.path, section.image_size, section.color_mode) == (
+        "tfrecord", str(tmp_path), (16, 16), "grayscale")
+    dialog.close()

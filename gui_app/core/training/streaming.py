@@ -161,6 +161,10 @@ class TrainStream:
             if self.cache == "file":
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
                 filename = str(self.cache_dir / f"train-cache-{pipe_id}-of-{n_pipes}")
+                # One engine process per run: a lock left by a killed process is stale, and
+                # tf.data would refuse the cache as "concurrently" written.
+                for stale in self.cache_dir.glob(f"train-cache-{pipe_id}-of-{n_pipes}*.lockfile"):
+                    stale.unlink(missing_ok=True)
             base = decoded(self.source, self.source.train, n_pipes, pipe_id).cache(filename)
             base.batch(1024).reduce(0, lambda s, _: s + 1)  # warm: a cache is kept only when read to the end
             self._cached[key] = base

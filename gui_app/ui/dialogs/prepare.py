@@ -16,7 +16,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QProcess, QProcessEnvironment, Signal
+from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, Signal
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
@@ -202,3 +202,28 @@ class PrepareDialog(QDialog):
     def _set_status(self, text: str, error: bool = False) -> None:
         self._status.setText(text)
         self._status.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
+
+
+def open_prepare_dialog(parent: QWidget, dataset_form) -> PrepareDialog:
+    """Tools -> Prepare dataset: the dialog over the form's dataset; "Train on these shards"
+    switches the form to the written shards, at the image shape their manifest records."""
+    import dataclasses
+
+    current = dataset_form.validate() or DatasetConfig()
+    dialog = PrepareDialog(current, parent, folder=dataset_form.last_dir or None)
+
+    def use(path: str) -> None:
+        size, color = current.image_size, current.color_mode
+        try:  # train at the size the shards were written at
+            h, w, c = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))["image_shape"]
+            size, color = (max(8, int(h)), max(8, int(w))), "grayscale" if int(c) == 1 else "rgb"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        dataset_form.set_config_section(dataclasses.replace(
+            current, name="tfrecord", path=path, test_path=None, label_offset=0, tfds_name=None, data_dir=None,
+            image_size=size, color_mode=color))
+
+    dialog.use_shards.connect(use)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()
+    return dialog
