@@ -184,3 +184,20 @@ def test_tfds_streams_a_prepared_dataset(tiny_tfds):
     train = set(_indices(decoded(source, source.train)))
     assert len(train) == 216 and not train & set(_indices(decoded(source, source.test)))
     _pipelines_cover(source, source.train, train)
+
+
+def test_the_scan_is_cached_beside_the_shards_and_redone_when_a_shard_changes(tmp_path, monkeypatch):
+    from gui_app.core.datasets import shards
+
+    paths = write_tfrecords(tmp_path / "s", 90, shards=3)
+    first = shards.scan(str(tmp_path / "s"))
+    assert (tmp_path / "s" / shards.SCAN_CACHE).is_file()
+    scanned = []
+    real = shards._scan_file
+    monkeypatch.setattr(shards, "_scan_file", lambda *a: scanned.append(a[0]) or real(*a))
+    again = shards.scan(str(tmp_path / "s"))
+    assert scanned == [] and (again.counts, again.class_names) == (first.counts, first.class_names)
+    write_tfrecords(tmp_path / "s", 10, shards=1, prefix="train-extra")
+    shards.scan(str(tmp_path / "s"))
+    assert scanned == [str(tmp_path / "s" / "train-extra-00000-of-00001.tfrecord")]
+    del paths

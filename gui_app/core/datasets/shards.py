@@ -27,6 +27,7 @@ SCAN_CACHE = ".replica-studio-scan.json"
 LABELS_TXT = "labels.txt"
 ENCODED, LABEL, TEXT = "image/encoded", "image/class/label", "image/class/text"
 _SKIP_SUFFIXES = (".json", ".txt", ".md", ".lockfile", ".index")
+MAX_TEXTS = 100_000  # class names kept per file in the scan cache
 
 
 @dataclass
@@ -103,10 +104,10 @@ def _file_key(path: str) -> list:
     return [st.st_size, int(st.st_mtime_ns)]
 
 
-def _counts_from_cache(files: list[str]) -> tuple[dict[str, int], dict]:
-    """Counts already known from the manifest or the scan cache, for files that did not change."""
+def _counts_from_cache(files: list[str]) -> tuple[dict[str, dict], dict]:
+    """Entries already known from the manifest or the scan cache, for files that did not change."""
     folder = Path(files[0]).parent
-    known: dict[str, int] = {}
+    known: dict[str, dict] = {}
     manifest = read_manifest(folder)
     cache: dict = {}
     try:
@@ -118,7 +119,7 @@ def _counts_from_cache(files: list[str]) -> tuple[dict[str, int], dict]:
     for f in files:
         e = entries.get(Path(f).name)
         if e and e.get("key") == _file_key(f) and isinstance(e.get("examples"), int):
-            known[f] = e["examples"]
+            known[f] = e
     return known, cache
 
 
@@ -131,14 +132,21 @@ def scan(spec: str, label_offset: int = 0, split: str | None = None, class_names
     report = Throttle(progress)
     counts, texts, top = [], {}, -1
     for i, f in enumerate(files):
-        if f in known and classes is not None:
-            counts.append(known[f])
+        entry = known.get(f)
+        # Without known classes the labels' range matters: only scan-cache entries record it.
+        if entry is not None and (classes is not None or (isinstance(entry.get("top"), int)
+                                                          and entry.get("offset") == label_offset)):
+            counts.append(entry["examples"])
+            top = max(top, entry.get("top", -1))
+            texts.update({int(k): v for k, v in entry.get("texts", {}).items()})
         else:
             n, file_top, file_texts = _scan_file(f, label_offset, classes)
             counts.append(n)
             top = max(top, file_top)
             texts.update(file_texts)
-            cache.setdefault("files", {})[Path(f).name] = {"examples": n, "key": _file_key(f)}
+            cache.setdefault("files", {})[Path(f).name] = {
+                "examples": n, "key": _file_key(f), "top": file_top, "offset": label_offset,
+                "texts": {str(k): v for k, v in list(file_texts.items())[:MAX_TEXTS]}}
         report("scan", spec, i + 1, len(files))
     if classes is None:
         if top >= MAX_CLASSES:
