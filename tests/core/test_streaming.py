@@ -152,25 +152,19 @@ def test_prepare_converts_a_format_into_shards_that_stream_back(tmp_path, name):
 
 @pytest.fixture(scope="module")
 def tiny_tfds(tmp_path_factory):
-    tfds = pytest.importorskip("tensorflow_datasets", reason="tensorflow-datasets (the [tfds] extra) is not installed")
+    """A TFDS set prepared on disk by tests/engine/tfds_builder.py in its own process (no
+    download); here TFDS reads it from its files alone, as the engine does."""
+    pytest.importorskip("tensorflow_datasets", reason="tensorflow-datasets (the [tfds] extra) is not installed")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from gui_app.identity import app_env
+
     data_dir = tmp_path_factory.mktemp("tfds")
-
-    class TinyIndexed(tfds.core.GeneratorBasedBuilder):  # a dataset prepared on disk, no download
-        VERSION = tfds.core.Version("1.0.0")
-
-        def _info(self):
-            return tfds.core.DatasetInfo(builder=self, features=tfds.features.FeaturesDict({
-                "image": tfds.features.Image(shape=(8, 8, 1)),
-                "label": tfds.features.ClassLabel(names=["a", "b", "c"])}), supervised_keys=("image", "label"))
-
-        def _split_generators(self, dl_manager):
-            return {"train": self._generate_examples(0, 240), "test": self._generate_examples(240, 300)}
-
-        def _generate_examples(self, start, stop):
-            for i in range(start, stop):
-                yield i, {"image": indexed_image(i, label=i % 3), "label": i % 3}
-
-    TinyIndexed(data_dir=str(data_dir)).download_and_prepare()
+    builder = Path(__file__).resolve().parents[1] / "engine" / "tfds_builder.py"
+    subprocess.run([sys.executable, str(builder), str(data_dir)], check=True, env=app_env(), capture_output=True,
+                   timeout=300)
     return data_dir
 
 
