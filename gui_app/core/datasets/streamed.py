@@ -37,6 +37,7 @@ class Part:
     keep: tuple = ()  # records/tfds: ((prime, threshold, wanted), ...) on the global index
     tfds_split: str = ""
     class_counts: list[int] | None = None
+    bytes_per_example: float = 0.0  # records: encoded size on disk, to bound the shuffle buffer's memory
 
     @property
     def offsets(self) -> list[int]:
@@ -122,6 +123,10 @@ def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> Strea
         test_set = shards.scan(cfg.path, cfg.label_offset, "test", train_set.class_names, progress)
     channels = 3 if cfg.color_mode == "rgb" else 1
     train, val, test, pool = _record_parts(cfg, train_set, test_set, channels)
+    per = sum(Path(f).stat().st_size for f in train_set.files) / max(train_set.examples, 1)
+    for part in (train, val, test, pool):
+        if part is not None:
+            part.bytes_per_example = per
     if train.examples == 0 or test.examples == 0:
         raise DatasetError(f"{cfg.path}: too few records to hold out a test set; set dataset.test_path")
     return StreamSource("tfrecord", train_set.class_names, (*cfg.image_size, channels), train, val, test,

@@ -30,6 +30,9 @@ from pathlib import Path
 from gui_app.core.datasets.streamed import Part, StreamSource
 
 SAMPLE_FOR_STATS = 2048  # examples used for the normalization layer's mean and variance
+# The shuffle buffer holds encoded records (or decoded images with a cache): bound its memory,
+# or 10,000 ImageNet JPEGs would take 1.1 GB.
+SHUFFLE_BUFFER_BYTES = 256 * 2**20
 READ_PARALLEL_FILES = 8
 
 
@@ -170,6 +173,16 @@ class TrainStream:
             self._cached[key] = base
         return self._cached[key]
 
+    def buffer_size(self) -> int:
+        """Examples in the shuffle buffer: ``dataset.shuffle_buffer``, at most SHUFFLE_BUFFER_BYTES.
+        Uncached image files need none: their file list is already shuffled whole."""
+        part = self.source.train
+        if self.cache == "none" and part.kind == "files":
+            return 1
+        h, w, c = self.source.input_shape
+        per = h * w * c if self.cache != "none" or part.kind == "tfds" else max(part.bytes_per_example, 1.0)
+        return int(max(1, min(self.shuffle_buffer, SHUFFLE_BUFFER_BYTES // per)))
+
     def dataset_fn(self, epoch: int, start_batch: int):
         """``dataset_fn(input_context)`` for one epoch, starting at global batch ``start_batch``."""
         import tensorflow as tf
@@ -182,7 +195,9 @@ class TrainStream:
                 ds = self._cached_base(n, pid)
             else:
                 ds = raw_elements(self.source, self.source.train, n, pid, epoch_seed(self.seed, epoch, 1))
-            ds = ds.shuffle(self.shuffle_buffer, seed=epoch_seed(self.seed, epoch, 2), reshuffle_each_iteration=True)
+            buffer = self.buffer_size()
+            if buffer > 1:
+                ds = ds.shuffle(buffer, seed=epoch_seed(self.seed, epoch, 2), reshuffle_each_iteration=True)
             ds = ds.repeat().skip(start_batch * per_replica * replicas_here)
             if self.cache == "none":
                 ds = ds.map(decode_fn(self.source), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
