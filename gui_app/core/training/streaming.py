@@ -16,11 +16,12 @@ it costs reading, not decoding). Each epoch's stream is repeated, so a pipeline 
 is shorter than the others (or loses a record that fails to decode) wraps around instead of
 ending the epoch early; the wrapped examples are the only ones seen twice in that epoch.
 
-Cache (``dataset.cache``): decoded examples are cached per pipeline before the shuffle, in
-memory or in a file in the run's data folder. A tf.data cache is only kept once it was read
-to the end, and the training loop stops an epoch mid-stream, so the cache is filled by one
-full pass before the first step ("warming"); later epochs shuffle the cached examples with
-the seeded buffer (no file-level shuffle then: the cache holds one fixed order).
+Cache (``dataset.cache``), filled by one full pass before the first step: ``memory`` decodes
+this pipeline's share into two tensors and gathers each batch by index from a seeded
+permutation per (seed, epoch, pipeline), a full shuffle at in-memory speed; ``file`` uses a
+tf.data file cache in the run's data folder, then the seeded shuffle buffer (a tf.data cache
+is only kept once read to the end, and the training loop stops each epoch mid-stream, hence
+the warming pass).
 """
 from __future__ import annotations
 
@@ -173,6 +174,43 @@ class TrainStream:
             self._cached[key] = base
         return self._cached[key]
 
+    def _memory_arrays(self, n_pipes: int, pipe_id: int):
+        """This pipeline's decoded examples as two tensors, read once (``cache: memory``).
+
+        Batches are then gathered by index from a seeded permutation per epoch (the in-memory
+        pipeline's design): a full shuffle, and no per-example tf.data work, which made a
+        tf.data memory cache plus a shuffle buffer 15 % slower than the in-memory path."""
+        import numpy as np
+        import tensorflow as tf
+
+        key = (n_pipes, pipe_id)
+        if key not in self._cached:
+            xs, ys = [], []
+            for x, y in decoded(self.source, self.source.train, n_pipes, pipe_id).batch(1024):
+                xs.append(x)
+                ys.append(y)
+            h, w, c = self.source.input_shape
+            x = tf.concat(xs, 0) if xs else tf.zeros((0, h, w, c), tf.uint8)
+            y = tf.concat(ys, 0) if ys else tf.zeros((0,), tf.int32)
+            del xs, ys  # the batches: the peak while reading is twice the decoded share
+            self._cached[key] = (x, y, int(np.asarray(y.shape[0])))
+        return self._cached[key]
+
+    def _gathered(self, n_pipes: int, pipe_id: int, epoch: int, skip: int, per_replica: int):
+        import numpy as np
+        import tensorflow as tf
+
+        x, y, count = self._memory_arrays(n_pipes, pipe_id)
+        if count == 0:
+            raise ValueError("dataset: this input pipeline's share of the training set is empty")
+        rng = np.random.default_rng([self.seed, epoch, pipe_id])
+        # Two permutations back to back: a share shorter than the others wraps around instead of ending.
+        order = np.concatenate([rng.permutation(count), rng.permutation(count)])[skip % count:]
+        order = order[: len(order) // per_replica * per_replica].reshape(-1, per_replica)
+        ds = tf.data.Dataset.from_tensor_slices(order).repeat()
+        return ds.map(lambda i: (tf.gather(x, i), tf.gather(y, i)), num_parallel_calls=tf.data.AUTOTUNE,
+                      deterministic=True)
+
     def buffer_size(self) -> int:
         """Examples in the shuffle buffer: ``dataset.shuffle_buffer``, at most SHUFFLE_BUFFER_BYTES.
         Uncached image files need none: their file list is already shuffled whole."""
@@ -191,18 +229,22 @@ class TrainStream:
             n, pid = input_context.num_input_pipelines, input_context.input_pipeline_id
             per_replica = input_context.get_per_replica_batch_size(self.global_batch)
             replicas_here = max(1, input_context.num_replicas_in_sync // n)
-            if self.cache != "none":
-                ds = self._cached_base(n, pid)
+            skip = start_batch * per_replica * replicas_here
+            if self.cache == "memory":
+                ds = self._gathered(n, pid, epoch, skip, per_replica)
             else:
-                ds = raw_elements(self.source, self.source.train, n, pid, epoch_seed(self.seed, epoch, 1))
-            buffer = self.buffer_size()
-            if buffer > 1:
-                ds = ds.shuffle(buffer, seed=epoch_seed(self.seed, epoch, 2), reshuffle_each_iteration=True)
-            ds = ds.repeat().skip(start_batch * per_replica * replicas_here)
-            if self.cache == "none":
-                ds = ds.map(decode_fn(self.source), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-                ds = ds.ignore_errors()
-            ds = ds.batch(per_replica, drop_remainder=True)
+                if self.cache == "file":
+                    ds = self._cached_base(n, pid)
+                else:
+                    ds = raw_elements(self.source, self.source.train, n, pid, epoch_seed(self.seed, epoch, 1))
+                buffer = self.buffer_size()
+                if buffer > 1:
+                    ds = ds.shuffle(buffer, seed=epoch_seed(self.seed, epoch, 2), reshuffle_each_iteration=True)
+                ds = ds.repeat().skip(skip)
+                if self.cache == "none":
+                    ds = ds.map(decode_fn(self.source), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                    ds = ds.ignore_errors()
+                ds = ds.batch(per_replica, drop_remainder=True)
             ds = ds.map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y), num_parallel_calls=tf.data.AUTOTUNE)
             return ds.prefetch(tf.data.AUTOTUNE).with_options(_options(tf))
         return dataset_fn
