@@ -109,7 +109,8 @@ def bench_memory(args) -> None:
             run = _train(tmp, {"name": "tfrecord", "path": prepared["output"], "image_size": [size, size],
                                "loading": loading, "cache": "auto"}, "mlp", 1, 64, env)
             rows[name].append(run)
-            print(f"{name}: streamed={run['streamed']} peak RSS {run['rss_mib']:.0f} MiB", flush=True)
+            print(f"{name}: streamed={run['streamed']} peak RSS {run['rss_mib']:.0f} MiB, test accuracy "
+                  f"{run['accuracy']:.4f}, {run['examples_per_sec']:.0f} examples/s", flush=True)
     decoded = n * per_example / 2**20
     b = statistics.median(r["rss_mib"] for r in rows["big"])
     t = statistics.median(r["rss_mib"] for r in rows["tiny"])
