@@ -47,7 +47,7 @@ def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> tuple[Da
         return None, source
     if cfg.name == "image_folder":
         return load_dataset(cfg, progress), None
-    from gui_app.core.training.streaming import load_into_memory
+    from gui_app.core.datasets.stream_read import load_into_memory
 
     return load_into_memory(source), None
 
@@ -59,7 +59,7 @@ class StreamPreview:
     def __init__(self, source, sample: int = 512) -> None:
         import numpy as np
 
-        from gui_app.core.training.streaming import decoded
+        from gui_app.core.datasets.stream_read import decoded
 
         self.source, self.warnings = source, list(source.warnings)
         self.input_shape, self.num_classes = source.input_shape, source.num_classes
