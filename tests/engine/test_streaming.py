@@ -153,3 +153,19 @@ def test_tfds_dataset_trains_in_the_engine(tmp_path, write_config):
     started = [e for e in events if e["type"] == "run_started"][0]
     assert started["dataset"]["class_names"] == ["a", "b", "c"] and started["dataset"]["test_examples"] == 60
     assert [e for e in events if e["type"] == "eval"][0]["examples"] == 60
+
+
+def test_inspect_previews_a_streamed_set_without_decoding_it_whole(tmp_path, write_config):
+    import json
+
+    import numpy as np
+
+    write_tfrecords(tmp_path / "shards", 600, shards=3)
+    config = write_config(_stream_config({"name": "tfrecord", "path": str(tmp_path / "shards")}))
+    result = run_cli("inspect", str(config), "--json", "--samples", str(tmp_path / "samples.npz"))
+    assert result.returncode == 0, result.stderr
+    dataset = json.loads(result.stdout)["dataset"]
+    assert dataset["streamed"] is True and dataset["train_examples"] + dataset["test_examples"] == 600
+    assert dataset["class_names"] == ["class0", "class1", "class2"]
+    samples = np.load(tmp_path / "samples.npz")
+    assert samples["x"].shape[1:] == (8, 8, 1) and set(samples["y"].tolist()) == {0, 1, 2}
