@@ -26,8 +26,13 @@ class ConfigError(ValueError):
     """A configuration value is wrong; the message starts with the dotted key."""
 
 
-DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx", "image_folder")
-DATASETS_WITH_PATH = ("npz", "idx", "image_folder")
+DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx", "image_folder",
+            "tfrecord", "tfds")
+DATASETS_WITH_PATH = ("npz", "idx", "image_folder", "tfrecord")
+# Datasets that decode encoded images (image_size and color_mode apply) and may stream.
+DATASETS_OF_IMAGES = ("image_folder", "tfrecord", "tfds")
+LOADING_MODES = ("auto", "memory", "stream")
+CACHE_MODES = ("none", "auto", "memory", "file")
 MODELS = ("mnist_cnn", "cifar_cnn", "mlp", "resnet20", "mobilenet_v2", "keras_file")
 STRATEGIES = ("default", "one_device", "mirrored")
 CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one")
@@ -90,14 +95,36 @@ class DatasetConfig:
     validation: str = "split"  # where epoch-end validation comes from: split | test | none
     test_split: float = 0.2  # image_folder without test_path: fraction held out for testing
     max_image_pixels: int = MAX_IMAGE_PIXELS  # image files: larger ones are skipped before decoding
+    # Streamed input (docs/config.md "Datasets larger than memory").
+    loading: str = "auto"  # auto | memory | stream: auto streams above memory_budget_mb
+    memory_budget_mb: int | None = None  # None: 25 % of RAM (or $REPLICA_STUDIO_MEMORY_BUDGET_MB)
+    cache: str = "auto"  # streamed: none | auto | memory | file (in the run's data folder)
+    shuffle_buffer: int = 10000  # streamed: examples in the seeded shuffle buffer
+    label_offset: int = 0  # tfrecord: subtracted from image/class/label (1 for ImageNet's 1-based labels)
+    tfds_name: str | None = None  # tfds: the dataset name, e.g. "mnist" or "my_set:1.0.0"
+    data_dir: str | None = None  # tfds: the folder it was prepared in (no downloads)
 
     def __post_init__(self) -> None:
         _finite_floats(self, "dataset")
         _choice("dataset.name", self.name, DATASETS)
         if self.name in DATASETS_WITH_PATH and not self.path:
             _fail("dataset.path", f"dataset {self.name!r} needs a path")
-        if self.test_path and self.name != "image_folder":
-            _fail("dataset.test_path", "only image_folder datasets take a test_path")
+        if self.test_path and self.name not in ("image_folder", "tfrecord"):
+            _fail("dataset.test_path", "only image_folder and tfrecord datasets take a test_path")
+        _choice("dataset.loading", self.loading, LOADING_MODES)
+        _choice("dataset.cache", self.cache, CACHE_MODES)
+        if self.memory_budget_mb is not None and self.memory_budget_mb < 1:
+            _fail("dataset.memory_budget_mb", f"must be at least 1 or null; got {self.memory_budget_mb}")
+        if not 1 <= self.shuffle_buffer <= 10_000_000:
+            _fail("dataset.shuffle_buffer", f"must be in [1, 10000000]; got {self.shuffle_buffer}")
+        if self.label_offset and self.name != "tfrecord":
+            _fail("dataset.label_offset", "only tfrecord datasets take a label_offset")
+        if not 0 <= self.label_offset <= 1000:
+            _fail("dataset.label_offset", f"must be in [0, 1000]; got {self.label_offset}")
+        if self.name == "tfds" and not self.tfds_name:
+            _fail("dataset.tfds_name", "dataset 'tfds' needs a tfds_name (a dataset prepared on disk)")
+        if (self.tfds_name or self.data_dir) and self.name != "tfds":
+            _fail("dataset.tfds_name" if self.tfds_name else "dataset.data_dir", "only tfds datasets take it")
         if len(self.image_size) != 2 or not all(8 <= s <= 1024 for s in self.image_size):
             _fail("dataset.image_size", f"must be [height, width] between 8 and 1024; got {list(self.image_size)}")
         _choice("dataset.color_mode", self.color_mode, COLOR_MODES)

@@ -14,11 +14,11 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-from gui_app.engine import export_command, predict_command, scaling_command
+from gui_app.engine import export_command, predict_command, prepare, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "scaling", export_command.COMMAND,
-               predict_command.COMMAND)
+               predict_command.COMMAND) + prepare.COMMANDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     export_command.add_command(sub)  # export, predict and scaling live in their own modules
     predict_command.add_command(sub)
     scaling_command.add_command(sub)
+    prepare.add_commands(sub)  # prepare (dataset -> TFRecord shards) too
     return parser
 
 
@@ -111,11 +112,11 @@ def _devices(args) -> int:
 def _inspect(args) -> int:
     import numpy as np
 
-    from gui_app.core.datasets import load_dataset
+    from gui_app.core.datasets.loading import inspect_dataset
     from gui_app.core.training.models import ModelError, build_model, describe
 
     config = RunConfig.load(args.config)
-    dataset = load_dataset(config.dataset)
+    dataset = inspect_dataset(config.dataset)  # a bounded sample when the set would stream
     try:
         model = build_model(config.model, dataset.input_shape, dataset.num_classes)
     except ModelError as exc:

@@ -39,6 +39,9 @@ class RunContext:
     manager: Any = None
     schedule: Any = None  # the learning-rate schedule: step -> rate
     seed_var: Any = None  # tf.Variable holding data_seed, saved in the checkpoint
+    stream: Any = None  # a StreamSource when dataset.loading streams (engine/stream_input.py)
+    train_stream: Any = None
+    eval_cache: Any = None
 
     @property
     def strategy(self):
@@ -71,6 +74,7 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
     from gui_app.core.training import devices, pipeline, strategies
+    from gui_app.core.datasets import DatasetError
 
     # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
     # file is refused at once. image_folder decodes with TensorFlow, so it waits for the runtime.
@@ -81,13 +85,24 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
         import keras
 
         keras.mixed_precision.set_global_policy("mixed_float16")
-    if dataset is None:
-        dataset = _load(config, progress)
+    if dataset is None:  # image folders, TFRecord shards, TFDS: in memory or streamed (dataset.loading)
+        from gui_app.core.datasets.loading import open_input
+
+        try:
+            dataset, stream = open_input(config.dataset, progress)
+        except DatasetError as exc:
+            raise InputError(str(exc)) from None
+        dataset = dataset if stream is None else stream
     warnings += list(dataset.warnings)
     # Without a seed, draw one: it is stored in the checkpoint so a resume sees the same data order.
     data_seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     try:
-        splits = pipeline.split(dataset, config.dataset)
+        if stream is not None:
+            from gui_app.engine.stream_input import splits_for
+
+            splits = splits_for(stream)
+        else:
+            splits = pipeline.split(dataset, config.dataset)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     batch = config.training.global_batch_size
@@ -101,7 +116,7 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
     if batch % built.num_replicas:
         warnings.append(f"training.global_batch_size: {batch} does not divide evenly over {built.num_replicas} "
                         "replicas; local batches differ by one example")
-    return RunContext(config, dataset, splits, built, data_seed, warnings)
+    return RunContext(config, dataset, splits, built, data_seed, warnings, stream=stream)
 
 
 def build_model_state(ctx: RunContext, run_dir: Path | None) -> None:
@@ -113,12 +128,18 @@ def build_model_state(ctx: RunContext, run_dir: Path | None) -> None:
     from gui_app.core.training.optim import build_optimizer, make_schedule
 
     cfg = ctx.config
+    if ctx.stream is not None:
+        from gui_app.engine.stream_input import stats_sample
+
+        train_images = stats_sample(ctx)
+    else:
+        train_images = ctx.splits.x_train
     if cfg.training.seed is not None:
         keras.utils.set_random_seed(cfg.training.seed)  # same initial weights for the same seed
     with ctx.strategy.scope():
         try:
             ctx.model = build_model(cfg.model, ctx.dataset.input_shape, ctx.dataset.num_classes,
-                                    cfg.training.mixed_precision, channel_stats(ctx.splits.x_train))
+                                    cfg.training.mixed_precision, channel_stats(train_images))
         except ModelError as exc:
             raise InputError(str(exc)) from None
         ctx.schedule = make_schedule(cfg.training, ctx.steps_per_epoch, ctx.total_steps)

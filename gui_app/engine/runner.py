@@ -94,7 +94,8 @@ class RunController:
         rates = np.asarray(self.ctx.schedule(steps), dtype=np.float64)
         return np.broadcast_to(rates, (k,))  # a constant schedule returns one scalar
 
-    def _emit_steps(self, stats: np.ndarray, first_step: int, epoch: int, seconds: float) -> None:
+    def _emit_steps(self, stats: np.ndarray, first_step: int, epoch: int, seconds: float,
+                    input_wait: np.ndarray | None = None) -> None:
         k, replicas, _ = stats.shape
         lrs = self._learning_rates(first_step, k)
         memory = _memory(self.ctx.built)
@@ -115,7 +116,8 @@ class RunController:
             step = first_step + i + 1
             self.events.emit("step", step=step, epoch=epoch + 1, loss=loss, accuracy=acc,
                              learning_rate=float(lrs[i]), examples_per_sec=examples / per_step,
-                             step_time=per_step, replicas=replicas_out)
+                             step_time=per_step, replicas=replicas_out,
+                             input_wait=None if input_wait is None else float(input_wait[i]))
             scalars = {"loss": loss, "accuracy": acc, "learning_rate": float(lrs[i])}
             for r in range(replicas):
                 scalars[f"replica_{r}/loss"] = float(rows[r, LOSS])
@@ -144,9 +146,14 @@ class RunController:
         while step < total:
             epoch, start_batch = divmod(step, spe)
             epoch_end = (epoch + 1) * spe
-            ds = pipeline.train_dataset(splits.x_train, splits.y_train, epoch, start_batch,
-                                        cfg.global_batch_size, ctx.data_seed)
-            iterator = iter(ctx.strategy.experimental_distribute_dataset(ds))
+            if ctx.stream is not None:
+                from gui_app.engine import stream_input
+
+                iterator = stream_input.train_iterator(ctx, self.run_dir, epoch, start_batch)
+            else:
+                ds = pipeline.train_dataset(splits.x_train, splits.y_train, epoch, start_batch,
+                                            cfg.global_batch_size, ctx.data_seed)
+                iterator = iter(ctx.strategy.experimental_distribute_dataset(ds))
             started, losses, accs = time.perf_counter(), [], []
             while step < epoch_end:
                 self._pause_if_asked(step)
@@ -165,7 +172,7 @@ class RunController:
                     bad = step + 1 + int(np.argmax(~np.isfinite(stats[:, :, LOSS]).all(axis=1)))
                     raise TrainingDiverged(f"the loss became NaN or infinite at step {bad}; "
                                            "try a lower training.learning_rate (the last good checkpoint is kept)")
-                self._emit_steps(stats, step, epoch, seconds)
+                self._emit_steps(stats, step, epoch, seconds, getattr(self.trainer, "last_input_wait", None))
                 for rows in stats:
                     loss, acc = summarize_step(rows)
                     losses.append(loss)
@@ -182,7 +189,13 @@ class RunController:
         splits, batch = self.ctx.splits, self.ctx.config.training.global_batch_size
         val_loss = val_acc = None
         if splits.x_val is not None:
-            result = self.evaluator.evaluate(pipeline.eval_dataset(splits.x_val, splits.y_val, batch))
+            if self.ctx.stream is not None:
+                from gui_app.engine import stream_input
+
+                val = stream_input.eval_dataset(self.ctx, "val")
+            else:
+                val = pipeline.eval_dataset(splits.x_val, splits.y_val, batch)
+            result = self.evaluator.evaluate(val)
             val_loss, val_acc = result.loss, result.accuracy
             self._tensorboard()[1].scalars(step, {"loss": val_loss, "accuracy": val_acc})
             self._tensorboard()[1].flush()
@@ -199,11 +212,21 @@ class RunController:
 
         ctx = self.ctx
         x, y = ctx.splits.x_test, ctx.splits.y_test
-        result = self.evaluator.evaluate(pipeline.eval_dataset(x, y, ctx.config.training.global_batch_size),
-                                         keep_predictions=True)
+        if ctx.stream is not None:
+            from gui_app.engine import stream_input
+
+            test = stream_input.eval_dataset(ctx, "test")
+        else:
+            test = pipeline.eval_dataset(x, y, ctx.config.training.global_batch_size)
+        result = self.evaluator.evaluate(test, keep_predictions=True)
         event = result.to_event(ctx.dataset.class_names)
         atomic_io.write_text(self.run_dir / rundir.EVAL_FILE, json.dumps(event))
-        if result.predictions is not None:
+        if result.predictions is not None and ctx.stream is not None:
+            y, wrong, x_wrong = stream_input.test_examples(ctx, result.predictions, MISCLASSIFIED_KEEP)
+            with atomic_io.atomic_path(self.run_dir / rundir.MISCLASSIFIED_FILE) as tmp:
+                np.savez_compressed(tmp, x=x_wrong, y_true=y[wrong], y_pred=result.predictions[wrong],
+                                    confidence=result.confidence[wrong], index=wrong)
+        elif result.predictions is not None:
             wrong = np.flatnonzero(result.predictions != y)[:MISCLASSIFIED_KEEP]
             with atomic_io.atomic_path(self.run_dir / rundir.MISCLASSIFIED_FILE) as tmp:
                 np.savez_compressed(tmp, x=x[wrong], y_true=y[wrong], y_pred=result.predictions[wrong],

@@ -32,7 +32,17 @@ _LOADERS: dict[str, Callable[[DatasetConfig, Progress | None], Dataset]] = {
     "npz": lambda cfg, progress: load_npz(cfg.path),
     "idx": lambda cfg, progress: load_idx_folder(cfg.path),
     "image_folder": load_image_folder,
+    "tfrecord": lambda cfg, progress: _decoded_stream(cfg, progress),
+    "tfds": lambda cfg, progress: _decoded_stream(cfg, progress),
 }
+
+
+def _decoded_stream(cfg: DatasetConfig, progress: Progress | None) -> Dataset:
+    """tfrecord and tfds in memory: the streamed reader, decoded whole (core/datasets/loading.py)."""
+    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.core.datasets.stream_read import load_into_memory
+
+    return load_into_memory(open_stream(cfg, progress))
 
 
 def load_dataset(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:

@@ -71,16 +71,34 @@ class Trainer:
         import tensorflow as tf
 
         steps = tf.TensorArray(tf.float32, size=k)
+        waits = tf.TensorArray(tf.float32, size=k)
+        done = tf.timestamp()
         for i in tf.range(k):
-            per_replica = self.strategy.run(self._replica_step, args=next(iterator))
-            steps = steps.write(i, self.strategy.gather(per_replica, axis=0))
-        return steps.stack()
+            # Input wait: how long get_next blocks, timed outside the replica function. t0 waits
+            # for the previous step's statistics, so the next fetch cannot hide behind compute.
+            with tf.control_dependencies([done]):
+                t0 = tf.timestamp()
+            with tf.control_dependencies([t0]):
+                batch = next(iterator)
+            local = [t for v in tf.nest.flatten(batch) for t in self.strategy.experimental_local_results(v)]
+            with tf.control_dependencies(local):
+                t1 = tf.timestamp()
+            per_replica = self.strategy.run(self._replica_step, args=batch)
+            gathered = self.strategy.gather(per_replica, axis=0)
+            steps = steps.write(i, gathered)
+            waits = waits.write(i, tf.cast(t1 - t0, tf.float32))
+            with tf.control_dependencies([gathered]):
+                done = tf.timestamp()
+        return steps.stack(), waits.stack()
 
     def train(self, iterator, k: int) -> np.ndarray:
-        """Run ``k`` steps; return their per-replica statistics, shape ``[k, replicas, STATS]``."""
+        """Run ``k`` steps; return their per-replica statistics, shape ``[k, replicas, STATS]``.
+        ``last_input_wait`` then holds the seconds each step waited for its batch, ``[k]``."""
         import tensorflow as tf
 
-        return self._train_k(iterator, tf.constant(k, tf.int32)).numpy()
+        stats, waits = self._train_k(iterator, tf.constant(k, tf.int32))
+        self.last_input_wait = waits.numpy()
+        return stats.numpy()
 
 
 def summarize_step(stats: np.ndarray) -> tuple[float, float]:

@@ -7,7 +7,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu,
                                QPushButton, QSpinBox, QWidget)
 
-from gui_app.core.config import DATASETS_WITH_PATH, ConfigError, DatasetConfig
+from gui_app.core.config import DATASETS_OF_IMAGES, DATASETS_WITH_PATH, ConfigError, DatasetConfig
+from gui_app.core.memory import BUDGET_FRACTION, default_budget_bytes, format_bytes
 from gui_app.ui.config.form_base import FormSection, choice_box
 
 DATASET_LABELS = {
@@ -19,7 +20,14 @@ DATASET_LABELS = {
     "npz": "NumPy .npz file",
     "idx": "IDX folder (MNIST format)",
     "image_folder": "Image folder (one sub-folder per class)",
+    "tfrecord": "TFRecord shards (tf.train.Example)",
+    "tfds": "TensorFlow Datasets (prepared on disk)",
 }
+LOADING_LABELS = {"auto": "Automatic: stream when larger than the memory budget",
+                  "memory": "Decode into memory", "stream": "Stream from the files"}
+CACHE_LABELS = {"auto": "Automatic: in memory when it fits the budget", "none": "None",
+                "memory": "In memory", "file": "A file in the run's data folder"}
+TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 DOWNLOADABLE = ("mnist", "fashion_mnist", "cifar10", "cifar100")
 VALIDATION_LABELS = {"split": "Hold out part of the training set", "test": "Use the test set", "none": "None"}
 
@@ -36,6 +44,8 @@ def guess_dataset(path: str | Path) -> tuple[str, str]:
     if not path.is_dir():
         raise ConfigError(f"dataset.path: no such file or folder: {path}")
     names = {p.name for p in path.iterdir()}
+    if "manifest.json" in names or any(n.endswith(TFRECORD_SUFFIXES) or "-of-" in n for n in names):
+        return "tfrecord", str(path)
     if "data_batch_1" in names:
         return "cifar10", str(path)
     if {"train", "test", "meta"} <= names:
@@ -64,10 +74,11 @@ class DatasetForm(FormSection):
         menu.addAction("IDX folder…", lambda: self._open_folder("idx", "Folder with IDX files"))
         menu.addAction("Image folder…", lambda: self._open_folder("image_folder", "Folder of class sub-folders"))
         menu.addAction("CIFAR batches folder…", lambda: self._open_folder(None, "Folder with CIFAR python batches"))
+        menu.addAction("TFRecord folder…", lambda: self._open_folder("tfrecord", "Folder of TFRecord shards"))
         self.open_button.setMenu(menu)
         self.add_field("dataset.path", "Path", self.path, row_widget=self._row(self.path, self.open_button))
 
-        self.test_path = QLineEdit(placeholderText="optional: a separate folder of test images")
+        self.test_path = QLineEdit(placeholderText="optional: a separate folder of test images or shards")
         self.test_path.setClearButtonEnabled(True)
         self.add_field("dataset.test_path", "Test images", self.test_path)
 
@@ -80,6 +91,25 @@ class DatasetForm(FormSection):
         self.color_mode.addItem("RGB", "rgb")
         self.color_mode.addItem("Grayscale", "grayscale")
         self.add_field("dataset.color_mode", "Colour", self.color_mode)
+        self.label_offset = QSpinBox(minimum=0, maximum=1000)
+        self.add_field("dataset.label_offset", "Label offset", self.label_offset,
+                       tip="TFRecord: subtracted from image/class/label (1 for ImageNet's 1-based labels)")
+        self.tfds_name = QLineEdit(placeholderText="e.g. mnist or my_set:1.0.0")
+        self.add_field("dataset.tfds_name", "TFDS name", self.tfds_name)
+        self.data_dir = QLineEdit(placeholderText="the folder it was prepared in (default ~/tensorflow_datasets)")
+        self.add_field("dataset.data_dir", "TFDS folder", self.data_dir)
+
+        self.loading = choice_box(LOADING_LABELS)
+        self.add_field("dataset.loading", "Loading", self.loading,
+                       tip="Image folders, TFRecord and TFDS sets can stream from their files during training")
+        budget = format_bytes(default_budget_bytes())
+        self.memory_budget = QSpinBox(minimum=0, maximum=10_000_000, singleStep=256, suffix=" MB")
+        self.memory_budget.setSpecialValueText(f"Default: {BUDGET_FRACTION * 100:.0f} % of RAM ({budget})")
+        self.add_field("dataset.memory_budget_mb", "Memory budget", self.memory_budget,
+                       tip="A set whose decoded size is larger than this streams (loading: automatic)")
+        self.cache = choice_box(CACHE_LABELS)
+        self.add_field("dataset.cache", "Stream cache", self.cache,
+                       tip="Keep decoded training examples after the first pass (streamed input only)")
 
         self.validation = choice_box(VALIDATION_LABELS)
         self.add_field("dataset.validation", "Validation", self.validation)
@@ -94,13 +124,15 @@ class DatasetForm(FormSection):
         self.status.setWordWrap(True)
         self.form.addRow(self.status)
 
-        for combo in (self.name, self.color_mode, self.validation):
+        for combo in (self.name, self.color_mode, self.validation, self.loading, self.cache):
             combo.currentIndexChanged.connect(self._on_edited)
-        for edit in (self.path, self.test_path):
+        for edit in (self.path, self.test_path, self.tfds_name, self.data_dir):
             edit.textChanged.connect(self._on_edited)
-        for spin in (self.height, self.width, self.validation_split, self.test_split):
+        for spin in (self.height, self.width, self.validation_split, self.test_split, self.label_offset,
+                     self.memory_budget):
             spin.valueChanged.connect(self._on_edited)
         self.last_dir = ""
+        self._shuffle_buffer = DatasetConfig().shuffle_buffer
         self.set_config_section(DatasetConfig())
 
     @staticmethod
@@ -115,21 +147,29 @@ class DatasetForm(FormSection):
     # ---- RunConfig section -----------------------------------------------------------
     def config_section(self) -> DatasetConfig:
         name = self.name.currentData()
-        folder = name == "image_folder"
-        for key, edit, used in (("dataset.path", self.path, name != "digits"),
-                                ("dataset.test_path", self.test_path, folder)):
+        folder = name in ("image_folder", "tfrecord")
+        for key, edit, used in (("dataset.path", self.path, name not in ("digits", "tfds")),
+                                ("dataset.test_path", self.test_path, folder),
+                                ("dataset.data_dir", self.data_dir, name == "tfds")):
             text = edit.text().strip()
             if used and text and not Path(text).expanduser().exists():
                 raise ConfigError(f"{key}: no such file or folder: {text}")
         return DatasetConfig(
             name=name,
-            path=(self.path.text().strip() or None) if name != "digits" else None,
+            path=(self.path.text().strip() or None) if name not in ("digits", "tfds") else None,
             test_path=(self.test_path.text().strip() or None) if folder else None,
             image_size=(self.height.value(), self.width.value()),
             color_mode=self.color_mode.currentData(),
             validation_split=round(self.validation_split.value(), 4),
             validation=self.validation.currentData(),
             test_split=round(self.test_split.value(), 4),
+            loading=self.loading.currentData(),
+            memory_budget_mb=self.memory_budget.value() or None,
+            cache=self.cache.currentData(),
+            label_offset=self.label_offset.value() if name == "tfrecord" else 0,
+            tfds_name=(self.tfds_name.text().strip() or None) if name == "tfds" else None,
+            data_dir=(self.data_dir.text().strip() or None) if name == "tfds" else None,
+            shuffle_buffer=self._shuffle_buffer,
         )
 
     def set_config_section(self, section: DatasetConfig) -> None:
@@ -144,6 +184,13 @@ class DatasetForm(FormSection):
             self.validation.setCurrentIndex(self.validation.findData(section.validation))
             self.validation_split.setValue(section.validation_split)
             self.test_split.setValue(section.test_split)
+            self.loading.setCurrentIndex(self.loading.findData(section.loading))
+            self.memory_budget.setValue(section.memory_budget_mb or 0)
+            self.cache.setCurrentIndex(self.cache.findData(section.cache))
+            self.label_offset.setValue(section.label_offset)
+            self.tfds_name.setText(section.tfds_name or "")
+            self.data_dir.setText(section.data_dir or "")
+            self._shuffle_buffer = section.shuffle_buffer  # kept as loaded: no field for it
         finally:
             self.blockSignals(False)
         self._on_edited()
@@ -181,15 +228,21 @@ class DatasetForm(FormSection):
     # ---- applicability ---------------------------------------------------------------
     def _on_edited(self, *_: object) -> None:
         name = self.name.currentData()
-        folder = name == "image_folder"
-        self.path.setEnabled(name != "digits")
+        folder = name in ("image_folder", "tfrecord")
+        images = name in DATASETS_OF_IMAGES
+        self.path.setEnabled(name not in ("digits", "tfds"))
         self.path.setPlaceholderText(
             "required" if name in DATASETS_WITH_PATH else
             "optional: a local copy (otherwise downloaded once)" if name in DOWNLOADABLE else "bundled with the app")
-        for widget in (self.test_path, self.height, self.width, self.color_mode):
-            widget.setEnabled(folder)
+        self.test_path.setEnabled(folder)
+        for widget in (self.height, self.width, self.color_mode, self.loading, self.cache):
+            widget.setEnabled(images)
+        self.memory_budget.setEnabled(images and self.loading.currentData() == "auto")
+        self.label_offset.setEnabled(name == "tfrecord")
+        self.tfds_name.setEnabled(name == "tfds")
+        self.data_dir.setEnabled(name == "tfds")
         self.validation_split.setEnabled(self.validation.currentData() == "split")
-        self.test_split.setEnabled(folder and not self.test_path.text().strip())
+        self.test_split.setEnabled(name in DATASETS_OF_IMAGES and not (folder and self.test_path.text().strip()))
         if not self.signalsBlocked():
             self.changed.emit()
 

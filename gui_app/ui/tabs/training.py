@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from gui_app.ui.charts.plot import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, make_curve,
                                     make_plot, style_plot, theme_colors)
 from gui_app.ui.charts.series import Ema, GrowableArray, number
+from gui_app.ui.tabs.input_bound import InputBoundLabel
 
 STEP, LOSS, ACCURACY, LR, LOSS_EMA, ACCURACY_EMA = range(6)
 VAL_STEP, VAL_LOSS, VAL_ACCURACY = range(3)
@@ -191,6 +192,8 @@ class TrainingCharts(ChartPanel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
+        self.input_bound = InputBoundLabel()  # shown when the replicas wait for data
+        layout.addWidget(self.input_bound)
         layout.addWidget(self._graphics, 1)
         self._apply_palette()
         self._redraw()
@@ -198,10 +201,12 @@ class TrainingCharts(ChartPanel):
     # --- public API -------------------------------------------------------------------
     def reset(self) -> None:
         self._series.clear()
+        self.input_bound.reset()
         self.flush()
 
     def add_events(self, events: list[dict]) -> None:
         """Buffer the step, epoch_end and run_started events; the redraw comes from a timer."""
+        self.input_bound.add_events(events)
         if self._series.add_events(events):
             self.request_redraw()
 

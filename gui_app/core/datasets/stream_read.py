@@ -1,0 +1,159 @@
+"""Reading streamed parts: the tf.data stages from files to decoded ``(uint8 image, label)``
+elements, shared by training (``gui_app.core.training.streaming``), ``prepare``, ``inspect``
+and ``loading: memory`` for TFRecord and TFDS sets.
+
+    list files -> shard (by file when there are at least as many files as input pipelines,
+    else by example) -> seeded file-level shuffle -> interleaved parallel read -> parse ->
+    parallel decode and resize
+
+Every parallel stage is deterministic, so the same seed gives the same order.
+"""
+from __future__ import annotations
+
+from gui_app.core.datasets.streamed import Part, StreamSource
+
+SAMPLE_FOR_STATS = 2048  # examples used for the normalization layer's mean and variance
+READ_PARALLEL_FILES = 8
+
+
+def _keep_fn(tf, keep: tuple):
+    def keep_fn(index):
+        ok = tf.constant(True)
+        for prime, threshold, wanted in keep:
+            hit = tf.math.floormod(index * prime, 1000) < threshold
+            ok = tf.logical_and(ok, hit if wanted else tf.logical_not(hit))
+        return ok
+    return keep_fn
+
+
+def raw_elements(source: StreamSource, part: Part, n_pipes: int, pipe_id: int, file_seed: int | None):
+    """(payload, label) of this pipeline's share of ``part``, before decoding: encoded bytes
+    for records and files, decoded images for TFDS."""
+    import numpy as np
+    import tensorflow as tf
+
+    from gui_app.core.datasets import shards
+
+    if part.kind == "files":
+        ds = tf.data.Dataset.from_tensor_slices((part.files, part.labels.astype(np.int32)))
+        if n_pipes > 1:
+            ds = ds.shard(n_pipes, pipe_id)
+        if file_seed is not None:  # every element is a file: a full shuffle of the list
+            ds = ds.shuffle(len(part.files), seed=file_seed, reshuffle_each_iteration=False)
+        return ds.map(lambda p, y: (tf.io.read_file(p), y), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if part.kind == "tfds":
+        return _tfds_elements(tf, source, part, n_pipes, pipe_id, file_seed)
+    by_file = len(part.files) >= n_pipes
+    files = tf.data.Dataset.from_tensor_slices((part.files, np.asarray(part.offsets, np.int64)))
+    if by_file and n_pipes > 1:
+        files = files.shard(n_pipes, pipe_id)
+    if file_seed is not None:
+        files = files.shuffle(len(part.files), seed=file_seed, reshuffle_each_iteration=False)
+
+    def read(path, offset):  # each record with its global index, for the hashed splits
+        index = tf.data.Dataset.range(offset, np.iinfo(np.int64).max)
+        return tf.data.Dataset.zip((index, tf.data.TFRecordDataset(path, buffer_size=1 << 20)))
+
+    records = files.interleave(read, cycle_length=min(READ_PARALLEL_FILES, len(part.files)),
+                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if part.keep:
+        keep = _keep_fn(tf, part.keep)
+        records = records.filter(lambda i, r: keep(i))
+    if not by_file and n_pipes > 1:
+        records = records.shard(n_pipes, pipe_id)
+    offset = source.label_offset
+    return records.map(lambda i, r: shards.parse_record(r, offset), num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=True)
+
+
+def _tfds_elements(tf, source, part, n_pipes, pipe_id, file_seed):
+    import tensorflow_datasets as tfds
+
+    def load(input_context):
+        config = tfds.ReadConfig(shuffle_seed=file_seed, input_context=input_context)
+        return source.tfds_builder.as_dataset(split=part.tfds_split, shuffle_files=file_seed is not None,
+                                              read_config=config, as_supervised=True)
+
+    if n_pipes > 1:
+        try:  # by file, when the split has at least as many files as pipelines
+            ds = load(tf.distribute.InputContext(n_pipes, pipe_id, n_pipes))
+        except ValueError:
+            ds = load(None).shard(n_pipes, pipe_id)
+    else:
+        ds = load(None)
+    return ds.map(lambda x, y: (x, tf.cast(y, tf.int32)))
+
+
+def decode_fn(source: StreamSource):
+    """(payload, label) -> ((H, W, C) uint8, label) at the configured size and channels."""
+    import tensorflow as tf
+
+    from gui_app.core.datasets.images import _decode_fn
+
+    h, w, c = source.input_shape
+    decode_bytes = _decode_fn(tf, (h, w), c)
+    if source.name != "tfds":
+        return lambda data, y: (decode_bytes(data), y)
+
+    def fit(image, y):  # TFDS images arrive decoded: only channels and size change
+        have = image.shape[-1]
+        if have != c:
+            image = tf.image.grayscale_to_rgb(image) if c == 3 else tf.image.rgb_to_grayscale(image[..., :3])
+        image = tf.image.resize(image, (h, w), method="bilinear", antialias=True)
+        return tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8), y
+    return fit
+
+
+def decoded(source: StreamSource, part: Part, n_pipes: int = 1, pipe_id: int = 0, file_seed: int | None = None):
+    import tensorflow as tf
+
+    ds = raw_elements(source, part, n_pipes, pipe_id, file_seed)
+    ds = ds.map(decode_fn(source), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    # A file that passed the header check but fails to decode is dropped, not fatal mid-epoch.
+    return ds.ignore_errors()
+
+
+def images_at(source: StreamSource, part: Part, indices):
+    """The decoded uint8 images and labels at ``indices`` of ``part`` (one pass, for misclassified.npz)."""
+    import numpy as np
+
+    wanted = set(int(i) for i in indices)
+    found: dict[int, tuple] = {}
+    for i, (x, y) in enumerate(decoded(source, part).as_numpy_iterator()):
+        if i in wanted:
+            found[i] = (x, y)
+            if len(found) == len(wanted):
+                break
+    h, w, c = source.input_shape
+    xs = [found[i][0] for i in sorted(wanted) if i in found]
+    return np.stack(xs) if xs else np.zeros((0, h, w, c), np.uint8)
+
+
+def sample_images(source: StreamSource, n: int = SAMPLE_FOR_STATS, seed: int = 20240601):
+    """A bounded, seeded sample of the training stream (uint8), for normalization statistics."""
+    import numpy as np
+    import tensorflow as tf
+
+    ds = raw_elements(source, source.train, 1, 0, seed).shuffle(min(10 * n, 50_000), seed=seed).take(n)
+    ds = ds.map(decode_fn(source), num_parallel_calls=tf.data.AUTOTUNE).ignore_errors()
+    xs = [x for x, _ in ds.batch(256).as_numpy_iterator()]
+    return np.concatenate(xs) if xs else np.zeros((0, *source.input_shape), np.uint8)
+
+
+def load_into_memory(source: StreamSource):
+    """Decode a streamable set into a ``Dataset`` (``loading: memory`` for tfrecord and tfds)."""
+    import numpy as np
+
+    from gui_app.core.datasets.base import make_dataset
+
+    def arrays(part: Part):
+        xs, ys = [], []
+        for x, y in decoded(source, part).batch(1024).as_numpy_iterator():
+            xs.append(x)
+            ys.append(y)
+        return np.concatenate(xs), np.concatenate(ys).astype(np.int64)
+
+    pool = source.pool or source.train  # pipeline.split holds out validation again in memory
+    x, y = arrays(pool)
+    x_test, y_test = arrays(source.test)
+    return make_dataset(source.name, source.name, x, y, x_test, y_test, source.class_names, source.warnings)
