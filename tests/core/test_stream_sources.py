@@ -74,7 +74,7 @@ def test_image_folder_streams_and_refuses_a_bomb_by_its_header(tmp_path):
 def test_image_headers_give_sizes_without_decoding():
     import tensorflow as tf
 
-    from gui_app.core.datasets.image_headers import MAX_PIXELS, check_file, image_size
+    from gui_app.core.datasets.image_headers import MAX_PIXELS, image_size
 
     assert image_size(bomb_png(123, 45)) == (123, 45)
     jpeg = tf.io.encode_jpeg(np.zeros((21, 34, 3), np.uint8)).numpy()

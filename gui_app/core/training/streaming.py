@@ -61,7 +61,6 @@ class TrainStream:
         self._cached: dict[tuple[int, int], object] = {}
 
     def _cached_base(self, n_pipes: int, pipe_id: int):
-        import tensorflow as tf
 
         key = (n_pipes, pipe_id)
         if key not in self._cached:
