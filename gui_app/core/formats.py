@@ -22,6 +22,9 @@ SIGNATURE = "serve"
 PIXEL_SCALE = 1.0 / 255.0
 PREPROCESSING = "divide uint8 pixels by 255 (float32 input in [0, 1])"
 DEFAULT_CHECK = 256  # test images the parity check compares
+# Loading a SavedModel runs its graph (TensorFlow's security model: a program): one without our
+# model card, or whose files no longer match the card's hash, loads only with this flag.
+UNVERIFIED_SAVEDMODEL_FLAG = "--allow-unverified-savedmodel"
 
 # float16 keeps 11 significant bits, so every weight moves by up to 2**-11 (4.9e-4) of itself
 # and the errors add up through the layers. Measured on this machine (models trained briefly):

@@ -79,6 +79,7 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
     # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
     # file is refused at once. image_folder decodes with TensorFlow, so it waits for the runtime.
     dataset = _load(config, progress) if config.dataset.name in NUMPY_DATASETS else None
+    stream = None
     warnings = devices.configure_runtime(config.runtime)
     devices.check_devices(config)
     if config.training.mixed_precision:

@@ -17,7 +17,8 @@ import json
 import sys
 
 from gui_app.core.export import export_run
-from gui_app.core.formats import DEFAULT_CHECK, FORMATS, format_size
+from gui_app.core.run_lock import RunInUse, RunLock
+from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
 from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
 
@@ -70,8 +71,12 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
         else:
             print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
-    result = export_run(args.run_dir, args.export_format, args.output, check=args.check, progress=progress,
-                        keep_failed=args.keep_failed)
+    try:  # one process at a time per run: a second export or an evaluate of it waits its turn
+        with RunLock(args.run_dir):
+            result = export_run(args.run_dir, args.export_format, args.output, check=args.check,
+                                progress=progress, keep_failed=args.keep_failed)
+    except RunInUse as exc:
+        raise ExportError(str(exc)) from None
     if args.json:
         _json_line({"type": "export_result", **result.to_dict()})
     else:

@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from gui_app.core.formats import ExportError
+from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG, ExportError
 from gui_app.engine.command_errors import one_line, run_reporting_errors
 from gui_app.engine.exits import EXIT_OK
 
@@ -44,6 +44,9 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--json", action="store_true", help="print one JSON object")
     predict.add_argument("--serve", action="store_true",
                          help="load the model once and answer JSON requests on stdin (used by the desktop app)")
+    predict.add_argument(UNVERIFIED_SAVEDMODEL_FLAG, action="store_true", dest="allow_unverified_savedmodel",
+                         help="load a SavedModel folder that carries no matching model card of ours (loading "
+                              "a SavedModel runs its graph: only for folders you trust)")
     predict.add_argument("--debug", action="store_true", help="print tracebacks")
     predict.set_defaults(handler=run)
 
@@ -68,7 +71,7 @@ def _predict(args: argparse.Namespace) -> int:
     missing = [path for path in args.images if not os.path.isfile(path)]
     if missing:  # before the model loads: a typo should not cost a TensorFlow start
         raise ExportError(f"{missing[0]}: no such image file")
-    predictor = load_predictor(args.model)
+    predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
     predictions = predictor.predict_files(args.images)
     if args.json:
         print(json.dumps({"model": str(predictor.source), "kind": predictor.kind,
@@ -103,7 +106,8 @@ def _serve_lines(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, load_p
         stdout.write(json.dumps(value) + "\n")
         stdout.flush()
 
-    predictor = load_predictor(args.model)  # ExportError: exit 2, one line on stderr
+    # ExportError (an unverified SavedModel too): exit 2, one line on stderr
+    predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
     send({"type": "ready", "model": str(predictor.source), "kind": predictor.kind,
           "class_names": predictor.class_names, "input_shape": list(predictor.input_shape),
           "warnings": predictor.warnings, "has_test_set": predictor.dataset_config is not None})

@@ -17,7 +17,7 @@ import numpy as np
 from gui_app.core.datasets.images import decode_image
 from gui_app.core.export.model_card import read_card
 from gui_app.core.export.runtimes import Runtime, detect_kind, import_tensorflow, open_runtime, scale_pixels
-from gui_app.core.formats import PIXEL_SCALE, ExportError
+from gui_app.core.formats import PIXEL_SCALE, UNVERIFIED_SAVEDMODEL_FLAG, ExportError
 from gui_app.core.predictions import Prediction
 
 
@@ -87,9 +87,6 @@ def _looks_like_probabilities(out: np.ndarray) -> bool:
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-
-
-UNVERIFIED_SAVEDMODEL_FLAG = "--allow-unverified-savedmodel"
 
 
 def load_predictor(source: str | Path, allow_unverified_savedmodel: bool = False) -> Predictor:

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QScrollArea, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QMessageBox, QPushButton, QScrollArea,
+                               QToolButton, QVBoxLayout, QWidget)
 
+from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.predictions import Prediction
 from gui_app.core.rundir import is_image_file, model_kind, model_source
 from gui_app.identity import app_command
@@ -54,6 +55,7 @@ class TryPanel(QWidget):
         super().__init__(parent)
         self._engine_command = engine_command
         self._server: EngineProcess | None = None  # the predict --serve process of the model
+        self.trust_box: QMessageBox | None = None  # the question about an unverified SavedModel
         self._info: dict | None = None  # its "ready" line, once the model is loaded
         self._source: Path | None = None  # what is loaded or loading
         self._waiting: list[dict] = []  # requests made while the model loads
@@ -103,8 +105,9 @@ class TryPanel(QWidget):
         layout.addWidget(scroll, 1)
 
     # ---- public ---------------------------------------------------------------------------
-    def set_model_source(self, path: str | Path) -> None:
-        """Try the model of a run folder or an exported file: (re)start its predict process."""
+    def set_model_source(self, path: str | Path, trusted: bool = False) -> None:
+        """Try the model of a run folder or an exported file: (re)start its predict process.
+        ``trusted``: the user confirmed a SavedModel folder we did not export (loading runs its graph)."""
         self._end_server()
         self.clear()
         self._waiting = []
@@ -125,7 +128,8 @@ class TryPanel(QWidget):
         server.finished.connect(lambda code, crashed, line: self._on_server_finished(server, code, line))
         server.start_failed.connect(lambda line: self._on_server_finished(server, -1, line))
         self._server = server
-        server.start(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K)))
+        flags = [UNVERIFIED_SAVEDMODEL_FLAG] if trusted else []
+        server.start(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K), *flags))
 
     def model_info(self) -> dict | None:
         """The loaded model's ``ready`` line: model, kind, class_names, input_shape, warnings,
@@ -240,10 +244,26 @@ class TryPanel(QWidget):
         server.deleteLater()
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
-        self._source, self._waiting = None, []
+        source, self._source, self._waiting = self._source, None, []
         self._model_label.setText("No model.")
         reason = _without_prefix(line) or f"the model process ended (exit code {code})"
         self._fail(reason if loading else f"The model process ended: {reason}")
+        if loading and source is not None and UNVERIFIED_SAVEDMODEL_FLAG in line:
+            self._ask_trust(source, reason)
+
+    def _ask_trust(self, source: Path, reason: str) -> None:
+        """A SavedModel we cannot vouch for: loading it runs its graph, so the user decides."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Load an unverified SavedModel?",
+                          f"{source.name} has no model card from Replica Studio that matches its files.\n\n"
+                          "Loading a SavedModel runs the program inside it. Load it only if you trust "
+                          "where it came from.", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                          self)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setDetailedText(reason)
+        yes = QMessageBox.StandardButton.Yes
+        box.buttonClicked.connect(lambda b: box.standardButton(b) == yes and self.set_model_source(source, trusted=True))
+        self.trust_box = box
+        box.open()  # window-modal, not blocking
 
     def _on_model_loaded(self, info: dict) -> None:
         self._info = info
