@@ -7,6 +7,8 @@ import signal
 import sys
 import traceback
 
+from gui_app.ui import gc_guard
+
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")  # PySide6 before pyqtgraph (design.md section 5)
 
 
@@ -63,6 +65,7 @@ def run_gui(argv: list[str]) -> int:
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "replica-studio", *qt_args])
     polish_application(app)
+    gc_guard.install(app)  # Python's collector runs on the GUI thread only
     try:
         from gui_app.core.config import ConfigError
         from gui_app.ui.window.main_window import MainWindow

@@ -14,6 +14,18 @@ import pytest  # noqa: E402
 FAKE_ENGINE = Path(__file__).with_name("fake_engine.py")
 
 
+@pytest.fixture(scope="package", autouse=True)
+def _garbage_collected_on_the_gui_thread(qapp):
+    """The window's own policy (gui_app/ui/gc_guard.py): no collection on a worker thread, where
+    a cycle holding a widget from an earlier test deadlocked in ~QObject. Off again after the UI
+    tests, for the TensorFlow tests that follow in the same process."""
+    from gui_app.ui import gc_guard
+
+    gc_guard.install(qapp)
+    yield
+    gc_guard.uninstall()
+
+
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path, monkeypatch):
     """Every test gets its own settings folder and runs folder."""

@@ -292,3 +292,33 @@ def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window,
     seen: list = []
     train(qtbot, window)  # no bursts while training: the entry is disabled during a run, enabled after
     assert ("running", False) in seen and window.actions.scaling.isEnabled()
+
+
+def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window):
+    window.actions.prepare.trigger()
+    dialog = window.tools.dialog
+    assert dialog is not None and dialog.isVisible()
+    command = dialog.command()
+    assert command[command.index("prepare") + 1].endswith(".json") and "--json" in command
+    dialog.reject()
+    qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
+
+
+def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, runs_dir):
+    run = write_run(runs_dir, "20261201-090000-digits-mnist_cnn", "failed", steps=8,
+                    message="out of memory with 32 examples per replica")
+    commands: list[list[str]] = []
+    window = MainWindow(engine_command=lambda *args: commands.append(list(args)) or fake_engine(*args))
+    qtbot.addWidget(window)
+    window.show()
+    window.runs.select(str(run))
+    assert window.runs.resume_button.isEnabled()
+    window.runs.resume_button.click()
+    dialog = window.resume_dialog
+    assert dialog is not None and dialog.isVisible() and not window.supervisor.is_active()
+    dialog.batch.setValue(16)
+    with qtbot.waitSignal(window.supervisor.finished, timeout=15_000) as finished:
+        dialog._on_accept()  # the Resume button
+    resume = next(c for c in commands if c[0] == "resume")
+    assert resume[resume.index("--set") + 1] == "training.global_batch_size=16"
+    assert finished.args[0] == "completed"

@@ -6,37 +6,48 @@ with ``replica-studio prepare`` in an engine process, showing its progress.
     dialog.show()
 
 The dialog writes the dataset section to a config file in a temporary folder, starts
-``prepare CONFIG --output DIR [--shards N] --json`` with a QProcess and reads its JSON lines
-(``progress``, then ``prepared``); stderr's last line is the error. Cancel kills the process.
-Signals: ``finished_ok(dict)`` with the ``prepared`` line, ``failed(str)``, ``use_shards(str)``.
+``prepare CONFIG --output DIR [--shards N] --json`` through the process runner and reads its
+JSON lines (``progress``, then ``prepared``); the engine's one error line is the message.
+Cancel ends the process (terminate, then kill after a grace period).
+Signals: ``finished_ok(dict)`` with the ``prepared`` line, ``failed(str)``, ``use_shards(str)``,
+``log_line(str)`` (the engine's stderr, for the Log tab).
 """
 from __future__ import annotations
 
 import json
 import tempfile
 from pathlib import Path
+from typing import Callable
 
-from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QProgressBar, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from gui_app.core.config import DatasetConfig, RunConfig
-from gui_app.identity import app_command, app_env
+from gui_app.identity import app_command
+from gui_app.ui.workers.process import EngineProcess
 
 ERROR_COLOR = "#c62828"
+CANCEL_GRACE_S = 5.0
 
 
 class PrepareDialog(QDialog):
     finished_ok = Signal(dict)
     failed = Signal(str)
     use_shards = Signal(str)
+    log_line = Signal(str)
 
-    def __init__(self, dataset: DatasetConfig, parent: QWidget | None = None, folder: str | Path | None = None) -> None:
+    def __init__(self, dataset: DatasetConfig, parent: QWidget | None = None, folder: str | Path | None = None,
+                 engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent)
         self._dataset = dataset
-        self._process: QProcess | None = None
-        self._stdout = b""
-        self._stderr = b""
+        self._engine_command = engine_command
+        self._process = EngineProcess(self)
+        self._process.event.connect(self._on_event)
+        self._process.log_line.connect(self.log_line)
+        self._process.finished.connect(self._on_finished)
+        self._process.start_failed.connect(lambda line: self._done(None, line))
+        self._running = False
         self._result: dict | None = None
         self._cancelled = False
         self._tmp = tempfile.TemporaryDirectory(prefix="replica-prepare-")
@@ -87,74 +98,45 @@ class PrepareDialog(QDialog):
         args = ["prepare", str(config), "--output", self._output.text().strip(), "--json"]
         if self._shards.value():
             args += ["--shards", str(self._shards.value())]
-        return app_command(*args)
+        return self._engine_command(*args)
 
     def start(self) -> None:
-        if self._process is not None or not self._output.text().strip():
+        if self._running or not self._output.text().strip():
             return
-        program, *args = self.command()
-        self._stdout = self._stderr = b""
+        command = self.command()
         self._result = None
         self._cancelled = False
-        process = QProcess(self)
-        env = QProcessEnvironment()
-        for key, value in app_env().items():
-            env.insert(key, value)
-        process.setProcessEnvironment(env)
-        process.readyReadStandardOutput.connect(self._on_stdout)
-        process.readyReadStandardError.connect(self._on_stderr)
-        process.finished.connect(self._on_finished)
-        process.errorOccurred.connect(self._on_error)
-        self._process = process
+        self._running = True
         for widget in (*self._inputs, self._start, self._use):
             widget.setEnabled(False)
         self._close.setText("Cancel")
         self._set_status("Starting…")
         self._progress.setValue(0)
-        process.start(program, args)
+        self._process.start(command, stdin=False)
 
     def is_running(self) -> bool:
-        return self._process is not None
+        return self._running
 
-    def _on_stdout(self) -> None:
-        self._stdout += bytes(self._process.readAllStandardOutput())
-        *lines, self._stdout = self._stdout.split(b"\n")
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("type") == "progress" and event.get("total"):
-                self._progress.setValue(int(1000 * event["done"] / event["total"]))
-                self._set_status(f"{event['done']:,} / {event['total']:,} images, "
-                                 f"{event.get('images_per_sec', 0):,.0f} images/s")
-            elif event.get("type") == "prepared":
-                self._result = event
+    def _on_event(self, event: dict) -> None:
+        if event.get("type") == "progress" and event.get("total"):
+            self._progress.setValue(int(1000 * event["done"] / event["total"]))
+            self._set_status(f"{event['done']:,} / {event['total']:,} images, "
+                             f"{event.get('images_per_sec', 0):,.0f} images/s")
+        elif event.get("type") == "prepared":
+            self._result = event
 
-    def _on_stderr(self) -> None:
-        self._stderr += bytes(self._process.readAllStandardError())
-
-    def _on_error(self, error: QProcess.ProcessError) -> None:
-        if error == QProcess.ProcessError.FailedToStart:
-            self._done(None, "the engine process could not start")
-
-    def _on_finished(self, code: int, _status: QProcess.ExitStatus) -> None:
-        self._on_stdout()
+    def _on_finished(self, code: int, _crashed: bool, line: str) -> None:
         if self._cancelled:
             self._done(None, "cancelled; the output folder may hold partial shards")
         elif code == 0 and self._result is not None:
             self._done(self._result, None)
         else:
-            lines = [line for line in self._stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-            errors = [line for line in lines if line.startswith("replica-studio prepare:")]
-            message = (errors or lines or [f"prepare ended with exit code {code}"])[-1]
-            self._done(None, message.removeprefix("replica-studio prepare: "))
+            self._done(None, line.removeprefix("replica-studio prepare: ") or f"prepare ended with exit code {code}")
 
     def _done(self, result: dict | None, error: str | None) -> None:
-        if self._process is None:
+        if not self._running:
             return
-        self._process.deleteLater()
-        self._process = None
+        self._running = False
         for widget in (*self._inputs, self._start):
             widget.setEnabled(True)
         self._close.setText("Close")
@@ -182,19 +164,24 @@ class PrepareDialog(QDialog):
             self.accept()
 
     def _on_close(self) -> None:
-        if self._process is not None:  # Cancel: the process leaves a partial folder behind
+        if self._running:  # Cancel: the process leaves a partial folder behind
             self._cancel()
             return
         self.reject()
 
     def _cancel(self) -> None:
         self._cancelled = True
-        self._process.kill()
-        if not self._process.waitForFinished(3000):
+        self._process.terminate(CANCEL_GRACE_S)
+        if not self._process.wait(int(CANCEL_GRACE_S * 1000) + 1000):
             self._done(None, "cancelled; the output folder may hold partial shards")
 
+    def reject(self) -> None:  # Escape, and the window closing
+        if self._running:
+            self._cancel()
+        super().reject()
+
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if self._process is not None:
+        if self._running:
             self._cancel()
         self._tmp.cleanup()
         super().closeEvent(event)
@@ -204,13 +191,14 @@ class PrepareDialog(QDialog):
         self._status.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
 
 
-def open_prepare_dialog(parent: QWidget, dataset_form) -> PrepareDialog:
+def open_prepare_dialog(parent: QWidget, dataset_form,
+                        engine_command: Callable[..., list[str]] = app_command) -> PrepareDialog:
     """Tools -> Prepare dataset: the dialog over the form's dataset; "Train on these shards"
     switches the form to the written shards, at the image shape their manifest records."""
     import dataclasses
 
     current = dataset_form.validate() or DatasetConfig()
-    dialog = PrepareDialog(current, parent, folder=dataset_form.last_dir or None)
+    dialog = PrepareDialog(current, parent, folder=dataset_form.last_dir or None, engine_command=engine_command)
 
     def use(path: str) -> None:
         size, color = current.image_size, current.color_mode
@@ -225,5 +213,5 @@ def open_prepare_dialog(parent: QWidget, dataset_form) -> PrepareDialog:
 
     dialog.use_shards.connect(use)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    dialog.show()
+    dialog.open()  # window-modal, not blocking
     return dialog

@@ -53,6 +53,8 @@ class WindowActions:
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
         self.scaling = act("&Scaling benchmark…", tip="Time every strategy and replica count on this dataset, "
                                                      "model and batch; see the speed-up and where the time goes")
+        self.prepare = act("&Prepare dataset as TFRecord shards…",
+                           tip="Convert the dataset on the forms into TFRecord shards, to stream it here or on a cluster")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -76,7 +78,7 @@ class WindowActions:
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))
-        bar.addMenu("&Tools").addActions([self.scaling])
+        bar.addMenu("&Tools").addActions([self.prepare, self.scaling])
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])
@@ -109,6 +111,7 @@ class WindowActions:
         self.save_config.setEnabled(config_valid)
         # Bursts compete with a run for the same cores or GPUs, and would measure nothing useful.
         self.scaling.setEnabled(idle and config_valid)
+        self.prepare.setEnabled(idle)
         for name, action in self.export.items():
             action.setEnabled(exportable)
             action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"

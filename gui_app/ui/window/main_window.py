@@ -14,6 +14,7 @@ devices, inspection, export, prediction -- is built by the same ``engine_command
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
@@ -24,6 +25,7 @@ from gui_app.core.rundir import read_events
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+from gui_app.ui.dialogs.resume import ResumeDialog
 from gui_app.ui.shell import show_tensorflow_unavailable
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.tabs.dataset import DatasetPreview
@@ -75,12 +77,13 @@ class MainWindow(QMainWindow):
         self.files = FileActions(self, shown=self.shown, config_panel=self.config_panel, runs=self.runs,
                                  tabs=self.tabs, dataset_tab=self.preview, models=self.models,
                                  settings=self.settings, runs_dir=self.runs_dir, is_busy=self.supervisor.is_active)
-        self.tools = ToolActions(self, self.config_panel.config, engine_command)
+        self.tools = ToolActions(self, self.config_panel.config, self.config_panel.dataset, engine_command)
         self._build_layout()
         self.state_label, self.devices_label = QLabel("Ready"), QLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
         self.statusBar().addPermanentWidget(self.devices_label)
         self.failure_box: QMessageBox | None = None
+        self.resume_dialog: ResumeDialog | None = None
         self._close_when_stopped = False
         self._connect()
         self._restore()
@@ -120,6 +123,7 @@ class MainWindow(QMainWindow):
         a.getting_started.triggered.connect(lambda: GettingStartedDialog(self.runs_dir, self).open())
         a.open_model.triggered.connect(m.try_model_file)
         a.scaling.triggered.connect(self.tools.open_scaling)
+        a.prepare.triggered.connect(self.tools.open_prepare)
         self.tools.log_line.connect(self.log.append_line)
         for fmt, action in a.export.items():
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
@@ -190,8 +194,16 @@ class MainWindow(QMainWindow):
         self.supervisor.start_train(config, self.runs_dir)
         self.tabs.setCurrentWidget(self.training_charts)
 
-    def resume_run(self, run_dir: str) -> None:
+    def resume_run(self, run_dir: str, overrides: Sequence[str] | None = None) -> None:
+        """Continue a run; a failed one first asks what to change (ResumeDialog), since resuming
+        it unchanged would fail the same way."""
         if self.supervisor.is_active():
+            return
+        info = next((r for r in self.runs.runs() if str(r.path) == str(run_dir)), None)
+        if overrides is None and info is not None and info.status == "failed":
+            self.resume_dialog = ResumeDialog(info, self)
+            self.resume_dialog.accepted.connect(lambda: self.resume_run(run_dir, self.resume_dialog.overrides()))
+            self.resume_dialog.open()
             return
         self.shown.clear()
         # The history first: the resumed engine appends to the same events.jsonl, and the
@@ -199,7 +211,7 @@ class MainWindow(QMainWindow):
         self.shown.add_events(list(read_events(run_dir)))
         self.shown.set_path(str(run_dir))
         self.log.note(f"Resuming {Path(run_dir).name}")
-        self.supervisor.start_resume(run_dir)
+        self.supervisor.start_resume(run_dir, overrides or ())
         self.tabs.setCurrentWidget(self.training_charts)
 
     def _on_events(self, events: list[dict]) -> None:

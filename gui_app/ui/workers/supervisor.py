@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signal, Slot
 
@@ -79,10 +79,12 @@ class RunSupervisor(QObject):
                                        "--runs-dir", str(runs_dir))
         self._worker.start_requested.emit(command, "", path)
 
-    def start_resume(self, run_dir: str | Path) -> None:
-        """Continue a stopped or interrupted run from its last checkpoint."""
+    def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = ()) -> None:
+        """Continue a stopped, interrupted or failed run from its last checkpoint; ``overrides``
+        are ``KEY=VALUE`` changes (``resume --set``) such as a smaller batch after running out of memory."""
         self._claim()
-        command = self._engine_command("resume", str(run_dir), "--events", "jsonl", "--control", "stdin")
+        sets = [word for override in overrides for word in ("--set", override)]
+        command = self._engine_command("resume", str(run_dir), "--events", "jsonl", "--control", "stdin", *sets)
         self._worker.start_requested.emit(command, str(run_dir), "")
 
     def stop(self) -> None:
