@@ -28,9 +28,10 @@ def _memory(built) -> list[tuple[int | None, int | None]]:
     import tensorflow as tf
 
     out = []
+    local = set(getattr(built, "local_devices", built.devices))
     for device in built.devices:
         short = device.split("device:")[-1]
-        if not short.startswith("GPU"):
+        if not short.startswith("GPU") or device not in local:  # another worker's GPU: it reports nothing here
             out.append((None, None))
             continue
         try:
@@ -78,6 +79,7 @@ class RunController:
         lrs = self._learning_rates(first_step, k)
         memory = _memory(self.ctx.built)
         devices = self.ctx.built.devices
+        workers = self.ctx.built.replica_workers
         per_step = seconds / k
         writer = self._tensorboard()[0]
         for i in range(k):
@@ -85,7 +87,7 @@ class RunController:
             loss, acc = summarize_step(rows)
             examples = float(rows[:, EXAMPLES].sum())
             replicas_out = [{
-                "replica": r, "device": devices[r], "loss": float(rows[r, LOSS]),
+                "replica": r, "worker": workers[r], "device": devices[r], "loss": float(rows[r, LOSS]),
                 "accuracy": float(rows[r, ACCURACY]), "examples": int(rows[r, EXAMPLES]),
                 "grad_norm": float(rows[r, GRAD_NORM]), "step_time": float(rows[r, STEP_TIME]),
                 "examples_per_sec": float(rows[r, EXAMPLES] / rows[r, STEP_TIME]) if rows[r, STEP_TIME] > 0 else None,
@@ -122,9 +124,8 @@ class RunController:
         while step < total:
             epoch, start_batch = divmod(step, spe)
             epoch_end = (epoch + 1) * spe
-            ds = pipeline.train_dataset(splits.x_train, splits.y_train, epoch, start_batch,
-                                        cfg.global_batch_size, ctx.data_seed)
-            iterator = iter(ctx.strategy.experimental_distribute_dataset(ds))
+            iterator = iter(pipeline.distribute_train(ctx.strategy, splits.x_train, splits.y_train, epoch,
+                                                      start_batch, cfg.global_batch_size, ctx.data_seed))
             started, losses, accs = time.perf_counter(), [], []
             while step < epoch_end:
                 self._pause_if_asked(step)
@@ -157,7 +158,8 @@ class RunController:
         splits, batch = self.ctx.splits, self.ctx.config.training.global_batch_size
         val_loss = val_acc = None
         if splits.x_val is not None:
-            result = self.evaluator.evaluate(pipeline.eval_dataset(splits.x_val, splits.y_val, batch))
+            result = self.evaluator.evaluate(pipeline.distribute_eval(self.ctx.strategy, splits.x_val, splits.y_val,
+                                                                      batch))
             val_loss, val_acc = result.loss, result.accuracy
             self._tensorboard()[1].scalars(step, {"loss": val_loss, "accuracy": val_acc})
             self._tensorboard()[1].flush()
@@ -174,8 +176,9 @@ class RunController:
 
         ctx = self.ctx
         x, y = ctx.splits.x_test, ctx.splits.y_test
-        result = self.evaluator.evaluate(pipeline.eval_dataset(x, y, ctx.config.training.global_batch_size),
-                                         keep_predictions=True)
+        result = self.evaluator.evaluate(
+            pipeline.distribute_eval(ctx.strategy, x, y, ctx.config.training.global_batch_size),
+            keep_predictions=True)
         event = result.to_event(ctx.dataset.class_names)
         tmp = self.run_dir / (rundir.EVAL_FILE + ".tmp")
         tmp.write_text(json.dumps(event), encoding="utf-8")

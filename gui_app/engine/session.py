@@ -117,7 +117,9 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         "run_started", run_dir=str(run_dir), config=config.to_dict(), resumed=resume, start_step=start,
         total_steps=ctx.total_steps, steps_per_epoch=ctx.steps_per_epoch, epochs=config.training.epochs,
         num_replicas=built.num_replicas,
-        replicas=[{"replica": i, "device": dev} for i, dev in enumerate(built.devices)],
+        replicas=[{"replica": i, "worker": w, "device": dev}
+                  for i, (w, dev) in enumerate(zip(built.replica_workers, built.devices))],
+        num_workers=built.num_workers,
         global_batch_size=config.training.global_batch_size,
         per_replica_batch_size=config.training.global_batch_size // built.num_replicas,
         dataset={**d.summary(), "validation_examples": 0 if ctx.splits.x_val is None else len(ctx.splits.x_val),

@@ -1,11 +1,13 @@
 """Build the ``tf.distribute`` strategy a run asks for.
 
 Multi-worker strategies (MultiWorkerMirrored, ParameterServer) need TF_CONFIG and must be
-created before any other TensorFlow op; they get their own builder beside these when they
-come.
+created before any other TensorFlow op ("Collective ops must be configured at program
+startup"): the worker command calls :func:`build_strategy` first thing, and later calls in the
+same process get the same object back.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from gui_app.core.config import StrategyConfig
@@ -17,6 +19,17 @@ class BuiltStrategy:
     devices: list[str]  # the full device name of each replica, in replica order
     cross_device_ops: str | None = None
     warnings: list[str] = field(default_factory=list)
+    worker_index: int = 0  # this process's task index (multi-worker); 0 otherwise
+    num_workers: int = 1
+    is_chief: bool = True  # writes the real run directory; the other workers write temporary ones
+    replica_workers: list[int] = field(default_factory=list)  # the worker of each replica in ``devices``
+    local_devices: list[str] = field(default_factory=list)  # this worker's replicas (memory is asked here)
+
+    def __post_init__(self) -> None:
+        if not self.replica_workers:
+            self.replica_workers = [0] * len(self.devices)
+        if not self.local_devices:
+            self.local_devices = list(self.devices)
 
     @property
     def num_replicas(self) -> int:
@@ -53,6 +66,8 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
 
     from gui_app.core.training.devices import nccl_available
 
+    if cfg.name == "multi_worker_mirrored":
+        return build_multi_worker_mirrored(cfg)
     warnings: list[str] = []
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if cfg.name == "default":
@@ -68,3 +83,74 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
     ops, used = _cross_device_ops(tf, cfg.cross_device_ops, devices, nccl_available(), warnings)
     strategy = tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=ops)
     return BuiltStrategy(strategy, list(strategy.extended.worker_devices), used, warnings)
+
+
+# ---- MultiWorkerMirroredStrategy --------------------------------------------------------------
+_MULTI_WORKER: BuiltStrategy | None = None  # one per process: collectives are configured once
+
+
+def cluster_resolver(cfg: StrategyConfig):
+    """TF_CONFIG (set by the launcher, the worker command or a scheduler) or Slurm's variables."""
+    import tensorflow as tf
+
+    if cfg.cluster == "slurm":
+        return tf.distribute.cluster_resolver.SlurmClusterResolver()
+    return tf.distribute.cluster_resolver.TFConfigClusterResolver()
+
+
+@contextlib.contextmanager
+def _cpu_replicas(count: int):
+    """MultiWorkerMirroredStrategy puts one replica on a worker without GPUs, whatever its logical
+    CPU devices; ``runtime.cpu_devices`` applies per worker, so list that many CPU replicas. This
+    patches a private method of TF 2.21 for the construction only; if it is gone, one replica."""
+    from tensorflow.python.distribute import collective_all_reduce_strategy as cars
+
+    original = getattr(cars.CollectiveAllReduceExtended, "_initialize_local_devices", None)
+    if count <= 1 or original is None:
+        yield
+        return
+
+    def local_devices(self, resolver, worker_device):
+        devices, kind = original(self, resolver, worker_device)
+        if kind == "CPU":
+            devices = tuple(f"{worker_device}/device:CPU:{i}" for i in range(count))
+        return devices, kind
+
+    cars.CollectiveAllReduceExtended._initialize_local_devices = local_devices
+    try:
+        yield
+    finally:
+        cars.CollectiveAllReduceExtended._initialize_local_devices = original
+
+
+def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
+    global _MULTI_WORKER
+    if _MULTI_WORKER is not None:
+        return _MULTI_WORKER
+    import tensorflow as tf
+
+    warnings: list[str] = []
+    impl = tf.distribute.experimental.CommunicationImplementation
+    chosen = {"auto": impl.AUTO, "ring": impl.RING, "nccl": impl.NCCL}[cfg.communication]
+    gpus = tf.config.list_logical_devices("GPU")
+    if cfg.communication == "nccl" and not gpus:
+        warnings.append("strategy.communication: nccl needs GPUs; using ring")
+        chosen = impl.RING
+    options = tf.distribute.experimental.CommunicationOptions(implementation=chosen, timeout_seconds=cfg.timeout_s)
+    resolver = cluster_resolver(cfg)
+    cpus = 0 if gpus else len(tf.config.list_logical_devices("CPU"))
+    with _cpu_replicas(cpus):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
+                                                              communication_options=options)
+    local = list(strategy.extended.worker_devices)
+    num_workers = max(1, strategy.num_replicas_in_sync // max(1, len(local)))
+    task = resolver.task_id or 0
+    devices, owners = [], []
+    for w in range(num_workers):
+        for d in local:  # every worker has the same devices; gather orders replicas by worker
+            devices.append(d.replace(f"/task:{task}/", f"/task:{w}/"))
+            owners.append(w)
+    _MULTI_WORKER = BuiltStrategy(strategy, devices, cfg.communication, warnings, worker_index=task,
+                                  num_workers=num_workers, is_chief=bool(strategy.extended.should_checkpoint),
+                                  replica_workers=owners, local_devices=local)
+    return _MULTI_WORKER
