@@ -94,7 +94,8 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.close()
 
 
-def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
+def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
+           data_seed: int | None = None, wrap_control=None):
     from gui_app.engine import context
     from gui_app.engine.runner import RunController
 
@@ -103,7 +104,9 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         if info.status == "completed":
             raise ConfigError(f"run_dir: {run_dir} has already completed; nothing to resume")
     progress = lambda p: events.emit("progress", **p)  # noqa: E731
-    ctx = context.prepare(config, progress)
+    ctx = context.prepare(config, progress, data_seed=data_seed)
+    if wrap_control is not None:  # multi-worker: every worker acts on the same agreed commands
+        control = wrap_control(ctx, control)
     context.build_model_state(ctx, run_dir)
     restored = context.restore_latest(ctx) if resume else False
     if resume and not restored:

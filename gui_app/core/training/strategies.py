@@ -132,13 +132,16 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
     warnings: list[str] = []
     impl = tf.distribute.experimental.CommunicationImplementation
     chosen = {"auto": impl.AUTO, "ring": impl.RING, "nccl": impl.NCCL}[cfg.communication]
-    gpus = tf.config.list_logical_devices("GPU")
+    # Physical devices and their configuration only: listing logical devices would start the
+    # runtime before the collectives are configured.
+    gpus = tf.config.list_physical_devices("GPU")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    cpus = 0 if gpus else len(tf.config.get_logical_device_configuration(cpu) or [None])
     if cfg.communication == "nccl" and not gpus:
         warnings.append("strategy.communication: nccl needs GPUs; using ring")
         chosen = impl.RING
     options = tf.distribute.experimental.CommunicationOptions(implementation=chosen, timeout_seconds=cfg.timeout_s)
     resolver = cluster_resolver(cfg)
-    cpus = 0 if gpus else len(tf.config.list_logical_devices("CPU"))
     with _cpu_replicas(cpus):
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
                                                               communication_options=options)

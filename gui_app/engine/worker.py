@@ -1,0 +1,153 @@
+"""``replica-studio worker CONFIG``: one worker of a MultiWorkerMirroredStrategy cluster.
+
+Started by the local launcher (``train`` with ``strategy.workers``), by hand on each other
+host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, or by
+the Kubeflow training operator (TF_CONFIG). TensorFlow's rule for multi-worker checkpoints
+(Keras's ``distributed_file_utils``): every worker saves, because saving may need a collective;
+only the chief's directory is kept. So the chief writes the real run directory and the others
+a temporary copy of one that they delete when they end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.control import Control
+from gui_app.engine.events import EventWriter
+from gui_app.engine.exits import EXIT_OK
+
+
+def add_arguments(p) -> None:
+    p.add_argument("config", help="the run configuration (the same file on every host)")
+    p.add_argument("--index", type=int, help="this host's position in strategy.cluster (0 is the chief)")
+    p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
+    p.add_argument("--runs-dir", help="chief: folder for the new run directory (default: the user data folder)")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
+    p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow cluster addresses that are not loopback or private (gRPC has no authentication)")
+    p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
+    p.add_argument("--control", choices=("stdin", "none"), default="none")
+    p.add_argument("--debug", action="store_true")
+
+
+def load_config(path: str, allow_public_hosts: bool = False) -> RunConfig:
+    if not allow_public_hosts:
+        return RunConfig.load(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"config: cannot read {path}: {exc}") from None
+    data.setdefault("strategy", {})["allow_public_hosts"] = True
+    return RunConfig.from_dict(data)
+
+
+def _exit_if_never_built(seconds: float, built: threading.Event) -> None:
+    """A non-chief worker waits inside TensorFlow for the chief; bound that wait."""
+    def watch():
+        if not built.wait(seconds):
+            print(f"replica-studio worker: the chief did not start within {seconds:g} s "
+                  "(strategy.join_timeout_s); giving up", file=sys.stderr, flush=True)
+            os._exit(1)
+
+    threading.Thread(target=watch, name="join-watchdog", daemon=True).start()
+
+
+def run(args) -> int:
+    from gui_app.engine import session
+    from gui_app.engine.cluster import JoinTimeout, resolve_task, wait_for_peers
+
+    events, run_dir, temp_dir, step, chief = None, None, None, 0, True
+    try:
+        config = load_config(args.config, args.allow_public_hosts)
+        if config.strategy.name != "multi_worker_mirrored":
+            raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
+                              f"{config.strategy.name!r}")
+        task = resolve_task(config.strategy, args.index)
+        chief = task.is_chief
+        events = EventWriter(args.events if chief else "none")
+        if task.tf_config:
+            os.environ["TF_CONFIG"] = task.tf_config
+        if chief and args.run_dir:
+            run_dir = Path(args.run_dir)
+        elif chief:
+            run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(),
+                                            config)
+        else:
+            temp_dir = Path(tempfile.mkdtemp(prefix=f"replica-studio-{task.type}{task.index}-"))
+            run_dir = temp_dir / "run"
+            run_dir.mkdir()
+            config.save(run_dir / rundir.CONFIG_FILE)
+            if args.restore_from and Path(args.restore_from).is_dir():
+                shutil.copytree(args.restore_from, run_dir / rundir.CHECKPOINT_DIR)
+        events.attach(run_dir)
+        control = Control()
+        control.install_signal_handlers()
+        if args.control == "stdin":
+            control.read_stream(sys.stdin)
+        join = config.strategy.join_timeout_s
+        if chief:
+            waited = wait_for_peers(task, join, lambda p: events.emit("progress", **p))
+        else:
+            built_event = threading.Event()
+            _exit_if_never_built(join + 60, built_event)
+        started = time.monotonic()
+        built = _build_first(config)
+        if not chief:
+            built_event.set()
+        if chief and task.peers():
+            built.warnings.append(f"cluster of {built.num_workers} workers joined in "
+                                  f"{waited + time.monotonic() - started:.1f} s")
+        replicas = built.num_replicas
+        if config.training.global_batch_size % replicas:
+            raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
+                              f"over the {replicas} replicas of the cluster")
+        status, step = session._train(config, run_dir, events, control, resume=args.resume,
+                                      data_seed=args.data_seed, wrap_control=_agreed_control)
+        events.emit("run_finished", status=status, run_dir=str(run_dir), step=step)
+        return EXIT_OK
+    except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
+        if isinstance(exc, JoinTimeout):
+            kind, code, message = "cluster", 1, f"cluster: {exc}"
+        elif isinstance(exc, KeyboardInterrupt):
+            kind, code, message = "internal", 1, "interrupted"
+        else:
+            kind, code = session._classify(exc)
+            message = session._one_line(exc)
+        if args.debug or kind == "internal":
+            traceback.print_exc(file=sys.stderr)
+        print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
+        if events is not None:
+            events.emit("error", message=message, kind=kind)
+            events.emit("run_finished", status="failed", run_dir=str(run_dir) if chief and run_dir else None,
+                        step=step, message=message)
+        return code
+    finally:
+        if events is not None:
+            events.close()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _build_first(config: RunConfig):
+    """Logical devices, then the strategy, before any other TensorFlow op."""
+    from gui_app.core.training import devices, strategies
+
+    devices.configure_runtime(config.runtime)
+    return strategies.build_strategy(config.strategy)
+
+
+def _agreed_control(ctx, control: Control):
+    from gui_app.engine.cluster_control import ClusterControl
+
+    return ClusterControl(control, ctx.strategy)
