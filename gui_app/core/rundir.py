@@ -140,7 +140,9 @@ class RunInfo:
 
     @property
     def resumable(self) -> bool:
-        return self.status in RESUMABLE and (self.path / CHECKPOINT_DIR).is_dir()
+        # A failed cluster (a worker died) is resumable too: its run_finished says so.
+        return (self.status in RESUMABLE or bool(self.extra.get("resumable"))) and (
+            self.path / CHECKPOINT_DIR).is_dir()
 
 
 def read_run(run_dir: str | Path) -> RunInfo:
@@ -166,6 +168,7 @@ def read_run(run_dir: str | Path) -> RunInfo:
             info.status = event.get("status", "failed")
             info.step = event.get("step", info.step)
             info.message = event.get("message")
+            info.extra["resumable"] = bool(event.get("resumable"))
     if info.started is None:
         try:
             info.started = (run_dir / CONFIG_FILE).stat().st_mtime

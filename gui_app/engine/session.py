@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from gui_app.engine.context import InputError
 from gui_app.engine.control import Control
@@ -39,6 +39,8 @@ def _classify(exc: BaseException) -> tuple[str, int]:
 
     if isinstance(exc, ConfigError):
         return "config", EXIT_BAD_INPUT
+    if getattr(exc, "event_kind", None):  # e.g. a failed cluster (engine/cluster_launch.py)
+        return exc.event_kind, exc.exit_code
     if isinstance(exc, InputError):
         return "input", EXIT_BAD_INPUT
     if isinstance(exc, TrainingDiverged) or type(exc).__module__.startswith("tensorflow"):
@@ -73,7 +75,12 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.attach(run_dir)
         if args.command == "evaluate":
             return _evaluate(config, run_dir, events)
-        status, step = _train(config, run_dir, events, control, resume=args.command == "resume")
+        if config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
+            from gui_app.engine.cluster_launch import run_cluster
+
+            status, step = run_cluster(config, run_dir, events, control, resume=args.command == "resume")
+        else:
+            status, step = _train(config, run_dir, events, control, resume=args.command == "resume")
         events.emit("run_finished", status=status, run_dir=str(run_dir), step=step)
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
@@ -82,13 +89,15 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         else:
             kind, code = _classify(exc)
             message = _one_line(exc)
+            step = getattr(exc, "step", step)  # a failed cluster knows how far it got
         if args.debug or kind == "internal":
             # An internal error is our bug: keep its traceback on stderr for the report.
             traceback.print_exc(file=sys.stderr)
         print(f"replica-studio {args.command}: {message}", file=sys.stderr)
         events.emit("error", message=message, kind=kind)
+        extra = {"resumable": True} if getattr(exc, "resumable", False) else {}
         events.emit("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None, step=step,
-                    message=message)
+                    message=message, **extra)
         return code
     finally:
         events.close()

@@ -9,6 +9,7 @@ a temporary copy of one that they delete when they end.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -39,6 +40,8 @@ def add_arguments(p) -> None:
     p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
     p.add_argument("--control", choices=("stdin", "none"), default="none")
     p.add_argument("--debug", action="store_true")
+    # The local launcher relays the chief's events into the run directory itself.
+    p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
 
 
 def load_config(path: str, allow_public_hosts: bool = False) -> RunConfig:
@@ -90,7 +93,8 @@ def run(args) -> int:
             config.save(run_dir / rundir.CONFIG_FILE)
             if args.restore_from and Path(args.restore_from).is_dir():
                 shutil.copytree(args.restore_from, run_dir / rundir.CHECKPOINT_DIR)
-        events.attach(run_dir)
+        if not args.no_events_file:
+            events.attach(run_dir)
         control = Control()
         control.install_signal_handlers()
         if args.control == "stdin":
@@ -112,8 +116,16 @@ def run(args) -> int:
         if config.training.global_batch_size % replicas:
             raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
                               f"over the {replicas} replicas of the cluster")
+        contexts = []
+
+        def agreed(ctx, local):
+            contexts.append(ctx)
+            return _agreed_control(ctx, local)
+
         status, step = session._train(config, run_dir, events, control, resume=args.resume,
-                                      data_seed=args.data_seed, wrap_control=_agreed_control)
+                                      data_seed=args.data_seed, wrap_control=agreed)
+        # On stderr, so that anyone (the tests) can check that the replicas ended equal.
+        print(f"weights sha256 {_digest(contexts[0].model)} at step {step}", file=sys.stderr, flush=True)
         events.emit("run_finished", status=status, run_dir=str(run_dir), step=step)
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
@@ -151,3 +163,12 @@ def _agreed_control(ctx, control: Control):
     from gui_app.engine.cluster_control import ClusterControl
 
     return ClusterControl(control, ctx.strategy)
+
+
+def _digest(model) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for w in model.get_weights():
+        h.update(w.tobytes())
+    return h.hexdigest()[:16]
