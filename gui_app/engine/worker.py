@@ -35,6 +35,8 @@ def add_arguments(p) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
     p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
+    p.add_argument("--cluster", choices=("slurm", "tf_config"),
+                   help="take the cluster from Slurm's variables or TF_CONFIG instead of the config's")
     p.add_argument("--allow-public-hosts", action="store_true",
                    help="allow cluster addresses that are not loopback or private (gRPC has no authentication)")
     p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
@@ -44,14 +46,18 @@ def add_arguments(p) -> None:
     p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
 
 
-def load_config(path: str, allow_public_hosts: bool = False) -> RunConfig:
-    if not allow_public_hosts:
+def load_config(path: str, allow_public_hosts: bool = False, cluster: str | None = None) -> RunConfig:
+    if not allow_public_hosts and not cluster:
         return RunConfig.load(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"config: cannot read {path}: {exc}") from None
-    data.setdefault("strategy", {})["allow_public_hosts"] = True
+    strategy = data.setdefault("strategy", {})
+    if allow_public_hosts:
+        strategy["allow_public_hosts"] = True
+    if cluster:  # the scheduler's cluster replaces the local one (the same config file runs both ways)
+        strategy.update({"cluster": cluster, "workers": 0})
     return RunConfig.from_dict(data)
 
 
@@ -72,7 +78,7 @@ def run(args) -> int:
 
     events, run_dir, temp_dir, step, chief = None, None, None, 0, True
     try:
-        config = load_config(args.config, args.allow_public_hosts)
+        config = load_config(args.config, args.allow_public_hosts, args.cluster)
         if config.strategy.name != "multi_worker_mirrored":
             raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
                               f"{config.strategy.name!r}")

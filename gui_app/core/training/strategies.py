@@ -8,6 +8,7 @@ same process get the same object back.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 
 from gui_app.core.config import StrategyConfig
@@ -94,7 +95,11 @@ def cluster_resolver(cfg: StrategyConfig):
     import tensorflow as tf
 
     if cfg.cluster == "slurm":
-        return tf.distribute.cluster_resolver.SlurmClusterResolver()
+        # Count GPUs ourselves: the resolver would run nvidia-smi and fail on CPU nodes.
+        gpus = len(tf.config.list_physical_devices("GPU"))
+        return tf.distribute.cluster_resolver.SlurmClusterResolver(
+            port_base=int(os.environ.get("REPLICA_STUDIO_SLURM_PORT_BASE", "8888")), gpus_per_node=gpus,
+            auto_set_gpu=gpus > 0)
     return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 
