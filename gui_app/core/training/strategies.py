@@ -95,11 +95,17 @@ def cluster_resolver(cfg: StrategyConfig):
     import tensorflow as tf
 
     if cfg.cluster == "slurm":
-        # Count GPUs ourselves: the resolver would run nvidia-smi and fail on CPU nodes.
+        # Count GPUs ourselves: the resolver would run nvidia-smi (absent on CPU nodes), and with
+        # 0 GPUs per node its cluster_spec() divides by zero (TF 2.21). So it only lays out the
+        # hosts and ports, and a SimpleClusterResolver carries them with the real GPU count.
         gpus = len(tf.config.list_physical_devices("GPU"))
-        return tf.distribute.cluster_resolver.SlurmClusterResolver(
-            port_base=int(os.environ.get("REPLICA_STUDIO_SLURM_PORT_BASE", "8888")), gpus_per_node=gpus,
+        slurm = tf.distribute.cluster_resolver.SlurmClusterResolver(
+            port_base=int(os.environ.get("REPLICA_STUDIO_SLURM_PORT_BASE", "8888")), gpus_per_node=max(gpus, 1),
             auto_set_gpu=gpus > 0)
+        spec = slurm.cluster_spec()
+        return tf.distribute.cluster_resolver.SimpleClusterResolver(
+            spec, task_type=slurm.task_type, task_id=slurm.task_id, rpc_layer="grpc",
+            num_accelerators={"GPU": gpus})
     return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 
