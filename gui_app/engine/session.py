@@ -104,7 +104,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
 
 
 def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
-           data_seed: int | None = None, wrap_control=None):
+           data_seed: int | None = None, wrap_control=None, controller_factory=None):
     from gui_app.engine import context
     from gui_app.engine.runner import RunController
 
@@ -142,7 +142,7 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         versions=context.versions(), data_seed=ctx.data_seed)
     for warning in ctx.warnings:
         events.emit("warning", message=warning)
-    controller = RunController(ctx, run_dir, events, control)
+    controller = (controller_factory or RunController)(ctx, run_dir, events, control)
     try:
         status = controller.train()
         if status == "completed":

@@ -79,6 +79,8 @@ def run(args) -> int:
     events, run_dir, temp_dir, step, chief = None, None, None, 0, True
     try:
         config = load_config(args.config, args.allow_public_hosts, args.cluster)
+        if config.strategy.name == "parameter_server":
+            return _serve(config, args)
         if config.strategy.name != "multi_worker_mirrored":
             raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
                               f"{config.strategy.name!r}")
@@ -178,3 +180,21 @@ def _digest(model) -> str:
     for w in model.get_weights():
         h.update(w.tobytes())
     return h.hexdigest()[:16]
+
+
+def _serve(config: RunConfig, args) -> int:
+    """A parameter-server cluster's worker or ps task: a gRPC server the coordinator drives.
+    ``server.join()`` never returns; whoever started it ends it."""
+    from gui_app.engine.cluster import resolve_task
+
+    task = resolve_task(config.strategy, args.index)
+    if task.tf_config:
+        os.environ["TF_CONFIG"] = task.tf_config
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                                  task_index=resolver.task_id, protocol=resolver.rpc_layer or "grpc", start=True)
+    print(f"{resolver.task_type} {resolver.task_id} serving at {server.target}", file=sys.stderr, flush=True)
+    server.join()
+    return EXIT_OK

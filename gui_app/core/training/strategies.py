@@ -25,6 +25,8 @@ class BuiltStrategy:
     is_chief: bool = True  # writes the real run directory; the other workers write temporary ones
     replica_workers: list[int] = field(default_factory=list)  # the worker of each replica in ``devices``
     local_devices: list[str] = field(default_factory=list)  # this worker's replicas (memory is asked here)
+    coordinator: object = None  # parameter_server: the ClusterCoordinator
+    num_ps: int = 0
 
     def __post_init__(self) -> None:
         if not self.replica_workers:
@@ -69,6 +71,8 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
 
     if cfg.name == "multi_worker_mirrored":
         return build_multi_worker_mirrored(cfg)
+    if cfg.name == "parameter_server":
+        return build_parameter_server_strategy(cfg)
     warnings: list[str] = []
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if cfg.name == "default":
@@ -168,3 +172,19 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
                                   num_workers=num_workers, is_chief=bool(strategy.extended.should_checkpoint),
                                   replica_workers=owners, local_devices=local)
     return _MULTI_WORKER
+
+
+# ---- ParameterServerStrategy (this process is the coordinator) --------------------------------
+def build_parameter_server_strategy(cfg: StrategyConfig) -> BuiltStrategy:
+    import json
+
+    from gui_app.core.training.ps_loop import build_parameter_server
+
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    workers, num_ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
+    strategy, coordinator = build_parameter_server(num_ps)
+    devices = [f"/job:worker/replica:0/task:{w}/device:CPU:0" for w in range(workers)]
+    built = BuiltStrategy(strategy, devices, None, [], worker_index=0, num_workers=workers, is_chief=True,
+                          replica_workers=list(range(workers)), local_devices=[], coordinator=coordinator,
+                          num_ps=num_ps)
+    return built
