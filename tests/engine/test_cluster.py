@@ -116,3 +116,34 @@ def test_a_host_that_never_joins_fails_after_the_join_timeout(tmp_path):
     finished = run.events[-1]
     assert finished["status"] == "failed"
     assert f"worker 1 (127.0.0.1:{b}) never joined within 2 s" in finished["message"], finished["message"]
+
+
+@pytest.mark.slow
+def test_parameter_servers_complete_after_a_worker_is_killed(tmp_path):
+    data = {"dataset": {"name": "digits"}, "model": {"name": "mlp"},
+            "strategy": {"name": "parameter_server", "workers": 2, "ps": 1},
+            "training": {"epochs": 4, "global_batch_size": 64, "seed": 5, "steps_per_call": 5}}
+    config = tmp_path / "ps.json"
+    config.write_text(json.dumps(data))
+    state = {}
+
+    def hook(launched, event):
+        if event["type"] == "step" and event["step"] >= 10 and "killed" not in state:
+            workers = {e["replicas"][0]["worker"] for e in launched.of("step")}
+            state["before"] = workers
+            # The coordinator's children: ps 0 first, then workers 0 and 1.
+            pids = sorted(launched.worker_pids)
+            state["killed"] = pids[2]
+            os.kill(pids[2], signal.SIGKILL)
+
+    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
+    assert run.wait() == 0, run.stderr[-3000:]
+    assert state["before"] == {0, 1}  # both workers ran steps before the kill
+    warned = [w for w in run.of("warning") if w.get("worker") == 1]
+    assert warned and "SIGKILL" in warned[0]["message"]
+    total = run.of("run_started")[0]["total_steps"]
+    assert [e["step"] for e in run.of("step")] == list(range(1, total + 1))
+    late = [e["replicas"][0]["worker"] for e in run.of("step") if e["step"] > warned[0]["step"]]
+    assert late and set(late) == {0}  # after the kill, worker 0 ran every step
+    assert run.events[-1]["status"] == "completed" and run.of("eval")[0]["examples"] == 359
+    assert not any(alive(p) for p in run.worker_pids)
