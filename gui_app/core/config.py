@@ -335,7 +335,8 @@ def _from_plain(tp: Any, value: Any, key: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         if len(inner) > 1:  # e.g. str | tuple[str, ...]: the JSON type picks the member
-            picked = [a for a in inner if (typing.get_origin(a) is tuple) == isinstance(value, list)]
+            picked = [a for a in inner if (typing.get_origin(a) is tuple) == isinstance(value, list)
+                      and (isinstance(value, list) or isinstance(value, a))]
             if not picked:
                 _fail(where, f"must be {' or '.join(_TYPE_NAMES.get(a, 'a list') for a in inner)}; "
                              f"got {json.dumps(value)}")

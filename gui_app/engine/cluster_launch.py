@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import random
 import signal
 import subprocess
@@ -55,6 +56,7 @@ class _Worker:
     address: str
     proc: subprocess.Popen
     last_error: str | None = None  # its last "replica-studio worker: ..." line
+    unhealthy: list = field(default_factory=list)  # peers TensorFlow reported as not sending heartbeats
     threads: list = field(default_factory=list)
 
     def how_it_ended(self) -> str:
@@ -67,9 +69,24 @@ class _Worker:
         return f"exited with code {rc}"
 
 
+_UNHEALTHY = "stopped sending heartbeats"
+_TASK = re.compile(r"/job:worker/(?:replica:0/)?task:(\d+)")
+
+
 def _pump_stderr(worker: _Worker) -> None:
+    """Forward a worker's log to ours, prefixed; keep its last error and, from TensorFlow's
+    coordination service ("The following tasks are unhealthy (stopped sending heartbeats):"
+    and then one task per line), which peers hung."""
     prefix = f"[worker {worker.index}] "
+    listing = False
     for line in worker.proc.stderr:
+        if _UNHEALTHY in line:
+            listing = True
+        elif listing:
+            found = _TASK.fullmatch(line.strip())
+            if found and int(found.group(1)) not in worker.unhealthy:
+                worker.unhealthy.append(int(found.group(1)))
+            listing = bool(found)
         if line.startswith("replica-studio worker: "):
             worker.last_error = line.strip()[len("replica-studio worker: "):]
         sys.stderr.write(prefix + line)
@@ -211,6 +228,11 @@ class _Attempt:
         role = " (chief)" if culprit.index == 0 else ""
         what = self.held.get("error", {}).get("message") if culprit.index == 0 else None
         what = what or culprit.last_error
+        hung = [i for i in culprit.unhealthy if i != culprit.index]
+        if hung:  # the chief failed because a peer hung: name the peer
+            where = f" at {self.workers[hung[0]].address}" if hung[0] < len(self.workers) else ""
+            return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "
+                    f"step {self.step}; worker {culprit.index}{role} ended with: {what}")
         text = f"worker {culprit.index}{role} at {culprit.address} {culprit.how_it_ended()} at step {self.step}"
         return f"{text}: {what}" if what else text
 

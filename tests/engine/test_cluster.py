@@ -26,16 +26,16 @@ def mw_config(tmp_path, name="mw.json", workers=2, cpu_devices=1, epochs=2, **st
     return path
 
 
-def _kill_worker_at(step: int, index: int = 1):
-    """An on_event hook: SIGKILL worker ``index`` once the chief reported ``step``."""
+def _kill_worker_at(step: int, index: int = 1, sig=signal.SIGKILL):
+    """An on_event hook: send ``sig`` to worker ``index`` once the chief reported ``step``."""
     state = {}
 
     def hook(launched, event):
         if event["type"] == "step" and event["step"] >= step and "killed" not in state:
             workers = sorted(launched.worker_pids)  # started in index order
             state["killed"] = workers[index]
-            state["at"] = time.monotonic()
-            os.kill(workers[index], signal.SIGKILL)
+            state["at"], state["wall"] = time.monotonic(), time.time()
+            os.kill(workers[index], sig)
 
     return hook, state
 
@@ -91,13 +91,16 @@ def test_a_killed_worker_fails_the_run_quickly_and_resume_completes_it(tmp_path)
 
 
 @pytest.mark.slow
-def test_max_restarts_restarts_the_cluster_and_completes(tmp_path):
+def test_a_hung_worker_is_named_and_max_restarts_completes_the_run(tmp_path):
     config = mw_config(tmp_path, epochs=3, max_restarts=1)
-    hook, _ = _kill_worker_at(25)
+    hook, state = _kill_worker_at(25, sig=signal.SIGSTOP)  # hung, not dead
     run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
     assert run.wait() == 0, run.stderr[-3000:]
     restarts = [w for w in run.of("warning") if w.get("restart")]
-    assert len(restarts) == 1 and "worker 1" in restarts[0]["message"]
+    assert len(restarts) == 1, run.of("warning")
+    assert "worker 1" in restarts[0]["message"] and "stopped sending heartbeats" in restarts[0]["message"]
+    assert restarts[0]["time"] - state["wall"] < 20
+    assert not alive(state["killed"])
     steps = [e["step"] for e in run.of("step")]
     total = run.of("run_started")[0]["total_steps"]
     assert set(steps) == set(range(1, total + 1))  # no gap (steps after the checkpoint run twice)
