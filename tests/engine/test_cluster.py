@@ -68,7 +68,7 @@ def test_two_workers_two_cpus_each_complete_with_every_replica_reported(tmp_path
 
 @pytest.mark.slow
 def test_a_killed_worker_fails_the_run_quickly_and_resume_completes_it(tmp_path):
-    config = mw_config(tmp_path, epochs=3)
+    config = mw_config(tmp_path, epochs=2)
     hook, state = _kill_worker_at(25)
     run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
     code = run.wait()
@@ -92,7 +92,7 @@ def test_a_killed_worker_fails_the_run_quickly_and_resume_completes_it(tmp_path)
 
 @pytest.mark.slow
 def test_a_hung_worker_is_named_and_max_restarts_completes_the_run(tmp_path):
-    config = mw_config(tmp_path, epochs=3, max_restarts=1)
+    config = mw_config(tmp_path, epochs=2, max_restarts=1)
     hook, state = _kill_worker_at(25, sig=signal.SIGSTOP)  # hung, not dead
     run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
     assert run.wait() == 0, run.stderr[-3000:]

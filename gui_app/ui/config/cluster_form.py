@@ -23,6 +23,8 @@ PLACES = {
 COMMUNICATION_LABELS = {"auto": "Automatic", "ring": "Ring (gRPC)", "nccl": "NCCL (GPUs)"}
 NO_AUTH = ("TensorFlow's gRPC servers have no authentication: anyone who can reach these ports can run "
            "code in the workers. Use a network you trust; public addresses are refused unless allowed.")
+LOCAL_NOTE = ("Local workers talk over 127.0.0.1, but TensorFlow's gRPC servers listen on every interface "
+              "and have no authentication: on a shared network, keep their ports behind a firewall.")
 CONFIG_NAME = "run.json"  # what the command calls the config file (File → Save the same config there)
 
 
@@ -131,7 +133,7 @@ class ClusterPanel(QWidget):
         self._fill_commands()
         hosts_public = place == "hosts" and any(not _loopback(h) for h in self.host_list())
         self.warning.setText(NO_AUTH if place != "local" and (hosts_public or place != "hosts")
-                             else "Local workers listen on 127.0.0.1 only.")
+                             else LOCAL_NOTE)
 
     def worker_command(self, index: int) -> str:
         extra = " --allow-public-hosts" if self.allow_public.isChecked() else ""
