@@ -164,7 +164,16 @@ class _Attempt:
                 continue
             if kind == "step":
                 self.step = max(self.step, int(event["step"]))
+            self._emit(kind, event)
+
+    def _emit(self, kind: str, event: dict) -> None:
+        try:
             self.events.emit(kind, **event)
+        except BrokenPipeError:
+            # The window went away: keep the run directory's copy, stop the cluster with a checkpoint.
+            self.events.mode = "none"
+            self.events.emit(kind, **event)
+            self.control.command("stop")
 
     def _tell_chief(self, word: str) -> None:
         try:

@@ -158,6 +158,9 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     from gui_app.engine import context
     from gui_app.engine.runner import RunController
 
+    if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
+        config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
+                                          "communication": "auto", "timeout_s": None, "max_restarts": 0})
     ctx = context.prepare(config, lambda p: events.emit("progress", **p))
     context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE
