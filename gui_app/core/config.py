@@ -11,6 +11,7 @@ Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.core.trai
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import types
@@ -314,14 +315,20 @@ def _to_plain(obj: Any) -> Any:
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+@functools.cache
+def _fields(tp: type) -> tuple[dict[str, Any], frozenset[str]]:
+    """A dataclass's resolved field types and names. Resolving the string annotations is most
+    of the cost of loading a config, and the run list loads one per run."""
+    return typing.get_type_hints(tp), frozenset(f.name for f in dataclasses.fields(tp))
+
+
 def _from_plain(tp: Any, value: Any, key: str) -> Any:
     """Convert JSON data to ``tp``, naming ``key`` in any error."""
     where = key or "config"
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             _fail(where, f"must be an object; got {type(value).__name__}")
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp)}
+        hints, names = _fields(tp)
         unknown = sorted(set(value) - names)
         if unknown:
             prefix = f"{key}." if key else ""

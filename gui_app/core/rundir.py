@@ -10,6 +10,7 @@ Layout of one run::
         eval.json        the last evaluation (the `eval` event without type/time)
         misclassified.npz  x, y_true, y_pred, confidence, index of wrong test predictions
         tensorboard/     train/ and validation/ summaries for TensorBoard
+        summary.json     the run list's cache of the events (status, step, accuracy)
 
 A run's status is read from its events: the last ``run_finished`` says completed, stopped
 or failed; a run with no ``run_finished`` after its last ``run_started`` was killed
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,6 +36,7 @@ MODEL_FILE = "model.keras"
 EVAL_FILE = "eval.json"
 MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for the gallery
 TENSORBOARD_DIR = "tensorboard"
+SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 
 RESUMABLE = ("stopped", "interrupted")
 
@@ -132,7 +134,6 @@ class RunInfo:
     test_accuracy: float | None = None
     message: str | None = None
     has_model: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -145,30 +146,94 @@ class RunInfo:
             self.path / CHECKPOINT_DIR).is_dir()
 
 
+# What the run list needs of a run's events, folded line by line; cached in SUMMARY_FILE with
+# the byte offset it has read up to, so listing 1,000 runs reads only what was appended since.
+_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message", "resumable")
+_SUMMARY_VERSION = 2
+
+
+def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
+    kind = event["type"]
+    if kind == "run_started":
+        state["status"], state["message"], state["resumable"] = "interrupted", None, False
+        if state["started"] is None:
+            state["started"] = event.get("time")
+        state["total_steps"] = event.get("total_steps")
+    elif kind == "step":
+        state["step"] = event.get("step", state["step"])
+    elif kind == "eval":
+        state["test_accuracy"] = event.get("accuracy")
+    elif kind == "run_finished":
+        state["status"] = event.get("status", "failed")
+        state["step"] = event.get("step", state["step"])
+        state["message"] = event.get("message")
+        state["resumable"] = bool(event.get("resumable"))
+
+
+def _fresh_state() -> dict[str, Any]:
+    return {"status": "new", "started": None, "step": 0, "total_steps": None, "test_accuracy": None,
+            "message": None, "resumable": False}
+
+
+def _read_summary(run_dir: Path) -> tuple[dict[str, Any], int]:
+    """The cached fold and its offset, or a fresh state at 0 when the cache is missing or unusable."""
+    try:
+        cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+        if cached.get("version") == _SUMMARY_VERSION and set(cached["state"]) == set(_FOLD_FIELDS):
+            return dict(cached["state"]), int(cached["offset"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return _fresh_state(), 0
+
+
+def summarize_events(run_dir: str | Path) -> dict[str, Any]:
+    """How the run stands by its events: status, started, step, total_steps, test_accuracy,
+    message. Reads only the bytes appended since the cached summary (rebuilt from the start
+    when the events file is shorter than the cache says: rewritten or replaced)."""
+    run_dir = Path(run_dir)
+    state, offset = _read_summary(run_dir)
+    path = run_dir / EVENTS_FILE
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if offset > size:
+                state, offset = _fresh_state(), 0
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return state
+    end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and "type" in event:
+            _fold(state, event)
+    if end:
+        _write_summary(run_dir, state, offset + end)
+    return state
+
+
+def _write_summary(run_dir: Path, state: dict[str, Any], offset: int) -> None:
+    tmp = run_dir / f".{SUMMARY_FILE}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps({"version": _SUMMARY_VERSION, "offset": offset, "state": state}), encoding="utf-8")
+        tmp.replace(run_dir / SUMMARY_FILE)
+    except OSError:  # a read-only or full disk: the cache is only a cache
+        tmp.unlink(missing_ok=True)
+
+
 def read_run(run_dir: str | Path) -> RunInfo:
     run_dir = Path(run_dir)
     try:
         config = RunConfig.load(run_dir / CONFIG_FILE)
     except ValueError:
         config = None
-    info = RunInfo(path=run_dir, config=config, status="new", has_model=(run_dir / MODEL_FILE).exists())
-    for event in read_events(run_dir):
-        kind = event["type"]
-        if kind == "run_started":
-            info.status = "interrupted"
-            info.message = None
-            if info.started is None:
-                info.started = event.get("time")
-            info.total_steps = event.get("total_steps")
-        elif kind == "step":
-            info.step = event.get("step", info.step)
-        elif kind == "eval":
-            info.test_accuracy = event.get("accuracy")
-        elif kind == "run_finished":
-            info.status = event.get("status", "failed")
-            info.step = event.get("step", info.step)
-            info.message = event.get("message")
-            info.extra["resumable"] = bool(event.get("resumable"))
+    state = summarize_events(run_dir)
+    resumable = state.pop("resumable", False)  # a failed cluster's run_finished says it can resume
+    info = RunInfo(path=run_dir, config=config, has_model=(run_dir / MODEL_FILE).exists(), **state)
+    info.extra["resumable"] = resumable
     if info.started is None:
         try:
             info.started = (run_dir / CONFIG_FILE).stat().st_mtime

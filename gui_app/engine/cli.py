@@ -14,10 +14,11 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-from gui_app.engine import cli_export, cluster_cli
+from gui_app.engine import cli_export, cluster_cli, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
-SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices") + cli_export.COMMANDS + cluster_cli.COMMANDS
+SUBCOMMANDS = (("train", "resume", "evaluate", "inspect", "devices", "scaling") + cli_export.COMMANDS
+               + cluster_cli.COMMANDS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-devices", type=int, default=1, help="split the CPU into N logical devices first")
     p.add_argument("--debug", action="store_true")
     cli_export.add_commands(sub)  # export and predict live in their own module
+    scaling_command.add_command(sub)
     cluster_cli.add_commands(sub)  # worker and cluster-script
     return parser
 

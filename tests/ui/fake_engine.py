@@ -1,8 +1,11 @@
 """A stand-in for ``python -m gui_app.engine`` that speaks the event protocol in milliseconds.
 
 The UI tests run it instead of the real engine (which needs ~6 s to import TensorFlow).
-It follows docs/events.md for ``train``/``resume``, prints the JSON of ``devices --json`` and
-``inspect``, and writes run directories like the real one. ``FAKE_ENGINE_MODE`` picks a
+It follows docs/events.md for ``train``/``resume`` (tests/test_event_schema.py checks its events
+against gui_app.core.event_schema, as it checks the real engine's), prints the JSON of
+``devices --json`` and ``inspect``, writes run directories like the real one, and fails the way
+the real one does: an ``error`` and a ``run_finished`` event in a run directory it created, one
+line ``replica-studio COMMAND: message`` on stderr, exit 2. ``FAKE_ENGINE_MODE`` picks a
 behaviour:
 
     normal   train the configured number of steps, evaluate, finish completed
@@ -35,8 +38,8 @@ class Emitter:
         self.run_dir = run_dir
         self.file = open(os.path.join(run_dir, "events.jsonl"), "a", encoding="utf-8") if run_dir else None
 
-    def __call__(self, kind, **keys):
-        event = {"type": kind, "time": time.time(), **keys}
+    def __call__(self, event_type, **keys):
+        event = {"type": event_type, "time": time.time(), **keys}
         line = json.dumps(event)
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
@@ -58,16 +61,10 @@ def devices():
 
 def inspect(config_path, samples_path):
     config = json.load(open(config_path, encoding="utf-8"))
-    path = config["dataset"].get("path")
-    if path and not os.path.exists(path):
-        sys.stderr.write(f"dataset.path: no such file or folder: {path}\n")
-        return 2
-    if path and os.path.isfile(path) and open(path, "rb").read(3) == b"bad":
+    problem = input_problem(config)
+    if problem:
         sys.stderr.write("W0000 tensorflow: some warning an engine prints first\n")
-        sys.stderr.write(f"replica-studio inspect: {path}: not a NumPy .npz archive\n")
-        return 2
-    if config["model"]["name"] == "keras_file" and not os.path.exists(config["model"]["path"]):
-        sys.stderr.write(f"model.path: no such file: {config['model']['path']}\n")
+        sys.stderr.write(f"replica-studio inspect: {problem}\n")
         return 2
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(10), 3)
@@ -81,6 +78,27 @@ def inspect(config_path, samples_path):
                              {"name": "dense", "type": "Dense", "output_shape": [None, 10], "parameters": 1154}]},
     }))
     return 0
+
+
+def input_problem(config):
+    """The real engine's one-line messages for the bad inputs the UI tests use."""
+    path = config["dataset"].get("path")
+    if path and not os.path.exists(path):
+        return f"{path}: no such file or folder"
+    if path and os.path.isfile(path) and open(path, "rb").read(3) == b"bad":
+        return f"{path}: not an .npz file (no zip signature at its start)"
+    model_path = config["model"].get("path")
+    if config["model"]["name"] == "keras_file" and not os.path.exists(model_path):
+        return f"model.path: no such file: {model_path}"
+    return None
+
+
+def fail(command, run_dir, message):
+    emit = Emitter(run_dir)
+    emit("error", message=message, kind="input")
+    emit("run_finished", status="failed", run_dir=run_dir, step=0, message=message)
+    sys.stderr.write(f"replica-studio {command}: {message}\n")
+    return 2
 
 
 def control_reader():
@@ -192,12 +210,13 @@ def main(argv):
         return inspect(argv[1], argv[argv.index("--samples") + 1])
     if command == "train":
         config = json.load(open(argv[1], encoding="utf-8"))
-        if config["dataset"].get("path") and not os.path.exists(config["dataset"]["path"]):
-            sys.stderr.write(f"dataset.path: no such file or folder: {config['dataset']['path']}\n")
-            return 2
         runs_dir = argv[argv.index("--runs-dir") + 1]
         os.makedirs(runs_dir, exist_ok=True)
-        return train(config, new_run_dir(runs_dir, config), False, 0)
+        run_dir = new_run_dir(runs_dir, config)  # the real engine makes it before loading data
+        problem = input_problem(config)
+        if problem:
+            return fail("train", run_dir, problem)
+        return train(config, run_dir, False, 0)
     if command == "resume":
         run_dir = argv[1]
         config = json.load(open(os.path.join(run_dir, "config.json"), encoding="utf-8"))

@@ -158,8 +158,8 @@ def test_inspection_failure_is_shown_under_the_dataset(panel, qtbot, tmp_path):
     with qtbot.waitSignal(panel.inspect_failed, timeout=10_000) as got:
         panel.dataset.open_path(bad)
     # The CLI's "replica-studio inspect:" prefix is dropped; the TensorFlow line before it is not taken.
-    assert got.args == [f"{bad}: not a NumPy .npz archive"]
-    assert panel.dataset.status.text() == f"{bad}: not a NumPy .npz archive"
+    assert got.args == [f"{bad}: not an .npz file (no zip signature at its start)"]
+    assert panel.dataset.status.text() == f"{bad}: not an .npz file (no zip signature at its start)"
     assert panel.is_valid()  # the form is fine; the engine will say the same if trained
 
 

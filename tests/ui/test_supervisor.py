@@ -116,7 +116,11 @@ def test_bad_input_fails_before_the_run_starts(qtbot, make_supervisor, runs_dir,
     config = CONFIG.replace(dataset={"name": "npz", "path": str(tmp_path / "missing.npz")})
     with qtbot.waitSignal(supervisor.finished, timeout=10_000) as finished:
         supervisor.start_train(config, runs_dir)
-    assert finished.args == ["failed", "", f"dataset.path: no such file or folder: {tmp_path / 'missing.npz'}"]
+    status, run_dir, message = finished.args
+    assert (status, message) == ("failed", f"{tmp_path / 'missing.npz'}: no such file or folder")
+    # As the real engine does: the run directory exists and the run list shows it failed, with why.
+    info = list_runs(runs_dir)[0]
+    assert str(info.path) == run_dir and info.status == "failed" and info.message == message
 
 
 def test_engine_that_cannot_start(qtbot, tmp_path):
