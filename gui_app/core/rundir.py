@@ -134,6 +134,7 @@ class RunInfo:
     test_accuracy: float | None = None
     message: str | None = None
     has_model: bool = False
+    cluster_resumable: bool = False  # a failed cluster: its run_finished says resume can restart it
 
     @property
     def name(self) -> str:
@@ -142,20 +143,20 @@ class RunInfo:
     @property
     def resumable(self) -> bool:
         # A failed cluster (a worker died) is resumable too: its run_finished says so.
-        return (self.status in RESUMABLE or bool(self.extra.get("resumable"))) and (
+        return (self.status in RESUMABLE or self.cluster_resumable) and (
             self.path / CHECKPOINT_DIR).is_dir()
 
 
 # What the run list needs of a run's events, folded line by line; cached in SUMMARY_FILE with
 # the byte offset it has read up to, so listing 1,000 runs reads only what was appended since.
-_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message", "resumable")
+_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message", "cluster_resumable")
 _SUMMARY_VERSION = 2
 
 
 def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
     kind = event["type"]
     if kind == "run_started":
-        state["status"], state["message"], state["resumable"] = "interrupted", None, False
+        state["status"], state["message"], state["cluster_resumable"] = "interrupted", None, False
         if state["started"] is None:
             state["started"] = event.get("time")
         state["total_steps"] = event.get("total_steps")
@@ -167,12 +168,12 @@ def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
         state["status"] = event.get("status", "failed")
         state["step"] = event.get("step", state["step"])
         state["message"] = event.get("message")
-        state["resumable"] = bool(event.get("resumable"))
+        state["cluster_resumable"] = bool(event.get("resumable"))
 
 
 def _fresh_state() -> dict[str, Any]:
     return {"status": "new", "started": None, "step": 0, "total_steps": None, "test_accuracy": None,
-            "message": None, "resumable": False}
+            "message": None, "cluster_resumable": False}
 
 
 def _read_summary(run_dir: Path) -> tuple[dict[str, Any], int]:
@@ -230,10 +231,8 @@ def read_run(run_dir: str | Path) -> RunInfo:
         config = RunConfig.load(run_dir / CONFIG_FILE)
     except ValueError:
         config = None
-    state = summarize_events(run_dir)
-    resumable = state.pop("resumable", False)  # a failed cluster's run_finished says it can resume
-    info = RunInfo(path=run_dir, config=config, has_model=(run_dir / MODEL_FILE).exists(), **state)
-    info.extra["resumable"] = resumable
+    info = RunInfo(path=run_dir, config=config, has_model=(run_dir / MODEL_FILE).exists(),
+                   **summarize_events(run_dir))
     if info.started is None:
         try:
             info.started = (run_dir / CONFIG_FILE).stat().st_mtime

@@ -13,84 +13,23 @@ from __future__ import annotations
 
 import json
 import queue
-import re
 import random
-import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
+from gui_app.engine.cluster_procs import ClusterFailed, Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.identity import app_command, app_env
 
 POLL_S = 0.1
 FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take to end
-
-
-class ClusterFailed(RuntimeError):
-    def __init__(self, message: str, step: int, kind: str = "cluster", exit_code: int = 1):
-        super().__init__(message)
-        self.step, self.event_kind, self.exit_code = step, kind, exit_code
-        self.resumable = kind == "cluster"  # `resume` restarts the whole cluster from the last checkpoint
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-@dataclass
-class _Worker:
-    index: int
-    address: str
-    proc: subprocess.Popen
-    last_error: str | None = None  # its last "replica-studio worker: ..." line
-    unhealthy: list = field(default_factory=list)  # peers TensorFlow reported as not sending heartbeats
-    threads: list = field(default_factory=list)
-
-    def how_it_ended(self) -> str:
-        rc = self.proc.returncode
-        if rc is not None and rc < 0:
-            try:
-                return f"was killed by {signal.Signals(-rc).name}"
-            except ValueError:
-                return f"was killed by signal {-rc}"
-        return f"exited with code {rc}"
-
-
-_UNHEALTHY = "stopped sending heartbeats"
-_TASK = re.compile(r"/job:worker/(?:replica:0/)?task:(\d+)")
-
-
-def _pump_stderr(worker: _Worker) -> None:
-    """Forward a worker's log to ours, prefixed; keep its last error and, from TensorFlow's
-    coordination service ("The following tasks are unhealthy (stopped sending heartbeats):"
-    and then one task per line), which peers hung."""
-    prefix = f"[worker {worker.index}] "
-    listing = False
-    for line in worker.proc.stderr:
-        if _UNHEALTHY in line:
-            listing = True
-        elif listing:
-            found = _TASK.fullmatch(line.strip())
-            if found and int(found.group(1)) not in worker.unhealthy:
-                worker.unhealthy.append(int(found.group(1)))
-            listing = bool(found)
-        if line.startswith("replica-studio worker: "):
-            worker.last_error = line.strip()[len("replica-studio worker: "):]
-        sys.stderr.write(prefix + line)
-    sys.stderr.flush()
 
 
 def _pump_events(stream, out: queue.Queue) -> None:
@@ -117,7 +56,7 @@ class _Attempt:
         local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
         ports = free_ports(local) if cfg.cluster is None else []
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         config_file = str(run_dir / rundir.CONFIG_FILE)
         for i in range(local):
             cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
@@ -135,11 +74,11 @@ class _Attempt:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE if i == 0 else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if i == 0 else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                bufsize=1, env=app_env(extra), preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                bufsize=1, env=app_env(extra), preexec_fn=die_with_parent if sys.platform == "linux" else None)
             address = cluster["worker"][i] if ports else (cfg.cluster[0] if isinstance(cfg.cluster, tuple)
                                                           else "this machine")
-            worker = _Worker(i, address, proc)
-            worker.threads.append(threading.Thread(target=_pump_stderr, args=(worker,), daemon=True))
+            worker = Worker(i, address, proc)
+            worker.threads.append(threading.Thread(target=pump_stderr, args=(worker,), daemon=True))
             if i == 0:
                 worker.threads.append(threading.Thread(target=_pump_events, args=(proc.stdout, self.queue),
                                                        daemon=True))
@@ -230,7 +169,7 @@ class _Attempt:
                 return status, finished.get("message")
             time.sleep(POLL_S)
 
-    def _describe(self, culprit: _Worker) -> str:
+    def _describe(self, culprit: Worker) -> str:
         # Let the chief's last lines arrive: its error names the TensorFlow failure.
         for t in culprit.threads:
             t.join(timeout=2)
@@ -257,10 +196,6 @@ def _checkpoint_step(run_dir: Path) -> int:
 
 def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
     """Train on a cluster; returns (status, step) like ``session._train`` or raises ClusterFailed."""
-    if config.strategy.name == "parameter_server":
-        from gui_app.engine.ps_launch import run_parameter_servers
-
-        return run_parameter_servers(config, run_dir, events, control, resume)
     cfg = config.strategy
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     restarts = 0

@@ -22,7 +22,7 @@ from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
 from gui_app.engine.cluster import JoinTimeout, _reachable
-from gui_app.engine.cluster_launch import ClusterFailed, _die_with_parent, _pump_stderr, _Worker
+from gui_app.engine.cluster_procs import ClusterFailed, Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.engine.runner import RunController, TrainingDiverged
@@ -33,7 +33,7 @@ class _Servers:
     """The worker and ps processes started here."""
 
     def __init__(self, config_file: str, cluster: dict[str, list[str]]):
-        self.procs: dict[str, list[_Worker]] = {"worker": [], "ps": []}
+        self.procs: dict[str, list[Worker]] = {"worker": [], "ps": []}
         self.reported: set[tuple[str, int]] = set()
         for job in ("ps", "worker"):
             for i, address in enumerate(cluster[job]):
@@ -41,13 +41,13 @@ class _Servers:
                     app_command("worker", config_file, "--events", "none"), stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1,
                     env=app_env({"TF_CONFIG": tf_config(cluster, job, i)}),
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-                w = _Worker(i, address, proc)
+                    preexec_fn=die_with_parent if sys.platform == "linux" else None)
+                w = Worker(i, address, proc)
                 w.job = job
-                threading.Thread(target=_pump_stderr, args=(w,), daemon=True).start()
+                threading.Thread(target=pump_stderr, args=(w,), daemon=True).start()
                 self.procs[job].append(w)
 
-    def dead(self, job: str) -> list[_Worker]:
+    def dead(self, job: str) -> list[Worker]:
         return [w for w in self.procs[job] if w.proc.poll() is not None]
 
     def kill_all(self) -> None:
@@ -156,9 +156,10 @@ class PSController(RunController):
         return "completed"
 
 
-def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
-    from gui_app.engine import session
-
+def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
+                          train, one_line):
+    """``train`` is ``session._train`` and ``one_line`` its error summary (passed in, so that this
+    module does not import the session that calls it)."""
     cfg = config.strategy
     servers = None
     if cfg.cluster == "tf_config":
@@ -198,7 +199,7 @@ def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter,
         def factory(ctx, run_dir_, events_, control_):
             return PSController(ctx, run_dir_, events_, control_, watch)
 
-        return session._train(config, run_dir, events, control, resume, controller_factory=factory)
+        return train(config, run_dir, events, control, resume, controller_factory=factory)
     except JoinTimeout as exc:
         raise ClusterFailed(f"cluster: {exc}", 0) from None
     except ClusterFailed:
@@ -207,7 +208,7 @@ def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter,
         if servers is not None and servers.dead("ps"):
             w = servers.dead("ps")[0]
             raise ClusterFailed(f"ps {w.index} at {w.address} {w.how_it_ended()} at step {state['step']}: "
-                                f"{session._one_line(exc)}", state["step"]) from None
+                                f"{one_line(exc)}", state["step"]) from None
         raise
     finally:
         if servers is not None:

@@ -75,7 +75,12 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.attach(run_dir)
         if args.command == "evaluate":
             return _evaluate(config, run_dir, events)
-        if config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
+        if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
+            from gui_app.engine.ps_launch import run_parameter_servers
+
+            status, step = run_parameter_servers(config, run_dir, events, control, args.command == "resume",
+                                                 train=_train, one_line=_one_line)
+        elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
             from gui_app.engine.cluster_launch import run_cluster
 
             status, step = run_cluster(config, run_dir, events, control, resume=args.command == "resume")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.config import RunConfig, StrategyConfig
+from gui_app.core.config import StrategyConfig
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.tabs.replicas import ReplicaCharts
 
