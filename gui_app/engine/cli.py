@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a model from a run configuration (JSON)")
     p.add_argument("config", help="run configuration file (JSON)")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow strategy.cluster hosts that are not loopback or private (gRPC has no authentication)")
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
     p = sub.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")

@@ -12,9 +12,10 @@ import os
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from gui_app.core.cluster_hosts import check_resolved, split_host, tf_config
-from gui_app.core.config import ConfigError, StrategyConfig
+from gui_app.core.config import ConfigError, RunConfig, StrategyConfig
 
 
 class JoinTimeout(RuntimeError):
@@ -107,3 +108,18 @@ def wait_for_peers(task: Task, timeout_s: float, progress=None) -> float:
                       "total": len(task.peers())})
         time.sleep(0.5)
     return time.monotonic() - started
+
+
+def load_config(path: str, allow_public_hosts: bool = False, cluster: str | None = None) -> RunConfig:
+    if not allow_public_hosts and not cluster:
+        return RunConfig.load(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"config: cannot read {path}: {exc}") from None
+    strategy = data.setdefault("strategy", {})
+    if allow_public_hosts:
+        strategy["allow_public_hosts"] = True
+    if cluster:  # the scheduler's cluster replaces the local one (the same config file runs both ways)
+        strategy.update({"cluster": cluster, "workers": 0})
+    return RunConfig.from_dict(data)

@@ -12,6 +12,7 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.cluster import load_config
 from gui_app.engine.context import InputError
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
@@ -60,7 +61,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     step = 0
     try:
         if args.command == "train":
-            config = RunConfig.load(args.config)
+            config = load_config(args.config, getattr(args, "allow_public_hosts", False))
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             try:
                 run_dir = rundir.create_run_dir(runs_dir, config)

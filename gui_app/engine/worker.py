@@ -10,7 +10,6 @@ a temporary copy of one that they delete when they end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.cluster import load_config
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_OK
@@ -44,21 +44,6 @@ def add_arguments(p) -> None:
     p.add_argument("--debug", action="store_true")
     # The local launcher relays the chief's events into the run directory itself.
     p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
-
-
-def load_config(path: str, allow_public_hosts: bool = False, cluster: str | None = None) -> RunConfig:
-    if not allow_public_hosts and not cluster:
-        return RunConfig.load(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"config: cannot read {path}: {exc}") from None
-    strategy = data.setdefault("strategy", {})
-    if allow_public_hosts:
-        strategy["allow_public_hosts"] = True
-    if cluster:  # the scheduler's cluster replaces the local one (the same config file runs both ways)
-        strategy.update({"cluster": cluster, "workers": 0})
-    return RunConfig.from_dict(data)
 
 
 def _exit_if_never_built(seconds: float, built: threading.Event) -> None:

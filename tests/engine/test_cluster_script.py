@@ -99,3 +99,14 @@ def test_slurm_refuses_a_config_that_is_not_multi_worker(tmp_path):
     path.write_text(json.dumps({"strategy": {"name": "mirrored"}}))
     done = run_cli("cluster-script", str(path), "--slurm")
     assert done.returncode == 2 and "strategy.name" in done.stderr
+
+
+def test_public_hosts_are_refused_unless_allowed(tmp_path):
+    from gui_app.engine.cluster import load_config
+
+    config = _config(tmp_path, workers=0, cluster=["192.168.0.2:2222", "8.8.8.8:2222"])
+    done = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert "strategy.cluster: 8.8.8.8 is not a loopback or private address" in done.stderr
+    assert load_config(str(config), allow_public_hosts=True).strategy.allow_public_hosts
+    assert load_config(str(config), cluster="slurm").strategy.cluster == "slurm"
