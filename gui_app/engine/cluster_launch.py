@@ -29,6 +29,7 @@ from gui_app.engine.events import EventWriter
 from gui_app.identity import app_command, app_env
 
 POLL_S = 0.1
+STOP_GRACE_S = 60.0  # a stopped cluster that has not ended by then is killed (a worker hangs in TensorFlow)
 FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take to end
 
 
@@ -147,9 +148,15 @@ class _Attempt:
         """Until the chief finished or a worker failed: (status, failure message or None)."""
         chief = self.workers[0]
         open_stream = True
+        stop_at = None
         while True:
             open_stream = self._relay() and open_stream
             self._forward_control()
+            if self.control.stop_requested:
+                stop_at = stop_at or time.monotonic()
+                if time.monotonic() - stop_at > STOP_GRACE_S:
+                    self.kill_all()
+                    return "failed", f"the cluster did not stop within {STOP_GRACE_S:g} s of the stop; killed it"
             failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
             if failed:
                 culprit = failed[0]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import math
 import shutil
+import signal
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -46,15 +47,14 @@ def add_arguments(p) -> None:
     p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
 
 
-def _exit_if_never_built(seconds: float, built: threading.Event) -> None:
-    """A non-chief worker waits inside TensorFlow for the chief; bound that wait."""
-    def watch():
-        if not built.wait(seconds):
-            print(f"replica-studio worker: the chief did not start within {seconds:g} s "
-                  "(strategy.join_timeout_s); giving up", file=sys.stderr, flush=True)
-            os._exit(1)
-
-    threading.Thread(target=watch, name="join-watchdog", daemon=True).start()
+def _arm_join_alarm(seconds: float) -> None:
+    """Bound the wait inside TensorFlow's cluster start: a non-chief waits there for the chief,
+    the chief for every task to register (a port that accepts TCP -- a proxy, another program --
+    is not yet a TensorFlow worker). That C++ wait holds the GIL, so no Python thread or signal
+    handler could act: SIGALRM with its default action ends the process (the launcher names it)."""
+    if hasattr(signal, "alarm"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
 
 
 def run(args) -> int:
@@ -93,15 +93,15 @@ def run(args) -> int:
         if args.control == "stdin":
             control.read_stream(sys.stdin)
         join = config.strategy.join_timeout_s
-        if chief:
-            waited = wait_for_peers(task, join, lambda p: events.emit("progress", **p))
-        else:
-            built_event = threading.Event()
-            _exit_if_never_built(join + 60, built_event)
+        waited = wait_for_peers(task, join, lambda p: events.emit("progress", **p)) if chief else 0.0
+        limit = join if chief else join + 60  # a non-chief may start long before the chief
+        print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
+              f"{limit:g} s (strategy.join_timeout_s)", file=sys.stderr, flush=True)
+        _arm_join_alarm(limit)
         started = time.monotonic()
         built = _build_first(config)
-        if not chief:
-            built_event.set()
+        if hasattr(signal, "alarm"):
+            signal.alarm(0)
         if chief and task.peers():
             built.warnings.append(f"cluster of {built.num_workers} workers joined in "
                                   f"{waited + time.monotonic() - started:.1f} s")

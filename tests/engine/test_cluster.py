@@ -150,3 +150,29 @@ def test_parameter_servers_complete_after_a_worker_is_killed(tmp_path):
     assert late and set(late) == {0}  # after the kill, worker 0 ran every step
     assert run.events[-1]["status"] == "completed" and run.of("eval")[0]["examples"] == 359
     assert not any(alive(p) for p in run.worker_pids)
+
+
+def test_a_port_that_answers_but_is_no_worker_fails_after_the_join_timeout(tmp_path):
+    """Something else listens on worker 1's port (here a bare socket; in some networks a proxy
+    accepts every connection): the chief's TensorFlow would wait for it for minutes."""
+    import socket
+
+    from gui_app.core.cluster_hosts import free_ports
+
+    (a,) = free_ports(1)
+    impostor = socket.socket()
+    impostor.bind(("127.0.0.1", 0))
+    impostor.listen()
+    b = impostor.getsockname()[1]
+    try:
+        config = mw_config(tmp_path, workers=0, cluster=[f"127.0.0.1:{a}", f"127.0.0.1:{b}"], join_timeout_s=4)
+        started = time.monotonic()
+        run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"))
+        assert run.wait(timeout=90) == 1
+        assert time.monotonic() - started < 60
+    finally:
+        impostor.close()
+    finished = run.events[-1]
+    assert finished["status"] == "failed"
+    assert "did not form the cluster within strategy.join_timeout_s" in finished["message"], finished["message"]
+    assert not any(alive(p) for p in run.worker_pids)
