@@ -34,7 +34,10 @@ DATASETS_OF_IMAGES = ("image_folder", "tfrecord", "tfds")
 LOADING_MODES = ("auto", "memory", "stream")
 CACHE_MODES = ("none", "auto", "memory", "file")
 MODELS = ("mnist_cnn", "cifar_cnn", "mlp", "resnet20", "mobilenet_v2", "keras_file")
-STRATEGIES = ("default", "one_device", "mirrored")
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "parameter_server")
+MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
+COMMUNICATIONS = ("auto", "ring", "nccl")
+CLUSTER_RESOLVERS = ("tf_config", "slurm")
 CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one")
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "rmsprop")
 SCHEDULES = ("constant", "cosine", "step")
@@ -159,9 +162,19 @@ class StrategyConfig:
     devices: tuple[str, ...] = ()  # mirrored: empty means every GPU, else the CPU
     device: str | None = None  # one_device: default GPU:0 if present, else CPU:0
     cross_device_ops: str | None = None  # mirrored: None lets TensorFlow choose
+    # Multi-worker (docs/config.md): local worker/ps processes, or a cluster of hosts / a resolver.
+    workers: int = 0  # worker processes started on 127.0.0.1 (0 with a cluster)
+    ps: int = 0  # parameter_server: parameter-server processes started on 127.0.0.1
+    cluster: str | tuple[str, ...] | None = None  # ["host:port", ...] (index 0 is this machine), tf_config, slurm
+    communication: str = "auto"  # multi_worker_mirrored: auto | ring | nccl
+    timeout_s: float | None = None  # collective timeout; leave room for the first step's tracing
+    join_timeout_s: float = 120.0  # how long the chief waits for the other workers to join
+    max_restarts: int = 0  # restart the whole cluster from the last checkpoint after a failure
+    allow_public_hosts: bool = False  # gRPC has no authentication: refuse public addresses unless set
 
     def __post_init__(self) -> None:
         _choice("strategy.name", self.name, STRATEGIES)
+        _check_multi_worker(self)
         devices = tuple(normalize_device("strategy.devices", d) for d in self.devices)
         if len(set(devices)) != len(devices):
             _fail("strategy.devices", f"lists a device twice: {list(self.devices)}")
@@ -176,6 +189,52 @@ class StrategyConfig:
             if self.name != "mirrored":
                 _fail("strategy.cross_device_ops", "only the mirrored strategy takes cross_device_ops")
             _choice("strategy.cross_device_ops", self.cross_device_ops, CROSS_DEVICE_OPS)
+
+
+def _check_multi_worker(cfg: StrategyConfig) -> None:
+    from gui_app.core.cluster_hosts import check_hosts
+
+    multi = cfg.name in MULTI_WORKER
+    for key, value, default in (("workers", cfg.workers, 0), ("ps", cfg.ps, 0), ("cluster", cfg.cluster, None),
+                                ("timeout_s", cfg.timeout_s, None), ("max_restarts", cfg.max_restarts, 0)):
+        if not multi and value != default:
+            _fail(f"strategy.{key}", f"only multi_worker_mirrored and parameter_server take {key}, not {cfg.name!r}")
+    _choice("strategy.communication", cfg.communication, COMMUNICATIONS)
+    if cfg.communication != "auto" and cfg.name != "multi_worker_mirrored":
+        _fail("strategy.communication", "only multi_worker_mirrored takes a communication")
+    if not 0 <= cfg.workers <= 64:
+        _fail("strategy.workers", f"must be in [0, 64]; got {cfg.workers}")
+    if not 0 <= cfg.ps <= 16:
+        _fail("strategy.ps", f"must be in [0, 16]; got {cfg.ps}")
+    if cfg.timeout_s is not None and not cfg.timeout_s > 0:
+        _fail("strategy.timeout_s", f"must be > 0 or null; got {cfg.timeout_s}")
+    if not cfg.join_timeout_s > 0:
+        _fail("strategy.join_timeout_s", f"must be > 0; got {cfg.join_timeout_s}")
+    if not 0 <= cfg.max_restarts <= 100:
+        _fail("strategy.max_restarts", f"must be in [0, 100]; got {cfg.max_restarts}")
+    if not multi:
+        return
+    if isinstance(cfg.cluster, str):
+        _choice("strategy.cluster", cfg.cluster, CLUSTER_RESOLVERS)
+    elif cfg.cluster is not None:
+        hosts = tuple(cfg.cluster)
+        object.__setattr__(cfg, "cluster", hosts)
+        if cfg.name == "parameter_server":
+            _fail("strategy.cluster", "a parameter_server cluster of hosts is given through TF_CONFIG: use \"tf_config\"")
+        if not hosts:
+            _fail("strategy.cluster", "lists no host; give [\"host:port\", ...] or leave it null")
+        try:
+            check_hosts(hosts, cfg.allow_public_hosts)
+        except ValueError as exc:
+            _fail("strategy.cluster", str(exc))
+        if cfg.workers not in (0, len(hosts)):
+            _fail("strategy.workers", f"is {cfg.workers} but strategy.cluster lists {len(hosts)} hosts")
+    if cfg.cluster is None and cfg.workers < 1:
+        _fail("strategy.workers", f"{cfg.name} needs at least 1 worker (processes on this machine) or a cluster")
+    if cfg.name == "parameter_server" and cfg.cluster is None and cfg.ps < 1:
+        _fail("strategy.ps", "parameter_server needs at least 1 parameter server")
+    if cfg.name == "multi_worker_mirrored" and cfg.ps:
+        _fail("strategy.ps", "only parameter_server takes parameter servers")
 
 
 @dataclass(frozen=True)
@@ -265,6 +324,9 @@ class RunConfig:
         if replicas and self.training.global_batch_size < replicas:
             _fail("training.global_batch_size",
                   f"{self.training.global_batch_size} is smaller than the {replicas} replicas")
+        if isinstance(self.strategy.cluster, tuple) and len(self.strategy.cluster) > 1 and self.training.seed is None:
+            _fail("training.seed", "a cluster of several hosts needs a seed, so that every worker reads the same "
+                                   "data order")
         if self.training.mixed_precision and self.strategy.devices and not any(
                 d.startswith("GPU") for d in self.strategy.devices):
             _fail("training.mixed_precision", "needs a GPU; the strategy uses only CPU devices")
@@ -376,8 +438,15 @@ def _from_plain(tp: Any, value: Any, key: str) -> Any:
         args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _from_plain(inner, value, key)
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) > 1:  # e.g. str | tuple[str, ...]: the JSON type picks the member
+            picked = [a for a in inner if (typing.get_origin(a) is tuple) == isinstance(value, list)
+                      and (isinstance(value, list) or isinstance(value, a))]
+            if not picked:
+                _fail(where, f"must be {' or '.join(_TYPE_NAMES.get(a, 'a list') for a in inner)}; "
+                             f"got {json.dumps(value)}")
+            inner = picked[:1]
+        return _from_plain(inner[0], value, key)
     if origin is tuple:
         if not isinstance(value, list):
             _fail(where, f"must be a list; got {_show(value)}")

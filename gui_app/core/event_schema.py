@@ -36,7 +36,7 @@ EVENTS: dict[str, dict[str, tuple[type, ...]]] = {
     "error": {"message": TEXT, "kind": TEXT},
     "run_finished": {"status": TEXT, "run_dir": NULLABLE_TEXT, "step": (int,)},
 }
-ERROR_KINDS = ("config", "input", "training", "internal")
+ERROR_KINDS = ("config", "input", "training", "disk", "cluster", "internal")
 FINISHED_STATUSES = ("completed", "stopped", "failed")
 
 # Each entry of a step event's "replicas" list.

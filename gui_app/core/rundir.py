@@ -164,6 +164,7 @@ class RunInfo:
     test_accuracy: float | None = None
     message: str | None = None
     has_model: bool = False
+    cluster_resumable: bool = False  # a failed cluster: its run_finished says resume can restart it
 
     @property
     def name(self) -> str:
@@ -173,7 +174,8 @@ class RunInfo:
     def resumable(self) -> bool:
         if self.status == "failed":  # only once it trained far enough to write a checkpoint
             return has_checkpoint(self.path)
-        return self.status in RESUMABLE and (self.path / CHECKPOINT_DIR).is_dir()
+        # A failed cluster (a worker died) is resumable too: its run_finished says so.
+        return (self.status in RESUMABLE or self.cluster_resumable) and (self.path / CHECKPOINT_DIR).is_dir()
 
 
 def has_checkpoint(run_dir: str | Path) -> bool:
@@ -183,14 +185,14 @@ def has_checkpoint(run_dir: str | Path) -> bool:
 
 # What the run list needs of a run's events, folded line by line; cached in SUMMARY_FILE with
 # the byte offset it has read up to, so listing 1,000 runs reads only what was appended since.
-_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message")
-_SUMMARY_VERSION = 1
+_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message", "cluster_resumable")
+_SUMMARY_VERSION = 2
 
 
 def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
     kind = event["type"]
     if kind == "run_started":
-        state["status"], state["message"] = "interrupted", None
+        state["status"], state["message"], state["cluster_resumable"] = "interrupted", None, False
         if state["started"] is None:
             state["started"] = event.get("time")
         state["total_steps"] = event.get("total_steps")
@@ -202,11 +204,12 @@ def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
         state["status"] = event.get("status", "failed")
         state["step"] = event.get("step", state["step"])
         state["message"] = event.get("message")
+        state["cluster_resumable"] = bool(event.get("resumable"))
 
 
 def _fresh_state() -> dict[str, Any]:
     return {"status": "new", "started": None, "step": 0, "total_steps": None, "test_accuracy": None,
-            "message": None}
+            "message": None, "cluster_resumable": False}
 
 
 def _read_summary(run_dir: Path) -> tuple[dict[str, Any], int]:

@@ -14,11 +14,11 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-from gui_app.engine import export_command, predict_command, prepare, scaling_command
+from gui_app.engine import cluster_cli, export_command, predict_command, prepare, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "scaling", export_command.COMMAND,
-               predict_command.COMMAND) + prepare.COMMANDS
+               predict_command.COMMAND) + prepare.COMMANDS + cluster_cli.COMMANDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a model from a run configuration (JSON)")
     p.add_argument("config", help="run configuration file (JSON)")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow strategy.cluster hosts that are not loopback or private (gRPC has no authentication)")
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
     p = sub.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
@@ -60,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     predict_command.add_command(sub)
     scaling_command.add_command(sub)
     prepare.add_commands(sub)  # prepare (dataset -> TFRecord shards) too
+    cluster_cli.add_commands(sub)  # worker and cluster-script
     return parser
 
 

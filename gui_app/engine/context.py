@@ -68,7 +68,8 @@ def _load(config: RunConfig, progress):
         raise InputError(str(exc)) from None
 
 
-def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -> RunContext:
+def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None,
+            data_seed: int | None = None) -> RunContext:
     """Configure TensorFlow, check devices, load and split the data, build the strategy.
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
@@ -96,7 +97,9 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None) -
         dataset = dataset if stream is None else stream
     warnings += list(dataset.warnings)
     # Without a seed, draw one: it is stored in the checkpoint so a resume sees the same data order.
-    data_seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
+    # (The workers of one cluster get the launcher's draw, so that they all read the same order.)
+    if data_seed is None:
+        data_seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     try:
         if stream is not None:
             from gui_app.engine.stream_input import splits_for

@@ -31,9 +31,10 @@ def _memory(built) -> list[tuple[int | None, int | None]]:
     import tensorflow as tf
 
     out = []
+    local = set(getattr(built, "local_devices", built.devices))
     for device in built.devices:
         short = device.split("device:")[-1]
-        if not short.startswith("GPU"):
+        if not short.startswith("GPU") or device not in local:  # another worker's GPU: it reports nothing here
             out.append((None, None))
             continue
         try:
@@ -100,6 +101,7 @@ class RunController:
         lrs = self._learning_rates(first_step, k)
         memory = _memory(self.ctx.built)
         devices = self.ctx.built.devices
+        workers = self.ctx.built.replica_workers
         per_step = seconds / k
         writer = self._tensorboard()[0]
         for i in range(k):
@@ -107,7 +109,7 @@ class RunController:
             loss, acc = summarize_step(rows)
             examples = float(rows[:, EXAMPLES].sum())
             replicas_out = [{
-                "replica": r, "device": devices[r], "loss": float(rows[r, LOSS]),
+                "replica": r, "worker": workers[r], "device": devices[r], "loss": float(rows[r, LOSS]),
                 "accuracy": float(rows[r, ACCURACY]), "examples": int(rows[r, EXAMPLES]),
                 "grad_norm": float(rows[r, GRAD_NORM]), "step_time": float(rows[r, STEP_TIME]),
                 "examples_per_sec": float(rows[r, EXAMPLES] / rows[r, STEP_TIME]) if rows[r, STEP_TIME] > 0 else None,
@@ -151,9 +153,8 @@ class RunController:
 
                 iterator = stream_input.train_iterator(ctx, self.run_dir, epoch, start_batch)
             else:
-                ds = pipeline.train_dataset(splits.x_train, splits.y_train, epoch, start_batch,
-                                            cfg.global_batch_size, ctx.data_seed)
-                iterator = iter(ctx.strategy.experimental_distribute_dataset(ds))
+                iterator = iter(pipeline.distribute_train(ctx.strategy, splits.x_train, splits.y_train, epoch,
+                                                          start_batch, cfg.global_batch_size, ctx.data_seed))
             started, losses, accs = time.perf_counter(), [], []
             while step < epoch_end:
                 self._pause_if_asked(step)
@@ -194,7 +195,7 @@ class RunController:
 
                 val = stream_input.eval_dataset(self.ctx, "val")
             else:
-                val = pipeline.eval_dataset(splits.x_val, splits.y_val, batch)
+                val = pipeline.distribute_eval(self.ctx.strategy, splits.x_val, splits.y_val, batch)
             result = self.evaluator.evaluate(val)
             val_loss, val_acc = result.loss, result.accuracy
             self._tensorboard()[1].scalars(step, {"loss": val_loss, "accuracy": val_acc})
@@ -217,7 +218,7 @@ class RunController:
 
             test = stream_input.eval_dataset(ctx, "test")
         else:
-            test = pipeline.eval_dataset(x, y, ctx.config.training.global_batch_size)
+            test = pipeline.distribute_eval(ctx.strategy, x, y, ctx.config.training.global_batch_size)
         result = self.evaluator.evaluate(test, keep_predictions=True)
         event = result.to_event(ctx.dataset.class_names)
         atomic_io.write_text(self.run_dir / rundir.EVAL_FILE, json.dumps(event))

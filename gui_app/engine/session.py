@@ -11,11 +11,12 @@ import traceback
 from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
-from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_free, require_writable
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunInUse, RunLock
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.cluster import load_config
 from gui_app.engine.context import InputError
 from gui_app.engine.control import WINDOW_GONE, Control
 from gui_app.engine.events import EventWriter
@@ -49,6 +50,8 @@ def _classify(exc: BaseException) -> tuple[str, int]:
 
     if isinstance(exc, ConfigError):
         return "config", EXIT_BAD_INPUT
+    if getattr(exc, "event_kind", None):  # e.g. a failed cluster (engine/cluster_launch.py)
+        return exc.event_kind, exc.exit_code
     if isinstance(exc, (InputError, RunInUse, DiskError)):
         return "input", EXIT_BAD_INPUT
     if is_disk_full(exc):
@@ -88,7 +91,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     hints: dict = {}
     try:
         if args.command == "train":
-            config = RunConfig.load(args.config)
+            config = load_config(args.config, getattr(args, "allow_public_hosts", False))
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             require_writable(runs_dir)
             try:
@@ -112,7 +115,18 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             return _evaluate(config, run_dir, events)
         if getattr(args, "set", None):
             atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
-        status, step = _train(config, run_dir, events, control, resume=args.command == "resume", hints=hints)
+        resume = args.command == "resume"
+        if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
+            from gui_app.engine.ps_launch import run_parameter_servers
+
+            status, step = run_parameter_servers(config, run_dir, events, control, resume,
+                                                 train=_train, one_line=_one_line)
+        elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
+            from gui_app.engine.cluster_launch import run_cluster
+
+            status, step = run_cluster(config, run_dir, events, control, resume=resume)
+        else:
+            status, step = _train(config, run_dir, events, control, resume=resume, hints=hints)
         finished = {"message": control.stop_reason} if status == "stopped" and control.stop_reason else {}
         events.emit("run_finished", status=status, run_dir=str(run_dir), step=step, **finished)
         events.sync()
@@ -137,8 +151,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
         touch_run = lock is not None and (args.command == "train" or hints.get("started", False))
         events.emit_final("error", message=message, kind=kind, durable=touch_run)
+        extra = {"resumable": True} if getattr(exc, "resumable", False) else {}  # a failed cluster
         events.emit_final("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None,
-                          step=_step_reached(hints), message=message, durable=touch_run)
+                          step=getattr(exc, "step", None) or _step_reached(hints), message=message,
+                          durable=touch_run, **extra)
         if created and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run_dir):
             # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
             events.close()
@@ -151,7 +167,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
 
 
 def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
-           hints: dict | None = None):
+           hints: dict | None = None, data_seed: int | None = None, wrap_control=None, controller_factory=None):
     from gui_app.engine import context
     from gui_app.engine.runner import RunController
 
@@ -160,7 +176,9 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         if info.status == "completed":
             raise ConfigError(f"run_dir: {run_dir} has already completed; nothing to resume")
     progress = lambda p: events.emit("progress", **p)  # noqa: E731
-    ctx = context.prepare(config, progress)
+    ctx = context.prepare(config, progress, data_seed=data_seed)
+    if wrap_control is not None:  # multi-worker: every worker acts on the same agreed commands
+        control = wrap_control(ctx, control)
     context.build_model_state(ctx, run_dir)
     if hints is not None:  # what the error path needs to name an OOM and the step reached
         hints.update(per_replica_batch=config.training.global_batch_size // ctx.built.num_replicas,
@@ -178,7 +196,9 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         "run_started", run_dir=str(run_dir), config=config.to_dict(), resumed=resume, start_step=start,
         total_steps=ctx.total_steps, steps_per_epoch=ctx.steps_per_epoch, epochs=config.training.epochs,
         num_replicas=built.num_replicas,
-        replicas=[{"replica": i, "device": dev} for i, dev in enumerate(built.devices)],
+        replicas=[{"replica": i, "worker": w, "device": dev}
+                  for i, (w, dev) in enumerate(zip(built.replica_workers, built.devices))],
+        num_workers=built.num_workers,
         global_batch_size=config.training.global_batch_size,
         per_replica_batch_size=config.training.global_batch_size // built.num_replicas,
         dataset={**d.summary(), "validation_examples": 0 if ctx.splits.x_val is None else len(ctx.splits.x_val),
@@ -191,7 +211,7 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
         hints["started"] = True
     for warning in ctx.warnings:
         events.emit("warning", message=warning)
-    controller = RunController(ctx, run_dir, events, control)
+    controller = (controller_factory or RunController)(ctx, run_dir, events, control)
     try:
         status = controller.train()
         if status == "completed":
@@ -207,6 +227,9 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     from gui_app.engine import context
     from gui_app.engine.runner import RunController
 
+    if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
+        config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
+                                          "communication": "auto", "timeout_s": None, "max_restarts": 0})
     ctx = context.prepare(config, lambda p: events.emit("progress", **p))
     context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE

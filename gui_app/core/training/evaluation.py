@@ -20,6 +20,7 @@ class EvalResult:
     examples_per_replica: list[int]
     predictions: np.ndarray | None = None  # [examples] predicted class, in dataset order
     confidence: np.ndarray | None = None  # [examples] probability of the predicted class
+    duration: float | None = None  # seconds over every batch (all workers in step)
 
     def to_event(self, class_names: list[str]) -> dict:
         return {
@@ -30,6 +31,8 @@ class EvalResult:
             "class_names": list(class_names),
             "per_class": per_class_metrics(self.confusion_matrix, class_names),
             "examples_per_replica": self.examples_per_replica,
+            "duration": self.duration,
+            "examples_per_sec": self.examples / self.duration if self.duration else None,
         }
 
 
@@ -51,9 +54,12 @@ class Evaluator:
         out = tf.cast(self.model(x, training=False), tf.float32)
         probs = tf.nn.softmax(out) if self._from_logits else out
         pred = tf.argmax(out, axis=-1, output_type=tf.int32)
-        cm = tf.math.confusion_matrix(y, pred, num_classes=self.num_classes, dtype=tf.float32)
-        loss_sum = tf.reduce_sum(tf.cast(self._loss(y, out), tf.float32))
-        count = tf.cast(tf.shape(y)[0], tf.float32)
+        # Padding rows (index -1, pipeline.distribute_eval) count for nothing.
+        weight = tf.cast(index >= 0, tf.float32)
+        y = tf.where(index >= 0, tf.cast(y, tf.int32), 0)
+        cm = tf.math.confusion_matrix(y, pred, num_classes=self.num_classes, weights=weight, dtype=tf.float32)
+        loss_sum = tf.reduce_sum(tf.cast(self._loss(y, out), tf.float32) * weight)
+        count = tf.reduce_sum(weight)
         return loss_sum, cm, count[tf.newaxis], index, pred, tf.reduce_max(probs, axis=-1)
 
     def _step_impl(self, batch):
@@ -65,7 +71,14 @@ class Evaluator:
         return total(loss_sum), total(cm), gather(count), gather(index), gather(pred), gather(conf)
 
     def evaluate(self, dataset, keep_predictions: bool = False) -> EvalResult:
-        dist = self.strategy.experimental_distribute_dataset(dataset)
+        """``dataset``: ``pipeline.eval_dataset`` (split here) or ``pipeline.distribute_eval``."""
+        import time
+
+        import tensorflow as tf
+
+        started = time.perf_counter()
+        dist = self.strategy.experimental_distribute_dataset(dataset) if isinstance(
+            dataset, tf.data.Dataset) else dataset
         loss = 0.0
         cm = np.zeros((self.num_classes, self.num_classes), np.float64)
         per_replica = np.zeros(self.strategy.num_replicas_in_sync, np.int64)
@@ -81,9 +94,11 @@ class Evaluator:
                 confs.append(conf.numpy())
         n = int(per_replica.sum())
         result = EvalResult(loss / max(n, 1), float(np.trace(cm) / max(n, 1)), n, cm.astype(np.int64),
-                            per_replica.tolist())
+                            per_replica.tolist(), duration=time.perf_counter() - started)
         if keep_predictions and indices:
-            order = np.argsort(np.concatenate(indices))
-            result.predictions = np.concatenate(preds)[order]
-            result.confidence = np.concatenate(confs)[order]
+            index = np.concatenate(indices)
+            real = index >= 0
+            order = np.argsort(index[real])
+            result.predictions = np.concatenate(preds)[real][order]
+            result.confidence = np.concatenate(confs)[real][order]
         return result

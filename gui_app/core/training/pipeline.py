@@ -82,3 +82,71 @@ def eval_dataset(x: np.ndarray, y: np.ndarray, global_batch: int):
     ds = tf.data.Dataset.from_tensor_slices((x, y.astype(np.int32), np.arange(len(x), dtype=np.int64)))
     ds = ds.batch(global_batch).map(lambda a, b, i: (_scale(a), b, i), num_parallel_calls=tf.data.AUTOTUNE)
     return ds.prefetch(tf.data.AUTOTUNE).with_options(_options(tf))
+
+
+# ---- distributed input (one pipeline per worker) ---------------------------------------------
+# ``strategy.distribute_datasets_from_function`` calls the function once per worker with an
+# InputContext; each worker builds only its own shard, batched by the per-replica batch, and its
+# local replicas take consecutive batches. The shard is by data, explicitly (never AUTO, which
+# falls back to DATA and makes every worker read everything): worker w of W takes the elements
+# w, w+W, w+2W, ... of the epoch's seeded order -- ``Dataset.shard(W, w)`` done on the NumPy
+# index, so a worker embeds 1/W of the arrays in its graph. Then global step s still uses exactly
+# the examples order[s*G:(s+1)*G] whatever the number of workers and replicas, and a resumed or
+# restarted cluster continues on the very batch it would have seen next.
+
+
+def _worker_options(tf):
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    options.deterministic = True
+    return options
+
+
+def _shard(indices: np.ndarray, input_context) -> np.ndarray:
+    return indices[input_context.input_pipeline_id::input_context.num_input_pipelines]
+
+
+def distribute_train(strategy, x: np.ndarray, y: np.ndarray, epoch: int, start_batch: int, global_batch: int,
+                     seed: int):
+    """The distributed training input of one epoch from ``start_batch``. A global batch that
+    does not divide over the replicas keeps the older whole-batch split (one worker only)."""
+    import tensorflow as tf
+
+    if global_batch % strategy.num_replicas_in_sync:
+        return strategy.experimental_distribute_dataset(train_dataset(x, y, epoch, start_batch, global_batch, seed))
+    order = epoch_order(len(x), epoch, seed)[start_batch * global_batch:]
+    order = order[: len(order) // global_batch * global_batch]
+
+    def dataset_fn(input_context):
+        per_replica = input_context.get_per_replica_batch_size(global_batch)
+        idx = _shard(order, input_context)
+        ds = tf.data.Dataset.from_tensor_slices((x[idx], y[idx].astype(np.int32)))
+        ds = ds.batch(per_replica, drop_remainder=True).map(lambda a, b: (_scale(a), b),
+                                                            num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE).with_options(_worker_options(tf))
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def distribute_eval(strategy, x: np.ndarray, y: np.ndarray, global_batch: int):
+    """Every example once with its index. The set is padded (index -1, masked out by the
+    evaluator) to whole batches on every replica, so all workers run the same number of steps
+    (a worker that ran out early would leave the others waiting in a collective)."""
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    batch = -(-global_batch // replicas) * replicas
+    padded = -(-len(x) // batch) * batch
+    index = np.arange(padded, dtype=np.int64)
+    index[len(x):] = -1
+
+    def dataset_fn(input_context):
+        per_replica = input_context.get_per_replica_batch_size(batch)
+        idx = _shard(index, input_context)
+        rows = np.where(idx >= 0, idx, 0)
+        ds = tf.data.Dataset.from_tensor_slices((x[rows], y[rows].astype(np.int32), idx))
+        ds = ds.batch(per_replica, drop_remainder=True).map(lambda a, b, i: (_scale(a), b, i),
+                                                            num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE).with_options(_worker_options(tf))
+
+    return strategy.distribute_datasets_from_function(dataset_fn)

@@ -1,11 +1,14 @@
 """Build the ``tf.distribute`` strategy a run asks for.
 
 Multi-worker strategies (MultiWorkerMirrored, ParameterServer) need TF_CONFIG and must be
-created before any other TensorFlow op; they get their own builder beside these when they
-come.
+created before any other TensorFlow op ("Collective ops must be configured at program
+startup"): the worker command calls :func:`build_strategy` first thing, and later calls in the
+same process get the same object back.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 
 from gui_app.core.config import StrategyConfig
@@ -17,6 +20,19 @@ class BuiltStrategy:
     devices: list[str]  # the full device name of each replica, in replica order
     cross_device_ops: str | None = None
     warnings: list[str] = field(default_factory=list)
+    worker_index: int = 0  # this process's task index (multi-worker); 0 otherwise
+    num_workers: int = 1
+    is_chief: bool = True  # writes the real run directory; the other workers write temporary ones
+    replica_workers: list[int] = field(default_factory=list)  # the worker of each replica in ``devices``
+    local_devices: list[str] = field(default_factory=list)  # this worker's replicas (memory is asked here)
+    coordinator: object = None  # parameter_server: the ClusterCoordinator
+    num_ps: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.replica_workers:
+            self.replica_workers = [0] * len(self.devices)
+        if not self.local_devices:
+            self.local_devices = list(self.devices)
 
     @property
     def num_replicas(self) -> int:
@@ -53,6 +69,10 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
 
     from gui_app.core.training.devices import nccl_available
 
+    if cfg.name == "multi_worker_mirrored":
+        return build_multi_worker_mirrored(cfg)
+    if cfg.name == "parameter_server":
+        return build_parameter_server_strategy(cfg)
     warnings: list[str] = []
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if cfg.name == "default":
@@ -68,3 +88,103 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
     ops, used = _cross_device_ops(tf, cfg.cross_device_ops, devices, nccl_available(), warnings)
     strategy = tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=ops)
     return BuiltStrategy(strategy, list(strategy.extended.worker_devices), used, warnings)
+
+
+# ---- MultiWorkerMirroredStrategy --------------------------------------------------------------
+_MULTI_WORKER: BuiltStrategy | None = None  # one per process: collectives are configured once
+
+
+def cluster_resolver(cfg: StrategyConfig):
+    """TF_CONFIG (set by the launcher, the worker command or a scheduler) or Slurm's variables."""
+    import tensorflow as tf
+
+    if cfg.cluster == "slurm":
+        # Count GPUs ourselves: the resolver would run nvidia-smi (absent on CPU nodes), and with
+        # 0 GPUs per node its cluster_spec() divides by zero (TF 2.21). So it only lays out the
+        # hosts and ports, and a SimpleClusterResolver carries them with the real GPU count.
+        gpus = len(tf.config.list_physical_devices("GPU"))
+        slurm = tf.distribute.cluster_resolver.SlurmClusterResolver(
+            port_base=int(os.environ.get("REPLICA_STUDIO_SLURM_PORT_BASE", "8888")), gpus_per_node=max(gpus, 1),
+            auto_set_gpu=gpus > 0)
+        spec = slurm.cluster_spec()
+        return tf.distribute.cluster_resolver.SimpleClusterResolver(
+            spec, task_type=slurm.task_type, task_id=slurm.task_id, rpc_layer="grpc",
+            num_accelerators={"GPU": gpus})
+    return tf.distribute.cluster_resolver.TFConfigClusterResolver()
+
+
+@contextlib.contextmanager
+def _cpu_replicas(count: int):
+    """MultiWorkerMirroredStrategy puts one replica on a worker without GPUs, whatever its logical
+    CPU devices; ``runtime.cpu_devices`` applies per worker, so list that many CPU replicas. This
+    patches a private method of TF 2.21 for the construction only; if it is gone, one replica."""
+    from tensorflow.python.distribute import collective_all_reduce_strategy as cars
+
+    original = getattr(cars.CollectiveAllReduceExtended, "_initialize_local_devices", None)
+    if count <= 1 or original is None:
+        yield
+        return
+
+    def local_devices(self, resolver, worker_device):
+        devices, kind = original(self, resolver, worker_device)
+        if kind == "CPU":
+            devices = tuple(f"{worker_device}/device:CPU:{i}" for i in range(count))
+        return devices, kind
+
+    cars.CollectiveAllReduceExtended._initialize_local_devices = local_devices
+    try:
+        yield
+    finally:
+        cars.CollectiveAllReduceExtended._initialize_local_devices = original
+
+
+def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
+    global _MULTI_WORKER
+    if _MULTI_WORKER is not None:
+        return _MULTI_WORKER
+    import tensorflow as tf
+
+    warnings: list[str] = []
+    impl = tf.distribute.experimental.CommunicationImplementation
+    chosen = {"auto": impl.AUTO, "ring": impl.RING, "nccl": impl.NCCL}[cfg.communication]
+    # Physical devices and their configuration only: listing logical devices would start the
+    # runtime before the collectives are configured.
+    gpus = tf.config.list_physical_devices("GPU")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    cpus = 0 if gpus else len(tf.config.get_logical_device_configuration(cpu) or [None])
+    if cfg.communication == "nccl" and not gpus:
+        warnings.append("strategy.communication: nccl needs GPUs; using ring")
+        chosen = impl.RING
+    options = tf.distribute.experimental.CommunicationOptions(implementation=chosen, timeout_seconds=cfg.timeout_s)
+    resolver = cluster_resolver(cfg)
+    with _cpu_replicas(cpus):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
+                                                              communication_options=options)
+    local = list(strategy.extended.worker_devices)
+    num_workers = max(1, strategy.num_replicas_in_sync // max(1, len(local)))
+    task = resolver.task_id or 0
+    devices, owners = [], []
+    for w in range(num_workers):
+        for d in local:  # every worker has the same devices; gather orders replicas by worker
+            devices.append(d.replace(f"/task:{task}/", f"/task:{w}/"))
+            owners.append(w)
+    _MULTI_WORKER = BuiltStrategy(strategy, devices, cfg.communication, warnings, worker_index=task,
+                                  num_workers=num_workers, is_chief=bool(strategy.extended.should_checkpoint),
+                                  replica_workers=owners, local_devices=local)
+    return _MULTI_WORKER
+
+
+# ---- ParameterServerStrategy (this process is the coordinator) --------------------------------
+def build_parameter_server_strategy(cfg: StrategyConfig) -> BuiltStrategy:
+    import json
+
+    from gui_app.core.training.ps_loop import build_parameter_server
+
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    workers, num_ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
+    strategy, coordinator = build_parameter_server(num_ps)
+    devices = [f"/job:worker/replica:0/task:{w}/device:CPU:0" for w in range(workers)]
+    built = BuiltStrategy(strategy, devices, None, [], worker_index=0, num_workers=workers, is_chief=True,
+                          replica_workers=list(range(workers)), local_devices=[], coordinator=coordinator,
+                          num_ps=num_ps)
+    return built

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QLabel, QWidget
 
-from gui_app.core.config import ConfigError, StrategyConfig
+from gui_app.core.config import MULTI_WORKER, ConfigError, StrategyConfig
+from gui_app.ui.config.cluster_form import ClusterPanel
 from gui_app.ui.config.form_base import FormSection, choice_box
 
 STRATEGY_LABELS = {
     "default": "Default (no distribution)",
     "one_device": "One device",
     "mirrored": "Mirrored (synchronous replicas)",
+    "multi_worker_mirrored": "Multi-worker mirrored (several processes or machines)",
+    "parameter_server": "Parameter servers (asynchronous workers)",
 }
 CROSS_DEVICE_LABELS = {
     None: "Automatic",
@@ -40,6 +43,8 @@ class StrategyForm(FormSection):
         self.cross_device_ops = choice_box(CROSS_DEVICE_LABELS)
         self.add_field("strategy.cross_device_ops", "All-reduce", self.cross_device_ops,
                        tip="How gradients are summed across replicas")
+        self.cluster = ClusterPanel(self._on_edited)
+        self.form.addRow(self.cluster)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.form.addRow("Batch", self.summary)
@@ -86,7 +91,11 @@ class StrategyForm(FormSection):
 
     # ---- RunConfig section -----------------------------------------------------------
     def replicas(self) -> int:
-        if self.name.currentData() != "mirrored":
+        name = self.name.currentData()
+        if name == "multi_worker_mirrored":  # one replica per worker (per GPU, or per logical CPU there)
+            values = self.cluster.values(name)
+            return values["workers"] or len(values["cluster"] or ()) or 1
+        if name != "mirrored":
             return 1
         return len(self._selected) or max(1, len(self._gpus))
 
@@ -99,6 +108,7 @@ class StrategyForm(FormSection):
             devices=tuple(self._selected) if name == "mirrored" else (),
             device=self.device.currentData() if name == "one_device" else None,
             cross_device_ops=self.cross_device_ops.currentData() if name == "mirrored" else None,
+            **(self.cluster.values(name) if name in MULTI_WORKER else {}),
         )
 
     def set_config_section(self, section: StrategyConfig) -> None:
@@ -109,6 +119,7 @@ class StrategyForm(FormSection):
             self._fill_devices()
             self._pending_device = None
             self.cross_device_ops.setCurrentIndex(self.cross_device_ops.findData(section.cross_device_ops))
+            self.cluster.set_values(section)
         finally:
             self.blockSignals(False)
         self._on_edited()
@@ -119,6 +130,9 @@ class StrategyForm(FormSection):
         self.device.setEnabled(name == "one_device")
         self.cross_device_ops.setEnabled(name == "mirrored")
         self.devices_label.setEnabled(name == "mirrored")
+        self.cluster.setVisible(name in MULTI_WORKER)
+        if name in MULTI_WORKER:
+            self.cluster.refresh(name)
         if name == "mirrored":
             self.devices_label.setText(", ".join(self._selected) if self._selected else "none ticked")
         else:

@@ -2,7 +2,10 @@
 on GPUs, memory per device, with the slowest replica highlighted.
 
 ``ReplicaSeries`` turns events into numpy columns (no Qt); ``ReplicaCharts`` draws them.
-Replica ``i`` has the same colour in every chart (``plotting.replica_color``).
+Replica ``i`` has the same colour in every chart (``plotting.replica_color``). In a
+multi-worker run replicas are labelled ``worker/device`` (``1/CPU:0``) and "Group by worker"
+colours them by their worker; parameter-server runs report one worker per step, and each
+worker's curve holds its last value until it runs another step.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 import numpy as np
 import pyqtgraph as pg
@@ -31,6 +34,11 @@ def short_device(name: str) -> str:
     return name.split("device:")[-1] if name else "?"
 
 
+def replica_label(device: str, worker: int | None) -> str:
+    """``CPU:0``, or ``1/CPU:0`` for replica CPU:0 of worker 1 in a multi-worker run."""
+    return f"{worker}/{short_device(device)}" if worker is not None else short_device(device)
+
+
 class ReplicaSeries:
     """Per-replica numbers of one run: a step column and one ``[steps, replicas]`` buffer per
     metric. Steps stay increasing: a resumed ``run_started`` or a replayed step drops the
@@ -40,6 +48,7 @@ class ReplicaSeries:
         self.steps = GrowableArray(1)
         self.metrics = {name: GrowableArray(0) for name in METRICS}
         self.devices: list[str] = []
+        self.workers: list[int | None] = []  # the worker (task index) of each replica, if known
 
     @property
     def replicas(self) -> int:
@@ -49,9 +58,11 @@ class ReplicaSeries:
         self.steps.clear()
         self.metrics = {name: GrowableArray(0) for name in METRICS}
         self.devices = []
+        self.workers = []
 
     def ensure_replicas(self, count: int) -> None:
         if count > self.replicas:
+            self.workers += [None] * (count - self.replicas)
             self.devices += [""] * (count - self.replicas)
             for buf in self.metrics.values():
                 buf.set_columns(count)
@@ -80,6 +91,9 @@ class ReplicaSeries:
                    and e["replica"] >= 0]
         self._add_devices(entries)
         rows = {name: np.full(self.replicas, np.nan) for name in METRICS}
+        if event.get("per_worker") and len(self.steps):
+            for name in ("loss", "grad_norm"):  # the other workers keep their last value
+                rows[name] = self.metrics[name].data[-1].copy()
         for entry in entries:
             for name in METRICS:
                 rows[name][entry["replica"]] = number(entry.get(name))
@@ -102,7 +116,18 @@ class ReplicaSeries:
             if isinstance(device, str) and device and self.devices[index] != device:
                 self.devices[index] = device
                 changed = True
+            worker = entry.get("worker")
+            if isinstance(worker, int) and self.workers[index] != worker:
+                self.workers[index] = worker
+                changed = True
         return changed
+
+    @property
+    def multi_worker(self) -> bool:
+        return len({w for w in self.workers if w is not None}) > 1
+
+    def label(self, r: int) -> str:
+        return replica_label(self.devices[r], self.workers[r] if self.multi_worker else None)
 
     def truncate_after(self, step: float) -> None:
         n = int(np.searchsorted(self.steps.column(0), step, side="right"))
@@ -147,7 +172,11 @@ class ReplicaCharts(ChartPanel):
         self._series = ReplicaSeries()
         self._loss_curves: list[pg.PlotDataItem] = []
         self._grad_curves: list[pg.PlotDataItem] = []
-        self._drawn_devices: list[str] | None = None  # what the ticks and legend show
+        self._drawn_devices: list | None = None  # what the ticks, legend and colours show
+        self.group_by_worker = QCheckBox("Group by worker")
+        self.group_by_worker.setToolTip("Colour the replicas by their worker (multi-worker runs)")
+        self.group_by_worker.setVisible(False)
+        self.group_by_worker.toggled.connect(self._on_grouping_toggled)
 
         self._slowest_label = QLabel()
         self._slowest_label.setContentsMargins(8, 4, 8, 0)
@@ -185,7 +214,10 @@ class ReplicaCharts(ChartPanel):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self._slowest_label)
+        top = QHBoxLayout()
+        top.addWidget(self._slowest_label, 1)
+        top.addWidget(self.group_by_worker)
+        layout.addLayout(top)
         layout.addWidget(self._graphics, 1)
         self._apply_palette()
         self._redraw()
@@ -227,33 +259,46 @@ class ReplicaCharts(ChartPanel):
             data = series.metrics[name].data
             for r, curve in enumerate(curves):
                 curve.setData(steps, data[:, r])
-        if series.devices != self._drawn_devices:  # replicas or devices changed: relabel
-            self._drawn_devices = list(series.devices)
-            ticks = [[(r, f"{r}: {short_device(d)}") for r, d in enumerate(series.devices)]]
+        drawn = [list(series.devices), list(series.workers), self.group_by_worker.isChecked()]
+        if drawn != self._drawn_devices:  # replicas, devices or grouping changed: relabel
+            self._drawn_devices = drawn
+            self.group_by_worker.setVisible(series.multi_worker)
+            ticks = [[(r, f"{r}: {series.label(r)}") for r in range(series.replicas)]]
             for plot in (self.speed_plot, self.memory_plot):
                 plot.getAxis("bottom").setTicks(ticks)
                 plot.setXRange(-0.6, max(series.replicas, 1) - 0.4, padding=0)
             for r, curve in enumerate(self._loss_curves):
                 self.loss_plot.legend.getLabel(curve).setText(self._replica_name(r))
+                for c in (curve, self._grad_curves[r]):
+                    c.setPen(pg.mkPen(self._color(r), width=1))
         self._draw_speed()
         self._draw_memory()
 
     def _sync_curves(self) -> None:
         """One curve per replica in each line chart, created once."""
         for r in range(len(self._loss_curves), self._series.replicas):
-            self._loss_curves.append(make_curve(self.loss_plot, replica_color(r), self._replica_name(r)))
-            self._grad_curves.append(make_curve(self.grad_plot, replica_color(r)))
+            self._loss_curves.append(make_curve(self.loss_plot, self._color(r), self._replica_name(r)))
+            self._grad_curves.append(make_curve(self.grad_plot, self._color(r)))
+
+    def _color(self, r: int):
+        worker = self._series.workers[r] if r < len(self._series.workers) else None
+        if self.group_by_worker.isChecked() and worker is not None:
+            return replica_color(worker)
+        return replica_color(r)
+
+    def _on_grouping_toggled(self, _checked: bool) -> None:
+        self.request_redraw()
 
     def _replica_name(self, r: int) -> str:
         device = self._series.devices[r]
-        return f"replica {r} · {short_device(device)}" if device else f"replica {r}"
+        return f"replica {r} · {self._series.label(r)}" if device else f"replica {r}"
 
     def _draw_speed(self) -> None:
         series = self._series
         speed = series.mean_speed()
         slowest = series.slowest()
         height = np.nan_to_num(speed)
-        _set_bars(self._speed_bars, height, [replica_color(r) for r in range(series.replicas)])
+        _set_bars(self._speed_bars, height, [self._color(r) for r in range(series.replicas)])
         # The outline is its own item: pyqtgraph sizes a bar item by its last pen only.
         self._slowest_bar.setVisible(slowest is not None)
         if slowest is not None:
@@ -265,7 +310,7 @@ class ReplicaCharts(ChartPanel):
             behind = 100.0 * (1.0 - speed[slowest] / fastest) if fastest > 0 else 0.0
             self._slowest_label.setText(
                 f"Slowest: <b style='color:{HIGHLIGHT_COLOR}'>replica {slowest}</b> "
-                f"({short_device(series.devices[slowest])}), {speed[slowest]:,.0f} examples/s, "
+                f"({series.label(slowest)}), {speed[slowest]:,.0f} examples/s, "
                 f"{behind:.0f}% below the fastest (mean of the last {SPEED_WINDOW} steps)")
         elif series.replicas == 1 and np.isfinite(speed).all():
             self._slowest_label.setText(f"One replica: {speed[0]:,.0f} examples/s")
@@ -279,7 +324,7 @@ class ReplicaCharts(ChartPanel):
         if memory is None:
             return
         in_use, peak = (np.nan_to_num(m) / MIB for m in memory)
-        colors = [replica_color(r) for r in range(len(in_use))]
+        colors = [self._color(r) for r in range(len(in_use))]
         _set_bars(self._memory_bars, in_use, colors)
         _set_bars(self._peak_bars, peak, colors, outline_only=True)
 

@@ -1,0 +1,230 @@
+"""``train``/``resume`` of a multi-worker run: this process becomes a small launcher.
+
+It runs no TensorFlow. It picks free loopback ports, starts the worker processes (each with its
+own ``TF_CONFIG``), relays the chief's events to its own stdout and the run directory, forwards
+stop/pause/checkpoint to the chief (the workers agree on them, engine/cluster_control.py), and
+watches them all. TensorFlow cannot recover a MultiWorkerMirrored cluster in-process once a
+peer failed ("restart your program"), so when one worker dies the launcher kills the rest at
+once, names the worker and what happened, and -- with ``strategy.max_restarts`` -- starts the
+whole cluster again from the last checkpoint. The window's supervisor keeps starting exactly one
+process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9 takes them along.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.cluster_hosts import free_ports, tf_config
+from gui_app.core.config import RunConfig
+from gui_app.engine.cluster_procs import ClusterFailed, Worker, die_with_parent, pump_stderr
+from gui_app.engine.control import Control
+from gui_app.engine.events import EventWriter
+from gui_app.identity import app_command, app_env
+
+POLL_S = 0.1
+STOP_GRACE_S = 60.0  # a stopped cluster that has not ended by then is killed (a worker hangs in TensorFlow)
+FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take to end
+
+
+def _pump_events(stream, out: queue.Queue) -> None:
+    for line in stream:
+        line = line.strip()
+        if line:
+            try:
+                out.put(json.loads(line))
+            except ValueError:
+                sys.stderr.write(f"[worker 0] {line}\n")
+    out.put(None)  # the chief's stdout closed
+
+
+class _Attempt:
+    """One start of the cluster."""
+
+    def __init__(self, config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
+                 data_seed: int):
+        self.config, self.run_dir, self.events, self.control = config, run_dir, events, control
+        self.step = 0
+        self.held: dict[str, dict] = {}  # the chief's error / run_finished: the launcher decides what ends it
+        self.queue: queue.Queue = queue.Queue()
+        cfg = config.strategy
+        local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
+        ports = free_ports(local) if cfg.cluster is None else []
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+        self.workers: list[Worker] = []
+        config_file = str(run_dir / rundir.CONFIG_FILE)
+        for i in range(local):
+            cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
+            if i == 0:
+                cmd += ["--run-dir", str(run_dir), "--events", "jsonl", "--control", "stdin", "--no-events-file"]
+                if isinstance(cfg.cluster, tuple):
+                    cmd += ["--index", "0"]
+                if resume:
+                    cmd.append("--resume")
+            else:
+                cmd += ["--events", "none"]
+                if resume:
+                    cmd += ["--resume", "--restore-from", str(run_dir / rundir.CHECKPOINT_DIR)]
+            extra = {"TF_CONFIG": tf_config(cluster, "worker", i)} if cfg.cluster is None else None
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE if i == 0 else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if i == 0 else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                bufsize=1, env=app_env(extra), preexec_fn=die_with_parent if sys.platform == "linux" else None)
+            address = cluster["worker"][i] if ports else (cfg.cluster[0] if isinstance(cfg.cluster, tuple)
+                                                          else "this machine")
+            worker = Worker(i, address, proc)
+            worker.threads.append(threading.Thread(target=pump_stderr, args=(worker,), daemon=True))
+            if i == 0:
+                worker.threads.append(threading.Thread(target=_pump_events, args=(proc.stdout, self.queue),
+                                                       daemon=True))
+            for t in worker.threads:
+                t.start()
+            self.workers.append(worker)
+        self._sent = {"stop": False, "pause": False}
+
+    # ---- the chief's events and the window's commands -----------------------------------
+    def _relay(self) -> bool:
+        """Pass on the chief's events; False once its stdout closed."""
+        while True:
+            try:
+                event = self.queue.get_nowait()
+            except queue.Empty:
+                return True
+            if event is None:
+                return False
+            kind = event.pop("type")
+            if kind in ("error", "run_finished"):
+                self.held[kind] = event
+                continue
+            if kind == "step":
+                self.step = max(self.step, int(event["step"]))
+            self._emit(kind, event)
+
+    def _emit(self, kind: str, event: dict) -> None:
+        try:
+            self.events.emit(kind, **event)
+        except BrokenPipeError:
+            # The window went away: keep the run directory's copy, stop the cluster with a checkpoint.
+            self.events.mode = "none"
+            self.events.emit(kind, **event)
+            self.control.command("stop")
+
+    def _tell_chief(self, word: str) -> None:
+        try:
+            self.workers[0].proc.stdin.write(word + "\n")
+            self.workers[0].proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # the chief is gone; the watch loop sees it
+
+    def _forward_control(self) -> None:
+        c = self.control
+        if c.stop_requested and not self._sent["stop"]:
+            self._sent["stop"] = True
+            self._tell_chief("stop")
+        if c.paused != self._sent["pause"] and not c.stop_requested:
+            self._sent["pause"] = c.paused
+            self._tell_chief("pause" if c.paused else "resume")
+        if c.take_checkpoint_request():
+            self._tell_chief("checkpoint")
+
+    # ---- watching ---------------------------------------------------------------------------
+    def kill_all(self) -> None:
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def watch(self) -> tuple[str, str | None]:
+        """Until the chief finished or a worker failed: (status, failure message or None)."""
+        chief = self.workers[0]
+        open_stream = True
+        stop_at = None
+        while True:
+            open_stream = self._relay() and open_stream
+            self._forward_control()
+            if self.control.stop_requested:
+                stop_at = stop_at or time.monotonic()
+                if time.monotonic() - stop_at > STOP_GRACE_S:
+                    self.kill_all()
+                    return "failed", f"the cluster did not stop within {STOP_GRACE_S:g} s of the stop; killed it"
+            failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
+            if failed:
+                culprit = failed[0]
+                self.kill_all()
+                self._relay()
+                return "failed", self._describe(culprit)
+            if chief.proc.poll() == 0 and not open_stream:
+                finished = self.held.get("run_finished", {})
+                status = finished.get("status", "failed")
+                deadline = time.monotonic() + FINISH_GRACE_S
+                for w in self.workers[1:]:
+                    try:
+                        w.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        pass
+                self.kill_all()
+                return status, finished.get("message")
+            time.sleep(POLL_S)
+
+    def _describe(self, culprit: Worker) -> str:
+        # Let the chief's last lines arrive: its error names the TensorFlow failure.
+        for t in culprit.threads:
+            t.join(timeout=2)
+        role = " (chief)" if culprit.index == 0 else ""
+        what = self.held.get("error", {}).get("message") if culprit.index == 0 else None
+        what = what or culprit.last_error
+        hung = [i for i in culprit.unhealthy if i != culprit.index]
+        if hung:  # the chief failed because a peer hung: name the peer
+            where = f" at {self.workers[hung[0]].address}" if hung[0] < len(self.workers) else ""
+            return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "
+                    f"step {self.step}; worker {culprit.index}{role} ended with: {what}")
+        text = f"worker {culprit.index}{role} at {culprit.address} {culprit.how_it_ended()} at step {self.step}"
+        return f"{text}: {what}" if what else text
+
+    @property
+    def chief_error_kind(self) -> str | None:
+        return self.held.get("error", {}).get("kind")
+
+
+def _checkpoint_step(run_dir: Path) -> int:
+    steps = [int(p.stem.split("-")[-1]) for p in (run_dir / rundir.CHECKPOINT_DIR).glob("ckpt-*.index")]
+    return max(steps, default=0)
+
+
+def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
+    """Train on a cluster; returns (status, step) like ``session._train`` or raises ClusterFailed."""
+    cfg = config.strategy
+    seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
+    restarts = 0
+    while True:
+        started = time.monotonic()
+        attempt = _Attempt(config, run_dir, events, control, resume, seed)
+        try:
+            status, message = attempt.watch()
+        finally:
+            attempt.kill_all()
+        if status in ("completed", "stopped"):
+            return status, attempt.step if status == "stopped" else int(attempt.held["run_finished"]["step"])
+        kind = attempt.chief_error_kind
+        if kind in ("config", "input"):
+            raise ClusterFailed(message or "the chief failed", attempt.step, kind, 2)
+        message = message or "the cluster failed"
+        can_restart = cfg.cluster is None and restarts < cfg.max_restarts and not control.stop_requested
+        if not can_restart:
+            raise ClusterFailed(f"{message} ({time.monotonic() - started:.1f} s after the cluster started)",
+                                attempt.step)
+        restarts += 1
+        resume = True
+        events.emit("warning", message=f"{message}; restarting the cluster from the checkpoint at step "
+                                       f"{_checkpoint_step(run_dir)} (restart {restarts} of {cfg.max_restarts})",
+                    restart=restarts)

@@ -1,0 +1,185 @@
+"""``replica-studio worker CONFIG``: one worker of a MultiWorkerMirroredStrategy cluster.
+
+Started by the local launcher (``train`` with ``strategy.workers``), by hand on each other
+host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, or by
+the Kubeflow training operator (TF_CONFIG). TensorFlow's rule for multi-worker checkpoints
+(Keras's ``distributed_file_utils``): every worker saves, because saving may need a collective;
+only the chief's directory is kept. So the chief writes the real run directory and the others
+a temporary copy of one that they delete when they end.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import math
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.cluster import load_config
+from gui_app.engine.control import Control
+from gui_app.engine.events import EventWriter
+from gui_app.engine.exits import EXIT_OK
+
+
+def add_arguments(p) -> None:
+    p.add_argument("config", help="the run configuration (the same file on every host)")
+    p.add_argument("--index", type=int, help="this host's position in strategy.cluster (0 is the chief)")
+    p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
+    p.add_argument("--runs-dir", help="chief: folder for the new run directory (default: the user data folder)")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
+    p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
+    p.add_argument("--cluster", choices=("slurm", "tf_config"),
+                   help="take the cluster from Slurm's variables or TF_CONFIG instead of the config's")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow cluster addresses that are not loopback or private (gRPC has no authentication)")
+    p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
+    p.add_argument("--control", choices=("stdin", "none"), default="none")
+    p.add_argument("--debug", action="store_true")
+    # The local launcher relays the chief's events into the run directory itself.
+    p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
+
+
+def _arm_join_alarm(seconds: float) -> None:
+    """Bound the wait inside TensorFlow's cluster start: a non-chief waits there for the chief,
+    the chief for every task to register (a port that accepts TCP -- a proxy, another program --
+    is not yet a TensorFlow worker). That C++ wait holds the GIL, so no Python thread or signal
+    handler could act: SIGALRM with its default action ends the process (the launcher names it)."""
+    if hasattr(signal, "alarm"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
+
+
+def run(args) -> int:
+    from gui_app.engine import session
+    from gui_app.engine.cluster import JoinTimeout, resolve_task, wait_for_peers
+
+    events, run_dir, temp_dir, step, chief = None, None, None, 0, True
+    try:
+        config = load_config(args.config, args.allow_public_hosts, args.cluster)
+        if config.strategy.name == "parameter_server":
+            return _serve(config, args)
+        if config.strategy.name != "multi_worker_mirrored":
+            raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
+                              f"{config.strategy.name!r}")
+        task = resolve_task(config.strategy, args.index)
+        chief = task.is_chief
+        events = EventWriter(args.events if chief else "none")
+        if task.tf_config:
+            os.environ["TF_CONFIG"] = task.tf_config
+        if chief and args.run_dir:
+            run_dir = Path(args.run_dir)
+        elif chief:
+            run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(),
+                                            config)
+        else:
+            temp_dir = Path(tempfile.mkdtemp(prefix=f"replica-studio-{task.type}{task.index}-"))
+            run_dir = temp_dir / "run"
+            run_dir.mkdir()
+            config.save(run_dir / rundir.CONFIG_FILE)
+            if args.restore_from and Path(args.restore_from).is_dir():
+                shutil.copytree(args.restore_from, run_dir / rundir.CHECKPOINT_DIR)
+        if not args.no_events_file:
+            events.attach(run_dir)
+        control = Control()
+        control.install_signal_handlers()
+        if args.control == "stdin":
+            control.read_stream(sys.stdin)
+        join = config.strategy.join_timeout_s
+        waited = wait_for_peers(task, join, lambda p: events.emit("progress", **p)) if chief else 0.0
+        limit = join if chief else join + 60  # a non-chief may start long before the chief
+        print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
+              f"{limit:g} s (strategy.join_timeout_s)", file=sys.stderr, flush=True)
+        _arm_join_alarm(limit)
+        started = time.monotonic()
+        built = _build_first(config)
+        if hasattr(signal, "alarm"):
+            signal.alarm(0)
+        if chief and task.peers():
+            built.warnings.append(f"cluster of {built.num_workers} workers joined in "
+                                  f"{waited + time.monotonic() - started:.1f} s")
+        replicas = built.num_replicas
+        if config.training.global_batch_size % replicas:
+            raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
+                              f"over the {replicas} replicas of the cluster")
+        contexts = []
+
+        def agreed(ctx, local):
+            contexts.append(ctx)
+            return _agreed_control(ctx, local)
+
+        status, step = session._train(config, run_dir, events, control, resume=args.resume,
+                                      data_seed=args.data_seed, wrap_control=agreed)
+        # On stderr, so that anyone (the tests) can check that the replicas ended equal.
+        print(f"weights sha256 {_digest(contexts[0].model)} at step {step}", file=sys.stderr, flush=True)
+        events.emit("run_finished", status=status, run_dir=str(run_dir), step=step)
+        return EXIT_OK
+    except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
+        if isinstance(exc, JoinTimeout):
+            kind, code, message = "cluster", 1, f"cluster: {exc}"
+        elif isinstance(exc, KeyboardInterrupt):
+            kind, code, message = "internal", 1, "interrupted"
+        else:
+            kind, code = session._classify(exc)
+            message = session._one_line(exc)
+        if args.debug or kind == "internal":
+            traceback.print_exc(file=sys.stderr)
+        print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
+        if events is not None:
+            events.emit("error", message=message, kind=kind)
+            events.emit("run_finished", status="failed", run_dir=str(run_dir) if chief and run_dir else None,
+                        step=step, message=message)
+        return code
+    finally:
+        if events is not None:
+            events.close()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _build_first(config: RunConfig):
+    """Logical devices, then the strategy, before any other TensorFlow op."""
+    from gui_app.core.training import devices, strategies
+
+    devices.configure_runtime(config.runtime)
+    return strategies.build_strategy(config.strategy)
+
+
+def _agreed_control(ctx, control: Control):
+    from gui_app.engine.cluster_control import ClusterControl
+
+    return ClusterControl(control, ctx.strategy)
+
+
+def _digest(model) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for w in model.get_weights():
+        h.update(w.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _serve(config: RunConfig, args) -> int:
+    """A parameter-server cluster's worker or ps task: a gRPC server the coordinator drives.
+    ``server.join()`` never returns; whoever started it ends it."""
+    from gui_app.engine.cluster import resolve_task
+
+    task = resolve_task(config.strategy, args.index)
+    if task.tf_config:
+        os.environ["TF_CONFIG"] = task.tf_config
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                                  task_index=resolver.task_id, protocol=resolver.rpc_layer or "grpc", start=True)
+    print(f"{resolver.task_type} {resolver.task_id} serving at {server.target}", file=sys.stderr, flush=True)
+    server.join()
+    return EXIT_OK

@@ -1,0 +1,58 @@
+"""The multi-worker keys of the strategy section (no TensorFlow)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gui_app.core.cluster_hosts import check_hosts, is_private_host, split_host
+from gui_app.core.config import ConfigError, RunConfig
+
+
+def _strategy(**keys):
+    return RunConfig.from_dict({"strategy": keys}).strategy
+
+
+def test_round_trip_of_a_cluster_list_and_a_resolver():
+    config = RunConfig.from_dict({"strategy": {"name": "multi_worker_mirrored",
+                                               "cluster": ["10.0.0.1:2222", "node2:2222"], "timeout_s": 90}})
+    assert config.strategy.cluster == ("10.0.0.1:2222", "node2:2222")
+    assert RunConfig.from_json(config.to_json()) == config
+    assert _strategy(name="parameter_server", cluster="tf_config").cluster == "tf_config"
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"name": "multi_worker_mirrored"}, "strategy.workers: multi_worker_mirrored needs at least 1 worker"),
+    ({"name": "mirrored", "workers": 2}, "strategy.workers: only multi_worker_mirrored and parameter_server"),
+    ({"name": "parameter_server", "workers": 2}, "strategy.ps: parameter_server needs at least 1"),
+    ({"name": "multi_worker_mirrored", "workers": 2, "ps": 1}, "strategy.ps: only parameter_server"),
+    ({"name": "multi_worker_mirrored", "cluster": "yarn"}, "strategy.cluster: must be one of tf_config, slurm"),
+    ({"name": "multi_worker_mirrored", "cluster": ["8.8.8.8:2222"]}, "strategy.cluster: 8.8.8.8 is not a loopback"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", "a:1"]}, "strategy.cluster: lists a:1 twice"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:99999"]}, "the port must be a number from 1 to 65535"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1"], "workers": 2}, "strategy.workers: is 2 but"),
+    ({"name": "multi_worker_mirrored", "workers": 2, "communication": "mpi"}, "strategy.communication: must be"),
+    ({"name": "multi_worker_mirrored", "workers": 2, "timeout_s": 0}, "strategy.timeout_s: must be > 0"),
+    ({"name": "multi_worker_mirrored", "workers": 2, "max_restarts": -1}, "strategy.max_restarts"),
+    ({"name": "multi_worker_mirrored", "cluster": 3}, "strategy.cluster: must be a string or a list"),
+])
+def test_bad_multi_worker_keys_name_the_key(keys, message):
+    with pytest.raises(ConfigError) as info:
+        _strategy(**keys)
+    assert message in str(info.value)
+
+
+def test_public_hosts_pass_only_when_allowed_and_several_hosts_need_a_seed():
+    assert _strategy(name="multi_worker_mirrored", cluster=["8.8.8.8:2222"], allow_public_hosts=True)
+    with pytest.raises(ConfigError, match="training.seed: a cluster of several hosts needs a seed"):
+        RunConfig.from_dict({"strategy": {"name": "multi_worker_mirrored", "cluster": ["10.0.0.1:1", "10.0.0.2:1"]},
+                             "training": {"seed": None}})
+
+
+def test_host_helpers():
+    assert split_host("[fd00::1]:2222") == ("fd00::1", 2222)
+    assert [is_private_host(h) for h in ("127.0.0.1", "192.168.3.4", "fd00::1", "node7", "gpu1.lan", "8.8.8.8",
+                                         "example.com")] == [True, True, True, True, True, False, False]
+    with pytest.raises(ValueError, match="is not host:port"):
+        check_hosts(("nohost",), False)
+    json.dumps(_strategy(name="multi_worker_mirrored", workers=2).__dict__)  # plain JSON values

@@ -1,0 +1,112 @@
+"""cluster-script: the sbatch script (run under a fake srun) and the Kubeflow manifest (parsed)."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from gui_app.core import rundir
+from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.config import RunConfig
+from gui_app.identity import app_command, app_env
+
+from engine_helpers import run_cli
+
+
+def _config(tmp_path, **strategy):
+    data = {"dataset": {"name": "digits"}, "model": {"name": "mlp"},
+            "strategy": {"name": "multi_worker_mirrored", "workers": 2, **strategy},
+            "training": {"epochs": 1, "global_batch_size": 64, "seed": 2}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def parse_manifest(text: str) -> list[dict]:
+    """Our manifests are JSON documents between ``---`` lines, with ``#`` comment lines: YAML."""
+    docs, current = [], []
+    for line in text.splitlines() + ["---"]:
+        if line.startswith("#"):
+            continue
+        if line.strip() == "---":
+            if "".join(current).strip():
+                docs.append(json.loads("\n".join(current)))
+            current = []
+        else:
+            current.append(line)
+    return docs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="runs the sbatch script with bash")
+def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path):
+    config = _config(tmp_path)
+    script = tmp_path / "run.sbatch"
+    done = run_cli("cluster-script", str(config), "--slurm", "-o", str(script), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
+    text = script.read_text()
+    sbatch = dict(line[len("#SBATCH --"):].split("=", 1) for line in text.splitlines() if line.startswith("#SBATCH"))
+    assert sbatch["nodes"] == "2" and sbatch["ntasks-per-node"] == "1"
+    # A fake srun: a one-task allocation on this machine, then the command itself.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    srun = bin_dir / "srun"
+    srun.write_text("#!/bin/bash\nexport SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_STEP_NUM_TASKS=1 "
+                    "SLURM_STEP_NODELIST=localhost SLURM_STEP_TASKS_PER_NODE=1\n"
+                    "while [[ $1 == --* ]]; do shift; done\nexec \"$@\"\n")
+    srun.chmod(0o755)
+    env = app_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TF_CPP_MIN_LOG_LEVEL": "2",
+                   "REPLICA_STUDIO": " ".join(shlex.quote(a) for a in app_command()),
+                   "REPLICA_STUDIO_SLURM_PORT_BASE": str(free_ports(1)[0])})
+    ran = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=240)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "run completed" in ran.stdout
+    (run,) = rundir.list_runs(tmp_path / "runs")
+    assert run.status == "completed" and run.has_model
+
+
+def test_kubeflow_manifest_has_a_config_map_and_a_tfjob(tmp_path):
+    config = _config(tmp_path, workers=3)
+    done = run_cli("cluster-script", str(config), "--kubeflow", "--image", "example/replica:1")
+    assert done.returncode == 0, done.stderr
+    config_map, job = parse_manifest(done.stdout)
+    assert config_map["kind"] == "ConfigMap" and job["kind"] == "TFJob"
+    run = RunConfig.from_json(config_map["data"]["run.json"])
+    assert run.strategy.cluster == "tf_config" and run.strategy.name == "multi_worker_mirrored"
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 2}
+    container = specs["Worker"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "example/replica:1"
+    assert container["command"][:3] == ["replica-studio", "worker", "/config/run.json"]
+
+
+def test_kubeflow_manifest_for_parameter_servers(tmp_path):
+    config = _config(tmp_path, name="parameter_server", workers=2, ps=1)
+    done = run_cli("cluster-script", str(config), "--kubeflow")
+    assert done.returncode == 0, done.stderr
+    _, job = parse_manifest(done.stdout)
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 2, "PS": 1}
+    assert specs["Chief"]["template"]["spec"]["containers"][0]["command"][1] == "train"
+
+
+def test_slurm_refuses_a_config_that_is_not_multi_worker(tmp_path):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps({"strategy": {"name": "mirrored"}}))
+    done = run_cli("cluster-script", str(path), "--slurm")
+    assert done.returncode == 2 and "strategy.name" in done.stderr
+
+
+def test_public_hosts_are_refused_unless_allowed(tmp_path):
+    from gui_app.engine.cluster import load_config
+
+    config = _config(tmp_path, workers=0, cluster=["192.168.0.2:2222", "8.8.8.8:2222"])
+    done = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert "strategy.cluster: 8.8.8.8 is not a loopback or private address" in done.stderr
+    assert load_config(str(config), allow_public_hosts=True).strategy.allow_public_hosts
+    assert load_config(str(config), cluster="slurm").strategy.cluster == "slurm"

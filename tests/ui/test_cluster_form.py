@@ -1,0 +1,87 @@
+"""The cluster part of the strategy form, and the Replicas tab's worker labels."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from gui_app.core.config import StrategyConfig
+from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
+from gui_app.ui.tabs.replicas import ReplicaCharts
+
+
+@pytest.fixture
+def panel(qtbot, fake_engine):
+    panel = ConfigPanel(fake_engine)
+    qtbot.addWidget(panel)
+    panel.set_config(first_launch_config())
+    yield panel
+    panel.inspector.cancel()
+    panel.devices.cancel_detection()
+
+
+def _use(panel, name):
+    form = panel.strategy
+    form.name.setCurrentIndex(form.name.findData(name))
+    return form
+
+
+def test_local_multi_worker_round_trip_and_summary(panel):
+    form = _use(panel, "multi_worker_mirrored")
+    form.cluster.workers.setValue(3)
+    form.cluster.max_restarts.setValue(2)
+    strategy = panel.config().strategy
+    assert (strategy.name, strategy.workers, strategy.cluster, strategy.max_restarts) == (
+        "multi_worker_mirrored", 3, None, 2)
+    assert form.summary.text().startswith("3 replicas ·")
+    assert "127.0.0.1" in form.cluster.warning.text()
+    config = panel.config().replace(strategy=StrategyConfig(name="parameter_server", workers=2, ps=2))
+    panel.set_config(config)
+    assert panel.config().strategy == config.strategy
+    assert form.cluster.ps.isVisibleTo(form)
+
+
+def test_host_list_shows_a_command_per_other_host_with_copy(panel):
+    form = _use(panel, "multi_worker_mirrored")
+    cluster = form.cluster
+    cluster.place.setCurrentIndex(cluster.place.findData("hosts"))
+    cluster.hosts.setPlainText("192.168.1.10:2222\n192.168.1.11:2222\n192.168.1.12:2222")
+    assert panel.config().strategy.cluster == ("192.168.1.10:2222", "192.168.1.11:2222", "192.168.1.12:2222")
+    assert len(cluster.copy_buttons) == 2
+    cluster.copy_buttons[1].click()
+    assert QApplication.clipboard().text() == "replica-studio worker run.json --index 2"
+    assert "no authentication" in cluster.warning.text()
+    cluster.hosts.setPlainText("192.168.1.10:2222\n8.8.8.8:2222")
+    assert panel.config() is None
+    assert any("not a loopback or private address" in m for m in panel.errors().values())
+    cluster.allow_public.setChecked(True)
+    assert panel.config().strategy.allow_public_hosts
+    assert QApplication.clipboard() and cluster.worker_command(1).endswith("--allow-public-hosts")
+
+
+def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
+    charts = ReplicaCharts()
+    qtbot.addWidget(charts)
+    devices = [(0, "/job:worker/replica:0/task:0/device:CPU:0"), (1, "/job:worker/replica:0/task:1/device:CPU:0")]
+    charts.add_events([{"type": "run_started", "num_replicas": 2,
+                        "replicas": [{"replica": i, "worker": w, "device": d} for i, (w, d) in enumerate(devices)]}])
+    charts.add_events([{"type": "step", "step": s, "replicas": [
+        {"replica": i, "worker": w, "device": d, "loss": 1.0 / s, "grad_norm": 1.0, "examples_per_sec": 100.0 * (i + 1)}
+        for i, (w, d) in enumerate(devices)]} for s in (1, 2, 3)])
+    charts.flush()
+    assert charts._series.label(1) == "1/CPU:0"
+    assert charts.group_by_worker.isVisibleTo(charts)
+    assert "replica 0</b> (0/CPU:0)" in charts._slowest_label.text()
+    charts.group_by_worker.setChecked(True)
+    charts.flush()
+    assert charts.curve_count() == 2
+
+
+def test_parameter_server_steps_keep_each_workers_last_value(qtbot):
+    charts = ReplicaCharts()
+    qtbot.addWidget(charts)
+    charts.add_events([{"type": "run_started", "num_replicas": 1, "replicas": [
+        {"replica": w, "worker": w, "device": f"/job:worker/replica:0/task:{w}/device:CPU:0"} for w in (0, 1)]}])
+    charts.add_events([{"type": "step", "step": s, "per_worker": True, "replicas": [
+        {"replica": s % 2, "worker": s % 2, "loss": float(s), "grad_norm": 1.0}]} for s in (1, 2, 3)])
+    loss = charts._series.metrics["loss"].data
+    assert loss[-1].tolist() == [2.0, 3.0]  # worker 0 last ran step 2, worker 1 step 3

@@ -1,0 +1,43 @@
+"""The window with the real engine on a local two-worker MultiWorkerMirrored cluster: the
+supervisor starts one process (the launcher), the Replicas tab shows both workers' replicas."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
+from gui_app.ui.window.main_window import MainWindow
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="local clusters are tested on Linux")]
+
+CONFIG = RunConfig(model=ModelConfig(name="mlp"), strategy=StrategyConfig(name="multi_worker_mirrored", workers=2),
+                   training=TrainingConfig(epochs=1, global_batch_size=64, steps_per_call=5))
+ENGINE_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture
+def window(qtbot):
+    window = MainWindow()  # the real engine
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.supervisor.close()
+    window.settings.confirm_close_during_run = False
+    window.close()
+
+
+def test_a_two_worker_cluster_from_the_window(qtbot, window):
+    window.config_panel.set_config(CONFIG)
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
+            qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
+        window.actions.train.trigger()
+    status, run_dir, message = finished.args
+    assert (status, message) == ("completed", ""), message
+    run = started.args[0]
+    assert run["num_workers"] == 2 and [r["worker"] for r in run["replicas"]] == [0, 1]
+    window.tabs.setCurrentWidget(window.replica_charts)
+    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    series = window.replica_charts._series
+    assert [series.label(r) for r in range(2)] == ["0/CPU:0", "1/CPU:0"]
+    assert window.runs.status_of(run_dir) == "completed"
