@@ -13,10 +13,12 @@ the temporaries are removed, nothing half-written is left).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
 from gui_app.core.export import export_run
+from gui_app.core import rundir
 from gui_app.core.run_lock import RunInUse, RunLock
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
 from gui_app.engine.command_errors import run_reporting_errors
@@ -71,8 +73,11 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
         else:
             print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
-    try:  # one process at a time per run: a second export or an evaluate of it waits its turn
-        with RunLock(args.run_dir):
+    # One process at a time per run: an export of a run that a resume or an evaluate is writing
+    # (or another export) is refused. Not a run folder at all: export_run says so.
+    lock = RunLock(args.run_dir) if rundir.is_run_dir(args.run_dir) else contextlib.nullcontext()
+    try:
+        with lock:
             result = export_run(args.run_dir, args.export_format, args.output, check=args.check,
                                 progress=progress, keep_failed=args.keep_failed)
     except RunInUse as exc:

@@ -307,6 +307,7 @@ def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window):
 def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, runs_dir):
     run = write_run(runs_dir, "20261201-090000-digits-mnist_cnn", "failed", steps=8,
                     message="out of memory with 32 examples per replica")
+    (run / "checkpoints" / "ckpt-8.index").write_bytes(b"")  # resumable: it checkpointed before failing
     commands: list[list[str]] = []
     window = MainWindow(engine_command=lambda *args: commands.append(list(args)) or fake_engine(*args))
     qtbot.addWidget(window)
