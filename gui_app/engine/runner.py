@@ -12,6 +12,7 @@ import numpy as np
 
 from gui_app.core import rundir
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
+from gui_app.core.training.retire import retire
 from gui_app.engine.context import RunContext
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
@@ -79,7 +80,9 @@ class RunController:
         memory = _memory(self.ctx.built)
         devices = self.ctx.built.devices
         per_step = seconds / k
-        writer = self._tensorboard()[0]
+        tags = ("loss", "accuracy", "learning_rate") + tuple(
+            f"replica_{r}/{name}" for r in range(replicas) for name in ("loss", "grad_norm"))
+        rows_out = np.empty((k, len(tags)), np.float32)
         for i in range(k):
             rows = stats[i]
             loss, acc = summarize_step(rows)
@@ -95,11 +98,10 @@ class RunController:
             self.events.emit("step", step=step, epoch=epoch + 1, loss=loss, accuracy=acc,
                              learning_rate=float(lrs[i]), examples_per_sec=examples / per_step,
                              step_time=per_step, replicas=replicas_out)
-            scalars = {"loss": loss, "accuracy": acc, "learning_rate": float(lrs[i])}
-            for r in range(replicas):
-                scalars[f"replica_{r}/loss"] = float(rows[r, LOSS])
-                scalars[f"replica_{r}/grad_norm"] = float(rows[r, GRAD_NORM])
-            writer.scalars(step, scalars)
+            rows_out[i, :3] = loss, acc, lrs[i]
+            rows_out[i, 3:] = rows[:, [LOSS, GRAD_NORM]].reshape(-1)
+        # One graph call per step group, not one eager write per scalar (tensorboard.py).
+        self._tensorboard()[0].rows(np.arange(first_step + 1, first_step + k + 1), tags, rows_out)
 
     def _pause_if_asked(self, step: int) -> None:
         if self.control.paused and not self.control.stop_requested:
@@ -119,9 +121,11 @@ class RunController:
         splits = ctx.splits
         step = int(ctx.step.numpy())
         every = cfg.checkpoint_every_steps
+        iterator = None
         while step < total:
             epoch, start_batch = divmod(step, spe)
             epoch_end = (epoch + 1) * spe
+            retire(iterator)  # deleting the last epoch's iterator here cost seconds (retire.py)
             ds = pipeline.train_dataset(splits.x_train, splits.y_train, epoch, start_batch,
                                         cfg.global_batch_size, ctx.data_seed)
             iterator = iter(ctx.strategy.experimental_distribute_dataset(ds))
@@ -130,6 +134,7 @@ class RunController:
                 self._pause_if_asked(step)
                 if self.control.stop_requested:
                     self.save_checkpoint()
+                    retire(iterator)
                     return "stopped"
                 k = min(cfg.steps_per_call, epoch_end - step)
                 t0 = time.perf_counter()
@@ -149,6 +154,7 @@ class RunController:
                 if (every and before // every != step // every) or self.control.take_checkpoint_request():
                     self.save_checkpoint()
             self._end_epoch(epoch, step, losses, accs, time.perf_counter() - started)
+        retire(iterator)
         return "completed"
 
     def _end_epoch(self, epoch: int, step: int, losses: list, accs: list, duration: float) -> None:

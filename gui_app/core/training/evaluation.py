@@ -65,7 +65,9 @@ class Evaluator:
         return total(loss_sum), total(cm), gather(count), gather(index), gather(pred), gather(conf)
 
     def evaluate(self, dataset, keep_predictions: bool = False) -> EvalResult:
-        dist = self.strategy.experimental_distribute_dataset(dataset)
+        from gui_app.core.training.retire import retire
+
+        dist = iter(self.strategy.experimental_distribute_dataset(dataset))
         loss = 0.0
         cm = np.zeros((self.num_classes, self.num_classes), np.float64)
         per_replica = np.zeros(self.strategy.num_replicas_in_sync, np.int64)
@@ -79,6 +81,8 @@ class Evaluator:
                 indices.append(index.numpy())
                 preds.append(pred.numpy())
                 confs.append(conf.numpy())
+        retire(dist)  # off this thread: deleting a distributed iterator blocks (retire.py)
+        dist = None
         n = int(per_replica.sum())
         result = EvalResult(loss / max(n, 1), float(np.trace(cm) / max(n, 1)), n, cm.astype(np.int64),
                             per_replica.tolist())
