@@ -11,6 +11,7 @@ released while TensorFlow waits, and the loop goes on with the next epoch (4 epo
 """
 from __future__ import annotations
 
+import atexit
 import queue
 import sys
 import threading
@@ -19,11 +20,14 @@ import time
 _queue: queue.SimpleQueue = queue.SimpleQueue()
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
+_STOP = object()
 
 
 def _drain() -> None:
     while True:
         item = _queue.get()
+        if item is _STOP:
+            return
         # Wait (briefly) until the caller has dropped its own reference, so that the last
         # reference, and with it TensorFlow's teardown, is this thread's.
         deadline = time.monotonic() + 5.0
@@ -42,4 +46,18 @@ def retire(obj) -> None:
         if _thread is None:
             _thread = threading.Thread(target=_drain, name="retire-iterators", daemon=True)
             _thread.start()
+            atexit.register(drain)
     _queue.put(obj)
+
+
+def drain(timeout: float = 120.0) -> None:
+    """Wait until everything retired so far is deleted (and stop the thread).
+
+    Runs at exit: a daemon thread still inside TensorFlow's C++ teardown when the interpreter
+    finalises is unwound by force and aborts the process ("FATAL: exception not rethrown")."""
+    global _thread
+    with _lock:
+        thread, _thread = _thread, None
+    if thread is not None:
+        _queue.put(_STOP)
+        thread.join(timeout)

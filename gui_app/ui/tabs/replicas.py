@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, replica_color, style_plot,
-                                    theme_colors)
+from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, redraw_on_zoom, replica_color,
+                                    set_line_data, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
@@ -161,6 +161,8 @@ class ReplicaCharts(ChartPanel):
         self.memory_plot = make_plot("Device memory (bar: in use, outline: peak)", "replica",
                                      "memory (MiB)", legend=None)
         self.grad_plot.setXLink(self.loss_plot)
+        for plot in (self.loss_plot, self.grad_plot):
+            redraw_on_zoom(self, plot)
         for plot in (self.speed_plot, self.memory_plot):
             plot.getAxis("left").enableAutoSIPrefix(False)
             plot.setMouseEnabled(x=False, y=False)
@@ -226,7 +228,7 @@ class ReplicaCharts(ChartPanel):
         for name, curves in (("loss", self._loss_curves), ("grad_norm", self._grad_curves)):
             data = series.metrics[name].data
             for r, curve in enumerate(curves):
-                curve.setData(steps, data[:, r])
+                set_line_data(curve, steps, data[:, r])
         if series.devices != self._drawn_devices:  # replicas or devices changed: relabel
             self._drawn_devices = list(series.devices)
             ticks = [[(r, f"{r}: {short_device(d)}") for r, d in enumerate(series.devices)]]

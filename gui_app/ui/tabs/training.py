@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from gui_app.ui.charts.plot import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, make_curve,
-                                    make_plot, style_plot, theme_colors)
+                                    make_plot, redraw_on_zoom, set_line_data, style_plot, theme_colors)
 from gui_app.ui.charts.series import Ema, GrowableArray, number
 
 STEP, LOSS, ACCURACY, LR, LOSS_EMA, ACCURACY_EMA = range(6)
@@ -175,6 +175,8 @@ class TrainingCharts(ChartPanel):
         grid.setRowStretchFactor(1, 1)
         # Only plots of equal width are linked: pyqtgraph links views by screen position.
         self.accuracy_plot.setXLink(self.loss_plot)
+        for plot in (self.loss_plot, self.accuracy_plot, self.lr_plot):
+            redraw_on_zoom(self, plot)
 
         self._curves = {  # column of TrainingSeries.steps -> its curve
             LOSS: make_curve(self.loss_plot, TRAIN_COLOR, "per step", alpha=80),
@@ -238,7 +240,7 @@ class TrainingCharts(ChartPanel):
         data = self._series.steps.data
         steps = data[:, STEP]
         for col, curve in self._curves.items():
-            curve.setData(steps, data[:, col])
+            set_line_data(curve, steps, data[:, col])
         val = self._series.validation.data
         for col, curve in self._val_curves.items():
             keep = ~np.isnan(val[:, col])
