@@ -352,3 +352,16 @@ def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
     x, _ = curve.getData()
     assert x.min() >= 9_000 and x.max() <= 12_000
     assert len(x) >= 900  # every step in view, not a decimated whole
+
+
+def test_the_x_axis_spans_the_planned_run_and_follows_more_steps(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 31)])
+    replica.flush()
+    lo, hi = replica.loss_plot.viewRange()[0]
+    assert lo <= 0 and 100 <= hi <= 104  # total_steps 100: fixed, not following the 30 steps
+    replica.add_events([step(n) for n in range(31, 201)])  # more than planned
+    replica.flush()
+    replica.loss_plot.getViewBox().updateAutoRange()
+    assert replica.loss_plot.viewRange()[0][1] >= 200
+    replica.reset()
+    assert replica.loss_plot.getViewBox().state["autoRange"][0]

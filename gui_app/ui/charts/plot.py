@@ -194,6 +194,10 @@ def set_line_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
     redo that work over every point at every paint)."""
     view = curve.getViewBox()
     width = int(view.width()) if view is not None and view.width() >= 1 else 1000
+    span = getattr(view, "run_span", None)
+    if span is not None and len(x) and x[-1] > span:  # more steps than planned: follow the data
+        view.run_span = None
+        view.enableAutoRange(x=True)
     if view is not None and not view.state["autoRange"][0] and len(x) > 4 * width:
         lo, hi = view.viewRange()[0]
         first = max(int(np.searchsorted(x, lo)) - 1, 0)
@@ -213,3 +217,22 @@ def redraw_on_zoom(panel: "ChartPanel", plot: pg.PlotItem) -> None:
             panel.request_redraw()
 
     view.sigXRangeChanged.connect(changed)
+
+
+def span_run(plots, events) -> None:
+    """When a run's ``run_started`` arrives, show its planned steps on the x axis of these
+    live line plots. Their x axes then stay as they are for the whole run; following the
+    growing curves instead redrew them (mostly text, the costliest part of a software paint)
+    at every redraw. The user can still zoom; ``follow_data`` undoes this for a new run."""
+    for event in events:
+        total = event.get("total_steps") if event.get("type") == "run_started" else None
+        if isinstance(total, int) and total > 0:
+            for plot in plots:
+                plot.setXRange(0, total, padding=0.02)  # also turns the x auto-range off
+                plot.getViewBox().run_span = total
+
+
+def follow_data(plots) -> None:
+    for plot in plots:
+        plot.getViewBox().run_span = None
+        plot.enableAutoRange(axis="x")

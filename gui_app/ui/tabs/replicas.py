@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, redraw_on_zoom, replica_color,
-                                    set_line_data, style_plot, theme_colors)
+from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, make_curve, make_plot, redraw_on_zoom,
+                                    replica_color, set_line_data, span_run, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
@@ -195,6 +195,7 @@ class ReplicaCharts(ChartPanel):
     # --- public API -------------------------------------------------------------------
     def reset(self) -> None:
         self._series.clear()
+        follow_data((self.loss_plot, self.grad_plot))
         for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
             for curve in curves:
                 plot.removeItem(curve)
@@ -203,6 +204,7 @@ class ReplicaCharts(ChartPanel):
 
     def add_events(self, events: list[dict]) -> None:
         """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
+        span_run((self.loss_plot, self.grad_plot), events)
         changed = False
         for event in events:
             changed |= self._series.add(event)

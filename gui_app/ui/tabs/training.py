@@ -15,7 +15,8 @@ import numpy as np
 import pyqtgraph as pg
 
 from gui_app.ui.charts.plot import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, make_curve,
-                                    make_plot, redraw_on_zoom, set_line_data, style_plot, theme_colors)
+                                    follow_data, make_plot, redraw_on_zoom, set_line_data, span_run, style_plot,
+                                    theme_colors)
 from gui_app.ui.charts.series import Ema, GrowableArray, number
 
 STEP, LOSS, ACCURACY, LR, LOSS_EMA, ACCURACY_EMA = range(6)
@@ -200,10 +201,12 @@ class TrainingCharts(ChartPanel):
     # --- public API -------------------------------------------------------------------
     def reset(self) -> None:
         self._series.clear()
+        follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))
         self.flush()
 
     def add_events(self, events: list[dict]) -> None:
         """Buffer the step, epoch_end and run_started events; the redraw comes from a timer."""
+        span_run((self.loss_plot, self.accuracy_plot, self.lr_plot), events)
         if self._series.add_events(events):
             self.request_redraw()
 
