@@ -14,10 +14,10 @@ from pathlib import Path
 from gui_app import __version__
 from gui_app.core.config import ConfigError, RunConfig
 
-from gui_app.engine import cli_export
+from gui_app.engine import cli_export, scaling_command
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
-SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices") + cli_export.COMMANDS
+SUBCOMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "scaling") + cli_export.COMMANDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-devices", type=int, default=1, help="split the CPU into N logical devices first")
     p.add_argument("--debug", action="store_true")
     cli_export.add_commands(sub)  # export and predict live in their own module
+    scaling_command.add_command(sub)
     return parser
 
 

@@ -1,0 +1,187 @@
+"""``replica-studio scaling CONFIG``: time a short burst of training for each strategy and
+replica count, and report the speed-up (core/scaling.py has the figures and the chart).
+
+    replica-studio scaling config.json [--max-replicas 2] [--strategies one_device,mirrored]
+                           [--steps 60] [--warmup 20] [--eval] [--output DIR] [--json]
+
+Each burst is a real ``train`` process of the same dataset, model and global batch (a process
+per configuration: TensorFlow fixes the device topology once per process), stopped through its
+control channel once ``warmup + steps`` steps are done; the warm-up (tracing, the first step
+groups) is not timed. ``--eval`` also evaluates each stopped run. The report goes to
+DIR/scaling.json and DIR/scaling.svg; the table to stdout, progress to stderr (with --json,
+stdout carries JSON lines only: ``progress`` events and the ``scaling_report``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from gui_app.core import scaling
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.identity import app_command, app_env
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server")
+BURST_TIMEOUT_S = 600
+
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("scaling", help="time each strategy and replica count on this config; report the speed-up")
+    p.add_argument("config", help="run configuration file (JSON): its dataset, model and global batch are used")
+    p.add_argument("--max-replicas", type=int, default=2, metavar="N", help="replicas (and local workers) up to N")
+    p.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated, from {', '.join(STRATEGIES)}")
+    p.add_argument("--steps", type=int, default=60, help="timed steps per burst (default 60)")
+    p.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
+    p.add_argument("--eval", action="store_true", help="also time distributed evaluation")
+    p.add_argument("--output", "-o", metavar="DIR", help="where scaling.json and scaling.svg go (default: .)")
+    p.add_argument("--json", action="store_true", help="stdout carries JSON lines only")
+    p.add_argument("--debug", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    say = _Say(args.json)
+    try:
+        config = RunConfig.load(args.config)
+        strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+        if args.max_replicas < 1 or args.steps < 1 or args.warmup < 1:
+            raise ConfigError("--max-replicas, --steps and --warmup: must be at least 1")
+        scaling.candidates(config.to_dict(), args.max_replicas, strategies)  # names checked before TensorFlow starts
+        gpus = _gpu_count()
+        plan = scaling.candidates(config.to_dict(), args.max_replicas, strategies, gpus)
+    except (ConfigError, ValueError, OSError) as exc:
+        print(f"replica-studio scaling: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out_dir = Path(args.output or ".")
+    bursts = []
+    with tempfile.TemporaryDirectory(prefix="replica-studio-scaling-") as work:
+        for i, candidate in enumerate(plan):
+            say.progress(i / len(plan), f"{candidate.label}: training {args.warmup} + {args.steps} steps")
+            bursts.append(_burst(config, candidate, Path(work), args))
+    data = scaling.report(bursts, on_gpus=gpus > 0)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scaling.json").write_text(scaling.to_json(data), encoding="utf-8")
+    (out_dir / "scaling.svg").write_text(scaling.to_svg(data), encoding="utf-8")
+    say.progress(1.0, f"report written to {out_dir / 'scaling.json'}")
+    if args.json:
+        print(json.dumps({"type": "scaling_report", "path": str(out_dir / "scaling.json"), **data}), flush=True)
+    else:
+        _print_table(data)
+    return EXIT_OK
+
+
+class _Say:
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def progress(self, fraction: float, message: str) -> None:
+        if self.as_json:
+            print(json.dumps({"type": "progress", "fraction": fraction, "message": message}), flush=True)
+        else:
+            print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+
+def _gpu_count() -> int:
+    """Asked of an engine process: importing TensorFlow here would hold the GPUs the bursts need."""
+    done = subprocess.run(app_command("devices", "--json"), capture_output=True, text=True, timeout=300, env=app_env())
+    if done.returncode != 0:
+        raise OSError(f"cannot detect devices: {(done.stderr.strip().splitlines() or ['no message'])[-1]}")
+    return len(json.loads(done.stdout).get("gpus") or [])
+
+
+def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) -> scaling.Burst:
+    burst = scaling.Burst(candidate)
+    plain = config.to_dict()
+    plain["strategy"], plain["runtime"] = candidate.strategy, candidate.runtime
+    try:
+        burst_config = RunConfig.from_dict(plain)
+    except ConfigError as exc:
+        burst.error = str(exc)
+        return burst
+    path = work / f"{len(list(work.glob('*.json')))}.json"
+    burst_config.save(path)
+    runs = work / "runs"
+    events, error = _train_until(path, runs, args.warmup + args.steps)
+    try:
+        figures = scaling.burst_figures(events, args.warmup)
+    except ValueError as exc:
+        burst.error = error or str(exc)
+        return burst
+    burst.examples_per_sec, burst.steps, burst.devices = figures["examples_per_sec"], figures["steps"], figures["devices"]
+    burst.compute_s, burst.input_s, burst.other_s = figures["compute_s"], figures["input_s"], figures["other_s"]
+    run_dir = next((e.get("run_dir") for e in events if e.get("type") == "run_started"), None)
+    if args.eval and run_dir:
+        burst.eval_examples_per_sec = _eval_speed(Path(run_dir))
+    return burst
+
+
+def _lines(stream, into: queue.Queue) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[dict], str | None]:
+    """Run ``train`` and stop it after ``steps`` steps; its events and, if it failed, why."""
+    proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(runs), "--events", "jsonl",
+                                        "--control", "stdin"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=app_env())
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
+    stderr: list[str] = []
+    threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
+    events, deadline, stopped = [], time.monotonic() + BURST_TIMEOUT_S, False
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        events.append(event)
+        if not stopped and event.get("type") == "step" and event["step"] >= steps:
+            proc.stdin.write("stop\n")
+            proc.stdin.close()
+            stopped = True
+    else:
+        proc.kill()
+    code = proc.wait(timeout=60)
+    finished = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    error = finished.get("message") if finished.get("status") == "failed" else None
+    if code not in (0,) and error is None:
+        error = (stderr[-1].strip() if stderr else None) or f"train exited with code {code}"
+    return events, error
+
+
+def _eval_speed(run_dir: Path) -> float | None:
+    done = subprocess.run(app_command("evaluate", str(run_dir), "--events", "jsonl"), capture_output=True, text=True,
+                          timeout=BURST_TIMEOUT_S, env=app_env())
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    evaluation = next((e for e in events if e.get("type") == "eval"), None)
+    speed = (evaluation or {}).get("examples_per_sec")  # the engine times its own evaluation
+    return float(speed) if speed else None
+
+
+def _print_table(data: dict) -> None:
+    print(f"{'configuration':40s} {'examples/s':>11s} {'speed-up':>9s} {'efficiency':>10s}  time split")
+    for row in data["rows"]:
+        if row["error"]:
+            print(f"{row['label']:40s} failed: {row['error']}")
+            continue
+        split = row["time_split"] or {}
+        text = ", ".join(f"{k} {v:.0%}" for k, v in split.items() if v)
+        speed = f"{row['speedup']:.2f}x" if row["speedup"] else "-"
+        eff = f"{row['efficiency']:.0%}" if row["efficiency"] else "-"
+        print(f"{row['label']:40s} {row['examples_per_sec']:11,.0f} {speed:>9s} {eff:>10s}  {text}")
+    print(data["recommendation"])

@@ -1,0 +1,253 @@
+"""ScalingDialog (Tools -> Scaling benchmark): how the current dataset, model and global batch
+train under each strategy and replica count, measured by short timed bursts of real runs.
+
+    dialog = ScalingDialog(config, parent=window)      # the config on the forms
+    dialog.open()                                      # Run; or open_report(path) for a saved one
+
+The measuring is ``replica-studio scaling CONFIG --json`` through the process runner: each
+burst is its own engine process, so nothing here touches TensorFlow. Its progress lines move
+the progress bar; its last line is the report (gui_app.core.scaling), shown as a table
+(examples/s, speed-up, efficiency, where each step's time goes), a chart of the speed-up
+against the ideal line, and the recommendation. The report is saved as JSON and SVG in the
+chosen folder and can be opened again later. Cancel terminates the measuring process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+from PySide6.QtCore import Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,  # noqa: E402
+                               QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox, QTableWidget,
+                               QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
+
+import pyqtgraph as pg  # noqa: E402
+
+from gui_app.core.config import RunConfig  # noqa: E402
+from gui_app.identity import app_command  # noqa: E402
+from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors  # noqa: E402
+from gui_app.ui.workers.process import EngineProcess  # noqa: E402
+
+STRATEGY_LABELS = {"one_device": "One device", "mirrored": "Mirrored (1..N replicas)",
+                   "multi_worker_mirrored": "Multi-worker mirrored (1..N local workers)",
+                   "parameter_server": "Parameter servers (N workers + 1 ps)"}
+COLUMNS = ("Configuration", "Examples/s", "Speed-up", "Efficiency", "Compute", "Input", "All-reduce + rest")
+CANCEL_GRACE_S = 5.0
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+class ScalingDialog(QDialog):
+    report_ready = Signal(dict)
+    failed = Signal(str)
+    log_line = Signal(str)
+
+    def __init__(self, config: RunConfig, parent: QWidget | None = None, folder: str | Path | None = None,
+                 engine_command: Callable[..., list[str]] = app_command) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Scaling benchmark")
+        self.setMinimumSize(760, 620)
+        self._config = config
+        self._engine_command = engine_command
+        self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-scaling-")
+        self._report: dict | None = None
+        self._process = EngineProcess(self)
+        self._process.event.connect(self._on_event)
+        self._process.log_line.connect(self.log_line)
+        self._process.finished.connect(self._on_finished)
+        self._process.start_failed.connect(self._on_start_failed)
+
+        self._replicas = QSpinBox(minimum=1, maximum=16, value=2)
+        self._steps = QSpinBox(minimum=5, maximum=10_000, value=60, suffix=" steps")
+        self._warmup = QSpinBox(minimum=1, maximum=10_000, value=20, suffix=" steps")
+        self._eval = QCheckBox("Time distributed evaluation too")
+        self._strategies = {name: QCheckBox(label) for name, label in STRATEGY_LABELS.items()}
+        for name in ("one_device", "mirrored"):
+            self._strategies[name].setChecked(True)
+        boxes = QVBoxLayout()
+        for box in self._strategies.values():
+            boxes.addWidget(box)
+        self._folder = QLineEdit(str(folder or Path.home() / "replica-studio-scaling"))
+        browse = QToolButton(text="Browse…")
+        browse.clicked.connect(self._on_browse)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self._folder, 1)
+        folder_row.addWidget(browse)
+        form = QFormLayout()
+        form.addRow("Strategies", boxes)
+        form.addRow("Up to", self._replicas)
+        form.addRow("Timed", self._steps)
+        form.addRow("Warm-up (not timed)", self._warmup)
+        form.addRow("", self._eval)
+        form.addRow("Save the report in", folder_row)
+        self._inputs = (self._replicas, self._steps, self._warmup, self._eval, self._folder, browse,
+                        *self._strategies.values())
+
+        self._progress = QProgressBar(maximum=1000, textVisible=False)
+        self._status = QLabel(f"{config.dataset.name}, {config.model.name}, global batch "
+                              f"{config.training.global_batch_size}: each configuration trains a short burst.",
+                              wordWrap=True)
+        self._table = QTableWidget(0, len(COLUMNS))
+        self._table.setHorizontalHeaderLabels(COLUMNS)
+        self._table.verticalHeader().setVisible(False)
+        self._table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self._graphics = pg.GraphicsLayoutWidget()
+        self._plot = make_plot("Speed-up against one replica", "replicas", "speed-up")
+        self._graphics.addItem(self._plot)
+        style_plot(self._plot, *reversed(theme_colors(self)))
+        self._recommendation = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self._run_button = QPushButton("Run")
+        self._run_button.setDefault(True)
+        self._run_button.clicked.connect(self.start)
+        open_button = QPushButton("Open report…")
+        open_button.clicked.connect(self._on_open_report)
+        self._buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self._buttons.addButton(self._run_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self._buttons.addButton(open_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self._buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self._progress)
+        layout.addWidget(self._status)
+        layout.addWidget(self._table, 1)
+        layout.addWidget(self._graphics, 1)
+        layout.addWidget(self._recommendation)
+        layout.addWidget(self._buttons)
+
+    # ---- public ------------------------------------------------------------------------------
+    def strategies(self) -> list[str]:
+        return [name for name, box in self._strategies.items() if box.isChecked()]
+
+    def report(self) -> dict | None:
+        return self._report
+
+    def is_running(self) -> bool:
+        return self._process.is_running()
+
+    def start(self) -> None:
+        if self.is_running():
+            return
+        if not self.strategies():
+            self._show_status("Tick at least one strategy.", error=True)
+            return
+        config_path = Path(self._tmp.name) / "config.json"
+        self._config.save(config_path)
+        command = self._engine_command(
+            "scaling", str(config_path), "--strategies", ",".join(self.strategies()),
+            "--max-replicas", str(self._replicas.value()), "--steps", str(self._steps.value()),
+            "--warmup", str(self._warmup.value()), "--output", self._folder.text().strip() or ".", "--json",
+            *(["--eval"] if self._eval.isChecked() else []))
+        self._report = None
+        self._set_running(True)
+        self._progress.setValue(0)
+        self._show_status("Starting the first burst (TensorFlow starts in each of them)…")
+        self._process.start(command, stdin=False)
+
+    def open_report(self, path: str | Path) -> bool:
+        """Show a report saved earlier (scaling.json); False with a message when it cannot be read."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+                raise ValueError("not a scaling report")
+        except (OSError, ValueError) as exc:
+            self._show_status(f"{path}: cannot open the report ({exc})", error=True)
+            return False
+        self._show_report(data)
+        self._show_status(f"Report {path}")
+        return True
+
+    def reject(self) -> None:
+        """Close; a running measurement is cancelled first (nothing half-measured is saved)."""
+        if self.is_running():
+            self._process.terminate(CANCEL_GRACE_S)
+            self._process.wait(int(CANCEL_GRACE_S * 1000) + 1000)
+        super().reject()
+
+    # ---- slots ---------------------------------------------------------------------------------
+    def _on_event(self, event: dict) -> None:
+        if event.get("type") == "progress":
+            self._progress.setValue(round(float(event.get("fraction", 0)) * 1000))
+            self._show_status(str(event.get("message", "")))
+        elif event.get("type") == "scaling_report":
+            self._show_report(event)
+            self.report_ready.emit(event)
+
+    def _on_finished(self, code: int, crashed: bool, message: str) -> None:
+        self._set_running(False)
+        if self._report is None:
+            text = "Cancelled." if self._process.terminated else (message or f"the benchmark ended with code {code}")
+            self._show_status(text, error=not self._process.terminated)
+            self.failed.emit(text)
+        else:
+            self._progress.setValue(1000)
+            self._show_status(f"Saved {Path(self._folder.text()) / 'scaling.json'} and scaling.svg.")
+
+    def _on_start_failed(self, message: str) -> None:
+        self._set_running(False)
+        self._show_status(message, error=True)
+        self.failed.emit(message)
+
+    def _on_browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Save the report in", self._folder.text())
+        if path:
+            self._folder.setText(path)
+
+    def _on_open_report(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a scaling report", self._folder.text(),
+                                              "Scaling reports (scaling.json *.json)")
+        if path:
+            self.open_report(path)
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def _show_report(self, data: dict) -> None:
+        self._report = data
+        rows = data["rows"]
+        self._table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            split = row.get("time_split") or {}
+            if row.get("error"):
+                cells = [row["label"], f"failed: {row['error']}", "", "", "", "", ""]
+            else:
+                speed = row.get("examples_per_sec")
+                cells = [row["label"], "–" if speed is None else f"{speed:,.0f}",
+                         "–" if row.get("speedup") is None else f"{row['speedup']:.2f}×",
+                         _percent(row.get("efficiency")), _percent(split.get("compute")),
+                         _percent(split.get("input")), _percent(split.get("other"))]
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if j:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self._table.setItem(i, j, item)
+        self._table.resizeColumnsToContents()
+        self._draw(rows)
+        self._recommendation.setText(str(data.get("recommendation") or ""))
+
+    def _draw(self, rows: list[dict]) -> None:
+        self._plot.clear()
+        measured = [r for r in rows if r.get("speedup")]
+        top = max([r["replicas"] for r in measured] + [1])
+        self._plot.plot([1, top], [1, top], pen=pg.mkPen("#999", width=1, style=Qt.PenStyle.DashLine), name="ideal")
+        families = sorted({r["strategy"]["name"] for r in measured})
+        for n, family in enumerate(families):
+            points = sorted((r["replicas"], r["speedup"]) for r in measured if r["strategy"]["name"] == family)
+            colour = REPLICA_COLORS[n % len(REPLICA_COLORS)]
+            self._plot.plot([p[0] for p in points], [p[1] for p in points], pen=pg.mkPen(colour, width=1),
+                            symbol="o", symbolBrush=colour, symbolPen=colour, symbolSize=7, name=family)
+
+    def _set_running(self, running: bool) -> None:
+        for widget in self._inputs:
+            widget.setEnabled(not running)
+        self._run_button.setEnabled(not running)
+        self._buttons.button(QDialogButtonBox.StandardButton.Close).setText("Cancel" if running else "Close")
+
+    def _show_status(self, text: str, error: bool = False) -> None:
+        self._status.setStyleSheet("color: #e15759" if error else "")
+        self._status.setText(text)
