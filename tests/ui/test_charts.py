@@ -365,3 +365,19 @@ def test_the_x_axis_spans_the_planned_run_and_follows_more_steps(replica):
     assert replica.loss_plot.viewRange()[0][1] >= 200
     replica.reset()
     assert replica.loss_plot.getViewBox().state["autoRange"][0]
+
+
+def test_speed_bars_keep_a_round_top_until_speeds_leave_it(replica):
+    from gui_app.ui.charts.plot import _nice_ceiling
+
+    assert _nice_ceiling(1150.0) == 1200.0 and _nice_ceiling(0.9) == 1.0 and _nice_ceiling(7.0) == 8.0
+    replica.add_events([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 31)])
+    replica.flush()
+    top = replica.speed_plot.viewRange()[1][1]
+    assert 1000 < top <= 1500
+    replica.add_events([step(n, speeds=(1050.0, 900.0)) for n in range(31, 61)])
+    replica.flush()
+    assert replica.speed_plot.viewRange()[1][1] == top  # small changes: the axis stays
+    replica.add_events([step(n, speeds=(5000.0, 4000.0)) for n in range(61, 121)])
+    replica.flush()
+    assert replica.speed_plot.viewRange()[1][1] >= 5000

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, make_curve, make_plot, redraw_on_zoom,
-                                    replica_color, set_line_data, span_run, style_plot, theme_colors)
+from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, hold_top, make_curve, make_plot,
+                                    redraw_on_zoom, replica_color, set_line_data, span_run, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
@@ -196,6 +196,7 @@ class ReplicaCharts(ChartPanel):
     def reset(self) -> None:
         self._series.clear()
         follow_data((self.loss_plot, self.grad_plot))
+        self.speed_plot.getViewBox().held_top = None
         for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
             for curve in curves:
                 plot.removeItem(curve)
@@ -258,6 +259,7 @@ class ReplicaCharts(ChartPanel):
         slowest = series.slowest()
         height = np.nan_to_num(speed)
         _set_bars(self._speed_bars, height, [replica_color(r) for r in range(series.replicas)])
+        hold_top(self.speed_plot, float(height.max()) if len(height) else 0.0)
         # The outline is its own item: pyqtgraph sizes a bar item by its last pen only.
         self._slowest_bar.setVisible(slowest is not None)
         if slowest is not None:
