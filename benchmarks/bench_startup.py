@@ -66,20 +66,29 @@ def launch(command: list[str], env: dict[str, str]) -> tuple[float, dict]:
     return report["painted_at"] - started, report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--command", help="the app to measure (default: this Python's `-m gui_app`), e.g. a bundle")
-    args = parser.parse_args()
+def run(repeats: int = 5, command: str | None = None) -> list[dict]:
+    """The figures of :func:`measure` for benchmarks/run.py."""
+    rows, _ = measure(repeats, command)
+    ratio = [a / b for a, b in zip(rows["Replica Studio"], rows["bare Qt window (baseline)"])]
+    cmd = "python benchmarks/bench_startup.py"
+    return [{"name": "launch to first painted window (empty runs folder)", "value": statistics.median(
+                 rows["Replica Studio"]), "target": 1.5, "better": "lower", "unit": "s",
+             "spread": [min(rows["Replica Studio"]), max(rows["Replica Studio"])], "samples": rows["Replica Studio"],
+             "command": cmd},
+            {"name": "launch to first painted window / bare Qt window", "value": statistics.median(ratio),
+             "target": None, "better": "lower", "unit": "x", "spread": [min(ratio), max(ratio)], "samples": ratio,
+             "command": cmd}]
 
+
+def measure(repeats: int, command: str | None):
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
-    app = [args.command] if args.command else [sys.executable, "-m", "gui_app"]
+    app = [command] if command else [sys.executable, "-m", "gui_app"]
     rows: dict[str, list[float]] = {"bare Qt window (baseline)": [], "Replica Studio": [],
                                     "import tensorflow (reference)": []}
     tensorflow_in_gui = []
-    for _ in range(args.repeats):  # interleaved, so load from elsewhere hits all rows alike
+    for _ in range(repeats):  # interleaved, so load from elsewhere hits all rows alike
         rows["bare Qt window (baseline)"].append(launch([sys.executable, "-c", BASELINE], env)[0])
         with tempfile.TemporaryDirectory() as tmp:
             app_env = dict(env, REPLICA_STUDIO_CONFIG_DIR=f"{tmp}/config", REPLICA_STUDIO_RUNS_DIR=f"{tmp}/runs")
@@ -87,6 +96,20 @@ def main() -> None:
         rows["Replica Studio"].append(seconds)
         tensorflow_in_gui.append(report["tensorflow_loaded"])
         rows["import tensorflow (reference)"].append(launch([sys.executable, "-c", TENSORFLOW], env)[0])
+    return rows, tensorflow_in_gui
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--command", help="the app to measure (default: this Python's `-m gui_app`), e.g. a bundle")
+    args = parser.parse_args()
+    rows, tensorflow_in_gui = measure(args.repeats, args.command)
+    env = dict(os.environ)
+    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
+        env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    app = [args.command] if args.command else [sys.executable, "-m", "gui_app"]
+
 
     platform = env.get("QT_QPA_PLATFORM") or "desktop display"
     print(f"launch -> first painted window, median of {args.repeats} ({platform}; {' '.join(app)})")

@@ -53,6 +53,7 @@ def _print_help() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    whole_process = argv is None  # the program's own command line: its run may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
     _frozen_setup()
     from gui_app.engine.cli import SUBCOMMANDS
@@ -60,8 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     first = argv[0] if argv else None
     if first in SUBCOMMANDS or first == "--version":
         from gui_app.engine.cli import main as cli_main
+        from gui_app.engine.exits import RUN_COMMANDS, exit_now
 
-        return cli_main(argv)
+        code = cli_main(argv)
+        if whole_process and first in RUN_COMMANDS:
+            exit_now(code)  # skip TensorFlow's teardown (exits.py)
+        return code
     if first in ("-h", "--help"):
         return _print_help()
     if first == "--selftest":

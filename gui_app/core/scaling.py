@@ -76,6 +76,34 @@ class Burst:
     devices: list[str] = field(default_factory=list)
 
 
+def step_time_split(step: dict[str, Any]) -> tuple[float, float, float] | None:
+    """(compute, input, all-reduce and the rest) seconds of one ``step`` event: the slowest
+    replica's forward and backward pass, the wait for the batch, and what is left of the step's
+    wall time. None when the event lacks the timings."""
+    wall, replicas = step.get("step_time"), step.get("replicas") or []
+    times = [r.get("step_time") for r in replicas if isinstance(r.get("step_time"), (int, float))]
+    if not isinstance(wall, (int, float)) or not times:
+        return None
+    compute = min(float(max(times)), float(wall))
+    waited = step.get("input_wait")
+    waited = min(float(waited), float(wall) - compute) if isinstance(waited, (int, float)) else 0.0
+    return compute, max(waited, 0.0), max(float(wall) - compute - max(waited, 0.0), 0.0)
+
+
+def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str | None:
+    """What to try when one part dominates the step, or None when nothing stands out."""
+    total = compute + waited + rest
+    if total <= 0:
+        return None
+    if waited / total > 0.3:
+        return (f"input is {waited / total:.0%} of the step: cache the dataset, decode in parallel, "
+                "use smaller images or prepare it as TFRecord shards")
+    if replicas > 1 and rest / total > 0.4:
+        return (f"all-reduce and optimizer are {rest / total:.0%} of the step: try a larger global batch, "
+                "a faster cross-device reduction (NCCL on GPUs) or fewer replicas")
+    return None
+
+
 def burst_figures(events: list[dict[str, Any]], warmup_steps: int) -> dict[str, Any]:
     """Examples/s and the per-step time split of the steps after ``warmup_steps`` (tracing and
     the first step groups excluded), from one process's events."""
@@ -88,12 +116,10 @@ def burst_figures(events: list[dict[str, Any]], warmup_steps: int) -> dict[str, 
     # them do not count as training time.
     seconds = sum(e.get("step_time") or 0.0 for e in timed)
     examples = sum(sum(r.get("examples", 0) for r in e.get("replicas", [])) for e in timed)
-    compute = [max((r.get("step_time") or 0.0) for r in e["replicas"]) for e in timed if e.get("replicas")]
-    wall = [e.get("step_time") or 0.0 for e in timed]
-    inputs = [e.get("input_wait") for e in timed if e.get("input_wait") is not None]
+    splits = [s for s in map(step_time_split, timed) if s is not None]
     mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
-    compute_s, wall_s, input_s = mean(compute), mean(wall), mean(inputs)
-    other = None if compute_s is None or wall_s is None else max(0.0, wall_s - compute_s - (input_s or 0.0))
+    compute_s, other = mean([s[0] for s in splits]), mean([s[2] for s in splits])
+    input_s = mean([e["input_wait"] for e in timed if e.get("input_wait") is not None])
     devices = [r.get("device", "") for r in (timed[-1].get("replicas") or [])]
     return {"examples_per_sec": examples / seconds if seconds > 0 else None, "steps": len(timed),
             "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices}
@@ -130,12 +156,9 @@ def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
     text = f"Fastest here: {best['label']} ({best['examples_per_sec']:,.0f} examples/s"
     text += f", {best['speedup']:.2f}x one replica)." if best.get("speedup") else ")."
     split = best.get("time_split") or {}
-    if split.get("input", 0) > 0.3:
-        text += (f" The replicas waited {split['input']:.0%} of each step for data: cache the dataset, decode in "
-                 "parallel, use smaller images or prepare it as TFRecord shards.")
-    elif split.get("other", 0) > 0.4 and best["replicas"] > 1:
-        text += (f" All-reduce and optimizer take {split['other']:.0%} of the step: try a larger global batch, "
-                 "float16 all-reduce, or fewer, faster replicas.")
+    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"])
+    if advice:
+        text += f" Where the time goes: {advice}."
     if not on_gpus:
         text += (" These replicas are logical devices on one CPU: they share its cores, so the figures show "
                  "the cost of replication, not the speed-up GPUs would give.")

@@ -2,5 +2,9 @@
 import sys
 
 from gui_app.engine.cli import main
+from gui_app.engine.exits import RUN_COMMANDS, exit_now
 
-sys.exit(main())
+code = main()
+if len(sys.argv) > 1 and sys.argv[1] in RUN_COMMANDS:
+    exit_now(code)
+sys.exit(code)

@@ -107,8 +107,18 @@ def _devices(args) -> int:
     from gui_app.core.config import RuntimeConfig
 
     devices.configure_runtime(RuntimeConfig(cpu_devices=args.cpu_devices))
+    from gui_app.core.gpu_monitor import read_gpus
+
     info = devices.detect()
-    print(json.dumps(info) if args.json else devices.format_devices(info))
+    samples = read_gpus()  # NVML: utilisation, memory, temperature, power (None without a driver)
+    info["nvml"] = None if samples is None else [s.to_dict() for s in samples]
+    text = devices.format_devices(info)
+    for s in samples or []:
+        text += (f"\n  NVML {s.index} {s.name}: {s.utilization if s.utilization is not None else '?'} % busy, "
+                 f"{(s.memory_used or 0) / 2**30:.1f}/{(s.memory_total or 0) / 2**30:.1f} GiB, "
+                 f"{s.temperature if s.temperature is not None else '?'} °C, "
+                 f"{s.power if s.power is not None else '?'} W")
+    print(json.dumps(info) if args.json else text)
     return EXIT_OK
 
 

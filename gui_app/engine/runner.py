@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from gui_app.core import atomic_io, rundir
+from gui_app.core.gpu_monitor import GpuMonitor
+from gui_app.core.scaling import step_time_split
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
+from gui_app.core.training.retire import retire
 from gui_app.engine.context import RunContext
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
@@ -58,6 +61,11 @@ class RunController:
         self.evaluator = Evaluator(ctx.strategy, ctx.model, ctx.dataset.num_classes, logits)
         self._writers = None
         self._last_checkpoint = time.monotonic()
+        # Utilisation, temperature and power of the GPUs from NVML, sampled off this thread;
+        # nothing starts without an NVIDIA driver (not run on a GPU here: core/gpu_monitor.py).
+        self._gpus = GpuMonitor()
+        if any("GPU" in d for d in ctx.built.devices):
+            self._gpus.start()
 
     # ---- helpers ------------------------------------------------------------------------
     def _tensorboard(self):
@@ -103,7 +111,10 @@ class RunController:
         devices = self.ctx.built.devices
         workers = self.ctx.built.replica_workers
         per_step = seconds / k
-        writer = self._tensorboard()[0]
+        tags = ("loss", "accuracy", "learning_rate") + tuple(
+            f"replica_{r}/{name}" for r in range(replicas) for name in ("loss", "grad_norm"))
+        rows_out = np.empty((k, len(tags)), np.float32)
+        gpus = {"gpus": self._gpus.latest()} if self._gpus.latest() else {}
         for i in range(k):
             rows = stats[i]
             loss, acc = summarize_step(rows)
@@ -116,15 +127,18 @@ class RunController:
                 "memory_bytes": memory[r][0], "peak_memory_bytes": memory[r][1],
             } for r in range(replicas)]
             step = first_step + i + 1
+            waited = None if input_wait is None else float(input_wait[i])
+            # Where the step's time went (core/scaling.py): what the slowest replica's pass and the
+            # wait for data leave of the wall time is the all-reduce, the optimizer and the host.
+            split = step_time_split({"step_time": per_step, "replicas": replicas_out, "input_wait": waited})
             self.events.emit("step", step=step, epoch=epoch + 1, loss=loss, accuracy=acc,
                              learning_rate=float(lrs[i]), examples_per_sec=examples / per_step,
-                             step_time=per_step, replicas=replicas_out,
-                             input_wait=None if input_wait is None else float(input_wait[i]))
-            scalars = {"loss": loss, "accuracy": acc, "learning_rate": float(lrs[i])}
-            for r in range(replicas):
-                scalars[f"replica_{r}/loss"] = float(rows[r, LOSS])
-                scalars[f"replica_{r}/grad_norm"] = float(rows[r, GRAD_NORM])
-            writer.scalars(step, scalars)
+                             step_time=per_step, replicas=replicas_out, input_wait=waited,
+                             allreduce_time=None if split is None else split[2], **gpus)
+            rows_out[i, :3] = loss, acc, lrs[i]
+            rows_out[i, 3:] = rows[:, [LOSS, GRAD_NORM]].reshape(-1)
+        # One graph call per step group, not one eager write per scalar (tensorboard.py).
+        self._tensorboard()[0].rows(np.arange(first_step + 1, first_step + k + 1), tags, rows_out)
 
     def _pause_if_asked(self, step: int) -> None:
         if self.control.paused and not self.control.stop_requested:
@@ -145,9 +159,11 @@ class RunController:
         step = int(ctx.step.numpy())
         per_step = None  # seconds per step, measured after the first (tracing) call
         calls = 0
+        iterator = None
         while step < total:
             epoch, start_batch = divmod(step, spe)
             epoch_end = (epoch + 1) * spe
+            retire(iterator)  # deleting the last epoch's iterator here cost seconds (retire.py)
             if ctx.stream is not None:
                 from gui_app.engine import stream_input
 
@@ -160,6 +176,7 @@ class RunController:
                 self._pause_if_asked(step)
                 if self.control.stop_requested:
                     self.save_checkpoint()
+                    retire(iterator)
                     return "stopped"
                 k = self._group_size(epoch_end - step, per_step)
                 t0 = time.perf_counter()
@@ -182,6 +199,7 @@ class RunController:
                 if self._checkpoint_due(before, step):
                     self.save_checkpoint()
             self._end_epoch(epoch, step, losses, accs, time.perf_counter() - started)
+        retire(iterator)
         return "completed"
 
     def _end_epoch(self, epoch: int, step: int, losses: list, accs: list, duration: float) -> None:
@@ -241,6 +259,7 @@ class RunController:
         return path
 
     def close(self) -> None:
+        self._gpus.stop()
         if self._writers:
             for w in self._writers:
                 w.close()

@@ -201,7 +201,9 @@ def test_hundred_thousand_points_stay_downsampled(training):
     training.grab()  # paints: the real cost of one redraw
     redraw = time.perf_counter() - started
     raw = curve(training.loss_plot, "per step")
-    assert len(xy(raw)[0]) == n
+    x, y = xy(raw)
+    assert len(x) <= 2 * 1000 + 100  # decimated to the plot's pixel width (set_line_data)
+    assert x[0] == 1 and x[-1] == n and y.max() == 1.0  # the ends and the peak survive
     assert raw.opts["autoDownsample"] and raw.opts["clipToView"] and raw.opts["downsampleMethod"] == "peak"
     print(f"100k steps: add_events {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
 
@@ -277,7 +279,9 @@ def test_replica_charts_buffer_a_long_run(replica):
     for first in range(1, 20_001, 1000):
         replica.add_events([step(s) for s in range(first, first + 1000)])
     replica.flush()
-    assert len(xy(replica.loss_plot.listDataItems()[0])[0]) == 20_000
+    assert replica._series.steps.column(0)[-1] == 20_000  # all buffered
+    x, _ = xy(replica.loss_plot.listDataItems()[0])
+    assert x[0] == 1 and x[-1] == 20_000 and len(x) < 20_000  # drawn decimated to the plot width
     assert math.isclose(replica._speed_bars.opts["height"][0], 1000.0)
 
 
@@ -307,3 +311,97 @@ def test_plots_follow_a_palette_change(training):
     training.setPalette(palette)
     assert training._graphics.backgroundBrush().color().name() == "#101010"
     assert training.loss_plot.getAxis("left").textPen().color().name() == "#eeeeee"
+
+
+def test_decimate_keeps_every_peak_and_the_ends():
+    import numpy as np
+
+    from gui_app.ui.charts.plot import decimate
+
+    x = np.arange(100_000, dtype=np.float64)
+    y = np.sin(x / 500.0)
+    y[12_345] = 9.0  # one spike
+    y[54_321] = -9.0
+    y[70_000] = np.nan  # a step without a value: skipped, not spread over its bin
+    dx, dy = decimate(x, y, 1000)
+    assert len(dx) == len(dy) <= 2 * 1000 + 100
+    assert dy.max() == 9.0 and dy.min() == -9.0
+    assert not np.isnan(dy).any()
+    assert dx[0] == 0 and dx[-1] == 99_999 and np.all(np.diff(dx) >= 0)
+    short_x, short_y = decimate(x[:100], y[:100], 1000)
+    assert len(short_x) == 100  # small inputs come back as they are
+
+
+def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
+    from synthetic import synthetic_events
+
+    from gui_app.ui.tabs.training import TrainingCharts
+
+    charts = TrainingCharts()
+    qtbot.addWidget(charts)
+    charts.resize(1000, 600)
+    charts.show()
+    charts.add_events(synthetic_events(steps=50_000, epochs=5, replicas=2))
+    charts.flush()
+    curve = next(iter(charts._curves.values()))
+    x, _ = curve.getData()
+    assert len(x) <= 2 * 1000 + 100  # not 50,000
+    assert x[0] <= 1 and x[-1] >= 49_999
+    charts.loss_plot.setXRange(10_000, 11_000, padding=0)  # the user zooms in
+    charts.flush()
+    x, _ = curve.getData()
+    assert x.min() >= 9_000 and x.max() <= 12_000
+    assert len(x) >= 900  # every step in view, not a decimated whole
+
+
+def test_the_x_axis_spans_the_planned_run_and_follows_more_steps(replica):
+    replica.add_events([run_started(2)] + [step(n) for n in range(1, 31)])
+    replica.flush()
+    lo, hi = replica.loss_plot.viewRange()[0]
+    assert lo <= 0 and 100 <= hi <= 104  # total_steps 100: fixed, not following the 30 steps
+    replica.add_events([step(n) for n in range(31, 201)])  # more than planned
+    replica.flush()
+    replica.loss_plot.getViewBox().updateAutoRange()
+    assert replica.loss_plot.viewRange()[0][1] >= 200
+    replica.reset()
+    assert replica.loss_plot.getViewBox().state["autoRange"][0]
+
+
+def test_speed_bars_keep_a_round_top_until_speeds_leave_it(replica):
+    from gui_app.ui.charts.plot import _nice_ceiling
+
+    assert _nice_ceiling(1150.0) == 1200.0 and _nice_ceiling(0.9) == 1.0 and _nice_ceiling(7.0) == 8.0
+    replica.add_events([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 31)])
+    replica.flush()
+    top = replica.speed_plot.viewRange()[1][1]
+    assert 1000 < top <= 1500
+    replica.add_events([step(n, speeds=(1050.0, 900.0)) for n in range(31, 61)])
+    replica.flush()
+    assert replica.speed_plot.viewRange()[1][1] == top  # small changes: the axis stays
+    replica.add_events([step(n, speeds=(5000.0, 4000.0)) for n in range(61, 121)])
+    replica.flush()
+    assert replica.speed_plot.viewRange()[1][1] >= 5000
+
+
+def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottleneck(qtbot):
+    from gui_app.ui.tabs.replicas import ReplicaCharts
+
+    charts = ReplicaCharts()
+    qtbot.addWidget(charts)
+    started = {"type": "run_started", "num_replicas": 2, "replicas": [{"replica": 0, "device": "CPU:0"},
+                                                                     {"replica": 1, "device": "CPU:1"}]}
+
+    def step(n, wall, compute, waited):
+        return {"type": "step", "step": n, "step_time": wall, "input_wait": waited,
+                "replicas": [{"replica": r, "device": f"CPU:{r}", "step_time": compute * (1 - r / 10), "examples": 8,
+                              "loss": 1.0, "accuracy": 0.5, "grad_norm": 1.0, "examples_per_sec": 8 / compute}
+                             for r in range(2)]}
+
+    charts.add_events([started] + [step(n, 0.10, 0.04, 0.01) for n in range(1, 11)])
+    assert charts.step_split.shares() == pytest.approx((0.4, 0.1, 0.5))
+    text = charts.step_split.text()
+    assert "compute 40% · input 10% · all-reduce and optimizer 50%" in text and "larger global batch" in text
+    charts.add_events([step(n, 0.10, 0.09, 0.0) for n in range(11, 61)])  # compute-bound: no advice
+    assert "compute 90%" in charts.step_split.text() and "<b>" not in charts.step_split.text()
+    charts.reset()
+    assert charts.step_split.shares() is None

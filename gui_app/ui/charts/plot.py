@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from PySide6.QtCore import QEvent  # noqa: E402  (PySide6 before pyqtgraph)
 from PySide6.QtGui import QColor, QPalette  # noqa: E402
-from PySide6.QtWidgets import QWidget  # noqa: E402
+from PySide6.QtWidgets import QGraphicsItem, QWidget  # noqa: E402
 
 import pyqtgraph as pg  # noqa: E402
 
@@ -143,6 +145,14 @@ def make_plot(title: str, x_label: str, y_label: str, y_units: str | None = None
     plot.setClipToView(True)
     if legend:
         plot.addLegend(offset=(-8, 8 if legend == "top" else -8), labelTextSize="8pt", verSpacing=-6)
+    # Axes, title and legend are mostly text, and text is what a software paint spends its
+    # time on (replaying the axes' pictures was half of a 100k-point redraw): cache each as a
+    # pixmap, redrawn only when it changes (new ticks, a palette change).
+    cached = [plot.getAxis(name) for name in ("left", "bottom", "right", "top")] + [plot.titleLabel]
+    if plot.legend is not None:
+        cached.append(plot.legend)
+    for item in cached:
+        item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     return plot
 
 
@@ -159,3 +169,91 @@ def make_curve(plot: pg.PlotItem, color: QColor | str, name: str | None = None, 
         curve = pg.PlotDataItem(pen=pen, name=name)
     plot.addItem(curve)
     return curve
+
+
+def decimate(x: np.ndarray, y: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Min/max per bin of consecutive points (x increasing): 2 points per bin, so every peak
+    of a curve drawn ``bins`` pixels wide survives. Shorter inputs come back as they are."""
+    n = len(x)
+    if bins < 1 or n <= 4 * bins:
+        return x, y
+    k = n // bins
+    m = k * bins
+    blocks = y[:m].reshape(bins, k)
+    xs = x[:m].reshape(bins, k)
+    # fmin/fmax skip NaN (a step without a value) unless the whole bin is NaN.
+    out_y = np.column_stack((np.fmin.reduce(blocks, axis=1), np.fmax.reduce(blocks, axis=1))).ravel()
+    out_x = np.column_stack((xs[:, 0], xs[:, -1])).ravel()
+    return np.concatenate((out_x, x[m:])), np.concatenate((out_y, y[m:]))
+
+
+def set_line_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``setData`` for a dense live curve: only what the view shows (its x range, unless it
+    follows the data), min/max-decimated to the plot's pixel width, so a redraw costs the
+    same at 100,000 points as at 2,000 (pyqtgraph's own clip-to-view and peak downsampling
+    redo that work over every point at every paint)."""
+    view = curve.getViewBox()
+    width = int(view.width()) if view is not None and view.width() >= 1 else 1000
+    span = getattr(view, "run_span", None)
+    if span is not None and len(x) and x[-1] > span:  # more steps than planned: follow the data
+        view.run_span = None
+        view.enableAutoRange(x=True)
+    if view is not None and not view.state["autoRange"][0] and len(x) > 4 * width:
+        lo, hi = view.viewRange()[0]
+        first = max(int(np.searchsorted(x, lo)) - 1, 0)
+        last = min(int(np.searchsorted(x, hi, side="right")) + 1, len(x))
+        x, y = x[first:last], y[first:last]
+    x, y = decimate(x, y, width)
+    curve.setData(x, y, skipFiniteCheck=True)
+
+
+def redraw_on_zoom(panel: "ChartPanel", plot: pg.PlotItem) -> None:
+    """Ask ``panel`` for a redraw when the user pans or zooms ``plot`` (the decimated curves
+    of :func:`set_line_data` hold only what the last view showed)."""
+    view = plot.getViewBox()
+
+    def changed(*_):
+        if not view.state["autoRange"][0]:
+            panel.request_redraw()
+
+    view.sigXRangeChanged.connect(changed)
+
+
+def span_run(plots, events) -> None:
+    """When a run's ``run_started`` arrives, show its planned steps on the x axis of these
+    live line plots. Their x axes then stay as they are for the whole run; following the
+    growing curves instead redrew them (mostly text, the costliest part of a software paint)
+    at every redraw. The user can still zoom; ``follow_data`` undoes this for a new run."""
+    for event in events:
+        total = event.get("total_steps") if event.get("type") == "run_started" else None
+        if isinstance(total, int) and total > 0:
+            for plot in plots:
+                plot.setXRange(0, total, padding=0.02)  # also turns the x auto-range off
+                plot.getViewBox().run_span = total
+
+
+def follow_data(plots) -> None:
+    for plot in plots:
+        plot.getViewBox().run_span = None
+        plot.enableAutoRange(axis="x")
+
+
+def _nice_ceiling(value: float) -> float:
+    exponent = 10.0 ** np.floor(np.log10(value))
+    for step in (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        if step * exponent >= value:
+            return float(step * exponent)
+    return float(10.0 * exponent)
+
+
+def hold_top(plot: pg.PlotItem, peak: float) -> None:
+    """y from 0 to a round number above ``peak``, changed only when ``peak`` goes above it or
+    below a third of it. A bar chart of live speeds rescaled at every redraw redrew its y axis
+    every time (6.8 ms each, the costliest axis of the Replicas tab)."""
+    if not (np.isfinite(peak) and peak > 0):
+        return
+    view = plot.getViewBox()
+    top = getattr(view, "held_top", None)
+    if top is None or peak > top or peak < top / 3:
+        view.held_top = _nice_ceiling(1.15 * peak)
+        plot.setYRange(0, view.held_top, padding=0)

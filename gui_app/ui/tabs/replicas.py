@@ -20,9 +20,10 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, replica_color, style_plot,
-                                    theme_colors)
+from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, hold_top, make_curve, make_plot,
+                                    redraw_on_zoom, replica_color, set_line_data, span_run, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
+from gui_app.ui.tabs.step_split import StepSplitLabel
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
 SPEED_WINDOW = 20  # examples/s bars show the mean of this many latest steps
@@ -190,6 +191,8 @@ class ReplicaCharts(ChartPanel):
         self.memory_plot = make_plot("Device memory (bar: in use, outline: peak)", "replica",
                                      "memory (MiB)", legend=None)
         self.grad_plot.setXLink(self.loss_plot)
+        for plot in (self.loss_plot, self.grad_plot):
+            redraw_on_zoom(self, plot)
         for plot in (self.speed_plot, self.memory_plot):
             plot.getAxis("left").enableAutoSIPrefix(False)
             plot.setMouseEnabled(x=False, y=False)
@@ -218,6 +221,8 @@ class ReplicaCharts(ChartPanel):
         top.addWidget(self._slowest_label, 1)
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
+        self.step_split = StepSplitLabel()  # compute / input / all-reduce of the recent steps
+        layout.addWidget(self.step_split)
         layout.addWidget(self._graphics, 1)
         self._apply_palette()
         self._redraw()
@@ -225,6 +230,9 @@ class ReplicaCharts(ChartPanel):
     # --- public API -------------------------------------------------------------------
     def reset(self) -> None:
         self._series.clear()
+        self.step_split.reset()
+        follow_data((self.loss_plot, self.grad_plot))
+        self.speed_plot.getViewBox().held_top = None
         for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
             for curve in curves:
                 plot.removeItem(curve)
@@ -233,6 +241,8 @@ class ReplicaCharts(ChartPanel):
 
     def add_events(self, events: list[dict]) -> None:
         """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
+        span_run((self.loss_plot, self.grad_plot), events)
+        self.step_split.add_events(events)
         changed = False
         for event in events:
             changed |= self._series.add(event)
@@ -258,7 +268,7 @@ class ReplicaCharts(ChartPanel):
         for name, curves in (("loss", self._loss_curves), ("grad_norm", self._grad_curves)):
             data = series.metrics[name].data
             for r, curve in enumerate(curves):
-                curve.setData(steps, data[:, r])
+                set_line_data(curve, steps, data[:, r])
         drawn = [list(series.devices), list(series.workers), self.group_by_worker.isChecked()]
         if drawn != self._drawn_devices:  # replicas, devices or grouping changed: relabel
             self._drawn_devices = drawn
@@ -299,6 +309,7 @@ class ReplicaCharts(ChartPanel):
         slowest = series.slowest()
         height = np.nan_to_num(speed)
         _set_bars(self._speed_bars, height, [self._color(r) for r in range(series.replicas)])
+        hold_top(self.speed_plot, float(height.max()) if len(height) else 0.0)
         # The outline is its own item: pyqtgraph sizes a bar item by its last pen only.
         self._slowest_bar.setVisible(slowest is not None)
         if slowest is not None:

@@ -15,7 +15,8 @@ import numpy as np
 import pyqtgraph as pg
 
 from gui_app.ui.charts.plot import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, make_curve,
-                                    make_plot, style_plot, theme_colors)
+                                    follow_data, make_plot, redraw_on_zoom, set_line_data, span_run, style_plot,
+                                    theme_colors)
 from gui_app.ui.charts.series import Ema, GrowableArray, number
 from gui_app.ui.tabs.input_bound import InputBoundLabel
 
@@ -176,6 +177,8 @@ class TrainingCharts(ChartPanel):
         grid.setRowStretchFactor(1, 1)
         # Only plots of equal width are linked: pyqtgraph links views by screen position.
         self.accuracy_plot.setXLink(self.loss_plot)
+        for plot in (self.loss_plot, self.accuracy_plot, self.lr_plot):
+            redraw_on_zoom(self, plot)
 
         self._curves = {  # column of TrainingSeries.steps -> its curve
             LOSS: make_curve(self.loss_plot, TRAIN_COLOR, "per step", alpha=80),
@@ -202,11 +205,13 @@ class TrainingCharts(ChartPanel):
     def reset(self) -> None:
         self._series.clear()
         self.input_bound.reset()
+        follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))
         self.flush()
 
     def add_events(self, events: list[dict]) -> None:
         """Buffer the step, epoch_end and run_started events; the redraw comes from a timer."""
         self.input_bound.add_events(events)
+        span_run((self.loss_plot, self.accuracy_plot, self.lr_plot), events)
         if self._series.add_events(events):
             self.request_redraw()
 
@@ -243,7 +248,7 @@ class TrainingCharts(ChartPanel):
         data = self._series.steps.data
         steps = data[:, STEP]
         for col, curve in self._curves.items():
-            curve.setData(steps, data[:, col])
+            set_line_data(curve, steps, data[:, col])
         val = self._series.validation.data
         for col, curve in self._val_curves.items():
             keep = ~np.isnan(val[:, col])
