@@ -159,7 +159,9 @@ class _Attempt:
                     return "failed", f"the cluster did not stop within {STOP_GRACE_S:g} s of the stop; killed it"
             failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
             if failed:
-                culprit = failed[0]
+                # A worker killed by a signal is the cause; peers that then exit with a collective
+                # error (UnavailableError) are its victims, whichever the poll saw first.
+                culprit = min(failed, key=lambda w: (w.proc.returncode >= 0, w.index))
                 self.kill_all()
                 self._relay()
                 return "failed", self._describe(culprit)
@@ -184,6 +186,8 @@ class _Attempt:
         what = self.held.get("error", {}).get("message") if culprit.index == 0 else None
         what = what or culprit.last_error
         hung = [i for i in culprit.unhealthy if i != culprit.index]
+        if not hung:  # TensorFlow's heartbeat report may not have arrived: a stopped peer is hung
+            hung = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
         if hung:  # the chief failed because a peer hung: name the peer
             where = f" at {self.workers[hung[0]].address}" if hung[0] < len(self.workers) else ""
             return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "
@@ -194,6 +198,17 @@ class _Attempt:
     @property
     def chief_error_kind(self) -> str | None:
         return self.held.get("error", {}).get("kind")
+
+
+def _is_stopped(proc: subprocess.Popen) -> bool:
+    """Alive but stopped (SIGSTOP, a debugger, a frozen container): state T in /proc (Linux)."""
+    if proc.poll() is not None:
+        return False
+    try:
+        with open(f"/proc/{proc.pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False
 
 
 def _checkpoint_step(run_dir: Path) -> int:
