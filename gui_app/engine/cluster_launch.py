@@ -162,9 +162,10 @@ class _Attempt:
                 # A worker killed by a signal is the cause; peers that then exit with a collective
                 # error (UnavailableError) are its victims, whichever the poll saw first.
                 culprit = min(failed, key=lambda w: (w.proc.returncode >= 0, w.index))
+                stopped = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
                 self.kill_all()
                 self._relay()
-                return "failed", self._describe(culprit)
+                return "failed", self._describe(culprit, stopped)
             if chief.proc.poll() == 0 and not open_stream:
                 finished = self.held.get("run_finished", {})
                 status = finished.get("status", "failed")
@@ -178,7 +179,7 @@ class _Attempt:
                 return status, finished.get("message")
             time.sleep(POLL_S)
 
-    def _describe(self, culprit: Worker) -> str:
+    def _describe(self, culprit: Worker, stopped: list[int]) -> str:
         # Let the chief's last lines arrive: its error names the TensorFlow failure.
         for t in culprit.threads:
             t.join(timeout=2)
@@ -186,8 +187,7 @@ class _Attempt:
         what = self.held.get("error", {}).get("message") if culprit.index == 0 else None
         what = what or culprit.last_error
         hung = [i for i in culprit.unhealthy if i != culprit.index]
-        if not hung:  # TensorFlow's heartbeat report may not have arrived: a stopped peer is hung
-            hung = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
+        hung = hung or stopped  # TensorFlow's heartbeat report may not have arrived: a stopped peer hung
         if hung:  # the chief failed because a peer hung: name the peer
             where = f" at {self.workers[hung[0]].address}" if hung[0] < len(self.workers) else ""
             return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "

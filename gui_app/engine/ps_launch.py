@@ -97,7 +97,7 @@ class PSController(RunController):
         from dataclasses import replace
 
         ctx.built = replace(built, strategy=tf.distribute.get_strategy())
-        self._writers = None
+        self._start_bookkeeping()
         self.watch = watch or (lambda step: None)
 
     def _emit_worker_steps(self, rows: np.ndarray, first_step: int, epoch: int, seconds: float) -> None:

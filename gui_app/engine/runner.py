@@ -59,12 +59,16 @@ class RunController:
         logits = outputs_logits(ctx.model)
         self.trainer = Trainer(ctx.strategy, ctx.model, ctx.optimizer, cfg.global_batch_size, logits)
         self.evaluator = Evaluator(ctx.strategy, ctx.model, ctx.dataset.num_classes, logits)
+        self._start_bookkeeping()
+
+    def _start_bookkeeping(self) -> None:
+        """What every controller keeps besides its trainer (the parameter-server one too)."""
         self._writers = None
         self._last_checkpoint = time.monotonic()
         # Utilisation, temperature and power of the GPUs from NVML, sampled off this thread;
         # nothing starts without an NVIDIA driver (not run on a GPU here: core/gpu_monitor.py).
         self._gpus = GpuMonitor()
-        if any("GPU" in d for d in ctx.built.devices):
+        if any("GPU" in d for d in self.ctx.built.devices):
             self._gpus.start()
 
     # ---- helpers ------------------------------------------------------------------------
