@@ -74,7 +74,8 @@ def test_image_folder_streams_and_refuses_a_bomb_by_its_header(tmp_path):
 def test_image_headers_give_sizes_without_decoding():
     import tensorflow as tf
 
-    from gui_app.core.datasets.image_headers import MAX_PIXELS, image_size
+    from gui_app.core.config import MAX_IMAGE_PIXELS
+    from gui_app.core.datasets.image_header import dimensions as image_size
 
     assert image_size(bomb_png(123, 45)) == (123, 45)
     jpeg = tf.io.encode_jpeg(np.zeros((21, 34, 3), np.uint8)).numpy()
@@ -82,7 +83,7 @@ def test_image_headers_give_sizes_without_decoding():
     assert image_size(png(np.zeros((5, 7, 1), np.uint8))) == (7, 5)
     assert image_size(b"GIF89a\x10\x00\x20\x00") == (16, 32)
     assert image_size(b"not an image") is None
-    assert 30000 * 30000 > MAX_PIXELS
+    assert 30000 * 30000 > MAX_IMAGE_PIXELS
 
 
 def test_stream_config_keys_are_validated():

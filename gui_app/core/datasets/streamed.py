@@ -134,7 +134,7 @@ def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> Strea
 
 
 def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
-    from gui_app.core.datasets import image_headers
+    from gui_app.core.datasets.image_header import check_file
     from gui_app.core.datasets.base import require_path
     from gui_app.core.datasets.images import _scan
 
@@ -152,7 +152,7 @@ def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> S
         paths, labels = [], []
         jobs = [(label, p) for label, name in enumerate(names) for p in files[name]]
         for n, (label, p) in enumerate(jobs):
-            why = image_headers.check_file(p)  # header only: a bomb is never decoded
+            why = check_file(p, cfg.max_image_pixels)  # header only: a bomb is never decoded
             if why is None:
                 paths.append(str(p))
                 labels.append(label)
