@@ -403,5 +403,10 @@ def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottlene
     assert "compute 40% · input 10% · all-reduce and optimizer 50%" in text and "larger global batch" in text
     charts.add_events([step(n, 0.10, 0.09, 0.0) for n in range(11, 61)])  # compute-bound: no advice
     assert "compute 90%" in charts.step_split.text() and "<b>" not in charts.step_split.text()
+    bars = charts.step_split.split.per_replica()  # replica 1 computes 10 % faster: it waits longer
+    assert bars.shape == (2, 3) and bars[1, 0] < bars[0, 0] and bars[1, 2] > bars[0, 2]
+    assert bars.sum(axis=1) == pytest.approx([0.10, 0.10])  # each bar is the whole step
+    charts.step_split.flush()
+    assert len(charts.step_split.split.history) == 60
     charts.reset()
-    assert charts.step_split.shares() is None
+    assert charts.step_split.shares() is None and not charts.step_split.isVisible()

@@ -23,7 +23,7 @@ import pyqtgraph as pg
 from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, hold_top, make_curve, make_plot,
                                     redraw_on_zoom, replica_color, set_line_data, span_run, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
-from gui_app.ui.tabs.step_split import StepSplitLabel
+from gui_app.ui.tabs.step_split import StepSplitPanel
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
 SPEED_WINDOW = 20  # examples/s bars show the mean of this many latest steps
@@ -221,9 +221,9 @@ class ReplicaCharts(ChartPanel):
         top.addWidget(self._slowest_label, 1)
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
-        self.step_split = StepSplitLabel()  # compute / input / all-reduce of the recent steps
-        layout.addWidget(self.step_split)
         layout.addWidget(self._graphics, 1)
+        self.step_split = StepSplitPanel()  # compute / input / all-reduce, per replica and over the run
+        layout.addWidget(self.step_split)
         self._apply_palette()
         self._redraw()
 
