@@ -94,11 +94,21 @@ class RunController:
             return True
         if every and before // every != step // every:
             return True
-        return bool(minutes) and time.monotonic() - self._last_checkpoint >= 60 * minutes
+        if not (minutes and time.monotonic() - self._last_checkpoint >= 60 * minutes):
+            return False
+        if getattr(self.ctx.built, "num_workers", 1) > 1:
+            # Every worker must save together, and each has its own clock: ask, and the workers
+            # agree at the next step group (engine/cluster_control.py) like a `checkpoint` word.
+            self.control.command("checkpoint")
+            self._last_checkpoint = time.monotonic()
+            return False
+        return True
 
     def _group_size(self, remaining: int, per_step: float | None) -> int:
         k = min(self.ctx.config.training.steps_per_call, remaining)
-        if per_step:
+        # Workers of a cluster must run the same steps per call (a group is collectives all
+        # workers join), and each measures its own speed: only a single process shortens it.
+        if per_step and getattr(self.ctx.built, "num_workers", 1) <= 1:
             k = min(k, max(1, int(GROUP_SECONDS / per_step)))
         return k
 
