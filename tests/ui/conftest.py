@@ -55,3 +55,30 @@ def fake_engine(monkeypatch):
 
     engine_command.configure = configure
     return engine_command
+
+
+@pytest.fixture
+def panel(qtbot, fake_engine):
+    """The config panel over the fake engine, filled with the first-launch config."""
+    from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
+
+    panel = ConfigPanel(fake_engine)
+    qtbot.addWidget(panel)
+    panel.set_config(first_launch_config())
+    yield panel
+    panel.inspector.cancel()
+    panel.devices.cancel_detection()
+
+
+@pytest.fixture
+def real_window(qtbot):
+    """The main window with the real engine (each engine process costs seconds: slow tests)."""
+    from gui_app.ui.window.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.supervisor.close()
+    window.settings.confirm_close_during_run = False
+    window.close()

@@ -1,22 +1,10 @@
 """The cluster part of the strategy form, and the Replicas tab's worker labels."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtWidgets import QApplication
 
 from gui_app.core.config import StrategyConfig
-from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.tabs.replicas import ReplicaCharts
-
-
-@pytest.fixture
-def panel(qtbot, fake_engine):
-    panel = ConfigPanel(fake_engine)
-    qtbot.addWidget(panel)
-    panel.set_config(first_launch_config())
-    yield panel
-    panel.inspector.cancel()
-    panel.devices.cancel_detection()
 
 
 def _use(panel, name):

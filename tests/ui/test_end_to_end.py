@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
-from gui_app.ui.window.main_window import MainWindow
 
 pytestmark = pytest.mark.slow
 
@@ -15,18 +14,8 @@ CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "C
 ENGINE_TIMEOUT_MS = 240_000  # two cores shared with other work: be generous, it is only a ceiling
 
 
-@pytest.fixture
-def window(qtbot):
-    window = MainWindow()  # the real engine
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.supervisor.close()
-    window.settings.confirm_close_during_run = False
-    window.close()
-
-
-def test_train_digits_on_two_cpu_replicas(qtbot, window):
+def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
+    window = real_window
     window.config_panel.set_config(CONFIG)
     with qtbot.waitSignals([window.config_panel.devices.detected, window.config_panel.inspected],
                            timeout=ENGINE_TIMEOUT_MS):
@@ -49,7 +38,8 @@ def test_train_digits_on_two_cpu_replicas(qtbot, window):
     assert window.runs.status_of(run_dir) == "completed"
 
 
-def test_stop_in_the_middle_then_resume(qtbot, window):
+def test_stop_in_the_middle_then_resume(qtbot, real_window):
+    window = real_window
     window.config_panel.set_config(CONFIG.replace(training={"epochs": 2, "steps_per_call": 1}))
     window.config_panel.inspector.cancel()  # not needed here: keep the two cores for training
     sup = window.supervisor

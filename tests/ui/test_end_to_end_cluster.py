@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
-from gui_app.ui.window.main_window import MainWindow
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="local clusters are tested on Linux")]
 
@@ -16,18 +15,8 @@ CONFIG = RunConfig(model=ModelConfig(name="mlp"), strategy=StrategyConfig(name="
 ENGINE_TIMEOUT_MS = 240_000
 
 
-@pytest.fixture
-def window(qtbot):
-    window = MainWindow()  # the real engine
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.supervisor.close()
-    window.settings.confirm_close_during_run = False
-    window.close()
-
-
-def test_a_two_worker_cluster_from_the_window(qtbot, window):
+def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
+    window = real_window
     window.config_panel.set_config(CONFIG)
     with qtbot.waitSignal(window.supervisor.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
             qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_MS) as finished:

@@ -9,18 +9,8 @@ from PySide6.QtWidgets import QApplication
 
 from gui_app.core.config import (ConfigError, DatasetConfig, ModelConfig, RunConfig, RuntimeConfig, StrategyConfig,
                                  TrainingConfig)
-from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
+from gui_app.ui.config.config_panel import first_launch_config
 from gui_app.ui.config import guess_dataset
-
-
-@pytest.fixture
-def panel(qtbot, fake_engine):
-    panel = ConfigPanel(fake_engine)
-    qtbot.addWidget(panel)
-    panel.set_config(first_launch_config())
-    yield panel
-    panel.inspector.cancel()
-    panel.devices.cancel_detection()
 
 
 def test_first_launch_defaults(panel):
