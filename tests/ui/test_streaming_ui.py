@@ -33,6 +33,26 @@ def test_dataset_form_round_trips_the_stream_keys(qtbot, tmp_path, section):
     assert form.memory_budget.isEnabled() == (config.loading == "auto")
 
 
+STREAM_ROWS = ("dataset.image_size", "dataset.color_mode", "dataset.loading", "dataset.memory_budget_mb",
+               "dataset.cache", "dataset.test_split")
+
+
+def test_dataset_form_shows_only_the_rows_that_apply(qtbot):
+    form = DatasetForm()
+    qtbot.addWidget(form)
+    form.show()
+    form.set_config_section(DatasetConfig(name="digits"))
+    assert not any(form.row_shown(k) for k in STREAM_ROWS + ("dataset.path", "dataset.tfds_name"))
+    assert form.row_shown("dataset.validation") and not form.cache.isVisible() and not form.cache.isEnabled()
+    form.set_config_section(DatasetConfig(name="tfrecord", path="/x"))
+    assert all(form.row_shown(k) for k in STREAM_ROWS + ("dataset.path", "dataset.label_offset"))
+    assert not form.row_shown("dataset.tfds_name") and form.cache.isVisible()
+    # An error about a row that is hidden is shown where the user can read it, naming the key.
+    form.set_config_section(DatasetConfig(name="digits"))
+    form.show_error("dataset.cache", "must be one of none, auto")
+    assert form.error_messages() == {"": "dataset.cache: must be one of none, auto"}
+
+
 def test_memory_budget_default_shows_a_quarter_of_ram(qtbot):
     form = DatasetForm()
     qtbot.addWidget(form)

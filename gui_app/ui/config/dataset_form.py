@@ -230,19 +230,22 @@ class DatasetForm(FormSection):
         name = self.name.currentData()
         folder = name in ("image_folder", "tfrecord")
         images = name in DATASETS_OF_IMAGES
-        self.path.setEnabled(name not in ("digits", "tfds"))
+        self.show_row("dataset.path", name not in ("digits", "tfds"))
         self.path.setPlaceholderText(
             "required" if name in DATASETS_WITH_PATH else
             "optional: a local copy (otherwise downloaded once)" if name in DOWNLOADABLE else "bundled with the app")
-        self.test_path.setEnabled(folder)
-        for widget in (self.height, self.width, self.color_mode, self.loading, self.cache):
-            widget.setEnabled(images)
+        self.show_row("dataset.test_path", folder)
+        for key in ("dataset.image_size", "dataset.color_mode", "dataset.loading", "dataset.cache"):
+            self.show_row(key, images)
+        self.width.setEnabled(images)  # image_size's row holds both spin boxes
+        self.show_row("dataset.memory_budget_mb", images)
         self.memory_budget.setEnabled(images and self.loading.currentData() == "auto")
-        self.label_offset.setEnabled(name == "tfrecord")
-        self.tfds_name.setEnabled(name == "tfds")
-        self.data_dir.setEnabled(name == "tfds")
+        self.show_row("dataset.label_offset", name == "tfrecord")
+        self.show_row("dataset.tfds_name", name == "tfds")
+        self.show_row("dataset.data_dir", name == "tfds")
         self.validation_split.setEnabled(self.validation.currentData() == "split")
-        self.test_split.setEnabled(name in DATASETS_OF_IMAGES and not (folder and self.test_path.text().strip()))
+        self.show_row("dataset.test_split", images)
+        self.test_split.setEnabled(images and not (folder and self.test_path.text().strip()))
         if not self.signalsBlocked():
             self.changed.emit()
 

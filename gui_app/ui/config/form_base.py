@@ -74,6 +74,7 @@ class FormSection(QWidget):
         self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.DontWrapRows)
         outer.addLayout(self.form)
         self._fields: dict[str, QWidget] = {}
+        self._rows: dict[str, QWidget] = {}  # the row holder of each key (for show_row)
         self._error_labels: dict[str, QLabel] = {}
         self.section_error = self._make_error_label()  # errors that belong to no single field
         outer.addWidget(self.section_error)
@@ -96,8 +97,19 @@ class FormSection(QWidget):
         label_widget.setBuddy(widget)
         self.form.addRow(label_widget, holder)
         self._fields[key] = widget
+        self._rows[key] = holder
         self._error_labels[key] = error
         return widget
+
+    def show_row(self, key: str, applies: bool) -> None:
+        """Show the row of ``key`` only where it applies (and disable it otherwise, so a hidden
+        field is never read as set): ten greyed rows for a dataset that has none of them
+        bury the two that matter."""
+        self._fields[key].setEnabled(applies)
+        self.form.setRowVisible(self._rows[key], applies)
+
+    def row_shown(self, key: str) -> bool:
+        return not self._rows[key].isHidden()
 
     def _make_error_label(self) -> QLabel:
         label = QLabel()
@@ -131,7 +143,9 @@ class FormSection(QWidget):
 
     def show_error(self, key: str, message: str) -> None:
         label = self._error_labels.get(key, self.section_error)
-        if label is self.section_error and key and key not in self._fields:
+        if key in self._rows and self._rows[key].isHidden():
+            label = self.section_error  # a config file set a field this dataset hides: say it where it shows
+        if label is self.section_error and key and (key not in self._fields or self._rows[key].isHidden()):
             message = f"{key}: {message}"
         label.setText(message)
         label.show()
