@@ -154,6 +154,7 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(self.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         self.runs.tree.itemSelectionChanged.connect(self._update_actions)
+        self.runs.filled.connect(self._update_actions)  # the selected run's status may have changed
 
     def _restore(self) -> None:
         s = self.settings
@@ -328,6 +329,7 @@ class MainWindow(QMainWindow):
         self.tools.close()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
+        self.runs.stop_reading()
         self.supervisor.close()
         event.accept()
 
