@@ -91,7 +91,7 @@ def launch(command: list[str], env: dict[str, str]) -> tuple[float, dict]:
     """Seconds from starting ``command`` to the time it reports, and its report."""
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
-                          cwd=str(ROOT))
+                          cwd=str(ROOT), check=False)
     if done.returncode != 0:
         raise SystemExit(f"bench_startup: {' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -194,7 +194,7 @@ def measure_first_step(pairs: int, command: str | None) -> dict[str, list[float]
         config = Path(tmp) / "digits.json"
         config.write_text(json.dumps(FIRST_STEP_CONFIG), encoding="utf-8")
         for i in range(pairs):
-            def window() -> float:
+            def window(i: int = i) -> float:  # fresh settings for every launch: the first-run setup
                 app_env = dict(env, REPLICA_STUDIO_CONFIG_DIR=f"{tmp}/config-{i}", REPLICA_STUDIO_RUNS_DIR=f"{tmp}/runs")
                 return until_line([*app, "--config", str(config), "--train", "--measure-startup"], app_env,
                                   lambda r: "first_step_at" in r)

@@ -244,6 +244,12 @@ class ReplicaCharts(ChartPanel):
             curves.clear()
         self.flush()
 
+    def flush(self) -> None:
+        """Draw now, the step-time and GPU panels too (an opened run, tests, screenshots)."""
+        super().flush()
+        self.step_split.flush()
+        self.gpus.flush()
+
     def add_events(self, events: list[dict]) -> None:
         """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
         span_run((self.loss_plot, self.grad_plot), events)
