@@ -8,7 +8,8 @@ Sections (each also runs alone: ``python benchmarks/bench_<name>.py``):
   eval     distributed evaluation vs model.evaluate (bench_eval.py)
   charts   one chart redraw at 1k / 100k / 1M points (bench_charts.py)
   window   the window's cost, event-loop latency and memory during a digits run (bench_window.py)
-  startup  launch to first painted window (bench_startup.py)
+  startup  launch to first painted window (empty, 1,000 runs warm and cold) and to the first finished
+           step from the window and the CLI (bench_startup.py)
 Ratios come from interleaved whole-process runs (medians over pairs, spread beside them);
 the machine this runs on may be shared, so read the spread too. ``--quick`` takes smaller
 data and fewer pairs (minutes instead of about an hour); docs/benchmarks.md holds the figures

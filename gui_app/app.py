@@ -22,7 +22,8 @@ APP_OPTIONS = (
     ("--install-desktop-entry", "add Replica Studio to your application menu (a .desktop file and icons "
                                 "in $XDG_DATA_HOME, default ~/.local/share)"),
     ("--uninstall-desktop-entry", "remove what --install-desktop-entry added"),
-    ("--measure-startup", "open the window, print the time from launch to its first paint (JSON), quit"),
+    ("--measure-startup", "open the window, print the time from launch to its first paint (JSON), quit; "
+                          "with --train, wait for the run's first finished step and print that too"),
 )
 
 
@@ -46,7 +47,9 @@ def _print_help() -> int:
         pass
     print("\ndesktop app options (without a command):")
     options = (("--runs-dir DIR", "folder of run directories (default: the user data folder)"),
-               ("--config FILE", "fill the forms from this run configuration (JSON)"), *APP_OPTIONS)
+               ("--config FILE", "fill the forms from this run configuration (JSON)"),
+               ("--train", "start training the configuration in the forms (the last one, or --config FILE) "
+                           "as the window opens"), *APP_OPTIONS)
     for option, text in options:
         print(textwrap.fill(text, width=100, initial_indent=f"  {option:<27}", subsequent_indent=" " * 29))
     return 0

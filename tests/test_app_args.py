@@ -35,6 +35,7 @@ def test_what_the_window_refuses(argv, message):
 @pytest.mark.parametrize("argv", [
     [], ["--runs-dir", "/tmp/runs"], ["--config=c.json"], ["-platform", "offscreen"], ["-style=fusion"],
     ["--style", "fusion", "-reverse"], ["-geometry", "800x600+0+0", "-display", ":1", "--measure-startup"],
+    ["--config", "c.json", "--train", "--measure-startup"],
 ])
 def test_qt_and_app_options_pass_through(argv):
     assert check(argv, COMMANDS) is None

@@ -39,6 +39,12 @@ def test_the_schema_catches_what_a_reader_would_trip_on():
     assert event_problems({"type": "run_finished", "time": 1.0, "status": "failed", "run_dir": None, "step": 0}) == [
         "run_finished: a failed run says why in 'message'"]
     assert event_problems({"type": "paused", "time": 1.0, "step": True}) == ["paused: 'step' is a boolean"]
+    step = {"type": "step", "time": 1.0, "step": 3, "epoch": 1, "loss": None, "accuracy": None, "learning_rate": None,
+            "examples_per_sec": None, "step_time": None, "replicas": []}
+    gpu = {"index": 0, "name": "NVIDIA A100", "utilization": 87.0, "memory_used": 1, "memory_total": 2,
+           "temperature": None, "power": None}  # a card without the sensor reports null
+    assert event_problems({**step, "gpus": [gpu]}) == []
+    assert event_problems({**step, "gpus": [{**gpu, "utilization": "87 %"}]}) == ["step 3 gpus[0]: 'utilization' is str"]
 
 
 def test_the_real_engine_follows_the_protocol(trained_run):

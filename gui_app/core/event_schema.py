@@ -46,6 +46,13 @@ REPLICA_ENTRY: dict[str, tuple[type, ...]] = {
     "memory_bytes": NULLABLE_NUMBER, "peak_memory_bytes": NULLABLE_NUMBER,
 }
 
+# Each entry of a step event's optional "gpus" list (gui_app.core.gpu_monitor.GpuSample): present
+# only where NVML sees NVIDIA GPUs; a figure the card does not report is null.
+GPU_ENTRY: dict[str, tuple[type, ...]] = {
+    "index": (int,), "name": TEXT, "utilization": NULLABLE_NUMBER, "memory_used": NULLABLE_NUMBER,
+    "memory_total": NULLABLE_NUMBER, "temperature": NULLABLE_NUMBER, "power": NULLABLE_NUMBER,
+}
+
 
 def _check_keys(where: str, value: dict, keys: dict[str, tuple[type, ...]]) -> list[str]:
     problems = []
@@ -79,6 +86,15 @@ def event_problems(event: Any) -> list[str]:
                 problems.append(f"step {event.get('step')}: replicas[{i}] is not an object")
             else:
                 problems += _check_keys(f"step {event.get('step')} replicas[{i}]", entry, REPLICA_ENTRY)
+    if kind == "step" and "gpus" in event:
+        if not isinstance(event["gpus"], list):
+            problems.append(f"step {event.get('step')}: 'gpus' is not a list")
+        else:
+            for i, entry in enumerate(event["gpus"]):
+                if not isinstance(entry, dict):
+                    problems.append(f"step {event.get('step')}: gpus[{i}] is not an object")
+                else:
+                    problems += _check_keys(f"step {event.get('step')} gpus[{i}]", entry, GPU_ENTRY)
     return problems
 
 

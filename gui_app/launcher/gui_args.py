@@ -10,7 +10,7 @@ import difflib
 
 # The window's options that take a value, and those that do not (gui_app/ui/application.py, app.py).
 APP_VALUE_OPTIONS = ("--runs-dir", "--config")
-APP_FLAGS = ("--measure-startup",)
+APP_FLAGS = ("--measure-startup", "--train")
 # QGuiApplication/QApplication command-line options (Qt 6 documentation), with a value or not.
 QT_VALUE_OPTIONS = ("-platform", "-platformpluginpath", "-platformtheme", "-plugin", "-qwindowgeometry",
                     "-qwindowicon", "-qwindowtitle", "-session", "-display", "-geometry", "-style", "-stylesheet",

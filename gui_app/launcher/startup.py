@@ -11,8 +11,9 @@ A double-clicked app has no terminal, so a startup failure must reach the user s
 - Qt starts but the app cannot (TensorFlow is not installed, the UI fails to import): a
   dialog (gui_app.ui.application), and the reason on stderr.
 
-``--measure-startup`` opens the window, prints when it was first painted, and quits: the
-measurement behind benchmarks/bench_startup.py, for an installed command or a bundle alike.
+``--measure-startup`` opens the window, prints when it was first painted, and quits (with
+``--train``: when the run's first step has finished): the measurement behind
+benchmarks/bench_startup.py, for an installed command or a bundle alike.
 """
 from __future__ import annotations
 
@@ -167,7 +168,8 @@ def launch_gui(argv: list[str], launched_at: float | None = None) -> int:
             f"    {sys.executable} -m pip install 'tensorflow>=2.21,<2.22'")
         return EXIT_CANNOT_START
     if measure:
-        shell.StartupTimer(app, launched_at)  # parented to the app, which keeps it alive
+        # parented to the app, which keeps it alive; with --train it waits for the first step
+        shell.StartupTimer(app, launched_at, first_step="--train" in argv)
     try:
         from gui_app.ui.application import run_gui
 

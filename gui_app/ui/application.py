@@ -19,6 +19,8 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--runs-dir", metavar="DIR", help="folder of run directories (default: the user data folder, "
                                                           "or $REPLICA_STUDIO_RUNS_DIR)")
     parser.add_argument("--config", metavar="FILE", help="fill the forms from this run configuration (JSON)")
+    parser.add_argument("--train", action="store_true", help="start training the configuration in the forms "
+                                                             "(the last one, or --config FILE) as the window opens")
     # Unknown options are Qt's own (-platform, -style, ...): pass them on to QApplication.
     return parser.parse_known_args(argv)
 
@@ -78,7 +80,13 @@ def run_gui(argv: list[str]) -> int:
             except ConfigError as exc:
                 config_error = str(exc)
         window.show()
-        window.start()
+        # --train: never the previous config when --config failed, nor an invalid one
+        if args.train and config_error is None and window.config_panel.config() is not None:
+            window.train_at_launch()
+        else:
+            if args.train and config_error is None:
+                config_error = "The configuration is not valid, so training did not start: fix it and press Train."
+            window.start()
         _close_on_termination(app, window)
     except Exception as exc:  # noqa: BLE001 - any startup failure goes to a dialog, not a lost console
         traceback.print_exc()

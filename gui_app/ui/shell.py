@@ -69,17 +69,24 @@ def _process_age() -> float | None:
 class StartupTimer(QObject):
     """Prints one JSON line when the main window has been painted for the first time, then
     ends the event loop: ``{"painted_at": time.monotonic(), "since_process_start": s,
-    "since_launch": s, "tensorflow_loaded": false}``."""
+    "since_launch": s, "tensorflow_loaded": false}``.
 
-    def __init__(self, app: QApplication, launched_at: float) -> None:
+    ``first_step`` (``--train``): the event loop goes on after that line until the window's run
+    reports its first ``step`` event, then a second line ``{"first_step_at": ..., "since_launch":
+    s, "tensorflow_loaded": false}`` is printed and the run is stopped, then the window closes. A run
+    that finishes without a step prints ``{"error": message}`` and ends the loop with code 1."""
+
+    def __init__(self, app: QApplication, launched_at: float, first_step: bool = False) -> None:
         super().__init__(app)
         self._app, self._launched_at, self._seen = app, launched_at, False
+        self._first_step, self._window = first_step, None
         app.installEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if (not self._seen and event.type() == QEvent.Type.Paint and isinstance(obj, QWidget)
                 and isinstance(obj.window(), QMainWindow)):
             self._seen = True
+            self._window = obj.window()
             # The paint pass that sent this event draws the whole window; report after it.
             QTimer.singleShot(0, self._report)
         return False
@@ -90,4 +97,24 @@ class StartupTimer(QObject):
         print(json.dumps({"painted_at": now, "since_process_start": _process_age(),
                           "since_launch": now - self._launched_at,
                           "tensorflow_loaded": "tensorflow" in sys.modules}), flush=True)
-        self._app.exit(0)
+        supervisor = getattr(self._window, "supervisor", None)  # the MainWindow's (shell cannot import it)
+        if not self._first_step or supervisor is None:
+            self._app.exit(0)
+            return
+        supervisor.events.connect(self._on_events)
+        supervisor.finished.connect(self._on_finished)
+
+    def _on_events(self, events: list) -> None:
+        if any(e.get("type") == "step" for e in events) and self._first_step:
+            now = time.monotonic()
+            self._first_step = False
+            print(json.dumps({"first_step_at": now, "since_launch": now - self._launched_at,
+                              "tensorflow_loaded": "tensorflow" in sys.modules}), flush=True)
+            # The figure is taken: stop the run the way Ctrl+C does (checkpoint, then the window closes).
+            self._window.close_without_asking()
+
+    def _on_finished(self, status: str, _run_dir: str, message: str) -> None:
+        if self._first_step:
+            self._first_step = False
+            print(json.dumps({"error": f"the run {status} before its first step: {message}"}), flush=True)
+            self._app.exit(1)

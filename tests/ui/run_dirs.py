@@ -37,3 +37,8 @@ def write_run(runs_dir: Path, name: str, status: str | None, steps: int = 10, st
     if checkpoint:
         (run / "checkpoints").mkdir()
     return run
+
+
+def wait_listed(qtbot, panel, timeout: int = 30_000) -> None:
+    """Until the RunsPanel's fill (on its reader thread) has ended: the rows are as on disk."""
+    qtbot.waitUntil(lambda: not panel.is_filling(), timeout=timeout)

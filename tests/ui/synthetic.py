@@ -50,7 +50,10 @@ def synthetic_events(steps: int = 600, epochs: int = 3, replicas: int = 2, *, se
                 "memory_bytes": int(3e8 + 2e8 * r + 1e7 * rng.random()) if gpu else None,
                 "peak_memory_bytes": int(6e8 + 2e8 * r) if gpu else None,
             })
+        if gpu and (step == 1 or step % 50 == 0):  # NVML is sampled about once a second, not every step
+            gpus = nvml_samples(replicas, progress, rng)
         events.append({
+            **({"gpus": gpus} if gpu else {}),
             "type": "step", "time": step * 0.02, "step": step, "epoch": min(epochs, 1 + (step - 1) // per_epoch),
             "loss": float(np.mean([row["loss"] for row in rows])),
             "accuracy": float(np.mean([row["accuracy"] for row in rows])),
@@ -64,6 +67,23 @@ def synthetic_events(steps: int = 600, epochs: int = 3, replicas: int = 2, *, se
                            "val_loss": loss * 1.1, "val_accuracy": 1 - loss * 1.1 / 2.5, "duration": 1.0})
     events.append({"type": "run_finished", "time": steps * 0.02, "status": "completed", "step": steps})
     return events
+
+
+def nvml_samples(count: int, progress: float = 0.5, rng=None) -> list[dict]:
+    """One ``gpus`` list as gui_app.core.gpu_monitor.GpuSample.to_dict gives it, for ``count``
+    cards; GPU 1 runs hot and the last card's memory is nearly full, so the panel has something
+    to point at."""
+    rng = rng or np.random.default_rng(0)
+    total = 24 * 2**30
+    out = []
+    for i in range(count):
+        full = i == count - 1 and count > 1
+        out.append({"index": i, "name": "NVIDIA GeForce RTX 4090" if i % 2 == 0 else "NVIDIA RTX A5000",
+                    "utilization": float(min(100, 70 + 25 * rng.random() - (30 if i == 2 else 0))),
+                    "memory_used": int(total * (0.97 if full else 0.4 + 0.1 * i)), "memory_total": total,
+                    "temperature": float(round(60 + 10 * progress + (18 if i == 1 else 0))),
+                    "power": None if i == 2 else float(round(250 + 100 * rng.random(), 1))})
+    return out
 
 
 def run_preview(factory: Callable[[], object], events: list[dict] | None = None) -> None:

@@ -3,6 +3,7 @@ acceptance test). Each engine process costs ~6 s of TensorFlow start-up, so thes
 from __future__ import annotations
 
 import pytest
+from run_dirs import wait_listed
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
 
@@ -35,6 +36,7 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     assert matrix.shape == (10, 10) and matrix.sum() == run["dataset"]["test_examples"]
     window.tabs.setCurrentWidget(window.replica_charts)
     qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    wait_listed(qtbot, window.runs)
     assert window.runs.status_of(run_dir) == "completed"
 
 
@@ -52,6 +54,7 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
     with qtbot.waitSignal(sup.finished, timeout=60_000) as finished:
         window.actions.stop.trigger()
     status, run_dir, _ = finished.args
+    wait_listed(qtbot, window.runs)
     assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled()

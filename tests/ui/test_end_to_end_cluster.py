@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from run_dirs import wait_listed
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 
@@ -29,4 +30,5 @@ def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
     qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
     series = window.replica_charts._series
     assert [series.label(r) for r in range(2)] == ["0/CPU:0", "1/CPU:0"]
+    wait_listed(qtbot, window.runs)
     assert window.runs.status_of(run_dir) == "completed"

@@ -16,6 +16,7 @@ from gui_app.ui.tabs.try_model import TryPanel
 from gui_app.ui.window.main_window import MainWindow
 
 from pngs import digit_like_pngs
+from run_dirs import wait_listed
 
 TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)
@@ -161,6 +162,7 @@ def history_window(qtbot, trained_run):
     window = MainWindow(runs_dir=trained_run.parent, engine_command=app_command)
     qtbot.addWidget(window)
     window.show()
+    wait_listed(qtbot, window.runs)
     yield window
     window.close()
 

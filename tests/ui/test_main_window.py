@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
-from run_dirs import write_run
+from run_dirs import wait_listed, write_run
 
 from gui_app.core.rundir import list_runs
-from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.settings import load_settings
+from gui_app.ui.window.main_window import MainWindow
 
 
 @pytest.fixture
@@ -43,6 +43,7 @@ def window(make_window) -> MainWindow:
 def train(qtbot, window: MainWindow, timeout: int = 15_000) -> tuple[str, str, str]:
     with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
         window.actions.train.trigger()
+    wait_listed(qtbot, window.runs)  # the run list reads the finished run again, off the GUI thread
     return tuple(finished.args)
 
 
@@ -140,6 +141,7 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
         a.stop.trigger()
     status, run_dir, _ = finished.args
+    wait_listed(qtbot, window.runs)
     assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
     assert window.failure_box is None
     steps_before = window.training_charts.point_count()
@@ -177,6 +179,7 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     first = write_run(runs_dir, "first", "completed", steps=12, accuracy=0.9)
     second = write_run(runs_dir, "second", "stopped", steps=5, started=1.7e9 + 100)
     window.runs.refresh()
+    wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(first))
     assert window.training_charts.point_count() == 12
     assert window.replica_charts.replica_count() == 2
@@ -197,6 +200,7 @@ def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path
     trained = write_run(runs_dir, "trained", "completed", steps=12, started=1.7e9 + 100, accuracy=0.9)
     (trained / "model.keras").write_bytes(b"")  # the dialog only opens; nothing is exported here
     window.runs.refresh()
+    wait_listed(qtbot, window.runs)
     export = window.actions.export
     window.runs.select(stopped)
     window.runs.open_button.click()
@@ -312,6 +316,7 @@ def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, run
     window = MainWindow(engine_command=lambda *args: commands.append(list(args)) or fake_engine(*args))
     qtbot.addWidget(window)
     window.show()
+    wait_listed(qtbot, window.runs)
     window.runs.select(str(run))
     assert window.runs.resume_button.isEnabled()
     window.runs.resume_button.click()

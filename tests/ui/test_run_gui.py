@@ -60,3 +60,45 @@ def test_startup_failure_is_shown_in_a_dialog(dialogs, monkeypatch):
     monkeypatch.setattr(main_window_module, "MainWindow", broken)
     assert main_module.run_gui([]) == 1
     assert dialogs == [("critical", "Replica Studio cannot start", "OSError: cannot create /nowhere/runs")]
+
+
+def test_train_option_trains_first_and_detects_devices_after_the_first_step(dialogs, qtbot, monkeypatch, fake_engine,
+                                                                           tmp_path):
+    """--train: the run starts as the window opens; device detection and dataset inspection (two
+    more TensorFlow processes) wait for its first step instead of sharing the cores with its start."""
+    fake_engine.configure("wait", steps=20)  # a few steps, then it waits for a control word
+    made, commands = [], []
+
+    def engine_command(*args):
+        steps = made[0].training_charts.point_count() if made else None
+        commands.append((args[0], steps))
+        return fake_engine(*args)
+
+    real = main_window_module.MainWindow
+    monkeypatch.setattr(main_window_module, "MainWindow",
+                        lambda **kwargs: made.append(real(engine_command=engine_command, **kwargs)) or made[-1])
+
+    def run_the_loop(_app) -> int:
+        window = made[0]
+        qtbot.waitUntil(lambda: {"devices", "inspect"} <= {name for name, _ in commands}, timeout=10_000)
+        with qtbot.waitSignal(window.supervisor.finished, timeout=10_000):
+            window.supervisor.stop()
+        return 0
+
+    monkeypatch.setattr(QApplication, "exec", run_the_loop)
+    config = tmp_path / "run.json"
+    config.write_text('{"training": {"epochs": 2}}')
+    assert main_module.run_gui(["--config", str(config), "--train"]) == 0
+    assert commands[0] == ("train", 0)
+    later = dict(commands[1:])
+    assert later["devices"] > 0 and later["inspect"] > 0  # asked once steps were on the charts
+    assert dialogs == []
+
+
+def test_train_option_does_not_train_a_config_that_failed_to_load(dialogs, fake_window, tmp_path):
+    config = tmp_path / "run.json"
+    config.write_text('{"training": {"epochs": 0}}')
+    assert main_module.run_gui(["--config", str(config), "--train"]) == 0
+    (window,) = fake_window
+    assert not window.supervisor.is_active()
+    assert [d[1] for d in dialogs] == ["Cannot load the configuration"]

@@ -1,11 +1,23 @@
 """RunsPanel: statuses read from run directories the test writes, and what can be done with them."""
 from __future__ import annotations
 
+import shutil
+import time
+
+from PySide6.QtCore import Qt, QTimer
 from run_dirs import write_run
 
 from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel
 
 STATUS, NOTE, ACCURACY = COLUMNS.index("Status"), COLUMNS.index("Note"), COLUMNS.index("Test accuracy")
+
+
+def listed(qtbot, runs_dir) -> RunsPanel:
+    """A panel over ``runs_dir`` once its first fill (on the reader's thread) has ended."""
+    panel = RunsPanel(runs_dir)
+    qtbot.addWidget(panel)
+    qtbot.waitUntil(lambda: not panel.is_filling())
+    return panel
 
 
 def rows(panel: RunsPanel) -> dict[str, list[str]]:
@@ -20,8 +32,7 @@ def test_statuses_and_notes(qtbot, runs_dir):
     failed = write_run(runs_dir, "c-failed", "failed", started=1.7e9 + 20, message="training: loss is NaN at step 4")
     died = write_run(runs_dir, "d-died", None, steps=3, started=1.7e9 + 30)
     (runs_dir / "not-a-run").mkdir()
-    panel = RunsPanel(runs_dir)
-    qtbot.addWidget(panel)
+    panel = listed(qtbot, runs_dir)
     table = rows(panel)
     assert set(table) == {str(done), str(stopped), str(failed), str(died)}
     assert table[str(done)][STATUS] == "completed" and table[str(done)][ACCURACY] == "91.23%"
@@ -32,7 +43,7 @@ def test_statuses_and_notes(qtbot, runs_dir):
     assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored ×2 (CPU:0, CPU:1)"
     # newest first
     assert panel.tree.topLevelItem(0).data(0, 256) == str(died)
-    panel.set_note(died, "the engine process crashed or was killed")
+    panel.set_note(died, "the engine process crashed or was killed")  # shown at once, before the refresh
     assert rows(panel)[str(died)][NOTE] == "the engine process crashed or was killed"
 
 
@@ -40,8 +51,7 @@ def test_buttons_follow_the_selection(qtbot, runs_dir):
     done = write_run(runs_dir, "a-done", "completed")
     stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
     no_checkpoint = write_run(runs_dir, "c-died", None, started=1.7e9 + 20, checkpoint=False)
-    panel = RunsPanel(runs_dir)
-    qtbot.addWidget(panel)
+    panel = listed(qtbot, runs_dir)
     panel.select(stopped)
     assert panel.open_button.isEnabled() and panel.resume_button.isEnabled()
     assert not panel.overlay_button.isEnabled()
@@ -67,8 +77,7 @@ def test_export_needs_a_trained_model(qtbot, runs_dir):
     trained = write_run(runs_dir, "a-done", "completed")
     (trained / "model.keras").write_bytes(b"")
     stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
-    panel = RunsPanel(runs_dir)
-    qtbot.addWidget(panel)
+    panel = listed(qtbot, runs_dir)
     panel.select(stopped)
     assert not panel.export_button.isEnabled()
     panel.select(trained, stopped)
@@ -83,8 +92,7 @@ def test_export_needs_a_trained_model(qtbot, runs_dir):
 
 def test_the_active_run_shows_as_running(qtbot, runs_dir):
     live = write_run(runs_dir, "live", None)
-    panel = RunsPanel(runs_dir)
-    qtbot.addWidget(panel)
+    panel = listed(qtbot, runs_dir)
     panel.set_active_run(live)
     assert rows(panel)[str(live)][STATUS] == "running" and panel.status_of(live) == "running"
     panel.set_active_run(None)
@@ -96,9 +104,98 @@ def test_a_failed_run_with_a_checkpoint_is_resumable(qtbot, runs_dir):
     oom = write_run(runs_dir, "a-oom", "failed", steps=8, message="out of memory with 32 examples per replica")
     (oom / "checkpoints" / "ckpt-8.index").write_bytes(b"")
     refused = write_run(runs_dir, "b-bad-config", "failed", steps=0, message="dataset.path: missing")
-    panel = RunsPanel(runs_dir)
-    qtbot.addWidget(panel)
+    panel = listed(qtbot, runs_dir)
     panel.select(oom)
     assert panel.resume_button.isEnabled() and "last good checkpoint" in panel.resume_button.toolTip()
     panel.select(refused)  # failed before any checkpoint: nothing to resume from
     assert not panel.resume_button.isEnabled()
+
+
+def cold_runs(runs_dir, count: int, steps: int) -> list:
+    """``count`` runs of ``steps`` step events each and no summary.json: every events.jsonl
+    must be read in full (a folder from an older version, or copied in)."""
+    first = write_run(runs_dir, "00000", "completed", steps=steps, accuracy=0.5)
+    events, config = (first / "events.jsonl").read_bytes(), (first / "config.json").read_bytes()
+    runs = [first]
+    for i in range(1, count):
+        run = runs_dir / f"{i:05d}"
+        run.mkdir()
+        (run / "config.json").write_bytes(config)
+        # Distinct start times (the sort key): the run_started "time" is the first number in the file.
+        (run / "events.jsonl").write_bytes(events.replace(b'"time": 1700000000.0', f'"time": {1.7e9 + i}'.encode(), 1))
+        runs.append(run)
+    return runs
+
+
+def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir):
+    """200 runs without summaries (about 0.4 MB of events each): the panel is built, and
+    its rows arrive, while a 10 ms timer keeps firing on time."""
+    runs = cold_runs(runs_dir, 200, steps=600)
+    gaps, last = [], [time.monotonic()]
+
+    def tick():
+        now = time.monotonic()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    probe = QTimer(interval=10)
+    probe.timeout.connect(tick)
+    probe.start()
+    made: list[RunsPanel] = []
+    QTimer.singleShot(0, lambda: made.append(RunsPanel(runs_dir)))  # built inside the running event loop
+    qtbot.waitUntil(lambda: bool(made) and not made[0].is_filling(), timeout=60_000)
+    probe.stop()
+    panel = made[0]
+    qtbot.addWidget(panel)
+    print(f"fill: {len(gaps)} probe ticks, longest gap {max(gaps) * 1000:.0f} ms")
+    assert len(gaps) > 20  # the fill took a while: long enough for the probe to mean something
+    assert max(gaps) < 0.2, f"the event loop was blocked for {max(gaps) * 1000:.0f} ms"
+    order = [panel.tree.topLevelItem(i).data(0, 256) for i in range(panel.tree.topLevelItemCount())]
+    assert order == [str(r) for r in reversed(runs)]  # every run, newest first, once
+    assert all((r / "summary.json").is_file() for r in runs)  # the next start reads warm
+
+
+def test_a_refresh_during_a_fill_replaces_it(qtbot, runs_dir):
+    """Refreshes while a fill runs: the rows end as the folder is, each once, the selection
+    kept, and a run deleted in between is gone."""
+    runs = cold_runs(runs_dir, 60, steps=100)
+    panel = listed(qtbot, runs_dir)
+    panel.select(runs[5])
+    shutil.rmtree(runs[7])
+    extra = write_run(runs_dir, "zz-new", "stopped", started=1.8e9)
+    with qtbot.waitSignal(panel.filled, timeout=30_000):
+        for _ in range(5):
+            panel.refresh()
+    qtbot.waitUntil(lambda: not panel.is_filling())
+    table = rows(panel)
+    assert len(table) == panel.tree.topLevelItemCount() == 60
+    assert str(runs[7]) not in table and table[str(extra)][STATUS] == "stopped (10/20)"
+    assert panel.tree.topLevelItem(0).data(0, 256) == str(extra)  # newest first, placed as it arrived
+    assert panel.selected_paths() == [str(runs[5])]
+
+
+def test_a_selection_asked_before_the_row_arrives_is_applied(qtbot, runs_dir):
+    """The window selects a run that just finished: its row may not be listed yet."""
+    panel = listed(qtbot, runs_dir)
+    run = write_run(runs_dir, "later", "completed")
+    panel.refresh()
+    panel.select(run)
+    qtbot.waitUntil(lambda: not panel.is_filling())
+    assert panel.selected_paths() == [str(run)] and panel.open_button.isEnabled()
+
+
+def test_sorting_by_a_column_keeps_the_selection(qtbot, runs_dir):
+    low = write_run(runs_dir, "a", "completed", accuracy=0.095, started=1.7e9 + 30)
+    high = write_run(runs_dir, "b", "completed", accuracy=0.9, started=1.7e9)
+    full = write_run(runs_dir, "c", "completed", accuracy=1.0, started=1.7e9 + 10)
+    panel = listed(qtbot, runs_dir)
+    panel.select(high)
+    panel.tree.header().setSortIndicator(ACCURACY, Qt.SortOrder.DescendingOrder)
+    order = [panel.tree.topLevelItem(i).data(0, 256) for i in range(3)]
+    assert order == [str(full), str(high), str(low)]  # by value: "100.00%" is not below "9.50%"
+    assert panel.selected_paths() == [str(high)]
+    new = write_run(runs_dir, "d", "completed", accuracy=0.5, started=1.9e9)
+    panel.refresh()
+    qtbot.waitUntil(lambda: not panel.is_filling())
+    order = [panel.tree.topLevelItem(i).data(0, 256) for i in range(4)]
+    assert order == [str(full), str(high), str(new), str(low)]  # a new row goes where the sort puts it

@@ -1,5 +1,6 @@
 """The per-replica panel: local loss and gradient norm per replica, examples/s per replica and,
-on GPUs, memory per device, with the slowest replica highlighted.
+on GPUs, memory per device and each card's NVML figures (:mod:`.gpu_panel`), with the slowest
+replica highlighted.
 
 ``ReplicaSeries`` turns events into numpy columns (no Qt); ``ReplicaCharts`` draws them.
 Replica ``i`` has the same colour in every chart (``plotting.replica_color``). In a
@@ -23,6 +24,7 @@ import pyqtgraph as pg
 from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, follow_data, hold_top, make_curve, make_plot,
                                     redraw_on_zoom, replica_color, set_line_data, span_run, style_plot, theme_colors)
 from gui_app.ui.charts.series import GrowableArray, number
+from gui_app.ui.tabs.gpu_panel import GpuPanel
 from gui_app.ui.tabs.step_split import StepSplitPanel
 
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
@@ -221,6 +223,8 @@ class ReplicaCharts(ChartPanel):
         top.addWidget(self._slowest_label, 1)
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
+        self.gpus = GpuPanel()  # NVML figures per GPU, shown only when the events carry them
+        layout.addWidget(self.gpus)
         layout.addWidget(self._graphics, 1)
         self.step_split = StepSplitPanel()  # compute / input / all-reduce, per replica and over the run
         layout.addWidget(self.step_split)
@@ -231,6 +235,7 @@ class ReplicaCharts(ChartPanel):
     def reset(self) -> None:
         self._series.clear()
         self.step_split.reset()
+        self.gpus.reset()
         follow_data((self.loss_plot, self.grad_plot))
         self.speed_plot.getViewBox().held_top = None
         for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
@@ -239,10 +244,17 @@ class ReplicaCharts(ChartPanel):
             curves.clear()
         self.flush()
 
+    def flush(self) -> None:
+        """Draw now, the step-time and GPU panels too (an opened run, tests, screenshots)."""
+        super().flush()
+        self.step_split.flush()
+        self.gpus.flush()
+
     def add_events(self, events: list[dict]) -> None:
         """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
         span_run((self.loss_plot, self.grad_plot), events)
         self.step_split.add_events(events)
+        self.gpus.add_events(events)
         changed = False
         for event in events:
             changed |= self._series.add(event)

@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.failure_box: QMessageBox | None = None
         self.resume_dialog: ResumeDialog | None = None
         self._close_when_stopped = False
+        self._deferred_start = False  # train_at_launch: detection and inspection wait for the first step
         self._connect()
         self._restore()
 
@@ -154,6 +155,7 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(self.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         self.runs.tree.itemSelectionChanged.connect(self._update_actions)
+        self.runs.filled.connect(self._update_actions)  # the selected run's status may have changed
 
     def _restore(self) -> None:
         s = self.settings
@@ -183,6 +185,20 @@ class MainWindow(QMainWindow):
     def start(self) -> None:
         """Begin the background work (device detection); call once the window is shown."""
         self.config_panel.start_detection()
+
+    def train_at_launch(self) -> None:
+        """``--train``: start the run now, and the background work (device detection, dataset
+        inspection) once its first step has arrived. Started together, three TensorFlow
+        processes share the cores and the run's first step comes later (docs/benchmarks.md)."""
+        self.config_panel.inspector.cancel()  # asked for when the forms were filled
+        self._deferred_start = True
+        self.train()
+
+    def _start_deferred(self) -> None:
+        if self._deferred_start:
+            self._deferred_start = False
+            self.start()
+            self.config_panel.inspector.retry()
 
     # ---- runs ------------------------------------------------------------------------
     def train(self) -> None:
@@ -216,6 +232,8 @@ class MainWindow(QMainWindow):
 
     def _on_events(self, events: list[dict]) -> None:
         self.shown.add_events(events)
+        if self._deferred_start and any(event.get("type") == "step" for event in events):
+            self._start_deferred()
         for event in events:
             if event.get("type") == "eval":
                 self.evaluation.show_eval(event)
@@ -236,6 +254,7 @@ class MainWindow(QMainWindow):
         self.actions.fill_recent(paths, self.files.open_run, self.files.clear_recent)
 
     def _on_finished(self, status: str, run_dir: str, message: str) -> None:
+        self._start_deferred()  # a run that ended before its first step
         self.runs.set_active_run(None)
         self.config_panel.set_locked(False)
         text = f"Run {status}" + (f": {message}" if message else "")
@@ -328,6 +347,7 @@ class MainWindow(QMainWindow):
         self.tools.close()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
+        self.runs.stop_reading()
         self.supervisor.close()
         event.accept()
 

@@ -1,4 +1,10 @@
-"""RunsPanel: the runs in the runs folder, read with ``gui_app.core.rundir.list_runs``.
+"""RunsPanel: the runs in the runs folder, read off the GUI thread (:mod:`.run_reader`).
+
+The window paints before the folder is read: a refresh reads on the reader's thread and the
+rows arrive in batches, newest first, each placed where the current sort puts it; rows already
+shown are updated in place (so the selection, the current row and the scroll position stay),
+and rows of runs that went away are removed when the fill ends. A refresh during a fill drops
+the older fill. While a fill runs the panel says how many runs it is reading.
 
 Open one to see its charts and evaluation again, select two to overlay them, resume a run
 that was stopped, whose process died, or that failed after writing a checkpoint, export a finished run's model. A failed run shows
@@ -9,18 +15,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QUrl, Qt, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QMenu, QPushButton, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton, QSizePolicy,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from gui_app.core.config import RunConfig
-from gui_app.core.rundir import RunInfo, list_runs
+from gui_app.core.rundir import RunInfo
+from gui_app.ui.window.run_reader import RunReader
 
 COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note"]
 STATUS_COLOURS = {"completed": "#2e7d32", "stopped": "#b26a00", "interrupted": "#b26a00", "failed": "#c62828",
                   "running": "#1565c0"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
+STARTED = COLUMNS.index("Started")
 
 
 def describe_strategy(config: RunConfig | None) -> str:
@@ -35,15 +44,11 @@ def describe_strategy(config: RunConfig | None) -> str:
     return strategy.name
 
 
-class _Item(QTreeWidgetItem):
-    """Sorts the date and accuracy columns by value, not by text."""
-
-    def __lt__(self, other: QTreeWidgetItem) -> bool:
-        column = self.treeWidget().sortColumn() if self.treeWidget() else 0
-        mine, theirs = self.data(column, Qt.ItemDataRole.UserRole + 1), other.data(column, Qt.ItemDataRole.UserRole + 1)
-        if mine is not None and theirs is not None:
-            return mine < theirs
-        return self.text(column) < other.text(column)
+def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
+    """What a row sorts by in ``column``: the value behind the date and accuracy columns, the
+    text elsewhere; the path breaks ties, so equal rows keep one order."""
+    value = item.data(column, SORT_ROLE)
+    return (value if value is not None else item.text(column), item.data(0, PATH_ROLE))
 
 
 class RunsPanel(QWidget):
@@ -51,6 +56,7 @@ class RunsPanel(QWidget):
     overlay_requested = Signal(str, str)  # main run, run drawn on top
     resume_requested = Signal(str)
     export_requested = Signal(str)
+    filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
 
     def __init__(self, runs_dir: str | Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -58,17 +64,30 @@ class RunsPanel(QWidget):
         self._active_run: str | None = None
         self._busy = False
         self._runs: dict[str, RunInfo] = {}
+        self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
+        self._items: dict[str, QTreeWidgetItem] = {}
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
+        self._seen: set[str] = set()  # runs the current fill has read
+        self._wanted: set[str] = set()  # selected before their rows arrived (a run that just finished)
+        self._read, self._total = 0, None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(COLUMNS)
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
-        self.tree.setSortingEnabled(True)
+        # Qt's own sorting would re-sort every row through a Python comparison at each batch
+        # (35 ms for 1,000 rows): rows are placed by sort_key instead, and a click on a header
+        # sorts them once.
+        self.tree.setSortingEnabled(False)
+        header = self.tree.header()
+        header.setSectionsClickable(True)
+        header.setSortIndicatorShown(True)
+        header.setSortIndicator(STARTED, Qt.SortOrder.DescendingOrder)  # newest first
+        header.sortIndicatorChanged.connect(self._on_sort_changed)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.tree.header().setStretchLastSection(True)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         self.tree.itemSelectionChanged.connect(self._update_buttons)
         self.tree.itemDoubleClicked.connect(self._on_double_clicked)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -86,9 +105,16 @@ class RunsPanel(QWidget):
                                           lambda: self.export_requested.emit(self.selected_paths()[0]))
         self.folder_button = self._button(row, "Show folder", "Open the run directory in the file manager",
                                           self._show_folder)
-        row.addStretch(1)
+        # Takes the row's spare room and asks for none: the text must not widen the window.
+        self.reading_label = QLabel(alignment=Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.reading_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        row.addWidget(self.reading_label, 1)
         self._button(row, "Refresh", "Read the runs folder again", self.refresh)
         layout.addLayout(row)
+        self._reader = RunReader(self)
+        self._reader.counted.connect(self._on_counted)
+        self._reader.batch.connect(self._on_batch)
+        self._reader.done.connect(self._on_done)
         self.refresh()
 
     @staticmethod
@@ -102,17 +128,23 @@ class RunsPanel(QWidget):
     # ---- public ----------------------------------------------------------------------
     def set_runs_dir(self, runs_dir: str | Path) -> None:
         self.runs_dir = Path(runs_dir)
+        self.tree.clear()  # another folder: none of these rows stays
+        for table in (self._items, self._runs, self._resumable):
+            table.clear()
         self.refresh()
 
     def set_active_run(self, run_dir: str | None) -> None:
         """The run the engine is working on shows as running (on disk it looks interrupted)."""
-        self._active_run = str(Path(run_dir)) if run_dir else None
+        before, self._active_run = self._active_run, str(Path(run_dir)) if run_dir else None
+        for path in (before, self._active_run):
+            self._show_again(path)
         self.refresh()
 
     def set_note(self, run_dir: str | Path, note: str) -> None:
         """Show why a run ended when its events.jsonl cannot: a process that crashed or was
         killed wrote no run_finished (on disk it is "interrupted", and stays resumable)."""
         self._notes[str(Path(run_dir))] = note
+        self._show_again(str(Path(run_dir)))
         self.refresh()
 
     def set_busy(self, busy: bool) -> None:
@@ -121,18 +153,20 @@ class RunsPanel(QWidget):
         self._update_buttons()
 
     def refresh(self) -> None:
-        selected = set(self.selected_paths())
-        self.tree.setSortingEnabled(False)
-        self.tree.clear()
-        self._runs = {str(info.path): info for info in list_runs(self.runs_dir)}
-        for path, info in self._runs.items():
-            item = self._make_item(info)
-            self.tree.addTopLevelItem(item)
-            item.setSelected(path in selected)
-        self.tree.setSortingEnabled(True)
-        if self.tree.sortColumn() < 0 or not selected:
-            self.tree.sortItems(COLUMNS.index("Started"), Qt.SortOrder.DescendingOrder)
-        self._update_buttons()
+        """Read the runs folder again, on the reader's thread; the rows change as runs are read."""
+        self._reader.read(self.runs_dir)
+        if self._reader.is_filling():
+            self._seen, self._read, self._total = set(), 0, None
+            self._show_reading()
+
+    def is_filling(self) -> bool:
+        """A refresh is still reading the folder (``filled`` is emitted when it ends)."""
+        return self._reader.is_filling()
+
+    def stop_reading(self) -> None:
+        """Drop any fill and end the reader's thread (the window closes)."""
+        self._reader.stop()
+        self.reading_label.clear()
 
     def runs(self) -> list[RunInfo]:
         return list(self._runs.values())
@@ -147,34 +181,134 @@ class RunsPanel(QWidget):
         return [item.data(0, PATH_ROLE) for item in self.tree.selectedItems()]
 
     def select(self, *run_dirs: str | Path) -> None:
+        """Select these runs; a run not listed yet is selected when its row arrives."""
         wanted = {str(Path(p)) for p in run_dirs}
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
-            item.setSelected(item.data(0, PATH_ROLE) in wanted)
+        self._wanted = wanted - set(self._items) if self.is_filling() else set()
+        self._set_selection([item for path, item in self._items.items() if path in wanted])
+
+    # ---- filling ---------------------------------------------------------------------
+    def _show_reading(self) -> None:
+        if self._total is None:
+            text = "Reading the runs folder…"
+        else:
+            text = f"Reading {self._total:,} runs… {self._read:,} read"
+        self.reading_label.setText(text)
+
+    def _on_counted(self, count: int) -> None:
+        self._total = count
+        self._show_reading()
+
+    def _on_batch(self, rows: list[tuple[RunInfo, bool]]) -> None:
+        column = self.tree.header().sortIndicatorSection()
+        for info, resumable in rows:
+            path = str(info.path)
+            self._seen.add(path)
+            unchanged = self._runs.get(path) == info and self._resumable.get(path) == resumable
+            self._runs[path], self._resumable[path] = info, resumable
+            item = self._items.get(path)
+            if item is None:
+                item = self._items[path] = QTreeWidgetItem()
+                self._fill(item, info)
+                self._insert(item)
+                if path in self._wanted:
+                    item.setSelected(True)
+            elif not unchanged:
+                before = sort_key(item, column)
+                self._fill(item, info)
+                if sort_key(item, column) != before:
+                    self._move(item)
+        self._read += len(rows)
+        self._show_reading()
+        self._update_buttons()
+
+    def _on_done(self) -> None:
+        gone = [path for path in self._items if path not in self._seen]
+        for path in gone:  # deleted or moved away since the last fill
+            item = self._items.pop(path)
+            self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
+            self._runs.pop(path, None)
+            self._resumable.pop(path, None)
+        self._wanted = set()
+        self.reading_label.clear()
+        self._update_buttons()
+        self.filled.emit()
+
+    def _show_again(self, path: str | None) -> None:
+        """Redraw one row from what was read (the active run or a note changed)."""
+        item, info = self._items.get(path or ""), self._runs.get(path or "")
+        if item is not None and info is not None:
+            before = sort_key(item, self.tree.header().sortIndicatorSection())
+            self._fill(item, info)
+            if sort_key(item, self.tree.header().sortIndicatorSection()) != before:
+                self._move(item)
+
+    # ---- order -----------------------------------------------------------------------
+    def _insert(self, item: QTreeWidgetItem) -> None:
+        """Put a row where the current sort puts it (binary search over the rows shown)."""
+        header = self.tree.header()
+        column, descending = header.sortIndicatorSection(), header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+        key = sort_key(item, column)
+        lo, hi = 0, self.tree.topLevelItemCount()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            other = sort_key(self.tree.topLevelItem(mid), column)
+            if (other > key) if descending else (other < key):
+                lo = mid + 1
+            else:
+                hi = mid
+        self.tree.insertTopLevelItem(lo, item)
+
+    def _move(self, item: QTreeWidgetItem) -> None:
+        """A row whose sort value changed goes to its new place, still selected if it was."""
+        selected, current = item.isSelected(), self.tree.currentItem() is item
+        self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
+        self._insert(item)
+        if current:
+            self.tree.setCurrentItem(item, 0, QItemSelectionModel.SelectionFlag.NoUpdate)
+        if selected:
+            item.setSelected(True)
+
+    def _on_sort_changed(self, column: int, order: Qt.SortOrder) -> None:
+        selected, current = self.tree.selectedItems(), self.tree.currentItem()
+        items = self.tree.invisibleRootItem().takeChildren()
+        items.sort(key=lambda item: sort_key(item, column), reverse=order == Qt.SortOrder.DescendingOrder)
+        self.tree.addTopLevelItems(items)
+        if current is not None:
+            self.tree.setCurrentItem(current, 0, QItemSelectionModel.SelectionFlag.NoUpdate)
+        self._set_selection(selected)
+
+    def _set_selection(self, items: list[QTreeWidgetItem]) -> None:
+        """Select exactly ``items`` with one selection change (one signal, not one per row)."""
+        selection = QItemSelection()
+        for item in items:
+            index = self.tree.indexFromItem(item)
+            selection.select(index, index)
+        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        self.tree.selectionModel().select(selection, flags)
 
     # ---- rows ------------------------------------------------------------------------
-    def _make_item(self, info: RunInfo) -> QTreeWidgetItem:
+    def _fill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
         config = info.config
-        status = "running" if str(info.path) == self._active_run else info.status
-        if status in ("stopped", "interrupted", "failed") and info.total_steps and info.resumable:
+        path = str(info.path)
+        status = "running" if path == self._active_run else info.status
+        if status in ("stopped", "interrupted", "failed") and info.total_steps and self._resumable.get(path):
             shown_status = f"{status} ({info.step}/{info.total_steps})"
         else:
             shown_status = status
         accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
-        note = info.message or self._notes.get(str(info.path), "")
-        item = _Item([shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-                      describe_strategy(config), accuracy, started, note])
-        item.setData(0, PATH_ROLE, str(info.path))
-        item.setData(4, Qt.ItemDataRole.UserRole + 1, info.test_accuracy if accuracy else -1.0)
-        item.setData(5, Qt.ItemDataRole.UserRole + 1, info.started or 0.0)
+        note = info.message or self._notes.get(path, "")
+        texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
+                 describe_strategy(config), accuracy, started, note]
+        for column, text in enumerate(texts):
+            item.setText(column, text)
+        item.setData(0, PATH_ROLE, path)
+        item.setData(4, SORT_ROLE, info.test_accuracy if accuracy else -1.0)
+        item.setData(5, SORT_ROLE, info.started or 0.0)
         item.setForeground(0, QColor(STATUS_COLOURS.get(status, "#555555")))
-        item.setToolTip(0, str(info.path))
-        if note:
-            item.setToolTip(6, note)
-        if config is None:
-            item.setToolTip(1, "config.json is missing or unreadable")
-        return item
+        item.setToolTip(0, path)
+        item.setToolTip(6, note)
+        item.setToolTip(1, "config.json is missing or unreadable" if config is None else "")
 
     def _update_buttons(self) -> None:
         paths = self.selected_paths()
@@ -183,13 +317,13 @@ class RunsPanel(QWidget):
         self.overlay_button.setEnabled(len(paths) == 2 and not self._busy)
         self.folder_button.setEnabled(one)
         info = self._runs.get(paths[0]) if one else None
+        resumable = bool(info and self._resumable.get(paths[0]))
         self.export_button.setEnabled(bool(info and info.has_model))
-        self.resume_button.setEnabled(bool(info and info.resumable and not self._busy
-                                           and str(info.path) != self._active_run))
+        self.resume_button.setEnabled(resumable and not self._busy and str(info.path) != self._active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
             "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
-            "out of memory or diverged)" if info and info.status == "failed" and info.resumable else
+            "out of memory or diverged)" if info and info.status == "failed" and resumable else
             "Continue a stopped, interrupted or failed run from its checkpoint")
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
