@@ -85,8 +85,8 @@ def test_accumulation_is_really_split_and_the_update_is_not_trivial():
         _one_step(4)
     finally:
         keras.Sequential.call = real_call
-    # Traced once per replica: the first micro-batch outside the loop, the rest in its body
-    # (dynamic slices: the batch size is unknown at trace time).
+    # Two call sites traced per replica (the first micro-batch outside the loop, the others in
+    # its body), both on dynamic slices: the batch size is unknown at trace time.
     assert len(seen) == 4 and all(s is None for s in seen)
     before = _one_step(1, lr=1e-12)[0]
     after = _one_step(1)[0]
