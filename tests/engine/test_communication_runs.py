@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from engine_helpers import config_dict, run_cli, run_in_process
 
 

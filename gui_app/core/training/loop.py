@@ -199,6 +199,6 @@ def without_optimizer_all_reduce(optimizer) -> None:
     LossScaleOptimizer reduces in its inner optimizer."""
     inner = getattr(optimizer, "inner_optimizer", optimizer)
     if not callable(getattr(inner, "_all_reduce_sum_gradients", None)):
-        raise RuntimeError(f"strategy.all_reduce_dtype: this Keras ({type(inner).__module__}) has no "
+        raise TypeError(f"strategy.all_reduce_dtype: this Keras ({type(inner).__module__}) has no "
                            "optimizer._all_reduce_sum_gradients to replace; use float32")
     inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
