@@ -92,7 +92,7 @@ def test_the_fake_report_has_the_real_report_s_keys(fake_engine, tmp_path):
     plan = scaling.candidates(config, 1, ("one_device",)) + scaling_options.option_candidates(config, 2, ("mirrored",))
     real = scaling_options.report([scaling.Burst(c, 100.0, 10, loss=1.0) for c in plan], on_gpus=False)
     done = subprocess.run(fake_engine("scaling", "c.json", "--strategies", "mirrored", "--options", "--output",
-                                      str(tmp_path), "--json"), capture_output=True, text=True, timeout=60)
+                                      str(tmp_path), "--json"), capture_output=True, text=True, timeout=60, check=True)
     fake = json.loads(done.stdout.splitlines()[-1])
     assert set(fake) - {"type", "path"} == set(real) and fake["version"] == real["version"]
     assert {k for r in fake["rows"] for k in r} == set(real["rows"][0])
