@@ -186,3 +186,38 @@ def test_loss_scale_optimizer_keeps_working_with_both_options():
     for a, b in zip(plain, scaled_w):
         np.testing.assert_allclose(a, b, atol=2e-3)
     np.testing.assert_allclose(scaled_stats[:, :, GRAD_NORM], plain_stats[:, :, GRAD_NORM], rtol=1e-3)
+
+
+@pytest.mark.parametrize("m, dtype", [(1, "float16"), (2, "float32"), (2, "float16")])
+def test_sparse_gradients_of_an_embedding(m, dtype, monkeypatch):
+    """An Embedding's gradient is IndexedSlices: cast with its indices kept, summed dense."""
+    import keras
+    import tensorflow as tf
+
+    from gui_app.core.training import loop
+    from gui_app.core.training.loop import Trainer
+
+    kinds = []
+    real_cast = loop._cast
+    monkeypatch.setattr(loop, "_cast", lambda g, d: (kinds.append(type(g).__name__), real_cast(g, d))[1])
+
+    weights = []
+    for options in ((1, "float32"), (m, dtype)):
+        keras.utils.set_random_seed(3)
+        strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"],
+                                                  cross_device_ops=tf.distribute.ReductionToOneDevice())
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((4,), dtype="int32"), keras.layers.Embedding(20, 3),
+                                      keras.layers.Flatten(), keras.layers.Dense(5)])
+            trainer = Trainer(strategy, model, keras.optimizers.SGD(0.5), GLOBAL_BATCH, accumulation_steps=options[0],
+                              all_reduce_dtype=options[1])
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 20, (GLOBAL_BATCH, 4)).astype(np.int32)
+        y = rng.integers(0, 5, GLOBAL_BATCH).astype(np.int32)
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(GLOBAL_BATCH).with_options(_options(tf))
+        trainer.train(iter(strategy.experimental_distribute_dataset(ds)), 2)
+        weights.append([w.numpy() for w in model.trainable_weights])
+    for a, b in zip(*weights):
+        np.testing.assert_allclose(a, b, atol=2e-3 if dtype == "float16" else 1e-5)
+    if (m, dtype) == (1, "float16"):
+        assert "IndexedSlices" in kinds  # the sparse path really ran
