@@ -122,11 +122,14 @@ def options_svg(rows: list[dict[str, Any]], width: int, top: int) -> tuple[list[
     bar, left, right = 18, 250, 140
     height = 40 + bar * len(rows) + 20
     most = max([r["speed_vs_baseline"] or 0 for r in rows] + [1.2])
-    sx = lambda v: left + v / most * (width - left - right)  # noqa: E731
-    parts = [f'<text x="10" y="{top + 22}" font-size="14">Communication options: speed against the baseline, '
-             'loss effect</text>',
-             f'<line x1="{sx(1):.1f}" y1="{top + 30}" x2="{sx(1):.1f}" y2="{top + height - 16}" stroke="#999" '
-             'stroke-dasharray="4"/>']
+
+    def sx(v: float) -> float:
+        return left + v / most * (width - left - right)
+
+    parts = [(f'<text x="10" y="{top + 22}" font-size="14">Communication options: speed against the baseline, '
+              'loss effect</text>'),
+             (f'<line x1="{sx(1):.1f}" y1="{top + 30}" x2="{sx(1):.1f}" y2="{top + height - 16}" stroke="#999" '
+              'stroke-dasharray="4"/>')]
     for i, row in enumerate(rows):
         y = top + 34 + i * bar
         name = row["label"] if len(row["label"]) <= 40 else row["label"][:39] + "…"
