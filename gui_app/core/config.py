@@ -35,6 +35,10 @@ MULTI_WORKER = ("multi_worker_mirrored", "parameter_server")
 COMMUNICATIONS = ("auto", "ring", "nccl")
 CLUSTER_RESOLVERS = ("tf_config", "slurm")
 CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one")
+ALL_REDUCE_DTYPES = ("float32", "float16")
+ALL_REDUCING = ("mirrored", "multi_worker_mirrored")  # the strategies that all-reduce gradients
+MAX_BYTES_PER_PACK = 1 << 30
+MAX_ACCUMULATION_STEPS = 64
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "rmsprop")
 SCHEDULES = ("constant", "cosine", "step")
 VALIDATION_SOURCES = ("split", "test", "none")
@@ -163,10 +167,24 @@ class StrategyConfig:
     join_timeout_s: float = 120.0  # how long the chief waits for the other workers to join
     max_restarts: int = 0  # restart the whole cluster from the last checkpoint after a failure
     allow_public_hosts: bool = False  # gRPC has no authentication: refuse public addresses unless set
+    # Gradient all-reduce (docs/config.md "Communication options").
+    all_reduce_dtype: str = "float32"  # float16: gradients are cast down for the reduction and back after
+    bytes_per_pack: int = 0  # multi_worker_mirrored: CommunicationOptions(bytes_per_pack); 0 lets TF decide
 
     def __post_init__(self) -> None:
         _choice("strategy.name", self.name, STRATEGIES)
         _check_multi_worker(self)
+        _choice("strategy.all_reduce_dtype", self.all_reduce_dtype, ALL_REDUCE_DTYPES)
+        if self.all_reduce_dtype != "float32" and self.name not in ALL_REDUCING:
+            # parameter_server updates the variables on the ps; one_device and default have nothing to reduce.
+            _fail("strategy.all_reduce_dtype", f"only mirrored and multi_worker_mirrored all-reduce gradients, "
+                                               f"not {self.name!r}")
+        if not 0 <= self.bytes_per_pack <= MAX_BYTES_PER_PACK:
+            _fail("strategy.bytes_per_pack", f"must be in [0, {MAX_BYTES_PER_PACK}] (1 GiB); got {self.bytes_per_pack}")
+        if self.bytes_per_pack and self.name != "multi_worker_mirrored":
+            # MirroredStrategy's reductions (ReductionToOneDevice, NCCL, hierarchical copy) ignore the options.
+            _fail("strategy.bytes_per_pack", "only multi_worker_mirrored packs its all-reduce "
+                                             "(the mirrored strategy's reductions ignore it)")
         devices = tuple(normalize_device("strategy.devices", d) for d in self.devices)
         if len(set(devices)) != len(devices):
             _fail("strategy.devices", f"lists a device twice: {list(self.devices)}")
@@ -247,6 +265,7 @@ class TrainingConfig:
     checkpoint_every_steps: int = 0  # 0: at every epoch end (and on stop) only
     checkpoint_every_minutes: float = 0.0  # 0: no time-based checkpoints
     keep_checkpoints: int = 3  # the newest K are kept (a damaged newest one falls back to the next)
+    accumulation_steps: int = 1  # micro-batches per optimizer step (one all-reduce each); the batch stays global
 
     def __post_init__(self) -> None:
         _finite_floats(self, "training")
@@ -284,6 +303,11 @@ class TrainingConfig:
             _fail("training.steps_per_call", f"must be in [1, 1000]; got {self.steps_per_call}")
         if self.checkpoint_every_steps < 0:
             _fail("training.checkpoint_every_steps", f"must be >= 0; got {self.checkpoint_every_steps}")
+        if not 1 <= self.accumulation_steps <= MAX_ACCUMULATION_STEPS:
+            _fail("training.accumulation_steps", f"must be in [1, {MAX_ACCUMULATION_STEPS}]; got {self.accumulation_steps}")
+        if self.global_batch_size < self.accumulation_steps:
+            _fail("training.accumulation_steps", f"{self.accumulation_steps} micro-batches do not fit the global "
+                                                 f"batch of {self.global_batch_size}")
 
 
 @dataclass(frozen=True)
@@ -319,6 +343,13 @@ class RunConfig:
         if isinstance(self.strategy.cluster, tuple) and len(self.strategy.cluster) > 1 and self.training.seed is None:
             _fail("training.seed", "a cluster of several hosts needs a seed, so that every worker reads the same "
                                    "data order")
+        accumulate = self.training.accumulation_steps
+        if accumulate > 1 and self.strategy.name == "parameter_server":
+            _fail("training.accumulation_steps", "parameter_server workers update the variables after every batch; "
+                                                 "accumulation is for mirrored and multi_worker_mirrored")
+        if replicas and self.training.global_batch_size // replicas < accumulate:
+            _fail("training.accumulation_steps", f"{accumulate} micro-batches do not fit the "
+                                                 f"{self.training.global_batch_size // replicas} examples per replica")
         if self.training.mixed_precision and self.strategy.devices and not any(
                 d.startswith("GPU") for d in self.strategy.devices):
             _fail("training.mixed_precision", "needs a GPU; the strategy uses only CPU devices")

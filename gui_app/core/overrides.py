@@ -16,7 +16,7 @@ from gui_app.core.config import ConfigError, RunConfig
 RESUME_OVERRIDABLE = frozenset(f"training.{key}" for key in (
     "epochs", "global_batch_size", "learning_rate", "momentum", "weight_decay", "schedule", "warmup_steps",
     "step_decay_epochs", "step_decay_rate", "steps_per_call", "checkpoint_every_steps",
-    "checkpoint_every_minutes", "keep_checkpoints"))
+    "checkpoint_every_minutes", "keep_checkpoints", "accumulation_steps"))
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -10,6 +10,10 @@ Where a step's time goes, from the ``step`` events: *compute* is the slowest rep
 and backward pass (``replicas[].step_time``: the all-reduce waits for it), *input* the time
 the replicas waited for data (``input_wait``, when the engine reports it), and the rest of the
 wall time of the step (``step_time``) is the all-reduce, the optimizer and the host's own work.
+
+``--options`` adds communication variants of the multi-replica configuration (float16
+all-reduce, pack size, ring, gradient accumulation): core/scaling_options.py fills the report's
+``options`` rows, each with its speed and its loss against a baseline burst of the same seed.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,9 @@ class Candidate:
     strategy: dict[str, Any]  # the run config's strategy section
     runtime: dict[str, Any]  # the run config's runtime section
     replicas: int  # replicas in all (workers x replicas per worker)
+    training: dict[str, Any] = field(default_factory=dict)  # updates to the run config's training section
+    option: str | None = None  # a communication option (scaling_options.py); None for a strategy row
+    group: str | None = None  # the configuration an option varies, e.g. "mirrored, 2 replicas"
 
 
 def candidates(config: dict[str, Any], max_replicas: int, strategies: tuple[str, ...], gpus: int = 0) -> list[Candidate]:
@@ -72,6 +79,7 @@ class Burst:
     input_s: float | None = None
     other_s: float | None = None  # all-reduce, optimizer, host
     eval_examples_per_sec: float | None = None
+    loss: float | None = None  # mean training loss of the timed steps
     error: str | None = None
     devices: list[str] = field(default_factory=list)
 
@@ -104,11 +112,13 @@ def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str
     return None
 
 
-def burst_figures(events: list[dict[str, Any]], warmup_steps: int) -> dict[str, Any]:
-    """Examples/s and the per-step time split of the steps after ``warmup_steps`` (tracing and
-    the first step groups excluded), from one process's events."""
+def burst_figures(events: list[dict[str, Any]], warmup_steps: int, last_step: int | None = None) -> dict[str, Any]:
+    """Examples/s, the per-step time split and the mean training loss of the steps after
+    ``warmup_steps`` (tracing and the first step groups excluded) up to ``last_step`` (a burst
+    is stopped between step groups, so it may run a few more: every burst's loss is then the
+    mean over the same steps), from one process's events."""
     steps = [e for e in events if e.get("type") == "step"]
-    timed = [e for e in steps if e["step"] > warmup_steps]
+    timed = [e for e in steps if e["step"] > warmup_steps and (last_step is None or e["step"] <= last_step)]
     before = [e for e in steps if e["step"] <= warmup_steps]
     if not timed or not before:
         raise ValueError(f"the burst ended after {len(steps)} steps, before its timed part")
@@ -121,31 +131,39 @@ def burst_figures(events: list[dict[str, Any]], warmup_steps: int) -> dict[str, 
     compute_s, other = mean([s[0] for s in splits]), mean([s[2] for s in splits])
     input_s = mean([e["input_wait"] for e in timed if e.get("input_wait") is not None])
     devices = [r.get("device", "") for r in (timed[-1].get("replicas") or [])]
+    losses = [e["loss"] for e in timed if isinstance(e.get("loss"), (int, float))]
     return {"examples_per_sec": examples / seconds if seconds > 0 else None, "steps": len(timed),
-            "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices}
+            "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices,
+            "loss": mean(losses)}
+
+
+def time_split(b: Burst) -> dict[str, float] | None:
+    """Compute, input and the rest as shares of the burst's step."""
+    total = sum(v for v in (b.compute_s, b.input_s, b.other_s) if v) or None
+    if total is None:
+        return None
+    return {"compute": (b.compute_s or 0) / total, "input": (b.input_s or 0) / total, "other": (b.other_s or 0) / total}
 
 
 def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
-    """The report as JSON-ready data: one row per burst with speed-up and efficiency against
-    the fastest one-replica burst, and a recommendation."""
+    """The report as JSON-ready data: one row per strategy burst with speed-up and efficiency
+    against the fastest one-replica burst, and a recommendation. Option bursts are left to
+    :func:`gui_app.core.scaling_options.report`, which calls this for the rest."""
+    bursts = [b for b in bursts if b.candidate.option is None]
     ok = [b for b in bursts if b.examples_per_sec]
     singles = [b.examples_per_sec for b in ok if b.candidate.replicas == 1]
     base = max(singles) if singles else None
     rows = []
     for b in bursts:
         speedup = b.examples_per_sec / base if base and b.examples_per_sec else None
-        total = sum(v for v in (b.compute_s, b.input_s, b.other_s) if v) or None
         rows.append({
             "label": b.candidate.label, "strategy": b.candidate.strategy, "replicas": b.candidate.replicas,
             "examples_per_sec": b.examples_per_sec, "eval_examples_per_sec": b.eval_examples_per_sec,
             "speedup": speedup, "ideal": float(b.candidate.replicas) if base else None,
             "efficiency": speedup / b.candidate.replicas if speedup else None, "steps": b.steps,
-            "time_split": None if total is None else {
-                "compute": (b.compute_s or 0) / total, "input": (b.input_s or 0) / total,
-                "other": (b.other_s or 0) / total},
-            "devices": b.devices, "error": b.error})
-    return {"version": REPORT_VERSION, "on_gpus": on_gpus, "rows": rows,
-            "recommendation": recommendation(rows, on_gpus)}
+            "time_split": time_split(b), "loss": b.loss, "devices": b.devices, "error": b.error})
+    return {"version": REPORT_VERSION, "on_gpus": on_gpus, "rows": rows, "options": [],
+            "recommendation": recommendation(rows, on_gpus) if rows else ""}
 
 
 def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
@@ -169,15 +187,17 @@ def to_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, allow_nan=False, default=lambda v: None)
 
 
-def to_svg(data: dict[str, Any], width: int = 640, height: int = 400) -> str:
-    """Speed-up against replicas: measured points and the ideal line, as a standalone SVG."""
+def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tuple[list[str], int] = ([], 0)) -> str:
+    """Speed-up against replicas: measured points and the ideal line, as a standalone SVG;
+    ``below``: more SVG parts and the height they take under the chart (the options' bars)."""
+    below, extra = below
     rows = [r for r in data["rows"] if r.get("speedup")]
     left, right, top, bottom = 60, 20, 30, 50
     max_x = max([r["replicas"] for r in rows] + [1])
     max_y = max([r["speedup"] for r in rows] + [float(max_x), 1.0])
     sx = lambda x: left + (x - 1) / max(max_x - 1, 1) * (width - left - right)  # noqa: E731
     sy = lambda y: height - bottom - y / max_y * (height - top - bottom)  # noqa: E731
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" font-family="sans-serif" '
              f'font-size="12"><rect width="100%" height="100%" fill="white"/>',
              f'<text x="{left}" y="18" font-size="14">Speed-up against one replica</text>',
              f'<line x1="{left}" y1="{sy(0)}" x2="{width - right}" y2="{sy(0)}" stroke="black"/>',
@@ -197,5 +217,6 @@ def to_svg(data: dict[str, Any], width: int = 640, height: int = 400) -> str:
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{colour}"/>' for x, y in points]
         parts.append(f'<text x="{left + 10}" y="{top + 16 * (n + 1)}" fill="{colour}">{family}</text>')
+    parts += below
     parts.append("</svg>")
     return "\n".join(parts)

@@ -117,6 +117,10 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None,
     if batch < built.num_replicas:
         raise ConfigError(f"training.global_batch_size: {batch} is smaller than the {built.num_replicas} replicas")
     warnings += built.warnings
+    micro = config.training.accumulation_steps
+    if batch // built.num_replicas < micro:
+        raise ConfigError(f"training.accumulation_steps: {micro} micro-batches do not fit the "
+                          f"{batch // built.num_replicas} examples per replica of {built.num_replicas} replicas")
     if batch % built.num_replicas:
         warnings.append(f"training.global_batch_size: {batch} does not divide evenly over {built.num_replicas} "
                         "replicas; local batches differ by one example")

@@ -57,7 +57,9 @@ class RunController:
         self.ctx, self.run_dir, self.events, self.control = ctx, run_dir, events, control
         cfg = ctx.config.training
         logits = outputs_logits(ctx.model)
-        self.trainer = Trainer(ctx.strategy, ctx.model, ctx.optimizer, cfg.global_batch_size, logits)
+        self.trainer = Trainer(ctx.strategy, ctx.model, ctx.optimizer, cfg.global_batch_size, logits,
+                               accumulation_steps=cfg.accumulation_steps,
+                               all_reduce_dtype=ctx.config.strategy.all_reduce_dtype)
         self.evaluator = Evaluator(ctx.strategy, ctx.model, ctx.dataset.num_classes, logits)
         self._start_bookkeeping()
 

@@ -2,7 +2,7 @@
 replica count, and report the speed-up (core/scaling.py has the figures and the chart).
 
     replica-studio scaling config.json [--max-replicas 2] [--strategies one_device,mirrored]
-                           [--steps 60] [--warmup 20] [--eval] [--output DIR] [--json]
+                           [--steps 60] [--warmup 20] [--eval] [--options] [--output DIR] [--json]
 
 Each burst is a real ``train`` process of the same dataset, model and global batch (a process
 per configuration: TensorFlow fixes the device topology once per process), stopped through its
@@ -10,6 +10,8 @@ control channel once ``warmup + steps`` steps are done; the warm-up (tracing, th
 groups) is not timed. ``--eval`` also evaluates each stopped run. The report goes to
 DIR/scaling.json and DIR/scaling.svg; the table to stdout, progress to stderr (with --json,
 stdout carries JSON lines only: ``progress`` events and the ``scaling_report``).
+``--options`` also times communication options of the multi-replica configuration
+(core/scaling_options.py): each with its examples/s and its effect on the training loss.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from gui_app.core import scaling
+from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
@@ -40,6 +42,9 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=60, help="timed steps per burst (default 60)")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     p.add_argument("--eval", action="store_true", help="also time distributed evaluation")
+    p.add_argument("--options", action="store_true",
+                   help="also time communication options (float16 all-reduce, pack size, ring, gradient "
+                        "accumulation) of mirrored / multi_worker_mirrored on N replicas, with their loss effect")
     p.add_argument("--output", "-o", metavar="DIR", help="where scaling.json and scaling.svg go (default: .)")
     p.add_argument("--json", action="store_true", help="stdout carries JSON lines only")
     p.add_argument("--debug", action="store_true")
@@ -54,8 +59,13 @@ def run(args: argparse.Namespace) -> int:
         if args.max_replicas < 1 or args.steps < 1 or args.warmup < 1:
             raise ConfigError("--max-replicas, --steps and --warmup: must be at least 1")
         scaling.candidates(config.to_dict(), args.max_replicas, strategies)  # names checked before TensorFlow starts
+        if args.options and not scaling_options.option_candidates(config.to_dict(), args.max_replicas, strategies):
+            raise ConfigError("--options: needs mirrored or multi_worker_mirrored in --strategies and "
+                              "--max-replicas of at least 2")
         gpus = _gpu_count()
         plan = scaling.candidates(config.to_dict(), args.max_replicas, strategies, gpus)
+        if args.options:
+            plan += scaling_options.option_candidates(config.to_dict(), args.max_replicas, strategies, gpus)
     except (ConfigError, ValueError, OSError) as exc:
         print(f"replica-studio scaling: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -65,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
         for i, candidate in enumerate(plan):
             say.progress(i / len(plan), f"{candidate.label}: training {args.warmup} + {args.steps} steps")
             bursts.append(_burst(config, candidate, Path(work), args))
-    data = scaling.report(bursts, on_gpus=gpus > 0)
+    data = scaling_options.report(bursts, on_gpus=gpus > 0)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scaling.json").write_text(scaling.to_json(data), encoding="utf-8")
-    (out_dir / "scaling.svg").write_text(scaling.to_svg(data), encoding="utf-8")
+    (out_dir / "scaling.svg").write_text(scaling_options.to_svg(data), encoding="utf-8")
     say.progress(1.0, f"report written to {out_dir / 'scaling.json'}")
     if args.json:
         print(json.dumps({"type": "scaling_report", "path": str(out_dir / "scaling.json"), **data}), flush=True)
@@ -100,6 +110,7 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     burst = scaling.Burst(candidate)
     plain = config.to_dict()
     plain["strategy"], plain["runtime"] = candidate.strategy, candidate.runtime
+    plain["training"] = {**plain["training"], **candidate.training}
     try:
         burst_config = RunConfig.from_dict(plain)
     except ConfigError as exc:
@@ -110,12 +121,13 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     runs = work / "runs"
     events, error = _train_until(path, runs, args.warmup + args.steps)
     try:
-        figures = scaling.burst_figures(events, args.warmup)
+        figures = scaling.burst_figures(events, args.warmup, args.warmup + args.steps)
     except ValueError as exc:
         burst.error = error or str(exc)
         return burst
     burst.examples_per_sec, burst.steps, burst.devices = figures["examples_per_sec"], figures["steps"], figures["devices"]
     burst.compute_s, burst.input_s, burst.other_s = figures["compute_s"], figures["input_s"], figures["other_s"]
+    burst.loss = figures["loss"]
     run_dir = next((e.get("run_dir") for e in events if e.get("type") == "run_started"), None)
     if args.eval and run_dir:
         burst.eval_examples_per_sec = _eval_speed(Path(run_dir))
@@ -184,4 +196,15 @@ def _print_table(data: dict) -> None:
         speed = f"{row['speedup']:.2f}x" if row["speedup"] else "-"
         eff = f"{row['efficiency']:.0%}" if row["efficiency"] else "-"
         print(f"{row['label']:40s} {row['examples_per_sec']:11,.0f} {speed:>9s} {eff:>10s}  {text}")
+    if data.get("options"):
+        print(f"\n{'communication option':60s} {'examples/s':>11s} {'vs base':>8s} {'loss':>8s} {'Δ loss':>9s}")
+        for row in data["options"]:
+            if row["error"]:
+                print(f"{row['label']:60s} failed: {row['error']}")
+                continue
+            speed = f"{row['speed_vs_baseline']:.2f}x" if row["speed_vs_baseline"] else "-"
+            loss = f"{row['loss']:.4f}" if row["loss"] is not None else "-"
+            delta = (f"{row['loss_vs_baseline']:+.5f}" if row["loss_vs_baseline"] is not None
+                     else ("n/c" if not row["loss_comparable"] else "-"))
+            print(f"{row['label']:60s} {row['examples_per_sec']:11,.0f} {speed:>8s} {loss:>8s} {delta:>9s}")
     print(data["recommendation"])

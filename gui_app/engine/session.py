@@ -205,7 +205,8 @@ def _train(config: RunConfig, run_dir: Path, events: EventWriter, control: Contr
                  "train_examples": len(ctx.splits.x_train)},
         model={"name": model_info["name"], "parameters": model_info["parameters"],
                "trainable_parameters": model_info["trainable_parameters"]},
-        strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops},
+        strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops,
+                  **getattr(built, "communication", {})},
         versions=context.versions(), data_seed=ctx.data_seed)
     if hints is not None:
         hints["started"] = True

@@ -67,3 +67,46 @@ def test_bad_values_name_their_key(data, message):
 def test_invalid_json_is_a_config_error():
     with pytest.raises(ConfigError, match="not valid JSON"):
         RunConfig.from_json("{")
+
+
+MWMS = {"name": "multi_worker_mirrored", "workers": 2}
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"strategy": {"all_reduce_dtype": "int8"}}, "strategy.all_reduce_dtype: must be one of float32, float16; got \"int8\""),
+    ({"strategy": {"name": "one_device", "all_reduce_dtype": "float16"}},
+     "strategy.all_reduce_dtype: only mirrored and multi_worker_mirrored all-reduce gradients, not 'one_device'"),
+    ({"strategy": {"name": "parameter_server", "workers": 2, "ps": 1, "all_reduce_dtype": "float16"}},
+     "strategy.all_reduce_dtype: only mirrored and multi_worker_mirrored"),
+    ({"strategy": {"bytes_per_pack": 65536}}, "strategy.bytes_per_pack: only multi_worker_mirrored packs its all-reduce"),
+    ({"strategy": {**MWMS, "bytes_per_pack": -1}}, "strategy.bytes_per_pack: must be in [0, 1073741824] (1 GiB); got -1"),
+    ({"strategy": {**MWMS, "bytes_per_pack": 2**31}}, "strategy.bytes_per_pack: must be in [0, 1073741824]"),
+    ({"strategy": {**MWMS, "bytes_per_pack": 1.5}}, "strategy.bytes_per_pack: must be an integer"),
+    ({"training": {"accumulation_steps": 0}}, "training.accumulation_steps: must be in [1, 64]; got 0"),
+    ({"training": {"accumulation_steps": 65}}, "training.accumulation_steps: must be in [1, 64]; got 65"),
+    ({"training": {"accumulation_steps": 8, "global_batch_size": 4}},
+     "training.accumulation_steps: 8 micro-batches do not fit the global batch of 4"),
+    ({"strategy": {"devices": ["CPU:0", "CPU:1"]}, "runtime": {"cpu_devices": 2},
+      "training": {"accumulation_steps": 8, "global_batch_size": 12}},
+     "training.accumulation_steps: 8 micro-batches do not fit the 6 examples per replica"),
+    ({"strategy": {"name": "parameter_server", "workers": 2, "ps": 1}, "training": {"accumulation_steps": 2}},
+     "training.accumulation_steps: parameter_server workers update the variables after every batch"),
+])
+def test_communication_options_name_their_key(data, message):
+    with pytest.raises(ConfigError) as info:
+        RunConfig.from_dict(data)
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_communication_options_where_they_apply():
+    mwms = RunConfig.from_dict({"strategy": {**MWMS, "bytes_per_pack": 65536, "all_reduce_dtype": "float16"},
+                                "training": {"accumulation_steps": 4}})
+    assert mwms.strategy.bytes_per_pack == 65536 and mwms.training.accumulation_steps == 4
+    assert RunConfig.from_json(mwms.to_json()) == mwms
+    mirrored = RunConfig.from_dict({"strategy": {"devices": ["CPU:0", "CPU:1"], "all_reduce_dtype": "float16"},
+                                    "runtime": {"cpu_devices": 2}, "training": {"accumulation_steps": 32}})
+    assert mirrored.strategy.all_reduce_dtype == "float16"  # 32 micro-batches of one example each
+    defaults = RunConfig()
+    assert (defaults.strategy.all_reduce_dtype, defaults.strategy.bytes_per_pack,
+            defaults.training.accumulation_steps) == ("float32", 0, 1)

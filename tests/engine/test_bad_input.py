@@ -155,6 +155,10 @@ CASES = [
     Case("unknown-key", lambda t, r: _train(t, training={"batch": 3}), "training.batch: unknown key"),
     Case("wrong-type", lambda t, r: _train(t, training={"epochs": "five"}), "training.epochs: must be an integer"),
     Case("device-does-not-exist", lambda t, r: _train(t, strategy={"devices": ["CPU:0", "CPU:7"]}), "strategy.devices: CPU:7 does not exist"),
+    Case("pack-on-mirrored", lambda t, r: _train(t, strategy={"bytes_per_pack": 65536}),
+         "strategy.bytes_per_pack: only multi_worker_mirrored packs its all-reduce"),
+    Case("micro-batches-too-many", lambda t, r: _train(t, training={"accumulation_steps": 64}),
+         "training.accumulation_steps: 64 micro-batches do not fit the 32 examples per replica"),
     Case("model-not-keras", lambda t, r: _train(t, model={"name": "keras_file", "path": str(t / "m.h5")}), "model.path: must be a .keras file"),
     Case("keras-file-missing", lambda t, r: _train(t, model={"name": "keras_file", "path": str(t / "gone.keras")}), "does not exist"),
     # ---- dataset files ------------------------------------------------------------------

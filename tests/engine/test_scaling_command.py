@@ -32,3 +32,13 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, write_config):
     done = run_cli("scaling", str(config), "--strategies", "mirroed", timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == "replica-studio scaling: --strategies: unknown strategy 'mirroed'"
+
+
+def test_options_without_a_multi_replica_configuration_is_one_line_and_exit_2(tmp_path, write_config):
+    config = write_config({"dataset": {"name": "digits"}})
+    done = run_cli("scaling", str(config), "--strategies", "one_device,mirrored", "--max-replicas", "1", "--options",
+                   timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "replica-studio scaling: --options: needs mirrored or multi_worker_mirrored in --strategies and "
+        "--max-replicas of at least 2")

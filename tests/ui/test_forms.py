@@ -199,3 +199,51 @@ def test_the_wheel_scrolls_the_form_instead_of_changing_a_field(panel, qtbot):
     qtbot.waitUntil(epochs.hasFocus)
     wheel(epochs)  # clicked into: the wheel is for it
     assert epochs.value() == before + 1
+
+
+def _strategy(panel, name):
+    panel.strategy.name.setCurrentIndex(panel.strategy.name.findData(name))
+    return panel.strategy
+
+
+def test_communication_options_round_trip_and_grey_out_where_they_do_not_apply(panel):
+    form, training = panel.strategy, panel.training
+    assert form.all_reduce_dtype.isEnabled() and not form.bytes_per_pack.isEnabled()  # mirrored: no packs
+    assert "Mirrored and multi-worker mirrored only" in form.all_reduce_dtype.toolTip()
+    assert "MirroredStrategy's reductions ignore it" in form.bytes_per_pack.toolTip()
+    form.all_reduce_dtype.setCurrentIndex(form.all_reduce_dtype.findData("float16"))
+    training.accumulation_steps.setValue(4)
+    config = panel.config()
+    assert (config.strategy.all_reduce_dtype, config.training.accumulation_steps) == ("float16", 4)
+    panel.set_config(config)
+    assert panel.config() == config
+    _strategy(panel, "multi_worker_mirrored")
+    form.cluster.workers.setValue(2)
+    assert form.bytes_per_pack.isEnabled()
+    form.bytes_per_pack.setValue(65536)
+    mwms = panel.config()
+    assert (mwms.strategy.bytes_per_pack, mwms.strategy.all_reduce_dtype) == (65536, "float16")
+    panel.set_config(RunConfig())
+    panel.set_config(mwms)
+    assert panel.config() == mwms and form.bytes_per_pack.value() == 65536
+    _strategy(panel, "one_device")
+    assert not form.all_reduce_dtype.isEnabled() and not form.bytes_per_pack.isEnabled()
+    one = panel.config()  # the greyed values are not sent: they would be config errors there
+    assert (one.strategy.all_reduce_dtype, one.strategy.bytes_per_pack) == ("float32", 0)
+    assert one.training.accumulation_steps == 4
+    _strategy(panel, "parameter_server")
+    form.cluster.workers.setValue(2)
+    form.cluster.ps.setValue(1)
+    assert not training.accumulation_steps.isEnabled() and panel.config().training.accumulation_steps == 1
+
+
+def test_communication_errors_land_on_their_fields(panel):
+    panel.training.accumulation_steps.setValue(40)
+    assert panel.errors() == {"training.accumulation_steps": "40 micro-batches do not fit the 32 examples per replica"}
+    panel.training.accumulation_steps.setValue(0)
+    assert panel.errors() == {"training.accumulation_steps": "must be in [1, 64]; got 0"}
+    panel.training.accumulation_steps.setValue(2)
+    _strategy(panel, "multi_worker_mirrored").cluster.workers.setValue(2)
+    panel.strategy.bytes_per_pack.setValue(2**30 + 1)
+    assert panel.errors() == {"strategy.bytes_per_pack": "must be in [0, 1073741824] (1 GiB); got 1073741825"}
+    assert panel.strategy.bytes_per_pack.property("invalid") is True

@@ -57,3 +57,43 @@ def test_nothing_ticked_is_said_not_run(dialog):
         box.setChecked(False)
     dialog.start()
     assert not dialog.is_running() and dialog._status.text() == "Tick at least one strategy."
+
+
+def test_communication_options_are_asked_and_shown_with_their_loss_effect(dialog, qtbot):
+    assert dialog._options_table.isHidden()
+    dialog._options.setChecked(True)
+    with qtbot.waitSignal(dialog.report_ready, timeout=10_000) as got:
+        dialog.start()
+    qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
+    assert len(got.args[0]["options"]) == 4  # the fake answers --options only when it is passed
+    table = dialog._options_table
+    assert not table.isHidden() and table.rowCount() == 4
+    assert [table.item(1, c).text() for c in range(5)] == [
+        "mirrored, 2 replicas: all-reduce in float16", "1,350", "0.90×", "1.2504", "+0.00040"]
+    assert table.item(3, 4).text() == "not comparable"  # the batch/4 reference trains on fewer examples
+
+
+def test_a_version_1_report_without_options_still_opens(dialog, tmp_path):
+    old = tmp_path / "v1.json"
+    old.write_text(json.dumps({"version": 1, "rows": [{"label": "mirrored, 2 replicas", "strategy": {"name": "mirrored"},
+                                                      "replicas": 2, "examples_per_sec": 900.0, "speedup": 0.6,
+                                                      "efficiency": 0.3, "time_split": None, "error": None}],
+                               "recommendation": "old"}))
+    assert dialog.open_report(old) and dialog._table.rowCount() == 1 and dialog._options_table.isHidden()
+
+
+def test_the_fake_report_has_the_real_report_s_keys(fake_engine, tmp_path):
+    """The fake engine's scaling report keeps matching gui_app.core.scaling_options.report."""
+    import subprocess
+
+    from gui_app.core import scaling, scaling_options
+
+    config = {"training": {"global_batch_size": 64}}
+    plan = scaling.candidates(config, 1, ("one_device",)) + scaling_options.option_candidates(config, 2, ("mirrored",))
+    real = scaling_options.report([scaling.Burst(c, 100.0, 10, loss=1.0) for c in plan], on_gpus=False)
+    done = subprocess.run(fake_engine("scaling", "c.json", "--strategies", "mirrored", "--options", "--output",
+                                      str(tmp_path), "--json"), capture_output=True, text=True, timeout=60, check=True)
+    fake = json.loads(done.stdout.splitlines()[-1])
+    assert set(fake) - {"type", "path"} == set(real) and fake["version"] == real["version"]
+    assert {k for r in fake["rows"] for k in r} == set(real["rows"][0])
+    assert {k for r in fake["options"] for k in r} == set(real["options"][0])

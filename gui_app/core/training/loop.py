@@ -15,22 +15,102 @@ LOSS, ACCURACY, EXAMPLES, GRAD_NORM, STEP_TIME = range(len(STATS))
 
 
 class Trainer:
-    """Owns the compiled multi-step train function of one model under one strategy."""
+    """Owns the compiled multi-step train function of one model under one strategy.
 
-    def __init__(self, strategy, model, optimizer, global_batch_size: int, from_logits: bool = True):
+    ``accumulation_steps`` M > 1: each replica splits its share of the global batch into M
+    micro-batches, sums their gradients and all-reduces once per optimizer step, so one step
+    means what it means with M = 1 (same examples, loss scaling and update) at a micro-batch's
+    activation memory. ``all_reduce_dtype`` "float16": the gradients are cast down for the
+    all-reduce and back to the variables' dtype after it (half the bytes to move)."""
+
+    def __init__(self, strategy, model, optimizer, global_batch_size: int, from_logits: bool = True,
+                 accumulation_steps: int = 1, all_reduce_dtype: str = "float32"):
         import keras
         import tensorflow as tf
 
         self.strategy, self.model, self.optimizer = strategy, model, optimizer
         self.global_batch_size = global_batch_size
+        self.accumulation_steps = accumulation_steps
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits, reduction=None)
         self._scaled = isinstance(optimizer, keras.mixed_precision.LossScaleOptimizer)
+        self._reduce_dtype = None if all_reduce_dtype == "float32" else tf.as_dtype(all_reduce_dtype)
+        if self._reduce_dtype is not None:
+            # We all-reduce ourselves (in float16): the optimizer must not reduce a second time,
+            # which would double the communication this option is meant to cut.
+            without_optimizer_all_reduce(optimizer)
         with strategy.scope():
             # Build the optimizer's slots now: creating them inside strategy.run fails for
             # Adam and friends in Keras 3.15 (design.md section 4, keras-team/keras#23085).
             if not optimizer.built:  # the engine builds it earlier, before restoring a checkpoint
                 optimizer.build(model.trainable_variables)
         self._train_k = tf.function(self._train_k_impl)
+
+    def _forward_backward(self, x, y, micro_batches=None):
+        """Gradients of (this batch's loss sum / global batch), the per-example losses and the
+        correct predictions. With ``micro_batches`` m, each micro-batch adds 1/m of the
+        regularisation loss, so that the m of them sum to the step's one."""
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            per_example = self._loss(y, logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
+            if self.model.losses:
+                regularization = tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
+                if micro_batches is not None:
+                    regularization /= tf.cast(micro_batches, regularization.dtype)
+                loss += regularization
+            target = self.optimizer.scale_loss(loss) if self._scaled else loss
+        grads = tape.gradient(target, self.model.trainable_variables)
+        correct = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tf.cast(y, tf.int32))
+        return grads, per_example, correct
+
+    def _accumulate(self, x, y):
+        """The local gradients of the whole local batch, summed over m = min(M, local) contiguous
+        micro-batches (sizes differ by at most one, none is empty); the mean loss and accuracy."""
+        import tensorflow as tf
+
+        n = tf.shape(y)[0]
+        m = tf.maximum(tf.minimum(tf.constant(self.accumulation_steps, tf.int32), n), 1)
+
+        def micro(i):
+            lo, hi = i * n // m, (i + 1) * n // m
+            grads, per_example, correct = self._forward_backward(x[lo:hi], y[lo:hi], m)
+            return (grads, tf.reduce_sum(tf.cast(per_example, tf.float32)),
+                    tf.reduce_sum(tf.cast(correct, tf.float32)))
+
+        # The first micro-batch outside the loop: it fixes which variables have a gradient (None
+        # stays None) and the loop state's shapes. Sparse gradients (embeddings) are summed dense.
+        grads, loss_sum, correct_sum = micro(tf.constant(0, tf.int32))
+        present = [i for i, g in enumerate(grads) if g is not None]
+
+        def body(i, loss_sum, correct_sum, total):
+            g, loss_i, correct_i = micro(i)
+            total = [t + tf.convert_to_tensor(g[j]) for t, j in zip(total, present)]
+            return i + 1, loss_sum + loss_i, correct_sum + correct_i, total
+
+        # parallel_iterations=1: one micro-batch at a time, or peak memory would be several of them.
+        _, loss_sum, correct_sum, total = tf.while_loop(
+            lambda i, *_: i < m, body,
+            (tf.constant(1, tf.int32), loss_sum, correct_sum, [tf.convert_to_tensor(grads[j]) for j in present]),
+            parallel_iterations=1)
+        out = [None] * len(grads)
+        for j, g in zip(present, total):
+            out[j] = g
+        local = tf.cast(n, tf.float32)
+        return out, loss_sum / local, correct_sum / local
+
+    def _all_reduce(self, grads):
+        """SUM over replicas in ``_reduce_dtype``, back in each gradient's own dtype after."""
+        import tensorflow as tf
+
+        present = [(i, g) for i, g in enumerate(grads) if g is not None]
+        low = [_cast(g, self._reduce_dtype) for _, g in present]
+        reduced = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, low)
+        out = list(grads)
+        for (i, g), r in zip(present, reduced):
+            out[i] = _cast(r, g.dtype)
+        return out
 
     def _replica_step(self, x, y):
         import tensorflow as tf
@@ -41,14 +121,12 @@ class Trainer:
             t0 = tf.timestamp()
         with tf.control_dependencies([t0]):
             x = tf.identity(x)
-        with tf.GradientTape() as tape:
-            logits = self.model(x, training=True)
-            per_example = self._loss(y, logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=self.global_batch_size)
-            if self.model.losses:
-                loss += tf.nn.scale_regularization_loss(tf.add_n(self.model.losses))
-            target = self.optimizer.scale_loss(loss) if self._scaled else loss
-        grads = tape.gradient(target, self.model.trainable_variables)
+        if self.accumulation_steps == 1:
+            grads, per_example, correct = self._forward_backward(x, y)
+            loss_mean = tf.reduce_mean(tf.cast(per_example, tf.float32))
+            accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
+        else:
+            grads, loss_mean, accuracy = self._accumulate(x, y)
         with tf.control_dependencies(grads):
             t1 = tf.timestamp()
         local = tf.cast(tf.shape(y)[0], tf.float32)
@@ -56,15 +134,10 @@ class Trainer:
         grad_norm = tf.linalg.global_norm(grads) * (self.global_batch_size / local)
         if self._scaled:
             grad_norm /= tf.cast(self.optimizer.dynamic_scale, tf.float32)
+        if self._reduce_dtype is not None:
+            grads = self._all_reduce(grads)
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-        correct = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tf.cast(y, tf.int32))
-        stats = tf.stack([
-            tf.reduce_mean(tf.cast(per_example, tf.float32)),
-            tf.reduce_mean(tf.cast(correct, tf.float32)),
-            local,
-            tf.cast(grad_norm, tf.float32),
-            tf.cast(t1 - t0, tf.float32),
-        ])
+        stats = tf.stack([loss_mean, accuracy, local, tf.cast(grad_norm, tf.float32), tf.cast(t1 - t0, tf.float32)])
         return stats[tf.newaxis]  # [1, STATS] so that gather stacks replicas on axis 0
 
     def _train_k_impl(self, iterator, k):
@@ -107,3 +180,25 @@ def summarize_step(stats: np.ndarray) -> tuple[float, float]:
     n = stats[:, EXAMPLES]
     total = float(n.sum()) or 1.0
     return float((stats[:, LOSS] * n).sum() / total), float((stats[:, ACCURACY] * n).sum() / total)
+
+
+def _cast(grad, dtype):
+    """A gradient in ``dtype``; IndexedSlices (embeddings) keep their indices."""
+    import tensorflow as tf
+
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.cast(grad.values, dtype), grad.indices, grad.dense_shape)
+    return tf.cast(grad, dtype)
+
+
+def without_optimizer_all_reduce(optimizer) -> None:
+    """Make ``optimizer`` apply the gradients it is given as they are. Keras 3's TensorFlow
+    optimizer all-reduces inside ``apply_gradients`` (``_backend_update_step`` calls
+    ``_all_reduce_sum_gradients``, with no dtype or options) and offers no public switch, so the
+    instance's private method is replaced (tests/core/test_communication.py pins it). A
+    LossScaleOptimizer reduces in its inner optimizer."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if not callable(getattr(inner, "_all_reduce_sum_gradients", None)):
+        raise TypeError(f"strategy.all_reduce_dtype: this Keras ({type(inner).__module__}) has no "
+                           "optimizer._all_reduce_sum_gradients to replace; use float32")
+    inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)

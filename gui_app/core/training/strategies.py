@@ -27,6 +27,9 @@ class BuiltStrategy:
     local_devices: list[str] = field(default_factory=list)  # this worker's replicas (memory is asked here)
     coordinator: object = None  # parameter_server: the ClusterCoordinator
     num_ps: int = 0
+    # What the gradient all-reduce really uses (run_started's strategy section): the dtype, and for
+    # collective all-reduce (multi_worker_mirrored) the implementation and bytes per pack.
+    communication: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.replica_workers:
@@ -87,7 +90,8 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
     devices = cfg.devices or tuple(g.split("device:")[-1] for g in gpus) or ("CPU:0",)
     ops, used = _cross_device_ops(tf, cfg.cross_device_ops, devices, nccl_available(), warnings)
     strategy = tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=ops)
-    return BuiltStrategy(strategy, list(strategy.extended.worker_devices), used, warnings)
+    return BuiltStrategy(strategy, list(strategy.extended.worker_devices), used, warnings,
+                         communication={"all_reduce_dtype": cfg.all_reduce_dtype})
 
 
 # ---- MultiWorkerMirroredStrategy --------------------------------------------------------------
@@ -155,7 +159,10 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
     if cfg.communication == "nccl" and not gpus:
         warnings.append("strategy.communication: nccl needs GPUs; using ring")
         chosen = impl.RING
-    options = tf.distribute.experimental.CommunicationOptions(implementation=chosen, timeout_seconds=cfg.timeout_s)
+    # bytes_per_pack here, in the strategy's own options, so that every collective all-reduce of the run
+    # packs the same way: Keras's (inside apply_gradients) and ours (loop.py, float16) merge with them.
+    options = tf.distribute.experimental.CommunicationOptions(bytes_per_pack=cfg.bytes_per_pack,
+                                                              implementation=chosen, timeout_seconds=cfg.timeout_s)
     resolver = cluster_resolver(cfg)
     with _cpu_replicas(cpus):
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
@@ -168,9 +175,14 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
         for d in local:  # every worker has the same devices; gather orders replicas by worker
             devices.append(d.replace(f"/task:{task}/", f"/task:{w}/"))
             owners.append(w)
+    # Read back from the strategy (a private attribute of TF 2.21; what was asked if it moved), so the
+    # run says what the collectives really use.
+    used = getattr(strategy.extended, "_communication_options", options)
+    communication = {"all_reduce_dtype": cfg.all_reduce_dtype, "bytes_per_pack": int(used.bytes_per_pack),
+                     "implementation": used.implementation.name.lower()}
     _MULTI_WORKER = BuiltStrategy(strategy, devices, cfg.communication, warnings, worker_index=task,
                                   num_workers=num_workers, is_chief=bool(strategy.extended.should_checkpoint),
-                                  replica_workers=owners, local_devices=local)
+                                  replica_workers=owners, local_devices=local, communication=communication)
     return _MULTI_WORKER
 
 

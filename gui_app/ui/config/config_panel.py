@@ -163,6 +163,7 @@ class ConfigPanel(QScrollArea):
             self.devices.set_ticks_enabled(self.strategy.name.currentData() == "mirrored")
             self.strategy.set_global_batch(self.training.global_batch_size.value())
             self.training.set_gpu_selected(self._gpu_in_use())
+            self.training.set_strategy(self.strategy.name.currentData())
             sections = {form.section: form.validate() for form in self.forms}
         finally:
             self._busy = False

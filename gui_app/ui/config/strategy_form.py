@@ -6,9 +6,9 @@ them in with :meth:`set_devices`, so this form never reaches into another widget
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
 
-from gui_app.core.config import MULTI_WORKER, ConfigError, StrategyConfig
+from gui_app.core.config import ALL_REDUCING, MULTI_WORKER, ConfigError, StrategyConfig
 from gui_app.ui.config.cluster_form import ClusterPanel
 from gui_app.ui.config.form_base import FormSection, choice_box
 
@@ -25,6 +25,14 @@ CROSS_DEVICE_LABELS = {
     "hierarchical_copy": "Hierarchical copy",
     "reduce_to_one": "Reduce to one device",
 }
+ALL_REDUCE_DTYPE_LABELS = {"float32": "float32 (exact)", "float16": "float16 (half the bytes, rounded)"}
+ALL_REDUCE_DTYPE_TIP = ("The dtype the gradients are summed in across replicas: float16 casts each gradient down "
+                        "before the all-reduce and back after it (half the bytes to move; gradients rounded to about "
+                        "3 digits). Mirrored and multi-worker mirrored only. On CPUs the casts can cost more than "
+                        "they save: measure it with Tools → Scaling benchmark → communication options.")
+PACK_TIP = ("Multi-worker mirrored only: the gradients are all-reduced in packs of about this many bytes "
+            "(CommunicationOptions.bytes_per_pack), so the first packs can travel while later gradients are still "
+            "computed. 0: TensorFlow decides (one pack). MirroredStrategy's reductions ignore it.")
 
 
 class StrategyForm(FormSection):
@@ -43,6 +51,12 @@ class StrategyForm(FormSection):
         self.cross_device_ops = choice_box(CROSS_DEVICE_LABELS)
         self.add_field("strategy.cross_device_ops", "All-reduce", self.cross_device_ops,
                        tip="How gradients are summed across replicas")
+        self.all_reduce_dtype = choice_box(ALL_REDUCE_DTYPE_LABELS)
+        self.add_field("strategy.all_reduce_dtype", "All-reduce in", self.all_reduce_dtype, tip=ALL_REDUCE_DTYPE_TIP)
+        # Up to the spin box's own limit, beyond the valid 1 GiB on purpose: the config says what is wrong.
+        self.bytes_per_pack = QSpinBox(minimum=0, maximum=2**31 - 1, singleStep=64 << 10, suffix=" bytes",
+                                       specialValueText="TensorFlow decides")
+        self.add_field("strategy.bytes_per_pack", "Pack size", self.bytes_per_pack, tip=PACK_TIP)
         self.cluster = ClusterPanel(self._on_edited)
         self.form.addRow(self.cluster)
         self.summary = QLabel()
@@ -61,6 +75,8 @@ class StrategyForm(FormSection):
         self.name.currentIndexChanged.connect(self._on_edited)
         self.device.currentIndexChanged.connect(self._on_edited)
         self.cross_device_ops.currentIndexChanged.connect(self._on_edited)
+        self.all_reduce_dtype.currentIndexChanged.connect(self._on_edited)
+        self.bytes_per_pack.valueChanged.connect(self._on_edited)
         self._fill_devices()
         self.set_config_section(StrategyConfig())
 
@@ -108,6 +124,8 @@ class StrategyForm(FormSection):
             devices=tuple(self._selected) if name == "mirrored" else (),
             device=self.device.currentData() if name == "one_device" else None,
             cross_device_ops=self.cross_device_ops.currentData() if name == "mirrored" else None,
+            all_reduce_dtype=self.all_reduce_dtype.currentData() if name in ALL_REDUCING else "float32",
+            bytes_per_pack=self.bytes_per_pack.value() if name == "multi_worker_mirrored" else 0,
             **(self.cluster.values(name) if name in MULTI_WORKER else {}),
         )
 
@@ -119,6 +137,8 @@ class StrategyForm(FormSection):
             self._fill_devices()
             self._pending_device = None
             self.cross_device_ops.setCurrentIndex(self.cross_device_ops.findData(section.cross_device_ops))
+            self.all_reduce_dtype.setCurrentIndex(self.all_reduce_dtype.findData(section.all_reduce_dtype))
+            self.bytes_per_pack.setValue(section.bytes_per_pack)
             self.cluster.set_values(section)
         finally:
             self.blockSignals(False)
@@ -129,6 +149,9 @@ class StrategyForm(FormSection):
         name = self.name.currentData()
         self.device.setEnabled(name == "one_device")
         self.cross_device_ops.setEnabled(name == "mirrored")
+        # Greyed, not hidden, where they do not apply, and the tooltip says where they do.
+        self.all_reduce_dtype.setEnabled(name in ALL_REDUCING)
+        self.bytes_per_pack.setEnabled(name == "multi_worker_mirrored")
         self.devices_label.setEnabled(name == "mirrored")
         self.cluster.setVisible(name in MULTI_WORKER)
         if name in MULTI_WORKER:

@@ -45,11 +45,19 @@ class TrainingForm(FormSection):
                                                  100_000_000, "0: at each epoch end and on stop only")
         self.checkpoint_every_steps.setSuffix(" steps")
         self.checkpoint_every_steps.setSpecialValueText("epoch end")
+        self.accumulation_steps = self._spin(
+            "training.accumulation_steps", "Accumulate", 0, 1000,
+            "Gradient accumulation: each replica splits its share of the global batch into this many micro-batches, "
+            "sums their gradients and all-reduces once per step. Steps, epochs, the learning rate schedule and the "
+            "loss mean the same as with 1; activation memory is a micro-batch's. Mirrored and multi-worker "
+            "mirrored (not parameter servers).")
+        self.accumulation_steps.setSuffix(" micro-batches")
         self.mixed_precision = QCheckBox("Mixed precision (float16 compute)")
         self.add_field("training.mixed_precision", "", self.mixed_precision, "Needs a GPU")
         self.seed.textChanged.connect(self._on_edited)
         self.mixed_precision.toggled.connect(self._on_edited)
         self._gpu_selected = False
+        self._accumulation_applies = True
         self.set_config_section(TrainingConfig())
 
     def _spin(self, key: str, label: str, low: int, high: int, tip: str | None = None) -> QSpinBox:
@@ -90,6 +98,7 @@ class TrainingForm(FormSection):
             steps_per_call=self.steps_per_call.value(),
             mixed_precision=self.mixed_precision.isChecked() and self._gpu_selected,
             checkpoint_every_steps=self.checkpoint_every_steps.value(),
+            accumulation_steps=self.accumulation_steps.value() if self._accumulation_applies else 1,
         )
 
     def set_config_section(self, section: TrainingConfig) -> None:
@@ -108,6 +117,7 @@ class TrainingForm(FormSection):
             self.seed.setText("" if section.seed is None else str(section.seed))
             self.steps_per_call.setValue(section.steps_per_call)
             self.checkpoint_every_steps.setValue(section.checkpoint_every_steps)
+            self.accumulation_steps.setValue(section.accumulation_steps)
             self.mixed_precision.setChecked(section.mixed_precision)
         finally:
             self.blockSignals(False)
@@ -118,6 +128,11 @@ class TrainingForm(FormSection):
         self._gpu_selected = selected
         self._on_edited()
 
+    def set_strategy(self, name: str) -> None:
+        """Parameter-server workers apply every batch to the ps: accumulation does not apply there."""
+        self._accumulation_applies = name != "parameter_server"
+        self._on_edited()
+
     def _on_edited(self, *_: object) -> None:
         optimizer, schedule = self.optimizer.currentData(), self.schedule.currentData()
         self.momentum.setEnabled(optimizer in ("momentum", "rmsprop"))
@@ -125,6 +140,7 @@ class TrainingForm(FormSection):
         self.step_decay_epochs.setEnabled(schedule == "step")
         self.step_decay_rate.setEnabled(schedule == "step")
         self.mixed_precision.setEnabled(self._gpu_selected)
+        self.accumulation_steps.setEnabled(self._accumulation_applies)
         self.mixed_precision.setToolTip("" if self._gpu_selected else "Needs a GPU: tick one in the Devices panel")
         if not self.signalsBlocked():
             self.changed.emit()

@@ -8,8 +8,11 @@ The measuring is ``replica-studio scaling CONFIG --json`` through the process ru
 burst is its own engine process, so nothing here touches TensorFlow. Its progress lines move
 the progress bar; its last line is the report (gui_app.core.scaling), shown as a table
 (examples/s, speed-up, efficiency, where each step's time goes), a chart of the speed-up
-against the ideal line, and the recommendation. The report is saved as JSON and SVG in the
-chosen folder and can be opened again later. Cancel terminates the measuring process.
+against the ideal line, and the recommendation. "Also time communication options" adds
+``--options``: a second table of option bursts (float16 all-reduce, pack size, ring,
+accumulation), each with its speed against a baseline and its effect on the training loss.
+The report is saved as JSON and SVG in the chosen folder and can be opened again later (reports
+of version 1, without options, too). Cancel terminates the measuring process.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ STRATEGY_LABELS = {"one_device": "One device", "mirrored": "Mirrored (1..N repli
                    "multi_worker_mirrored": "Multi-worker mirrored (1..N local workers)",
                    "parameter_server": "Parameter servers (N workers + 1 ps)"}
 COLUMNS = ("Configuration", "Examples/s", "Speed-up", "Efficiency", "Compute", "Input", "All-reduce + rest")
+OPTION_COLUMNS = ("Communication option", "Examples/s", "vs baseline", "Mean loss", "Δ loss", "All-reduce + rest")
 CANCEL_GRACE_S = 5.0
 
 
@@ -68,6 +72,11 @@ class ScalingDialog(QDialog):
         self._steps = QSpinBox(minimum=5, maximum=10_000, value=60, suffix=" steps")
         self._warmup = QSpinBox(minimum=1, maximum=10_000, value=20, suffix=" steps")
         self._eval = QCheckBox("Time distributed evaluation too")
+        self._options = QCheckBox("Also time communication options")
+        self._options.setToolTip(
+            "On mirrored with N replicas and multi-worker with N workers (those ticked above, N ≥ 2): a burst "
+            "each with the all-reduce in float16, 64 KiB packs and ring (multi-worker), and 4 accumulated "
+            "micro-batches, from the same seed as a baseline burst: examples/s and the loss effect of each")
         self._strategies = {name: QCheckBox(label) for name, label in STRATEGY_LABELS.items()}
         for name in ("one_device", "mirrored"):
             self._strategies[name].setChecked(True)
@@ -86,8 +95,9 @@ class ScalingDialog(QDialog):
         form.addRow("Timed", self._steps)
         form.addRow("Warm-up (not timed)", self._warmup)
         form.addRow("", self._eval)
+        form.addRow("", self._options)
         form.addRow("Save the report in", folder_row)
-        self._inputs = (self._replicas, self._steps, self._warmup, self._eval, self._folder, browse,
+        self._inputs = (self._replicas, self._steps, self._warmup, self._eval, self._options, self._folder, browse,
                         *self._strategies.values())
 
         self._progress = QProgressBar(maximum=1000, textVisible=False)
@@ -98,6 +108,11 @@ class ScalingDialog(QDialog):
         self._table.setHorizontalHeaderLabels(COLUMNS)
         self._table.verticalHeader().setVisible(False)
         self._table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self._options_table = QTableWidget(0, len(OPTION_COLUMNS))
+        self._options_table.setHorizontalHeaderLabels(OPTION_COLUMNS)
+        self._options_table.verticalHeader().setVisible(False)
+        self._options_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self._options_table.hide()
         self._graphics = pg.GraphicsLayoutWidget()
         self._plot = make_plot("Speed-up against one replica", "replicas", "speed-up")
         self._graphics.addItem(self._plot)
@@ -118,6 +133,7 @@ class ScalingDialog(QDialog):
         layout.addWidget(self._progress)
         layout.addWidget(self._status)
         layout.addWidget(self._table, 1)
+        layout.addWidget(self._options_table, 1)
         layout.addWidget(self._graphics, 1)
         layout.addWidget(self._recommendation)
         layout.addWidget(self._buttons)
@@ -144,7 +160,7 @@ class ScalingDialog(QDialog):
             "scaling", str(config_path), "--strategies", ",".join(self.strategies()),
             "--max-replicas", str(self._replicas.value()), "--steps", str(self._steps.value()),
             "--warmup", str(self._warmup.value()), "--output", self._folder.text().strip() or ".", "--json",
-            *(["--eval"] if self._eval.isChecked() else []))
+            *(["--eval"] if self._eval.isChecked() else []), *(["--options"] if self._options.isChecked() else []))
         self._report = None
         self._set_running(True)
         self._progress.setValue(0)
@@ -221,14 +237,28 @@ class ScalingDialog(QDialog):
                          "–" if row.get("speedup") is None else f"{row['speedup']:.2f}×",
                          _percent(row.get("efficiency")), _percent(split.get("compute")),
                          _percent(split.get("input")), _percent(split.get("other"))]
-            for j, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if j:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self._table.setItem(i, j, item)
+            _fill_row(self._table, i, cells)
         self._table.resizeColumnsToContents()
+        self._show_options(data.get("options") or [])  # a version-1 report has none
         self._draw(rows)
         self._recommendation.setText(str(data.get("recommendation") or ""))
+
+    def _show_options(self, rows: list[dict]) -> None:
+        self._options_table.setVisible(bool(rows))
+        self._options_table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            if row.get("error"):
+                cells = [row["label"], f"failed: {row['error']}", "", "", "", ""]
+            else:
+                speed, loss, delta = row.get("examples_per_sec"), row.get("loss"), row.get("loss_vs_baseline")
+                cells = [row["label"], "–" if speed is None else f"{speed:,.0f}",
+                         "–" if row.get("speed_vs_baseline") is None else f"{row['speed_vs_baseline']:.2f}×",
+                         "–" if loss is None else f"{loss:.4f}",
+                         ("not comparable" if not row.get("loss_comparable", True) else
+                          "–" if delta is None else f"{delta:+.5f}"),
+                         _percent((row.get("time_split") or {}).get("other"))]
+            _fill_row(self._options_table, i, cells)
+        self._options_table.resizeColumnsToContents()
 
     def _draw(self, rows: list[dict]) -> None:
         self._plot.clear()
@@ -251,3 +281,11 @@ class ScalingDialog(QDialog):
     def _show_status(self, text: str, error: bool = False) -> None:
         self._status.setStyleSheet("color: #e15759" if error else "")
         self._status.setText(text)
+
+
+def _fill_row(table: QTableWidget, i: int, cells: list[str]) -> None:
+    for j, text in enumerate(cells):
+        item = QTableWidgetItem(text)
+        if j:
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        table.setItem(i, j, item)
