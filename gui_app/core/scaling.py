@@ -98,17 +98,22 @@ def step_time_split(step: dict[str, Any]) -> tuple[float, float, float] | None:
     return compute, max(waited, 0.0), max(float(wall) - compute - max(waited, 0.0), 0.0)
 
 
+# What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report.
+INPUT_ADVICE = ("cache the dataset (dataset.cache), decode in parallel (more CPU cores), use smaller images, "
+                "or Tools → Prepare dataset to stream TFRecord shards")
+ALL_REDUCE_ADVICE = ("try a larger global batch (training.accumulation_steps keeps its memory that of a "
+                     "micro-batch), all-reduce in float16, NCCL on GPUs, or fewer replicas")
+
+
 def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str | None:
     """What to try when one part dominates the step, or None when nothing stands out."""
     total = compute + waited + rest
     if total <= 0:
         return None
     if waited / total > 0.3:
-        return (f"input is {waited / total:.0%} of the step: cache the dataset, decode in parallel, "
-                "use smaller images or prepare it as TFRecord shards")
+        return f"input is {waited / total:.0%} of the step: {INPUT_ADVICE}"
     if replicas > 1 and rest / total > 0.4:
-        return (f"all-reduce and optimizer are {rest / total:.0%} of the step: try a larger global batch, "
-                "a faster cross-device reduction (NCCL on GPUs) or fewer replicas")
+        return f"all-reduce and optimizer are {rest / total:.0%} of the step: {ALL_REDUCE_ADVICE}"
     return None
 
 

@@ -51,7 +51,9 @@ class TrainingForm(FormSection):
             "sums their gradients and all-reduces once per step. Steps, epochs, the learning rate schedule and the "
             "loss mean the same as with 1; activation memory is a micro-batch's. Mirrored and multi-worker "
             "mirrored (not parameter servers).")
-        self.accumulation_steps.setSuffix(" micro-batches")
+        self.accumulation_steps.setSuffix(" micro-batch")  # "1 micro-batch", "4 micro-batches"
+        self.accumulation_steps.valueChanged.connect(
+            lambda n: self.accumulation_steps.setSuffix(" micro-batch" if n == 1 else " micro-batches"))
         self.mixed_precision = QCheckBox("Mixed precision (float16 compute)")
         self.add_field("training.mixed_precision", "", self.mixed_precision, "Needs a GPU")
         self.seed.textChanged.connect(self._on_edited)

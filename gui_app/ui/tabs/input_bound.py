@@ -8,10 +8,10 @@ from typing import Iterable
 
 from PySide6.QtWidgets import QLabel, QWidget
 
+from gui_app.core.scaling import INPUT_ADVICE
+
 THRESHOLD = 0.2  # below a fifth of the time waiting, faster input would not change much
 WINDOW = 50  # steps: recent enough to follow a run that changes (cache warm, evaluation)
-SUGGESTION = ("more parallel decoding (more CPU cores), dataset.cache, smaller images, or "
-              "Tools → Prepare dataset to stream TFRecord shards")
 
 
 class InputWait:
@@ -58,7 +58,7 @@ class InputBoundLabel(QLabel):
         if changed:
             share = self.wait.fraction()
             if share is not None and share >= THRESHOLD:
-                self.setText(f"input-bound: the replicas waited {share:.0%} of the time for data. Try {SUGGESTION}.")
+                self.setText(f"input-bound: the replicas waited {share:.0%} of the time for data. Try: {INPUT_ADVICE}.")
                 self.show()
             else:
                 self.hide()

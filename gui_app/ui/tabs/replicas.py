@@ -16,7 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 import numpy as np
 import pyqtgraph as pg
@@ -30,6 +30,7 @@ from gui_app.ui.tabs.step_split import StepSplitPanel
 METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
 SPEED_WINDOW = 20  # examples/s bars show the mean of this many latest steps
 MIB = 1024.0 ** 2
+MIN_CHARTS_HEIGHT = 380  # px for the 2x2 replica charts: below it their axes crowd out the curves
 
 
 def short_device(name: str) -> str:
@@ -217,7 +218,17 @@ class ReplicaCharts(ChartPanel):
         self._memory_shown = True
         self._show_memory(False)
 
-        layout = QVBoxLayout(self)
+        # Scroll rather than squeeze the four charts to strips between the GPU and step-split panels.
+        self._graphics.setMinimumHeight(MIN_CHARTS_HEIGHT)
+        content = QWidget()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
         top.addWidget(self._slowest_label, 1)
