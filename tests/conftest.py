@@ -8,10 +8,24 @@ tests/ui/test_no_tensorflow.py can check that nothing in the window imported Ten
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Every test runs as a new user would: HOME is a fresh folder and the XDG folders default under
+# it, so no test reads the developer's settings or writes into their home (the Scaling and
+# Prepare dialogs offer folders in ~, the runs folder defaults to ~/.local/share). The engine
+# processes the tests start inherit it.
+_HOME = Path(tempfile.mkdtemp(prefix="replica-studio-test-home-"))
+atexit.register(shutil.rmtree, _HOME, True)
+os.environ["HOME"] = str(_HOME)
+for _name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "REPLICA_STUDIO_RUNS_DIR",
+              "REPLICA_STUDIO_CONFIG_DIR"):
+    os.environ.pop(_name, None)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

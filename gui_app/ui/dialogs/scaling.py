@@ -25,6 +25,7 @@ from typing import Callable
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from PySide6.QtCore import Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtGui import QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,  # noqa: E402
                                QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox, QTableWidget,
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
@@ -58,6 +59,11 @@ class ScalingDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Scaling benchmark")
         self.setMinimumSize(760, 620)
+        # Room for the report (two tables, the chart, the recommendation) without scrolling in
+        # each of them; on a small screen, as much as it has.
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry() if screen is not None else None
+        self.resize(min(1000, room.width()) if room else 1000, min(900, room.height()) if room else 900)
         self._config = config
         self._engine_command = engine_command
         self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-scaling-")
@@ -116,7 +122,10 @@ class ScalingDialog(QDialog):
         self._graphics = pg.GraphicsLayoutWidget()
         self._plot = make_plot("Speed-up against one replica", "replicas", "speed-up")
         self._graphics.addItem(self._plot)
-        style_plot(self._plot, *reversed(theme_colors(self)))
+        background, foreground = theme_colors(self)
+        self._graphics.setBackground(background)  # pyqtgraph's default is black, whatever the palette
+        style_plot(self._plot, foreground, background)
+        self._graphics.hide()  # until there is a report to draw: an empty chart says nothing
         self._recommendation = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self._run_button = QPushButton("Run")
@@ -132,9 +141,9 @@ class ScalingDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self._progress)
         layout.addWidget(self._status)
-        layout.addWidget(self._table, 1)
-        layout.addWidget(self._options_table, 1)
-        layout.addWidget(self._graphics, 1)
+        for widget, rows_high in ((self._table, 140), (self._options_table, 170), (self._graphics, 200)):
+            widget.setMinimumHeight(rows_high)  # a few rows each, never a sliver
+            layout.addWidget(widget, 1)
         layout.addWidget(self._recommendation)
         layout.addWidget(self._buttons)
 
@@ -262,6 +271,7 @@ class ScalingDialog(QDialog):
 
     def _draw(self, rows: list[dict]) -> None:
         self._plot.clear()
+        self._graphics.show()
         measured = [r for r in rows if r.get("speedup")]
         top = max([r["replicas"] for r in measured] + [1])
         self._plot.plot([1, top], [1, top], pen=pg.mkPen("#999", width=1, style=Qt.PenStyle.DashLine), name="ideal")
