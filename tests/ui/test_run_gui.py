@@ -102,3 +102,32 @@ def test_train_option_does_not_train_a_config_that_failed_to_load(dialogs, fake_
     (window,) = fake_window
     assert not window.supervisor.is_active()
     assert [d[1] for d in dialogs] == ["Cannot load the configuration"]
+
+
+def test_pressing_train_during_detection_and_inspection_puts_them_after_the_first_step(qtbot, fake_engine):
+    """A user pressing Ctrl+R as the window opens: device detection (running) and the dataset
+    inspection (asked for) are stopped and run again once the first step is on the charts, so
+    the run does not start on cores shared with two more TensorFlow processes."""
+    fake_engine.configure("wait", steps=20)
+    window, commands = None, []
+
+    def engine_command(*args):
+        commands.append((args[0], window.training_charts.point_count() if window else None))
+        return fake_engine(*args)
+
+    window = main_window_module.MainWindow(engine_command=engine_command)
+    qtbot.addWidget(window)
+    window.show()
+    window.start()
+    window.config_panel.inspector.retry()  # as an edit of the dataset would
+    assert window.config_panel.devices.is_detecting() and window.config_panel.inspector.is_busy()
+    with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
+        window.train()
+        assert not window.config_panel.devices.is_detecting() and not window.config_panel.inspector.is_busy()
+    qtbot.waitUntil(lambda: [name for name, _ in commands].count("inspect") == 1, timeout=10_000)
+    names = [name for name, _ in commands]
+    assert names[:2] == ["devices", "train"] and names.count("devices") == 2
+    assert all(steps > 0 for name, steps in commands[2:])  # detection and inspection came after steps
+    with qtbot.waitSignal(window.supervisor.finished, timeout=10_000):
+        window.supervisor.stop()
+    window.close()

@@ -89,6 +89,9 @@ class DevicePanel(QWidget):
             self._job.cancel()
             self._job = None
 
+    def is_detecting(self) -> bool:
+        return self._job is not None and self._job.is_running()
+
     def _on_detected(self, info: dict) -> None:
         self.info = info
         gpus = self.gpu_names()

@@ -85,7 +85,8 @@ class MainWindow(QMainWindow):
         self.failure_box: QMessageBox | None = None
         self.resume_dialog: ResumeDialog | None = None
         self._close_when_stopped = False
-        self._deferred_start = False  # train_at_launch: detection and inspection wait for the first step
+        # Background work put off until the run's first step (see _defer_background_work).
+        self._deferred_detection = self._deferred_inspection = False
         self._connect()
         self._restore()
 
@@ -187,17 +188,29 @@ class MainWindow(QMainWindow):
         self.config_panel.start_detection()
 
     def train_at_launch(self) -> None:
-        """``--train``: start the run now, and the background work (device detection, dataset
-        inspection) once its first step has arrived. Started together, three TensorFlow
-        processes share the cores and the run's first step comes later (docs/benchmarks.md)."""
-        self.config_panel.inspector.cancel()  # asked for when the forms were filled
-        self._deferred_start = True
+        """``--train``: start the run now; device detection (not started yet) and the dataset
+        inspection (asked for when the forms were filled) follow its first step."""
+        self._deferred_detection = True
         self.train()
 
+    def _defer_background_work(self) -> None:
+        """A run starting while device detection or the dataset inspection still runs: stop them
+        and run them again once its first step has arrived. Started together, three TensorFlow
+        processes share the cores, and the first step came 3x later (docs/benchmarks.md, Start-up)."""
+        panel = self.config_panel
+        if panel.devices.is_detecting():
+            panel.devices.cancel_detection()
+            self._deferred_detection = True
+        if panel.inspector.is_busy():
+            panel.inspector.cancel()
+            self._deferred_inspection = True
+
     def _start_deferred(self) -> None:
-        if self._deferred_start:
-            self._deferred_start = False
+        if self._deferred_detection:
+            self._deferred_detection = False
             self.start()
+        if self._deferred_inspection:
+            self._deferred_inspection = False
             self.config_panel.inspector.retry()
 
     # ---- runs ------------------------------------------------------------------------
@@ -207,6 +220,7 @@ class MainWindow(QMainWindow):
             return
         self.shown.clear()
         self.log.note(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})")
+        self._defer_background_work()
         self.supervisor.start_train(config, self.runs_dir)
         self.tabs.setCurrentWidget(self.training_charts)
 
@@ -227,12 +241,13 @@ class MainWindow(QMainWindow):
         self.shown.add_events(list(read_events(run_dir)))
         self.shown.set_path(str(run_dir))
         self.log.note(f"Resuming {Path(run_dir).name}")
+        self._defer_background_work()
         self.supervisor.start_resume(run_dir, overrides or ())
         self.tabs.setCurrentWidget(self.training_charts)
 
     def _on_events(self, events: list[dict]) -> None:
         self.shown.add_events(events)
-        if self._deferred_start and any(event.get("type") == "step" for event in events):
+        if (self._deferred_detection or self._deferred_inspection) and any(e.get("type") == "step" for e in events):
             self._start_deferred()
         for event in events:
             if event.get("type") == "eval":

@@ -43,6 +43,10 @@ class Inspector(QObject):
         self._wanted = wanted
         self._timer.start()  # restarts: a burst of edits gives one inspection
 
+    def is_busy(self) -> bool:
+        """An inspection is asked for (the edit timer runs) or under way."""
+        return self._timer.isActive() or (self._job is not None and self._job.is_running())
+
     def cancel(self) -> None:
         self._timer.stop()
         if self._job is not None:
