@@ -120,7 +120,8 @@ def options_svg(rows: list[dict[str, Any]], width: int, top: int) -> tuple[list[
     if not rows:
         return [], 0
     bar, left, right = 18, 250, 140
-    height = 40 + bar * len(rows) + 20
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    height = 40 + bar * (len(rows) + len(groups)) + 20
     most = max([r["speed_vs_baseline"] or 0 for r in rows] + [1.2])
 
     def sx(v: float) -> float:
@@ -130,18 +131,25 @@ def options_svg(rows: list[dict[str, Any]], width: int, top: int) -> tuple[list[
               'loss effect</text>'),
              (f'<line x1="{sx(1):.1f}" y1="{top + 30}" x2="{sx(1):.1f}" y2="{top + height - 16}" stroke="#999" '
               'stroke-dasharray="4"/>')]
-    for i, row in enumerate(rows):
-        y = top + 34 + i * bar
-        name = row["label"] if len(row["label"]) <= 40 else row["label"][:39] + "…"
+    y, group = top + 34, None
+    for row in rows:
+        if row["group"] != group:  # a heading per configuration; the bars are named by option only
+            group = row["group"]
+            parts.append(f'<text x="10" y="{y + 12}" font-weight="bold">{_escape(str(group))}</text>')
+            y += bar
+        name = str(row.get("option") or row["label"])
+        name = name if len(name) <= 38 else name[:37] + "…"
         parts.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{_escape(name)}</text>')
         speed = row.get("speed_vs_baseline")
         if not speed:
             parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#c62828">{_escape(row.get("error") or "–")[:60]}</text>')
+            y += bar
             continue
         parts.append(f'<rect x="{left}" y="{y + 2}" width="{sx(speed) - left:.1f}" height="{bar - 5}" fill="#4e79a7"/>')
         delta = row.get("loss_vs_baseline")
         loss = "loss n/c" if not row.get("loss_comparable") else ("" if delta is None else f"loss {delta:+.5f}")
         parts.append(f'<text x="{sx(speed) + 4:.1f}" y="{y + 12}">{speed:.2f}x {loss}</text>')
+        y += bar
     return parts, height
 
 

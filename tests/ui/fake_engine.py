@@ -240,6 +240,10 @@ def scaling(argv):
               "recommendation": "Fastest here: the fake."}
     os.makedirs(out, exist_ok=True)
     json.dump(report, open(os.path.join(out, "scaling.json"), "w", encoding="utf-8"))
+    from gui_app.core.scaling_options import to_svg  # the real chart of the fake figures (Qt- and TF-free)
+
+    with open(os.path.join(out, "scaling.svg"), "w", encoding="utf-8") as f:
+        f.write(to_svg(report))
     print(json.dumps({"type": "progress", "fraction": 1.0, "message": "report written"}), flush=True)
     print(json.dumps({"type": "scaling_report", "path": os.path.join(out, "scaling.json"), **report}), flush=True)
     return 0

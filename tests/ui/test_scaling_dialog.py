@@ -29,6 +29,10 @@ def test_a_run_fills_the_table_the_chart_and_the_recommendation(dialog, qtbot, t
     assert len(dialog._plot.listDataItems()) == 3  # the ideal line and one curve per strategy
     assert dialog._recommendation.text() == "Fastest here: the fake."
     assert (tmp_path / "report" / "scaling.json").is_file()
+    from PySide6.QtGui import QImage
+
+    png = QImage(str(tmp_path / "report" / "scaling.png"))  # drawn from the SVG, at twice its size
+    assert png.width() == 1280 and png.height() >= 800 and "scaling.png" in dialog._status.text()
 
 
 def test_a_saved_report_opens_again_and_a_bad_file_says_why(dialog, tmp_path):

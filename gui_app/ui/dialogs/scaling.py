@@ -11,7 +11,7 @@ the progress bar; its last line is the report (gui_app.core.scaling), shown as a
 against the ideal line, and the recommendation. "Also time communication options" adds
 ``--options``: a second table of option bursts (float16 all-reduce, pack size, ring,
 accumulation), each with its speed against a baseline and its effect on the training loss.
-The report is saved as JSON and SVG in the chosen folder and can be opened again later (reports
+The report is saved as JSON, SVG and PNG in the chosen folder and can be opened again later (reports
 of version 1, without options, too). Cancel terminates the measuring process.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Callable
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from PySide6.QtCore import Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtGui import QGuiApplication  # noqa: E402
+from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter  # noqa: E402
+from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,  # noqa: E402
                                QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox, QTableWidget,
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
@@ -213,7 +214,9 @@ class ScalingDialog(QDialog):
             self.failed.emit(text)
         else:
             self._progress.setValue(1000)
-            self._show_status(f"Saved {Path(self._folder.text()) / 'scaling.json'} and scaling.svg.")
+            folder = Path(str(self._report.get("path") or Path(self._folder.text()) / "scaling.json")).parent
+            png = save_png(folder / "scaling.svg")
+            self._show_status(f"Saved {folder / 'scaling.json'}, scaling.svg" + (" and scaling.png." if png else "."))
 
     def _on_start_failed(self, message: str) -> None:
         self._set_running(False)
@@ -299,3 +302,19 @@ def _fill_row(table: QTableWidget, i: int, cells: list[str]) -> None:
         if j:
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         table.setItem(i, j, item)
+
+
+def save_png(svg: Path, scale: float = 2.0) -> Path | None:
+    """The report's chart as a PNG beside its SVG (slides and chat take PNG), drawn from the
+    same SVG so the two never differ; None when the SVG cannot be read or the PNG written."""
+    renderer = QSvgRenderer(str(svg))
+    if not renderer.isValid():
+        return None
+    size = renderer.defaultSize() * scale
+    image = QImage(size, QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    renderer.render(painter)
+    painter.end()
+    png = svg.with_suffix(".png")
+    return png if image.save(str(png)) else None
