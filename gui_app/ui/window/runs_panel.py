@@ -199,7 +199,6 @@ class RunsPanel(QWidget):
         self._show_reading()
 
     def _on_batch(self, rows: list[tuple[RunInfo, bool]]) -> None:
-        column = self.tree.header().sortIndicatorSection()
         for info, resumable in rows:
             path = str(info.path)
             self._seen.add(path)
@@ -213,10 +212,7 @@ class RunsPanel(QWidget):
                 if path in self._wanted:
                     item.setSelected(True)
             elif not unchanged:
-                before = sort_key(item, column)
-                self._fill(item, info)
-                if sort_key(item, column) != before:
-                    self._move(item)
+                self._refill(item, info)
         self._read += len(rows)
         self._show_reading()
         self._update_buttons()
@@ -237,10 +233,15 @@ class RunsPanel(QWidget):
         """Redraw one row from what was read (the active run or a note changed)."""
         item, info = self._items.get(path or ""), self._runs.get(path or "")
         if item is not None and info is not None:
-            before = sort_key(item, self.tree.header().sortIndicatorSection())
-            self._fill(item, info)
-            if sort_key(item, self.tree.header().sortIndicatorSection()) != before:
-                self._move(item)
+            self._refill(item, info)
+
+    def _refill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
+        """Show ``info`` in a listed row, moving it only if its place in the sort changed."""
+        column = self.tree.header().sortIndicatorSection()
+        before = sort_key(item, column)
+        self._fill(item, info)
+        if sort_key(item, column) != before:
+            self._move(item)
 
     # ---- order -----------------------------------------------------------------------
     def _insert(self, item: QTreeWidgetItem) -> None:
