@@ -42,3 +42,14 @@ def write_run(runs_dir: Path, name: str, status: str | None, steps: int = 10, st
 def wait_listed(qtbot, panel, timeout: int = 30_000) -> None:
     """Until the RunsPanel's fill (on its reader thread) has ended: the rows are as on disk."""
     qtbot.waitUntil(lambda: not panel.is_filling(), timeout=timeout)
+
+
+def train_to_end(qtbot, window, timeout: int) -> tuple[dict, str]:
+    """Press Train in ``window`` and wait until the run has ended; its ``run_started`` event and
+    run directory. Fails with the engine's message unless the run completed."""
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=timeout) as started, \
+            qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
+        window.actions.train.trigger()
+    status, run_dir, message = finished.args
+    assert (status, message) == ("completed", ""), message
+    return started.args[0], run_dir

@@ -3,7 +3,7 @@ acceptance test). Each engine process costs ~6 s of TensorFlow start-up, so thes
 from __future__ import annotations
 
 import pytest
-from run_dirs import wait_listed
+from run_dirs import train_to_end, wait_listed
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
 
@@ -24,12 +24,7 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     assert window.preview.class_count() == 10 and window.preview.sample_pixmaps() == 10
     assert window.config_panel.model.layers.topLevelItemCount() > 3
 
-    with qtbot.waitSignal(window.supervisor.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
-            qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
-        window.actions.train.trigger()
-    status, run_dir, message = finished.args
-    assert (status, message) == ("completed", ""), message
-    run = started.args[0]
+    run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run["num_replicas"] == 2 and run["total_steps"] > 5
     assert window.training_charts.point_count() == run["total_steps"]  # one point per step
     matrix = window.evaluation.confusion_matrix()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from run_dirs import wait_listed
+from run_dirs import train_to_end, wait_listed
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 
@@ -19,12 +19,7 @@ ENGINE_TIMEOUT_MS = 240_000
 def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
     window = real_window
     window.config_panel.set_config(CONFIG)
-    with qtbot.waitSignal(window.supervisor.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
-            qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
-        window.actions.train.trigger()
-    status, run_dir, message = finished.args
-    assert (status, message) == ("completed", ""), message
-    run = started.args[0]
+    run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run["num_workers"] == 2 and [r["worker"] for r in run["replicas"]] == [0, 1]
     window.tabs.setCurrentWidget(window.replica_charts)
     qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
