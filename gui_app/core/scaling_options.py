@@ -13,6 +13,7 @@ communication. TensorFlow-free, like core/scaling.py.
 """
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from gui_app.core import scaling
@@ -135,14 +136,15 @@ def options_svg(rows: list[dict[str, Any]], width: int, top: int) -> tuple[list[
     for row in rows:
         if row["group"] != group:  # a heading per configuration; the bars are named by option only
             group = row["group"]
-            parts.append(f'<text x="10" y="{y + 12}" font-weight="bold">{_escape(str(group))}</text>')
+            parts.append(f'<text x="10" y="{y + 12}" font-weight="bold">{html.escape(str(group), quote=False)}</text>')
             y += bar
         name = str(row.get("option") or row["label"])
         name = name if len(name) <= 38 else name[:37] + "…"
-        parts.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{_escape(name)}</text>')
+        parts.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{html.escape(name, quote=False)}</text>')
         speed = row.get("speed_vs_baseline")
         if not speed:
-            parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#c62828">{_escape(row.get("error") or "–")[:60]}</text>')
+            error = html.escape((row.get("error") or "–")[:60], quote=False)  # cut before escaping: no half entity
+            parts.append(f'<text x="{left + 4}" y="{y + 12}" fill="#c62828">{error}</text>')
             y += bar
             continue
         parts.append(f'<rect x="{left}" y="{y + 2}" width="{sx(speed) - left:.1f}" height="{bar - 5}" fill="#4e79a7"/>')
@@ -151,7 +153,3 @@ def options_svg(rows: list[dict[str, Any]], width: int, top: int) -> tuple[list[
         parts.append(f'<text x="{sx(speed) + 4:.1f}" y="{y + 12}">{speed:.2f}x {loss}</text>')
         y += bar
     return parts, height
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -131,3 +131,15 @@ def test_option_rows_speed_and_loss_against_the_baseline():
     assert len(svg.findall("{http://www.w3.org/2000/svg}rect")) == 1 + 4  # the background and a bar per option
     assert "0.80x loss +0.00200" in scaling_options.to_svg(data)
     assert int(svg.get("height")) > 400
+
+
+def test_an_option_s_long_error_is_cut_before_it_is_escaped():
+    """A failed option's error is shortened to fit its bar: cutting after escaping could split
+    an entity (``&am``) and leave an SVG no viewer opens."""
+    from gui_app.core.scaling_options import options_svg
+
+    row = {"group": "mirrored, 2 replicas", "option": "baseline", "label": "x", "speed_vs_baseline": None,
+           "error": "x" * 58 + "&<b>"}
+    parts, _ = options_svg([row], 640, 0)
+    text = ET.fromstring("<svg>" + "".join(parts) + "</svg>").findall("text")[-1].text
+    assert text == "x" * 58 + "&<"

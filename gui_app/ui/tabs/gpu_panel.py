@@ -11,6 +11,7 @@ Written against a fake NVML: the sampling path has not run on a real GPU here.
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Iterable
@@ -123,15 +124,11 @@ def describe(sample: dict[str, Any], replicas: list[int], placed: bool, colour: 
     watts = number(sample.get("power"))
     parts.append(f"{watts:.0f} W" if not math.isnan(watts) else "power: n/a")
     heading = f"<b style='color:{colour}'>GPU {index}</b>" if colour else f"<b>GPU {index}</b>"
-    return f"{heading} · {_escape(str(name))} · {where}<br>" + " · ".join(parts)
+    return f"{heading} · {html.escape(str(name), quote=False)} · {where}<br>" + " · ".join(parts)
 
 
 def _alarm(text: str) -> str:
     return f"<b style='color:{HIGHLIGHT_COLOR}'>{text}</b>"
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 TOOLTIP = ("From NVML (the nvidia-ml-py package), sampled about once a second by the engine off its training "
