@@ -101,3 +101,12 @@ def test_the_fake_report_has_the_real_report_s_keys(fake_engine, tmp_path):
     assert set(fake) - {"type", "path"} == set(real) and fake["version"] == real["version"]
     assert {k for r in fake["rows"] for k in r} == set(real["rows"][0])
     assert {k for r in fake["options"] for k in r} == set(real["options"][0])
+
+
+def test_the_chart_follows_the_palette(dialog):
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = dialog.palette()
+    palette.setColor(QPalette.ColorRole.Base, QColor("#202124"))
+    dialog.setPalette(palette)
+    assert dialog._graphics.backgroundBrush().color().name() == "#202124"

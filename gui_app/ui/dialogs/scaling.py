@@ -24,7 +24,7 @@ from typing import Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtCore import QEvent, Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,  # noqa: E402
@@ -123,9 +123,7 @@ class ScalingDialog(QDialog):
         self._graphics = pg.GraphicsLayoutWidget()
         self._plot = make_plot("Speed-up against one replica", "replicas", "speed-up")
         self._graphics.addItem(self._plot)
-        background, foreground = theme_colors(self)
-        self._graphics.setBackground(background)  # pyqtgraph's default is black, whatever the palette
-        style_plot(self._plot, foreground, background)
+        self._apply_palette()
         self._graphics.hide()  # until there is a report to draw: an empty chart says nothing
         self._recommendation = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -147,6 +145,16 @@ class ScalingDialog(QDialog):
             layout.addWidget(widget, 1)
         layout.addWidget(self._recommendation)
         layout.addWidget(self._buttons)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "_plot"):  # light/dark, like the chart tabs
+            self._apply_palette()
+
+    def _apply_palette(self) -> None:
+        background, foreground = theme_colors(self)
+        self._graphics.setBackground(background)  # pyqtgraph's default is black, whatever the palette
+        style_plot(self._plot, foreground, background)
 
     # ---- public ------------------------------------------------------------------------------
     def strategies(self) -> list[str]:
