@@ -57,3 +57,20 @@ def _stop_on_sigterm():
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def one_line_errors(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A command handler whose bad input (a config, a value, a file) ends as one stderr line and
+    exit code 2 instead of a traceback (``--debug`` keeps it)."""
+    from gui_app.core.config import ConfigError
+
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            return body(args)
+        except (ConfigError, ValueError, OSError) as exc:
+            if args.debug:
+                traceback.print_exc()
+            print(f"replica-studio {args.command}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+    return handler

@@ -11,10 +11,7 @@ from typing import Any, Callable
 
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.rundir import CHECKPOINT_DIR
-
-
-class InputError(ValueError):
-    """Bad input (dataset, model file) detected while setting up: exit code 2."""
+from gui_app.engine.errors import InputError
 
 
 def versions() -> dict[str, str]:

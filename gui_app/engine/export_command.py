@@ -25,9 +25,10 @@ from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
 
 COMMAND = "export"
+COMMANDS = (COMMAND,)
 
 
-def add_command(subparsers: argparse._SubParsersAction) -> None:
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
     export = subparsers.add_parser(
         COMMAND, help="export a trained run and check the file against the trained model",
         description="Write the trained model of RUN_DIR in one format, load the file back in its own runtime, "

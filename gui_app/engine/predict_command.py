@@ -30,10 +30,11 @@ from gui_app.engine.command_errors import one_line, run_reporting_errors
 from gui_app.engine.exits import EXIT_OK
 
 COMMAND = "predict"
+COMMANDS = (COMMAND,)
 MAX_TEST_SAMPLES = 1000
 
 
-def add_command(subparsers: argparse._SubParsersAction) -> None:
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
     predict = subparsers.add_parser(
         COMMAND, help="classify image files with a run or an exported model",
         description="Classify PNG/JPEG/BMP files with a run folder, .keras file, SavedModel folder, .tflite or "

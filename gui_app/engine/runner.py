@@ -17,16 +17,13 @@ from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP
 from gui_app.core.training.retire import retire
 from gui_app.engine.context import RunContext
 from gui_app.engine.control import Control
+from gui_app.engine.errors import TrainingDiverged
 from gui_app.engine.events import EventWriter
 
 MISCLASSIFIED_KEEP = 64
 # A step group (one tf.function call) is cut shorter when steps are slow, so that a stop (the
 # window went away, SIGTERM) is noticed within about this many seconds, not after 1000 steps.
 GROUP_SECONDS = 2.0
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite."""
 
 
 def _memory(built) -> list[tuple[int | None, int | None]]:
@@ -100,7 +97,7 @@ class RunController:
             return False
         if getattr(self.ctx.built, "num_workers", 1) > 1:
             # Every worker must save together, and each has its own clock: ask, and the workers
-            # agree at the next step group (engine/cluster_control.py) like a `checkpoint` word.
+            # agree at the next step group (engine/cluster/agreement.py) like a `checkpoint` word.
             self.control.command("checkpoint")
             self._last_checkpoint = time.monotonic()
             return False

@@ -34,7 +34,10 @@ STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_serv
 BURST_TIMEOUT_S = 600
 
 
-def add_command(subparsers: argparse._SubParsersAction) -> None:
+COMMANDS = ("scaling",)
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("scaling", help="time each strategy and replica count on this config; report the speed-up")
     p.add_argument("config", help="run configuration file (JSON): its dataset, model and global batch are used")
     p.add_argument("--max-replicas", type=int, default=2, metavar="N", help="replicas (and local workers) up to N")

@@ -126,7 +126,7 @@ def test_a_label_outside_the_class_count_names_the_file(tmp_path):
 @pytest.mark.parametrize("name", ["npz", "image_folder", "tfrecord"])
 def test_prepare_converts_a_format_into_shards_that_stream_back(tmp_path, name):
     from gui_app.core.datasets.streamed import open_stream
-    from gui_app.engine.prepare import prepare
+    from gui_app.engine.prepare_command import prepare
 
     if name == "npz":
         x = np.stack([indexed_image(i) for i in range(120)])

@@ -44,7 +44,7 @@ def run_in_process(command: str, target: str, runs_dir: Path | None = None, on_e
     """Run ``train``/``resume``/``evaluate`` in this process; returns (exit code, EventTap)."""
     from gui_app.engine.cli import _parser
     from gui_app.engine.control import Control
-    from gui_app.engine.session import run_command
+    from gui_app.engine.train_command import run_command
 
     argv = [command, str(target), "--events", "jsonl"]
     if runs_dir is not None:

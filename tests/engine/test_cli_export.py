@@ -29,8 +29,8 @@ def cli(*argv: str) -> int:
 def test_the_commands_register_on_any_parser():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
-    export_command.add_command(sub)
-    predict_command.add_command(sub)
+    export_command.add_commands(sub)
+    predict_command.add_commands(sub)
     args = parser.parse_args(["predict", "run", "a.png", "--top", "3"])
     assert args.handler is predict_command.run and args.top == 3 and not args.serve
     args = parser.parse_args(["predict", "--serve", "run"])

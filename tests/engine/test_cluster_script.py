@@ -102,7 +102,7 @@ def test_slurm_refuses_a_config_that_is_not_multi_worker(tmp_path):
 
 
 def test_public_hosts_are_refused_unless_allowed(tmp_path):
-    from gui_app.engine.cluster import load_config
+    from gui_app.engine.cluster.topology import load_config
 
     config = _config(tmp_path, workers=0, cluster=["192.168.0.2:2222", "8.8.8.8:2222"])
     done = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"))

@@ -22,13 +22,25 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cluster import load_config
+from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_OK
 
 
-def add_arguments(p) -> None:
+COMMANDS = ("worker",)
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("worker", help="run one worker of a multi-worker cluster (on each other host)",
+                              description="One worker of a multi_worker_mirrored run. On each other host of "
+                                          "strategy.cluster run `replica-studio worker CONFIG --index I` with the "
+                                          "same config file; index 0 (the chief) writes the run directory.")
+    _add_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def _add_arguments(p) -> None:
     p.add_argument("config", help="the run configuration (the same file on every host)")
     p.add_argument("--index", type=int, help="this host's position in strategy.cluster (0 is the chief)")
     p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
@@ -58,8 +70,9 @@ def _arm_join_alarm(seconds: float) -> None:
 
 
 def run(args) -> int:
-    from gui_app.engine import session
-    from gui_app.engine.cluster import JoinTimeout, resolve_task, wait_for_peers
+    from gui_app.engine import errors
+    from gui_app.engine.session import train_session
+    from gui_app.engine.cluster.topology import JoinTimeout, resolve_task, wait_for_peers
 
     events, run_dir, temp_dir, step, chief = None, None, None, 0, True
     try:
@@ -115,7 +128,7 @@ def run(args) -> int:
             contexts.append(ctx)
             return _agreed_control(ctx, local)
 
-        status, step = session._train(config, run_dir, events, control, resume=args.resume,
+        status, step = train_session(config, run_dir, events, control, resume=args.resume,
                                       data_seed=args.data_seed, wrap_control=agreed)
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
         print(f"weights sha256 {_digest(contexts[0].model)} at step {step}", file=sys.stderr, flush=True)
@@ -127,8 +140,8 @@ def run(args) -> int:
         elif isinstance(exc, KeyboardInterrupt):
             kind, code, message = "internal", 1, "interrupted"
         else:
-            kind, code = session._classify(exc)
-            message = session._one_line(exc)
+            kind, code = errors.classify(exc)
+            message = errors.one_line(exc)
         if args.debug or kind == "internal":
             traceback.print_exc(file=sys.stderr)
         print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
@@ -153,7 +166,7 @@ def _build_first(config: RunConfig):
 
 
 def _agreed_control(ctx, control: Control):
-    from gui_app.engine.cluster_control import ClusterControl
+    from gui_app.engine.cluster.agreement import ClusterControl
 
     return ClusterControl(control, ctx.strategy)
 
@@ -170,7 +183,7 @@ def _digest(model) -> str:
 def _serve(config: RunConfig, args) -> int:
     """A parameter-server cluster's worker or ps task: a gRPC server the coordinator drives.
     ``server.join()`` never returns; whoever started it ends it."""
-    from gui_app.engine.cluster import resolve_task
+    from gui_app.engine.cluster.topology import resolve_task
 
     task = resolve_task(config.strategy, args.index)
     if task.tf_config:

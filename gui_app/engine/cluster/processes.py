@@ -36,7 +36,7 @@ class Worker:
 
     def how_it_ended(self) -> str:
         rc = self.proc.returncode
-        if rc is not None and rc == -getattr(signal, "SIGALRM", 0):  # worker.py's join alarm
+        if rc is not None and rc == -getattr(signal, "SIGALRM", 0):  # worker_command's join alarm
             return ("did not form the cluster within strategy.join_timeout_s (the ports answer, but not every "
                     "task joined TensorFlow's cluster: is a replica-studio worker listening on each of them?)")
         if rc is not None and rc < 0:

@@ -21,11 +21,12 @@ from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
-from gui_app.engine.cluster import JoinTimeout, _reachable
-from gui_app.engine.cluster_procs import ClusterFailed, Worker, die_with_parent, pump_stderr
+from gui_app.engine.cluster.topology import JoinTimeout, _reachable
+from gui_app.engine.cluster.processes import ClusterFailed, Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
-from gui_app.engine.runner import RunController, TrainingDiverged
+from gui_app.engine.errors import TrainingDiverged
+from gui_app.engine.runner import RunController
 from gui_app.identity import app_command, app_env
 
 
@@ -158,7 +159,7 @@ class PSController(RunController):
 
 def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
                           train, one_line):
-    """``train`` is ``session._train`` and ``one_line`` its error summary (passed in, so that this
+    """``train`` is ``session.train_session`` and ``one_line`` its error summary (passed in, so that this
     module does not import the session that calls it)."""
     cfg = config.strategy
     servers = None

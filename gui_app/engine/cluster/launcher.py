@@ -2,7 +2,7 @@
 
 It runs no TensorFlow. It picks free loopback ports, starts the worker processes (each with its
 own ``TF_CONFIG``), relays the chief's events to its own stdout and the run directory, forwards
-stop/pause/checkpoint to the chief (the workers agree on them, engine/cluster_control.py), and
+stop/pause/checkpoint to the chief (the workers agree on them, engine/cluster/agreement.py), and
 watches them all. TensorFlow cannot recover a MultiWorkerMirrored cluster in-process once a
 peer failed ("restart your program"), so when one worker dies the launcher kills the rest at
 once, names the worker and what happened, and -- with ``strategy.max_restarts`` -- starts the
@@ -23,7 +23,7 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.engine.cluster_procs import ClusterFailed, Worker, die_with_parent, pump_stderr
+from gui_app.engine.cluster.processes import ClusterFailed, Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.identity import app_command, app_env
@@ -217,7 +217,7 @@ def _checkpoint_step(run_dir: Path) -> int:
 
 
 def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
-    """Train on a cluster; returns (status, step) like ``session._train`` or raises ClusterFailed."""
+    """Train on a cluster; returns (status, step) like ``session.train_session`` or raises ClusterFailed."""
     cfg = config.strategy
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     restarts = 0

@@ -12,6 +12,7 @@ We do not schedule anything ourselves; we write what the user's scheduler runs:
 """
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -21,6 +22,7 @@ from pathlib import Path
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
+COMMANDS = ("cluster-script",)
 SLURM_PORT_BASE = 8888  # SlurmClusterResolver's default first port on each node
 
 
@@ -99,7 +101,21 @@ def kubeflow_manifest(config: RunConfig, image: str) -> str:
             f"---\n{json.dumps(config_map, indent=2)}\n---\n{json.dumps(job, indent=2)}\n")
 
 
-def main(args) -> int:
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("cluster-script", help="write a Slurm sbatch script or a Kubeflow TFJob manifest",
+                              description="Write what a scheduler needs to run this configuration as a cluster.")
+    p.add_argument("config")
+    kind = p.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--slurm", action="store_true", help="an sbatch script (one task per node, srun worker)")
+    kind.add_argument("--kubeflow", action="store_true", help="a Kubeflow TFJob manifest (YAML)")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--image", default="replica-studio:latest", help="--kubeflow: the container image")
+    p.add_argument("--runs-dir", default="runs", help="folder for the run directory (shared by the nodes)")
+    p.add_argument("--debug", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
     try:
         config = RunConfig.load(args.config)
         if config.strategy.name not in ("multi_worker_mirrored", "parameter_server"):

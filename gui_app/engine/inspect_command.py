@@ -1,0 +1,52 @@
+"""``replica-studio inspect CONFIG [--json] [--samples FILE.npz]``: the dataset and model a
+configuration describes, without training (the window's dataset and model summary)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.command_errors import one_line_errors
+from gui_app.engine.exits import EXIT_OK
+
+COMMANDS = ("inspect",)
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("inspect", help="describe the dataset and model of a configuration")
+    p.add_argument("config")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--samples", help="write sample images (npz with x, y) here")
+    p.add_argument("--debug", action="store_true")
+    p.set_defaults(handler=one_line_errors(_inspect))
+
+
+def _inspect(args) -> int:
+    import numpy as np
+
+    from gui_app.core.datasets.loading import inspect_dataset
+    from gui_app.core.training.models import ModelError, build_model, describe
+
+    config = RunConfig.load(args.config)
+    dataset = inspect_dataset(config.dataset)  # a bounded sample when the set would stream
+    try:
+        model = build_model(config.model, dataset.input_shape, dataset.num_classes)
+    except ModelError as exc:
+        raise ConfigError(str(exc)) from None
+    summary = dataset.summary()
+    summary["warnings"] = list(dataset.warnings)
+    out = {"dataset": summary, "model": describe(model)}
+    if args.samples:
+        per_class = max(1, min(8, 64 // dataset.num_classes))
+        picks = np.concatenate([np.flatnonzero(dataset.y_train == c)[:per_class] for c in range(dataset.num_classes)])
+        Path(args.samples).parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(args.samples, x=dataset.x_train[picks], y=dataset.y_train[picks])
+    if args.json:
+        print(json.dumps(out))
+    else:
+        d, m = out["dataset"], out["model"]
+        print(f"{d['name']}: {d['train_examples']} train / {d['test_examples']} test, input "
+              f"{'x'.join(map(str, d['input_shape']))}, {len(d['class_names'])} classes")
+        print(f"{m['name']}: {m['parameters']:,} parameters in {len(m['layers'])} layers")
+    return EXIT_OK

@@ -1,0 +1,191 @@
+"""``train``, ``resume`` and ``evaluate``: one engine process, one run directory.
+
+Every path out of here ends with a ``run_finished`` event and an exit code; errors become one
+line (an ``error`` event and stderr), never a traceback unless ``--debug``.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+from gui_app.core import atomic_io, rundir
+from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
+from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_writable
+from gui_app.core.overrides import apply_overrides
+from gui_app.core.run_lock import RunLock
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
+from gui_app.engine.cluster.topology import load_config
+from gui_app.engine.errors import InputError, classify, one_line
+from gui_app.engine.control import WINDOW_GONE, Control
+from gui_app.engine.events import EventWriter
+from gui_app.engine.session import train_session
+
+
+COMMANDS = RUN_COMMANDS
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--events", choices=("jsonl", "text", "none"), default="text",
+                       help="stdout format: JSON lines (only events on stdout), readable text, or nothing")
+        p.add_argument("--control", choices=("stdin", "none"), default="none",
+                       help="read stop/pause/continue/checkpoint lines from stdin (used by the desktop app)")
+        p.add_argument("--debug", action="store_true", help="print tracebacks")
+        p.set_defaults(handler=run_command)
+
+    p = subparsers.add_parser("train", help="train a model from a run configuration (JSON)")
+    p.add_argument("config", help="run configuration file (JSON)")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow strategy.cluster hosts that are not loopback or private (gRPC has no authentication)")
+    p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
+    run_options(p)
+    p = subparsers.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
+    p.add_argument("run_dir")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="change a training setting that keeps the model, e.g. training.learning_rate=0.0005 "
+                        "or training.global_batch_size=32 (repeatable)")
+    run_options(p)
+    p = subparsers.add_parser("evaluate", help="evaluate a run's model on its test set again")
+    p.add_argument("run_dir")
+    run_options(p)
+
+
+def _say(text: str) -> None:
+    """One line on stderr, which may be gone with the window: never raises."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _step_reached(hints: dict) -> int:
+    try:
+        return int(hints["step_var"].numpy()) if "step_var" in hints else 0
+    except Exception:  # noqa: BLE001 - the error path must not raise
+        return 0
+
+
+def run_command(args, control: Control | None = None, stream=None) -> int:
+    """Run one engine command; ``control`` and ``stream`` let tests drive it in-process."""
+    events = EventWriter(args.events, stream)
+    if control is None:
+        control = Control()
+        control.install_signal_handlers()
+        if args.control == "stdin":
+            control.read_stream(sys.stdin)
+    events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
+    run_dir: Path | None = None
+    lock: RunLock | None = None
+    created = False  # run_dir is new, made by this process
+    hints: dict = {}
+    try:
+        if args.command == "train":
+            config = load_config(args.config, getattr(args, "allow_public_hosts", False))
+            runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
+            require_writable(runs_dir)
+            try:
+                run_dir = rundir.create_run_dir(runs_dir, config)
+                created = True
+            except OSError as exc:
+                if is_disk_full(exc):
+                    raise DiskError(disk_full_message(runs_dir)) from None
+                raise ConfigError(f"--runs-dir: cannot create a run directory in {runs_dir}: "
+                                  f"{exc.strerror or exc}") from None
+        else:
+            run_dir = Path(args.run_dir)
+            if not (run_dir / rundir.CONFIG_FILE).is_file():
+                raise ConfigError(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
+            config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
+        lock = RunLock(run_dir).acquire()
+        if getattr(args, "set", None):
+            config = apply_overrides(config, args.set)
+        events.attach(run_dir)
+        if args.command == "evaluate":
+            return _evaluate(config, run_dir, events)
+        if getattr(args, "set", None):
+            atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
+        resume = args.command == "resume"
+        if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
+            from gui_app.engine.cluster.parameter_servers import run_parameter_servers
+
+            status, step = run_parameter_servers(config, run_dir, events, control, resume,
+                                                 train=train_session, one_line=one_line)
+        elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
+            from gui_app.engine.cluster.launcher import run_cluster
+
+            status, step = run_cluster(config, run_dir, events, control, resume=resume)
+        else:
+            status, step = train_session(config, run_dir, events, control, resume=resume, hints=hints)
+        finished = {"message": control.stop_reason} if status == "stopped" and control.stop_reason else {}
+        events.emit("run_finished", status=status, run_dir=str(run_dir), step=step, **finished)
+        events.sync()
+        return EXIT_OK
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
+        if isinstance(exc, KeyboardInterrupt):
+            kind, code, message = "internal", EXIT_FAILED, "interrupted"
+        else:
+            try:
+                kind, code = classify(exc)
+                message = one_line(exc, run_dir, hints)
+            except Exception:  # noqa: BLE001 - the error path must not raise
+                kind, code, message = "internal", EXIT_FAILED, type(exc).__name__
+        if args.debug or kind == "internal":
+            # An internal error is our bug: keep its traceback on stderr for the report.
+            try:
+                traceback.print_exc(file=sys.stderr)
+            except Exception:  # noqa: BLE001
+                pass
+        _say(f"replica-studio {args.command}: {message}")
+        # Only a run that trained in this process (or a new one) gets the failure in its history:
+        # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
+        touch_run = lock is not None and (args.command == "train" or hints.get("started", False))
+        events.emit_final("error", message=message, kind=kind, durable=touch_run)
+        extra = {"resumable": True} if getattr(exc, "resumable", False) else {}  # a failed cluster
+        events.emit_final("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None,
+                          step=getattr(exc, "step", None) or _step_reached(hints), message=message,
+                          durable=touch_run, **extra)
+        if created and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run_dir):
+            # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
+            events.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return code
+    finally:
+        events.close()
+        if lock is not None:
+            lock.release()
+
+
+def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
+    """Evaluate model.keras (or the newest checkpoint) on the run's test set."""
+    from gui_app.engine import context
+    from gui_app.engine.runner import RunController
+
+    if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
+        config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
+                                          "communication": "auto", "timeout_s": None, "max_restarts": 0})
+    ctx = context.prepare(config, lambda p: events.emit("progress", **p))
+    context.build_model_state(ctx, run_dir)
+    model_file = run_dir / rundir.MODEL_FILE
+    warnings: list[str] = []
+    if model_file.exists():
+        import keras
+
+        try:
+            ctx.model.set_weights(keras.saving.load_model(model_file, compile=False).get_weights())
+        except Exception as exc:  # noqa: BLE001 - Keras raises many types for a damaged or foreign file
+            raise InputError(f"{model_file}: cannot load it ({type(exc).__name__}: "
+                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'damaged'})") from None
+    elif not context.restore_latest(ctx, warnings):
+        raise InputError(f"run_dir: {run_dir} has neither {rundir.MODEL_FILE} nor a checkpoint to evaluate")
+    for warning in warnings:
+        events.emit("warning", message=warning, durable=False)
+    controller = RunController(ctx, run_dir, events, Control())
+    controller.evaluate()
+    controller.close()
+    # Re-evaluating does not change how the run ended, so run_finished goes to stdout only.
+    events.emit("run_finished", status="completed", run_dir=str(run_dir), step=int(ctx.step.numpy()),
+                durable=False)
+    return EXIT_OK
