@@ -53,7 +53,8 @@ def main() -> None:
                 print(json.dumps(r), flush=True)
                 results[w].append(r)
     for w, rs in results.items():
-        med = {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "run_started_s", "first_step_s", "steps_per_s")}
+        med = {k: statistics.median(r[k] for r in rs)
+               for k in ("wall_s", "run_started_s", "first_step_s", "steps_per_s")}
         print(f"workers={w}: median " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
 
 

@@ -62,7 +62,8 @@ def child(side: str, examples: int, repeats: int) -> None:
     print(json.dumps({"first": first, "each": (time.perf_counter() - t) / repeats}))
 
 
-def run(quick: bool = False, pairs: int | None = None, examples: int = 10_000, repeats: int | None = None) -> list[dict]:
+def run(quick: bool = False, pairs: int | None = None, examples: int = 10_000,
+        repeats: int | None = None) -> list[dict]:
     pairs = pairs or (2 if quick else 3)
     repeats = repeats or (3 if quick else 5)
     ratio, first = [], []

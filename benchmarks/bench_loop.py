@@ -5,7 +5,7 @@
 Trains the mnist_cnn on synthetic MNIST-shaped data (no download) four ways and prints
 samples/s and the ratio to the ``fit`` baseline measured in the same process:
 
-1. ``model.fit`` with no strategy (the baseline of design.md section 6),
+1. ``model.fit`` with no strategy (the baseline of docs/architecture.md, "Throughput on the test machine"),
 2. ``model.fit`` under MirroredStrategy over two logical CPUs,
 3. our loop, one step per ``tf.function`` call, same strategy,
 4. our loop, ten steps per call (the default).

@@ -8,8 +8,8 @@ it; the child prints ``time.monotonic()`` once its main window has been painted 
 ``replica-studio --measure-startup``; the baseline is a QApplication showing one empty
 1200x800 QWidget, the least any Qt window costs). Both read the system's monotonic clock, so
 the difference covers interpreter start-up, imports, building the window and its first paint.
-``import tensorflow`` is timed for reference: the window must not wait for it (design.md:
-TensorFlow loads in the engine process).
+``import tensorflow`` is timed for reference: the window must not wait for it (docs/architecture.md,
+"Process model": TensorFlow loads in the engine process).
 
 The runs folder: ``--runs`` synthetic runs of two replicas and 2,100 steps (1.7 MB of events
 each, as a 20-epoch digits run at batch 32), written once into a temporary folder. *Warm*:
@@ -195,7 +195,8 @@ def measure_first_step(pairs: int, command: str | None) -> dict[str, list[float]
         config.write_text(json.dumps(FIRST_STEP_CONFIG), encoding="utf-8")
         for i in range(pairs):
             def window(i: int = i) -> float:  # fresh settings for every launch: the first-run setup
-                app_env = dict(env, REPLICA_STUDIO_CONFIG_DIR=f"{tmp}/config-{i}", REPLICA_STUDIO_RUNS_DIR=f"{tmp}/runs")
+                app_env = dict(env, REPLICA_STUDIO_CONFIG_DIR=f"{tmp}/config-{i}",
+                               REPLICA_STUDIO_RUNS_DIR=f"{tmp}/runs")
                 return until_line([*app, "--config", str(config), "--train", "--measure-startup"], app_env,
                                   lambda r: "first_step_at" in r)
 
@@ -223,7 +224,8 @@ def run(repeats: int = 5, command: str | None = None, runs: int = 1000, pairs: i
         for f in figures:
             f["name"] = f["name"].replace("1,000", f"{runs:,}")
     figures.append(common.figure("launch to first painted window / bare Qt window (empty folder)",
-                                 [a / b for a, b in zip(paint["empty runs folder"], paint["bare Qt window (baseline)"])],
+                                 [a / b for a, b in zip(paint["empty runs folder"],
+                                                         paint["bare Qt window (baseline)"])],
                                  None, "lower", "x", cmd))
     figures.append(common.figure("TensorFlow imported in the window by its first paint (launches)",
                                  [float(sum(paint["tensorflow_loaded"]))], 0, "lower", "n", cmd))

@@ -91,7 +91,8 @@ def _train(tmp: Path, dataset: dict, model: str, epochs: int, batch: int, env: d
     waits = sum(e.get("input_wait") or 0 for e in steps) / max(sum(e["step_time"] for e in steps), 1e-9)
     return {"rss_mib": rss / 1024, "examples_per_sec": statistics.median(e["examples_per_sec"] for e in steps),
             "accuracy": [e for e in events if e["type"] == "eval"][0]["accuracy"], "input_wait": waits,
-            "streamed": bool(started["dataset"].get("streamed")), "train_examples": started["dataset"]["train_examples"]}
+            "streamed": bool(started["dataset"].get("streamed")),
+            "train_examples": started["dataset"]["train_examples"]}
 
 
 def bench_memory(args) -> None:

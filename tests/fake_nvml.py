@@ -12,11 +12,11 @@ class NVMLError(Exception):
     pass
 
 
-class NVMLError_LibraryNotFound(NVMLError):  # pynvml's name
+class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801 - pynvml's name
     pass
 
 
-class NVMLError_NotSupported(NVMLError):  # pynvml's name
+class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's name
     pass
 
 

@@ -1,8 +1,8 @@
 """The reference run configuration, and a finished run directory made from it by the real engine.
 
 ``replica-studio train`` on the bundled digits with ``mnist_cnn`` under
-``MirroredStrategy(["CPU:0", "CPU:1"])`` (two logical CPUs, so two replicas; design.md
-section 4), so the exports are tested on exactly what the app leaves behind: model.keras
+``MirroredStrategy(["CPU:0", "CPU:1"])`` (two logical CPUs, so two replicas; docs/architecture.md,
+"TensorFlow and Keras facts"), so the exports are tested on exactly what the app leaves behind: model.keras
 (with its input-standardising Normalization layer), config.json, eval.json, events.jsonl.
 
 The engine runs as its own process, as the app runs it. The ``trained_run`` session fixture

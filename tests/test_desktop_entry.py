@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from gui_app.identity import APP_ID, ICON_SIZES, resource_path
 from gui_app.launcher import desktop_entry
-from gui_app.identity import resource_path
-from gui_app.identity import APP_ID, ICON_SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATOR = shutil.which("desktop-file-validate")
@@ -78,7 +77,8 @@ def test_install_writes_the_entry_and_every_icon_size(tmp_path):
     assert fields["Categories"] == "Development;Science;" and fields["Terminal"] == "false"
     for size in ICON_SIZES:
         assert _png_size(tmp_path / "icons" / "hicolor" / f"{size}x{size}" / "apps" / f"{APP_ID}.png") == (size, size)
-    assert (tmp_path / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg").read_text().lstrip().startswith("<?xml")
+    svg = tmp_path / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg"
+    assert svg.read_text().lstrip().startswith("<?xml")
     _validate(entry)
 
 

@@ -44,7 +44,8 @@ def test_the_schema_catches_what_a_reader_would_trip_on():
     gpu = {"index": 0, "name": "NVIDIA A100", "utilization": 87.0, "memory_used": 1, "memory_total": 2,
            "temperature": None, "power": None}  # a card without the sensor reports null
     assert event_problems({**step, "gpus": [gpu]}) == []
-    assert event_problems({**step, "gpus": [{**gpu, "utilization": "87 %"}]}) == ["step 3 gpus[0]: 'utilization' is str"]
+    assert (event_problems({**step, "gpus": [{**gpu, "utilization": "87 %"}]})
+            == ["step 3 gpus[0]: 'utilization' is str"])
 
 
 def test_the_real_engine_follows_the_protocol(trained_run):
@@ -84,4 +85,5 @@ def test_the_fake_engine_fails_as_the_real_one_does(tmp_path):
     events = _lines(done.stdout)
     assert done.returncode == 2 and stream_problems(events) == []
     assert [e["type"] for e in events] == ["error", "run_finished"]
-    assert done.stderr.strip().splitlines()[-1] == f"replica-studio train: {tmp_path / 'missing.npz'}: no such file or folder"
+    assert (done.stderr.strip().splitlines()[-1]
+            == f"replica-studio train: {tmp_path / 'missing.npz'}: no such file or folder")

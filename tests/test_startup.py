@@ -166,7 +166,8 @@ def test_tensorflow_missing_is_a_dialog(qtbot, monkeypatch):
 
 
 def test_a_broken_ui_is_a_dialog_with_the_reason(qtbot, monkeypatch):
-    monkeypatch.setitem(sys.modules, "gui_app.ui.application", None)  # "import gui_app.ui.application" raises ImportError
+    # "import gui_app.ui.application" raises ImportError:
+    monkeypatch.setitem(sys.modules, "gui_app.ui.application", None)
     seen: list[str] = []
     _answer_dialog(qtbot, seen)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gui_app.core.config_json import (ConfigError, fail as _fail, from_plain, parse_json, read_text,  # noqa: F401 - ConfigError is ours
-                                      show as _show, to_plain)
-
+from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, to_plain  # noqa: F401 - ConfigError is ours
+from gui_app.core.config_json import fail as _fail
+from gui_app.core.config_json import show as _show
 
 DATASETS = ("digits", "mnist", "fashion_mnist", "cifar10", "cifar100", "npz", "idx", "image_folder",
             "tfrecord", "tfds")
@@ -230,7 +230,8 @@ def _check_multi_worker(cfg: StrategyConfig) -> None:
         hosts = tuple(cfg.cluster)
         object.__setattr__(cfg, "cluster", hosts)
         if cfg.name == "parameter_server":
-            _fail("strategy.cluster", "a parameter_server cluster of hosts is given through TF_CONFIG: use \"tf_config\"")
+            _fail("strategy.cluster",
+                  "a parameter_server cluster of hosts is given through TF_CONFIG: use \"tf_config\"")
         if not hosts:
             _fail("strategy.cluster", "lists no host; give [\"host:port\", ...] or leave it null")
         try:
@@ -260,7 +261,7 @@ class TrainingConfig:
     step_decay_epochs: int = 2  # step schedule: multiply by step_decay_rate every N epochs
     step_decay_rate: float = 0.5
     seed: int | None = 1
-    steps_per_call: int = 10  # training steps per tf.function call (design.md section 3)
+    steps_per_call: int = 10  # training steps per tf.function call (docs/architecture.md, "The training loop")
     mixed_precision: bool = False  # GPU only
     checkpoint_every_steps: int = 0  # 0: at every epoch end (and on stop) only
     checkpoint_every_minutes: float = 0.0  # 0: no time-based checkpoints
@@ -283,7 +284,8 @@ class TrainingConfig:
         _at_most("training.checkpoint_every_steps", self.checkpoint_every_steps, MAX_STEPS)
         _at_most("training.step_decay_epochs", self.step_decay_epochs, MAX_EPOCHS)
         if not 0 <= self.checkpoint_every_minutes <= 10_080:
-            _fail("training.checkpoint_every_minutes", f"must be in [0, 10080] (a week); got {self.checkpoint_every_minutes}")
+            _fail("training.checkpoint_every_minutes",
+                  f"must be in [0, 10080] (a week); got {self.checkpoint_every_minutes}")
         if not 1 <= self.keep_checkpoints <= 1000:
             _fail("training.keep_checkpoints", f"must be in [1, 1000]; got {self.keep_checkpoints}")
         if not 0 <= self.momentum < 1:
@@ -304,7 +306,8 @@ class TrainingConfig:
         if self.checkpoint_every_steps < 0:
             _fail("training.checkpoint_every_steps", f"must be >= 0; got {self.checkpoint_every_steps}")
         if not 1 <= self.accumulation_steps <= MAX_ACCUMULATION_STEPS:
-            _fail("training.accumulation_steps", f"must be in [1, {MAX_ACCUMULATION_STEPS}]; got {self.accumulation_steps}")
+            _fail("training.accumulation_steps",
+                  f"must be in [1, {MAX_ACCUMULATION_STEPS}]; got {self.accumulation_steps}")
         if self.global_batch_size < self.accumulation_steps:
             _fail("training.accumulation_steps", f"{self.accumulation_steps} micro-batches do not fit the global "
                                                  f"batch of {self.global_batch_size}")
@@ -330,7 +333,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         # Cross-section checks that need no TensorFlow.
-        for i, dev in enumerate(self.strategy.devices + ((self.strategy.device,) if self.strategy.device else ())):
+        for dev in self.strategy.devices + ((self.strategy.device,) if self.strategy.device else ()):
             kind, index = dev.split(":")
             if kind == "CPU" and int(index) >= self.runtime.cpu_devices:
                 key = "strategy.device" if self.strategy.device == dev else "strategy.devices"

@@ -36,7 +36,8 @@ class Candidate:
     group: str | None = None  # the configuration an option varies, e.g. "mirrored, 2 replicas"
 
 
-def candidates(config: dict[str, Any], max_replicas: int, strategies: tuple[str, ...], gpus: int = 0) -> list[Candidate]:
+def candidates(config: dict[str, Any], max_replicas: int, strategies: tuple[str, ...],
+               gpus: int = 0) -> list[Candidate]:
     """The configurations to time for ``config``'s dataset, model and global batch. On a machine
     without GPUs, N replicas are N logical CPU devices (they share the cores: the report says so)."""
     kind = "GPU" if gpus else "CPU"
@@ -202,7 +203,8 @@ def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tup
     max_y = max([r["speedup"] for r in rows] + [float(max_x), 1.0])
     sx = lambda x: left + (x - 1) / max(max_x - 1, 1) * (width - left - right)  # noqa: E731
     sy = lambda y: height - bottom - y / max_y * (height - top - bottom)  # noqa: E731
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" font-family="sans-serif" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" '
+             'font-family="sans-serif" '
              f'font-size="12"><rect width="100%" height="100%" fill="white"/>',
              f'<text x="{left}" y="18" font-size="14">Speed-up against one replica</text>',
              f'<line x1="{left}" y1="{sy(0)}" x2="{width - right}" y2="{sy(0)}" stroke="black"/>',

@@ -9,8 +9,15 @@ from __future__ import annotations
 import argparse
 
 from gui_app import __version__
-from gui_app.engine import (devices_command, export_command, inspect_command, predict_command, prepare_command,
-                            scaling_command, train_command)
+from gui_app.engine import (
+    devices_command,
+    export_command,
+    inspect_command,
+    predict_command,
+    prepare_command,
+    scaling_command,
+    train_command,
+)
 from gui_app.engine.cluster import script_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
 

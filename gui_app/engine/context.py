@@ -71,8 +71,8 @@ def prepare(config: RunConfig, progress: Callable[[dict], None] | None = None,
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
-    from gui_app.core.training import devices, pipeline, strategies
     from gui_app.core.datasets import DatasetError
+    from gui_app.core.training import devices, pipeline, strategies
 
     # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
     # file is refused at once. image_folder decodes with TensorFlow, so it waits for the runtime.
@@ -150,7 +150,7 @@ def build_model_state(ctx: RunContext, run_dir: Path | None) -> None:
         ctx.schedule = make_schedule(cfg.training, ctx.steps_per_epoch, ctx.total_steps)
         ctx.optimizer = build_optimizer(cfg.training, ctx.schedule)
         # Slots now, not at the first step: a restore must find every variable to fill (and the
-        # Keras 3.15 placeholder bug needs it anyway, design.md section 4).
+        # Keras 3.15 placeholder bug needs it anyway, docs/architecture.md, "TensorFlow and Keras facts").
         ctx.optimizer.build(ctx.model.trainable_variables)
         ctx.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         seed_var = tf.Variable(ctx.data_seed, dtype=tf.int64, trainable=False, name="data_seed")

@@ -4,7 +4,7 @@ a JSON line or a readable line.
 
 stdout carries nothing but events in ``jsonl`` mode; everything else goes to stderr.
 
-The engine must outlive its supervisor (design.md section 2): a failed write to stdout (the
+The engine must outlive its supervisor (docs/architecture.md, "Process model"): a failed write to stdout (the
 window was killed, its pipe is gone) switches the stream off, keeps writing the run directory,
 and calls ``on_stdout_lost`` so the run stops with a checkpoint instead of dying on the next
 print.
@@ -20,8 +20,8 @@ from typing import Any, Callable, TextIO
 
 from gui_app.core.json_values import finite_or_null
 from gui_app.core.rundir import EVENTS_FILE
-
 from gui_app.engine.control import WINDOW_GONE  # noqa: F401 - one wording for both causes
+
 
 class EventWriter:
     def __init__(self, mode: str = "text", stream: TextIO | None = None):
@@ -134,7 +134,8 @@ def format_text(e: dict) -> str | None:
         d = e["dataset"]
         return (f"{'Resuming' if e['resumed'] else 'Training'} {e['model']['name']} on {d['name']} "
                 f"({d['train_examples']} train / {d['test_examples']} test) with {e['strategy']['name']} over "
-                f"{e['num_replicas']} replica(s): {', '.join(r['device'].split('device:')[-1] for r in e['replicas'])}; "
+                f"{e['num_replicas']} replica(s): "
+                f"{', '.join(r['device'].split('device:')[-1] for r in e['replicas'])}; "
                 f"{e['total_steps']} steps, run directory {e['run_dir']}")
     if t == "step":
         if e["step"] % 10:

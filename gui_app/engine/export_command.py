@@ -17,10 +17,10 @@ import contextlib
 import json
 import sys
 
-from gui_app.core.export import export_run
 from gui_app.core import rundir
-from gui_app.core.run_lock import RunInUse, RunLock
+from gui_app.core.export import export_run
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
+from gui_app.core.run_lock import RunInUse, RunLock
 from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
 

@@ -84,7 +84,7 @@ def _predict(args: argparse.Namespace) -> int:
     width = max(len(name) for name in predictor.class_names)
     for prediction in predictions:
         print(prediction.source)
-        for index, name, probability in prediction.top(args.top):
+        for _index, name, probability in prediction.top(args.top):
             print(f"  {name:<{width}}  {probability:7.2%}")
     return EXIT_OK
 

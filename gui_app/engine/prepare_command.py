@@ -78,7 +78,8 @@ def _parts(cfg):
         source = open_stream(cfg)
         pool = source.pool or source.train
         train = streaming.decoded(source, pool, file_seed=ORDER_SEED)
-        return (source.class_names, source.input_shape, {"train": train, "test": streaming.decoded(source, source.test)},
+        return (source.class_names, source.input_shape,
+                {"train": train, "test": streaming.decoded(source, source.test)},
                 {"train": pool.examples, "test": source.test.examples}, source.warnings)
     data = load_dataset(cfg)
     order = np.random.default_rng(ORDER_SEED).permutation(len(data.y_train))

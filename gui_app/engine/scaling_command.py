@@ -38,7 +38,8 @@ COMMANDS = ("scaling",)
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("scaling", help="time each strategy and replica count on this config; report the speed-up")
+    p = subparsers.add_parser("scaling",
+                              help="time each strategy and replica count on this config; report the speed-up")
     p.add_argument("config", help="run configuration file (JSON): its dataset, model and global batch are used")
     p.add_argument("--max-replicas", type=int, default=2, metavar="N", help="replicas (and local workers) up to N")
     p.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated, from {', '.join(STRATEGIES)}")
@@ -128,7 +129,8 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     except ValueError as exc:
         burst.error = error or str(exc)
         return burst
-    burst.examples_per_sec, burst.steps, burst.devices = figures["examples_per_sec"], figures["steps"], figures["devices"]
+    burst.examples_per_sec, burst.steps = figures["examples_per_sec"], figures["steps"]
+    burst.devices = figures["devices"]
     burst.compute_s, burst.input_s, burst.other_s = figures["compute_s"], figures["input_s"], figures["other_s"]
     burst.loss = figures["loss"]
     run_dir = next((e.get("run_dir") for e in events if e.get("type") == "run_started"), None)

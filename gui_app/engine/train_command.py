@@ -16,13 +16,12 @@ from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_writable
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunLock
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
 from gui_app.engine.cluster.topology import load_config
-from gui_app.engine.errors import InputError, classify, one_line
 from gui_app.engine.control import WINDOW_GONE, Control
+from gui_app.engine.errors import InputError, classify, one_line
 from gui_app.engine.events import EventWriter
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
 from gui_app.engine.session import train_session
-
 
 COMMANDS = RUN_COMMANDS
 

@@ -2,7 +2,7 @@
 
 Qt does not raise when it cannot open a window: it prints a message and calls ``abort()``
 (exit code 134), and its message about ``xcb-cursor`` is often not the real cause
-(design.md section 5). So before constructing the QApplication, :func:`check_qt` looks at
+(docs/architecture.md, "Qt facts"). So before constructing the QApplication, :func:`check_qt` looks at
 what Qt is about to need, in milliseconds and in-process:
 
 1. the Qt libraries import (a missing ``libEGL.so.1`` shows up here as an ImportError);
@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# Debian/Ubuntu packages of the system libraries Qt's wheels expect (design.md section 5).
+# Debian/Ubuntu packages of the system libraries Qt's wheels expect (docs/architecture.md, "Qt facts").
 DEBIAN_PACKAGES = {
     "libGL.so.1": "libgl1", "libEGL.so.1": "libegl1", "libOpenGL.so.0": "libopengl0",
     "libxkbcommon.so.0": "libxkbcommon0", "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",

@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Callable
 
 from gui_app import __version__
-from gui_app.identity import resource_path
 from gui_app.core.config import RunConfig
-from gui_app.identity import APP_ID, ICON_SIZES
 from gui_app.core.engine_output import error_line
 from gui_app.core.rundir import MODEL_FILE
-from gui_app.identity import app_command, app_env
+from gui_app.identity import APP_ID, ICON_SIZES, app_command, app_env, resource_path
 
 EngineCommand = Callable[..., list[str]]
 MAX_REASON = 300

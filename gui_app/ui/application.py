@@ -9,7 +9,7 @@ import traceback
 
 from gui_app.ui import gc_guard
 
-os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")  # PySide6 before pyqtgraph (design.md section 5)
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")  # PySide6 before pyqtgraph (docs/architecture.md, "Qt facts")
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

@@ -15,8 +15,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QWidget
 
-from gui_app.identity import resource_path
-from gui_app.identity import APP_ID, ICON_SIZES
+from gui_app.identity import APP_ID, ICON_SIZES, resource_path
 
 
 def app_icon() -> QIcon:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from logical_devices import configure_test_runtime
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from gui_app.core.config import ConfigError, RunConfig
 from reference_run import REFERENCE  # the issue's example config
 
+from gui_app.core.config import ConfigError, RunConfig
 
 
 def test_issue_example_round_trips():
@@ -25,7 +24,8 @@ def test_save_and_load(tmp_path):
 
 
 def test_device_names_are_normalised():
-    config = RunConfig.from_dict({"strategy": {"devices": ["/device:cpu:0", "/job:localhost/replica:0/task:0/device:CPU:1"]},
+    config = RunConfig.from_dict({"strategy": {"devices": ["/device:cpu:0",
+                                                       "/job:localhost/replica:0/task:0/device:CPU:1"]},
                                   "runtime": {"cpu_devices": 2}})
     assert config.strategy.devices == ("CPU:0", "CPU:1")
 
@@ -53,7 +53,8 @@ def test_device_names_are_normalised():
     ({"strategy": {"devices": ["CPU:0", "CPU:1"]}}, "strategy.devices: CPU:1 does not exist"),
     ({"strategy": {"devices": ["CPU:0", "CPU:1", "CPU:2"]}, "runtime": {"cpu_devices": 3},
       "training": {"global_batch_size": 2}}, "training.global_batch_size: 2 is smaller than the 3 replicas"),
-    ({"strategy": {"devices": ["CPU:0"]}, "training": {"mixed_precision": True}}, "training.mixed_precision: needs a GPU"),
+    ({"strategy": {"devices": ["CPU:0"]}, "training": {"mixed_precision": True}},
+     "training.mixed_precision: needs a GPU"),
     ({"runtime": {"cpu_devices": 0}}, "runtime.cpu_devices"),
     ([], "config: must be an object"),
 ])
@@ -73,13 +74,16 @@ MWMS = {"name": "multi_worker_mirrored", "workers": 2}
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"strategy": {"all_reduce_dtype": "int8"}}, "strategy.all_reduce_dtype: must be one of float32, float16; got \"int8\""),
+    ({"strategy": {"all_reduce_dtype": "int8"}},
+     "strategy.all_reduce_dtype: must be one of float32, float16; got \"int8\""),
     ({"strategy": {"name": "one_device", "all_reduce_dtype": "float16"}},
      "strategy.all_reduce_dtype: only mirrored and multi_worker_mirrored all-reduce gradients, not 'one_device'"),
     ({"strategy": {"name": "parameter_server", "workers": 2, "ps": 1, "all_reduce_dtype": "float16"}},
      "strategy.all_reduce_dtype: only mirrored and multi_worker_mirrored"),
-    ({"strategy": {"bytes_per_pack": 65536}}, "strategy.bytes_per_pack: only multi_worker_mirrored packs its all-reduce"),
-    ({"strategy": {**MWMS, "bytes_per_pack": -1}}, "strategy.bytes_per_pack: must be in [0, 1073741824] (1 GiB); got -1"),
+    ({"strategy": {"bytes_per_pack": 65536}},
+     "strategy.bytes_per_pack: only multi_worker_mirrored packs its all-reduce"),
+    ({"strategy": {**MWMS, "bytes_per_pack": -1}},
+     "strategy.bytes_per_pack: must be in [0, 1073741824] (1 GiB); got -1"),
     ({"strategy": {**MWMS, "bytes_per_pack": 2**31}}, "strategy.bytes_per_pack: must be in [0, 1073741824]"),
     ({"strategy": {**MWMS, "bytes_per_pack": 1.5}}, "strategy.bytes_per_pack: must be an integer"),
     ({"training": {"accumulation_steps": 0}}, "training.accumulation_steps: must be in [1, 64]; got 0"),

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets import Dataset, DatasetError, load_dataset
-from gui_app.core.datasets import downloads
+from gui_app.core.datasets import Dataset, DatasetError, downloads, load_dataset
 from gui_app.core.datasets.base import stratified_split
 from gui_app.core.datasets.standard import FASHION_NAMES
 
@@ -83,7 +82,8 @@ def cifar_batch(n: int, labels, label_key=b"labels", seed=0) -> bytes:
 def write_cifar10(folder: Path, per_batch=4, n_test=5) -> Path:
     folder.mkdir(parents=True)
     for i in range(1, 6):
-        (folder / f"data_batch_{i}").write_bytes(cifar_batch(per_batch, [(i + j) % 10 for j in range(per_batch)], seed=i))
+        labels = [(i + j) % 10 for j in range(per_batch)]
+        (folder / f"data_batch_{i}").write_bytes(cifar_batch(per_batch, labels, seed=i))
     (folder / "test_batch").write_bytes(cifar_batch(n_test, range(n_test), seed=9))
     names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
     (folder / "batches.meta").write_bytes(pickle.dumps({b"label_names": names, b"num_vis": 3072}, protocol=2))

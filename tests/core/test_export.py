@@ -14,13 +14,21 @@ import numpy as np
 import pytest
 
 from gui_app.core.config import RunConfig
-from gui_app.core.export import (FORMATS, ConversionError, ExportCancelled, ExportError, default_file_name,
-                                 export_run, load_predictor, read_card)
+from gui_app.core.export import (
+    FORMATS,
+    ConversionError,
+    ExportCancelled,
+    ExportError,
+    default_file_name,
+    export_run,
+    load_predictor,
+    read_card,
+)
 from gui_app.core.export import exporter as exporter_module
 from gui_app.core.export.atomic import AtomicDestination
-from gui_app.core.formats import ExportFormat, get_format
 from gui_app.core.export.parity import compare
 from gui_app.core.export.runtimes import open_runtime
+from gui_app.core.formats import ExportFormat, get_format
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,8 @@ def test_header_dimensions():
     assert dimensions(_png(300, 200)) == (300, 200)
     assert dimensions(b"GIF89a" + struct.pack("<HH", 7, 9) + b"\0" * 8) == (7, 9)
     assert dimensions(b"BM" + b"\0" * 16 + struct.pack("<ii", 5, -6) + b"\0" * 30) == (5, 6)
-    jpeg = b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 4) + b"\0\0" + b"\xff\xc0" + struct.pack(">HBHH", 11, 8, 480, 640) + b"\0" * 8
+    jpeg = (b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 4) + b"\0\0"
+            + b"\xff\xc0" + struct.pack(">HBHH", 11, 8, 480, 640) + b"\0" * 8)
     assert dimensions(jpeg) == (640, 480)
     assert dimensions(b"garbage") is None
     assert too_large(_png(60000, 60000), 100_000_000).startswith("60000x60000 pixels")

@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from stream_files import bomb_png, image_index, indexed_image, png, write_image_folder, write_tfrecords
 
 from gui_app.core.config import ConfigError, DatasetConfig, RunConfig
 from gui_app.core.datasets.base import DatasetError
-
-from stream_files import bomb_png, image_index, indexed_image, png, write_image_folder, write_tfrecords
 
 GREY8 = {"image_size": (8, 8), "color_mode": "grayscale"}
 

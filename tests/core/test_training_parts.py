@@ -71,7 +71,7 @@ def test_resnet20_and_mobilenet():
 
     resnet = build_model(ModelConfig("resnet20"), (32, 32, 3), 10)
     assert 0.26e6 < describe(resnet)["trainable_parameters"] < 0.28e6  # He et al.: 0.27M
-    assert len([l for l in resnet.layers if type(l).__name__ == "Add"]) == 9
+    assert len([layer for layer in resnet.layers if type(layer).__name__ == "Add"]) == 9
     with pytest.raises(ModelError, match="mobilenet_v2 needs images of at least 32x32"):
         build_model(ModelConfig("mobilenet_v2"), (28, 28, 1), 10)
 
@@ -81,7 +81,8 @@ def test_keras_file_models_are_checked(tmp_path):
 
     from gui_app.core.training.models import ModelError, build_model, outputs_logits
 
-    model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")])
+    model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                              keras.layers.Dense(10, activation="softmax")])
     path = tmp_path / "user.keras"
     model.save(path)
     loaded = build_model(ModelConfig("keras_file", str(path)), (8, 8, 1), 10)

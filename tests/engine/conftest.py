@@ -5,10 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
+from logical_devices import configure_test_runtime
 
 from gui_app.core.config import RunConfig
-
-from logical_devices import configure_test_runtime
 
 
 @pytest.fixture(scope="session", autouse=True)

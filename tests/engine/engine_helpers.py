@@ -7,9 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from gui_app.identity import app_command, app_env
-
 from reference_run import REFERENCE  # noqa: F401 - re-exported for the engine tests
+
+from gui_app.identity import app_command, app_env
 
 
 def config_dict(**sections) -> dict:

@@ -18,10 +18,9 @@ from typing import Callable
 
 import numpy as np
 import pytest
+from engine_helpers import config_dict, run_cli
 
 from gui_app.core import rundir
-
-from engine_helpers import config_dict, run_cli
 
 EPOCH = {"training": {"epochs": 1}}
 

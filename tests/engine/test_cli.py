@@ -6,11 +6,10 @@ import subprocess
 
 import numpy as np
 import pytest
+from engine_helpers import REFERENCE, LineReader, config_dict, parse_jsonl, run_cli
 
 from gui_app.core import rundir
 from gui_app.identity import app_command, app_env
-
-from engine_helpers import REFERENCE, LineReader, config_dict, parse_jsonl, run_cli
 
 
 def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_config):

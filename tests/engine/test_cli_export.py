@@ -8,13 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from reference_run import write_test_pngs
 
 from gui_app.core.export import FORMATS, read_card
 from gui_app.core.export import exporter as exporter_module
 from gui_app.engine import export_command, predict_command
 from gui_app.identity import app_command, app_env
-
-from reference_run import write_test_pngs
 
 ROOT = Path(__file__).parents[2]
 
@@ -71,7 +70,8 @@ def test_a_failed_check_exits_1_and_writes_nothing(trained_run, tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--format", "tflite", "--output", "{tmp}/m.onnx"], "replica-studio export: output: tflite exports are .tflite files"),
+    (["--format", "tflite", "--output", "{tmp}/m.onnx"],
+     "replica-studio export: output: tflite exports are .tflite files"),
     (["--format", "keras", "--output", "{tmp}/nowhere/m.keras"], "no such folder"),
     (["--format", "keras", "--output", "{tmp}/m.keras", "--check", "-3"], "replica-studio export: check: must be >= 0"),
 ])

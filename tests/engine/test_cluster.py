@@ -8,10 +8,9 @@ import sys
 import time
 
 import pytest
+from cluster_helpers import Launched, alive
 
 from gui_app.core import rundir
-
-from cluster_helpers import Launched, alive
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the cluster tests read /proc and use PDEATHSIG")
 

@@ -11,11 +11,10 @@ import subprocess
 import sys
 
 import pytest
+from cluster_helpers import Launched
 
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.identity import app_command, app_env
-
-from cluster_helpers import Launched
 
 NS, VETH, PEER = "rs-test-h1", "rs-test-v0", "rs-test-v1"
 CHIEF_IP, WORKER_IP = "10.213.77.1", "10.213.77.2"

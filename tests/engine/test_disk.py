@@ -6,10 +6,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from engine_helpers import config_dict, run_cli, start_engine
 
 from gui_app.core import rundir
-
-from engine_helpers import config_dict, run_cli, start_engine
 
 
 def _mount(path: Path, options: str) -> Path:

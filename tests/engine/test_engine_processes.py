@@ -6,12 +6,11 @@ import signal
 import subprocess
 
 import numpy as np
+from reference_run import write_test_pngs
 
 from gui_app.core.export_result import ExportResult
 from gui_app.core.predictions import Prediction
 from gui_app.identity import app_command, app_env
-
-from reference_run import write_test_pngs
 
 TIMEOUT_S = 300
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine_helpers import EventTap, config_dict
+
 from gui_app.core import rundir
 from gui_app.engine.control import Control
-
-from engine_helpers import EventTap, config_dict
 
 
 def _run(argv):

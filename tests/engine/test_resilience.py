@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_helpers import config_dict, run_cli, start_engine
 
 from gui_app.core import rundir
-
-from engine_helpers import config_dict, run_cli, start_engine
 
 LONG = {"epochs": 50, "steps_per_call": 2}
 
@@ -141,6 +140,7 @@ def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
 def _stopped_run(tmp_path, write_config, stop_at=10, **training):
     """An in-process run stopped at ``stop_at`` with checkpoints every 4 steps: ckpt 4, 8, stop."""
     from engine_helpers import run_in_process
+
     from gui_app.engine.control import Control
 
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4,

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from engine_helpers import parse_jsonl, run_cli
 
 

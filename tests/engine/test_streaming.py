@@ -7,14 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from engine_helpers import config_dict, run_cli, run_in_process
 
 from gui_app.core import rundir
 from gui_app.engine.control import Control
 
-from engine_helpers import config_dict, run_cli, run_in_process
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from stream_files import bomb_png, example, png, indexed_image, write_image_folder, write_tfrecords  # noqa: E402
+from stream_files import bomb_png, example, indexed_image, png, write_image_folder, write_tfrecords  # noqa: E402
 
 TRAIN = {"epochs": 2, "global_batch_size": 16, "seed": 3, "steps_per_call": 3}
 MIRRORED = {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]}

@@ -5,11 +5,10 @@ import json
 
 import numpy as np
 import pytest
+from engine_helpers import config_dict, run_in_process
 
 from gui_app.core import rundir
 from gui_app.engine.control import Control
-
-from engine_helpers import config_dict, run_in_process
 
 SMALL = {"epochs": 2, "global_batch_size": 64, "seed": 3, "steps_per_call": 4}
 

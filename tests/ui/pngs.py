@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtGui import QImage
+
+import numpy as np
 
 
 def write_png(path: Path, image: np.ndarray) -> Path:

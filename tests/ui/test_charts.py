@@ -17,6 +17,7 @@ from gui_app.ui.charts.series import Ema, GrowableArray, ema  # noqa: E402
 from gui_app.ui.tabs.replicas import MIB, ReplicaCharts  # noqa: E402
 from gui_app.ui.tabs.training import LR_HEADROOM, TrainingCharts  # noqa: E402
 
+
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> dict:
     devices = [f"/job:localhost/replica:0/task:0/device:{kind}:{i}" for i in range(replicas)]
     return {"type": "run_started", "time": 0.0, "resumed": resumed, "start_step": start_step,

@@ -9,7 +9,8 @@ from run_dirs import train_to_end, wait_listed
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="local clusters are tested on Linux")]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(sys.platform != "linux", reason="local clusters are tested on Linux")]
 
 CONFIG = RunConfig(model=ModelConfig(name="mlp"), strategy=StrategyConfig(name="multi_worker_mirrored", workers=2),
                    training=TrainingConfig(epochs=1, global_batch_size=64, steps_per_call=5))

@@ -6,9 +6,10 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from PySide6.QtCore import QPointF, Qt  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from PySide6.QtCore import QPointF, Qt  # noqa: E402
 
 from gui_app.core.metrics import per_class_metrics  # noqa: E402
 from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationView  # noqa: E402

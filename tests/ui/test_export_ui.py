@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+import numpy as np
+import pytest
+from pngs import digit_like_pngs
+from run_dirs import wait_listed
 
 from gui_app.identity import app_command
 from gui_app.ui.dialogs import export as export_dialog_module
 from gui_app.ui.dialogs.export import ExportDialog
 from gui_app.ui.tabs.try_model import TryPanel
 from gui_app.ui.window.main_window import MainWindow
-
-from pngs import digit_like_pngs
-from run_dirs import wait_listed
 
 TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)

@@ -1,16 +1,24 @@
 """The forms over the RunConfig: round trip, inline validation, consistency between sections."""
 from __future__ import annotations
 
-import numpy as np
-import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from gui_app.core.config import (ConfigError, DatasetConfig, ModelConfig, RunConfig, RuntimeConfig, StrategyConfig,
-                                 TrainingConfig)
-from gui_app.ui.config.config_panel import first_launch_config
+import numpy as np
+import pytest
+
+from gui_app.core.config import (
+    ConfigError,
+    DatasetConfig,
+    ModelConfig,
+    RunConfig,
+    RuntimeConfig,
+    StrategyConfig,
+    TrainingConfig,
+)
 from gui_app.ui.config import guess_dataset
+from gui_app.ui.config.config_panel import first_launch_config
 
 
 def test_first_launch_defaults(panel):

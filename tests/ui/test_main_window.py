@@ -5,9 +5,10 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
+
+import pytest
 from run_dirs import wait_listed, write_run
 
 from gui_app.core.rundir import list_runs
@@ -218,7 +219,8 @@ def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path
     assert not export["keras"].isEnabled()
     window.runs.select(trained)
     window.runs.export_button.click()  # the run list exports the selected run, whatever is on screen
-    assert window.models.export_dialog.format_name() == "keras" and "trained" in window.models.export_dialog.windowTitle()
+    dialog = window.models.export_dialog
+    assert dialog.format_name() == "keras" and "trained" in dialog.windowTitle()
     window.models.export_dialog.close()
 
 

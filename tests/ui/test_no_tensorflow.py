@@ -9,11 +9,10 @@ from __future__ import annotations
 import sys
 
 import pytest
+from pngs import digit_like_pngs
 
 from gui_app.identity import app_command
 from gui_app.ui.window.main_window import MainWindow
-
-from pngs import digit_like_pngs
 
 TIMEOUT_MS = 120_000
 TAB_TRY = 4  # View → Try (Ctrl+5)

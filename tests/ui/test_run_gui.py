@@ -1,8 +1,9 @@
 """run_gui: options, and startup problems shown in a dialog instead of lost on a console."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
+
+import pytest
 
 import gui_app.ui.window.main_window as main_window_module
 from gui_app.ui import application as main_module

@@ -5,6 +5,7 @@ import shutil
 import time
 
 from PySide6.QtCore import Qt, QTimer
+
 from run_dirs import write_run
 
 from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel

@@ -79,7 +79,8 @@ def test_communication_options_are_asked_and_shown_with_their_loss_effect(dialog
 
 def test_a_version_1_report_without_options_still_opens(dialog, tmp_path):
     old = tmp_path / "v1.json"
-    old.write_text(json.dumps({"version": 1, "rows": [{"label": "mirrored, 2 replicas", "strategy": {"name": "mirrored"},
+    old.write_text(json.dumps({"version": 1, "rows": [{"label": "mirrored, 2 replicas",
+                                                      "strategy": {"name": "mirrored"},
                                                       "replicas": 2, "examples_per_sec": 900.0, "speedup": 0.6,
                                                       "efficiency": 0.3, "time_split": None, "error": None}],
                                "recommendation": "old"}))

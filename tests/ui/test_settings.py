@@ -4,8 +4,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gui_app.ui.settings import (MAX_RECENT_RUNS, SCHEMA_VERSION, Settings, load_settings, resolve_runs_dir,
-                                 save_settings, settings_path)
+from gui_app.ui.settings import (
+    MAX_RECENT_RUNS,
+    SCHEMA_VERSION,
+    Settings,
+    load_settings,
+    resolve_runs_dir,
+    save_settings,
+    settings_path,
+)
 
 
 def test_round_trip_in_the_config_dir(isolated_dirs):

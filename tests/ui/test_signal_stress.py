@@ -1,5 +1,5 @@
 """Ten thousand cross-thread emits must survive (PySide6 6.12.0 over-releases True in
-Signal.emit and aborts after a few hundred on Python 3.11: design.md section 5)."""
+Signal.emit and aborts after a few hundred on Python 3.11: docs/architecture.md, "Qt facts")."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot

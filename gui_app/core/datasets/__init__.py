@@ -39,8 +39,8 @@ _LOADERS: dict[str, Callable[[DatasetConfig, Progress | None], Dataset]] = {
 
 def _decoded_stream(cfg: DatasetConfig, progress: Progress | None) -> Dataset:
     """tfrecord and tfds in memory: the streamed reader, decoded whole (core/datasets/loading.py)."""
-    from gui_app.core.datasets.streamed import open_stream
     from gui_app.core.datasets.stream_read import load_into_memory
+    from gui_app.core.datasets.streamed import open_stream
 
     return load_into_memory(open_stream(cfg, progress))
 

@@ -12,8 +12,8 @@ import zlib
 
 import numpy as np
 
-from gui_app.identity import resource_path
 from gui_app.core.datasets.base import Dataset, DatasetError, make_dataset, stratified_split
+from gui_app.identity import resource_path
 
 DIGITS_FILE = ("datasets", "digits.csv.gz")
 DIGITS_TEST_FRACTION = 0.2

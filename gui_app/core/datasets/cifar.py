@@ -125,7 +125,7 @@ def _read_tarball(path: Path, layout: CifarLayout, progress: Progress | None) ->
 def _unpickle(where: str, blob: bytes) -> dict[str, Any]:
     try:
         obj = _ArraysOnlyUnpickler(io.BytesIO(blob), encoding="bytes").load()
-    except Exception as exc:  # unpickling raises almost anything on a damaged file
+    except Exception as exc:  # noqa: BLE001 - unpickling raises almost anything on a damaged file
         raise DatasetError(f"{where}: not a CIFAR python batch or truncated ({type(exc).__name__}: {exc})") from None
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: not a CIFAR python batch (holds a {type(obj).__name__}, not a dict)")

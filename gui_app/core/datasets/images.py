@@ -17,8 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from gui_app.core.config import MAX_IMAGE_PIXELS, DatasetConfig
-from gui_app.core.datasets.base import (Dataset, DatasetError, Progress, Throttle, few, make_dataset,
-                                        require_path, stratified_split)
+from gui_app.core.datasets.base import (
+    Dataset,
+    DatasetError,
+    Progress,
+    Throttle,
+    few,
+    make_dataset,
+    require_path,
+    stratified_split,
+)
 from gui_app.core.datasets.image_header import MAX_IMAGE_BYTES, too_large
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
@@ -80,7 +88,8 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
             raise DatasetError(f"{root}: holds images but no class sub-folders; put each class's images "
                                f"in a sub-folder named after the class")
         if entries:
-            raise DatasetError(f"{root}: has no class sub-folders, only other files ({few([p.name for p in entries])}); "
+            raise DatasetError(f"{root}: has no class sub-folders, only other files "
+                               f"({few([p.name for p in entries])}); "
                                f"expected one sub-folder of images per class")
         raise DatasetError(f"{root}: the folder is empty; expected one sub-folder of images per class")
     if len(class_dirs) < 2:

@@ -89,7 +89,8 @@ def _record_parts(cfg: DatasetConfig, train_set, test_set, channels: int) -> tup
     holdout = ()
     if test_set is None:
         holdout = ((TEST_PRIME, _thousandths(cfg.test_split), False),)
-        test = Part("records", 0, train_set.files, train_set.counts, keep=((TEST_PRIME, _thousandths(cfg.test_split), True),))
+        test = Part("records", 0, train_set.files, train_set.counts,
+                    keep=((TEST_PRIME, _thousandths(cfg.test_split), True),))
     else:
         test = Part("records", test_set.examples, test_set.files, test_set.counts)
     val = None
@@ -134,8 +135,8 @@ def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> Strea
 
 
 def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
-    from gui_app.core.datasets.image_header import check_file
     from gui_app.core.datasets.base import require_path
+    from gui_app.core.datasets.image_header import check_file
     from gui_app.core.datasets.images import _scan
 
     root = require_path(cfg.path, "dataset 'image_folder'")

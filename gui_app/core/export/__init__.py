@@ -15,8 +15,17 @@ from gui_app.core.export.model_card import card_path_for, read_card
 from gui_app.core.export.parity import ParityReport
 from gui_app.core.export.predict import Prediction, Predictor, load_predictor, read_image
 from gui_app.core.export.runtimes import detect_kind
-from gui_app.core.formats import (DEFAULT_CHECK, FORMATS, ConversionError, ExportCancelled, ExportError, ExportFormat,
-                                  default_file_name, format_size, get_format)
+from gui_app.core.formats import (
+                                  DEFAULT_CHECK,
+                                  FORMATS,
+                                  ConversionError,
+                                  ExportCancelled,
+                                  ExportError,
+                                  ExportFormat,
+                                  default_file_name,
+                                  format_size,
+                                  get_format,
+)
 
 __all__ = [
     "DEFAULT_CHECK", "FORMATS", "ConversionError", "ExportCancelled", "ExportError", "ExportFormat",

@@ -20,12 +20,12 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from gui_app.core.export.atomic import AtomicDestination
-from gui_app.core.export_result import ExportResult
-from gui_app.core.export.probability import probability_model
-from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
 from gui_app.core.export.model_card import build_card, card_path_for, export_sha256, write_card
 from gui_app.core.export.parity import check_parity
+from gui_app.core.export.probability import probability_model
 from gui_app.core.export.runtimes import image_shape, import_tensorflow, load_keras_model, open_runtime, scale_pixels
+from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
+from gui_app.core.export_result import ExportResult
 from gui_app.core.formats import DEFAULT_CHECK, ExportCancelled, ExportError, ExportFormat, get_format
 
 Progress = Callable[[float, str], None]

@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gui_app.core.formats import ExportFormat
-from gui_app.core.json_values import finite_or_null
 from gui_app.core.export.parity import ParityReport
 from gui_app.core.export.runtimes import Runtime
-from gui_app.core.formats import INPUT_NAME, OUTPUT_NAME, PIXEL_SCALE, PREPROCESSING, ExportError
+from gui_app.core.formats import INPUT_NAME, OUTPUT_NAME, PIXEL_SCALE, PREPROCESSING, ExportError, ExportFormat
+from gui_app.core.json_values import finite_or_null
 
 CARD_SCHEMA_VERSION = 1
 _RUNTIME_PACKAGES = {"keras": (), "tensorflow": (), "ai_edge_litert": ("ai-edge-litert",),

@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
+from gui_app.core.export.runtimes import BATCH, Runtime, scale_pixels
 from gui_app.core.export_result import ParityReport
 from gui_app.core.formats import ExportFormat
-from gui_app.core.export.runtimes import BATCH, Runtime, scale_pixels
 
 
 def compare(fmt: ExportFormat, runtime: str, probabilities: np.ndarray, reference: np.ndarray,

@@ -96,8 +96,8 @@ def load_predictor(source: str | Path, allow_unverified_savedmodel: bool = False
     unless ``allow_unverified_savedmodel`` (the user said they trust it): loading one runs its
     graph. ``.keras`` files are always loaded with ``safe_mode=True`` (no Lambda layers)."""
     from gui_app.core.config import ConfigError, RunConfig
-    from gui_app.core.rundir import CONFIG_FILE
     from gui_app.core.export.model_card import verify_savedmodel
+    from gui_app.core.rundir import CONFIG_FILE
 
     source = Path(source).expanduser()
     kind = detect_kind(source)

@@ -173,7 +173,8 @@ class LiteRuntime(Runtime):
         try:
             self._interpreter = Interpreter(model_path=str(path))
         except (ValueError, RuntimeError) as exc:
-            raise ExportError(f"{path}: not a valid TensorFlow Lite file ({str(exc).strip().splitlines()[0]})") from None
+            raise ExportError(f"{path}: not a valid TensorFlow Lite file "
+                              f"({str(exc).strip().splitlines()[0]})") from None
         inputs, outputs = self._interpreter.get_input_details(), self._interpreter.get_output_details()
         if len(inputs) != 1 or len(outputs) != 1:
             raise ExportError(f"{path}: expected one input and one output; got {len(inputs)} and {len(outputs)}")

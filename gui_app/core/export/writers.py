@@ -17,8 +17,15 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from gui_app.core.export.runtimes import import_tensorflow
-from gui_app.core.formats import (INPUT_NAME, OUTPUT_NAME, SIGNATURE, ConversionError, ExportCancelled, ExportError,
-                                  ExportFormat)
+from gui_app.core.formats import (
+    INPUT_NAME,
+    OUTPUT_NAME,
+    SIGNATURE,
+    ConversionError,
+    ExportCancelled,
+    ExportError,
+    ExportFormat,
+)
 
 # Calibration examples for full-integer quantisation, drawn at random from the training set.
 REPRESENTATIVE_EXAMPLES = 200

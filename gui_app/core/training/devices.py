@@ -69,12 +69,12 @@ def detect() -> dict[str, Any]:
         details = {}
         try:
             details = tf.config.experimental.get_device_details(gpu)
-        except Exception:  # not every build reports details
+        except Exception:  # noqa: BLE001 - not every build reports details
             pass
         memory = None
         try:
             memory = tf.config.experimental.get_memory_info(f"GPU:{i}").get("peak")  # only after init
-        except Exception:
+        except Exception:  # noqa: BLE001 - not before the runtime started on it
             pass
         gpus.append({
             "name": f"GPU:{i}",

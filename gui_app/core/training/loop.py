@@ -1,4 +1,4 @@
-"""The distributed training step (design.md section 3).
+"""The distributed training step (docs/architecture.md, "The training loop").
 
 One ``tf.function`` call runs K steps of ``strategy.run(replica_step)`` and returns, for every
 step and every replica, the replica's *local* statistics stacked as a ``[K, replicas, STATS]``
@@ -40,7 +40,7 @@ class Trainer:
             without_optimizer_all_reduce(optimizer)
         with strategy.scope():
             # Build the optimizer's slots now: creating them inside strategy.run fails for
-            # Adam and friends in Keras 3.15 (design.md section 4, keras-team/keras#23085).
+            # Adam and friends in Keras 3.15 (docs/architecture.md, "TensorFlow and Keras facts").
             if not optimizer.built:  # the engine builds it earlier, before restoring a checkpoint
                 optimizer.build(model.trainable_variables)
         self._train_k = tf.function(self._train_k_impl)

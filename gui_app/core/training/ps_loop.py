@@ -1,4 +1,4 @@
-"""Training under ParameterServerStrategy with a ClusterCoordinator (design.md section 4:
+"""Training under ParameterServerStrategy with a ClusterCoordinator (docs/architecture.md, "TensorFlow and Keras facts":
 Keras's ``fit`` does not work there; TensorFlow's own custom-loop shape does).
 
 The coordinator ``schedule``s step functions; any free worker runs one, reading its own

@@ -29,8 +29,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from gui_app.core.datasets.stream_read import (SAMPLE_FOR_STATS, decode_fn, decoded, images_at,  # noqa: F401
-                                               load_into_memory, raw_elements, sample_images)
+from gui_app.core.datasets.stream_read import (  # noqa: F401
+    SAMPLE_FOR_STATS,
+    decode_fn,
+    decoded,
+    images_at,
+    load_into_memory,
+    raw_elements,
+    sample_images,
+)
 from gui_app.core.datasets.streamed import Part, StreamSource
 
 # The shuffle buffer holds encoded records (or decoded images with a cache): bound its memory,

@@ -21,11 +21,11 @@ from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
-from gui_app.engine.cluster.topology import JoinTimeout, _reachable
 from gui_app.engine.cluster.processes import ClusterFailed, Worker, die_with_parent, pump_stderr
+from gui_app.engine.cluster.topology import JoinTimeout, _reachable
 from gui_app.engine.control import Control
-from gui_app.engine.events import EventWriter
 from gui_app.engine.errors import TrainingDiverged
+from gui_app.engine.events import EventWriter
 from gui_app.engine.runner import RunController
 from gui_app.identity import app_command, app_env
 
@@ -195,7 +195,8 @@ def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter,
         started = time.monotonic()
         _wait_until_serving(cluster, cfg.join_timeout_s)
         events.emit("warning", message=f"parameter-server cluster of {len(cluster.get('worker', []))} worker(s) and "
-                                       f"{len(cluster.get('ps', []))} ps serving after {time.monotonic() - started:.1f} s")
+                                       f"{len(cluster.get('ps', []))} ps serving after "
+                                       f"{time.monotonic() - started:.1f} s")
 
         def factory(ctx, run_dir_, events_, control_):
             return PSController(ctx, run_dir_, events_, control_, watch)

@@ -10,8 +10,8 @@ a temporary copy of one that they delete when they end.
 from __future__ import annotations
 
 import argparse
-import os
 import math
+import os
 import shutil
 import signal
 import sys
@@ -26,7 +26,6 @@ from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import Control
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_OK
-
 
 COMMANDS = ("worker",)
 
@@ -71,8 +70,8 @@ def _arm_join_alarm(seconds: float) -> None:
 
 def run(args) -> int:
     from gui_app.engine import errors
-    from gui_app.engine.session import train_session
     from gui_app.engine.cluster.topology import JoinTimeout, resolve_task, wait_for_peers
+    from gui_app.engine.session import train_session
 
     events, run_dir, temp_dir, step, chief = None, None, None, 0, True
     try:

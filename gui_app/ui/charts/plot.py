@@ -2,7 +2,7 @@
 curve styling and the per-replica colours. Buffers and smoothing: :mod:`.series`; the
 redraw timer: :mod:`.throttle`.
 
-The rule every chart follows (design.md section 2): ``add_events`` only appends to numpy
+The rule every chart follows (docs/architecture.md, "Process model"): ``add_events`` only appends to numpy
 buffers and asks for a redraw; a single-shot QTimer then calls ``setData`` at most 30 times
 a second, and only when something changed. Curves are created once, use 1-px pens, peak
 downsampling and clip-to-view, so 100,000 points draw about as fast as 1,000.

@@ -1,5 +1,5 @@
-"""Throttled redraws: the one timer between a chart's buffers and its curves (design.md
-section 2: at most 30 ``setData`` calls a second, and only when something changed)."""
+"""Throttled redraws: the one timer between a chart's buffers and its curves (docs/architecture.md,
+"Process model": at most 30 ``setData`` calls a second, and only when something changed)."""
 from __future__ import annotations
 
 import time

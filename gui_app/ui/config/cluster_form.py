@@ -7,8 +7,18 @@ servers have no authentication, which the panel says where it matters.
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import (QApplication, QCheckBox, QFormLayout, QGridLayout, QLabel, QLineEdit,
-                               QPlainTextEdit, QPushButton, QSpinBox, QWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QFormLayout,
+    QGridLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 from gui_app.core.cluster_hosts import is_loopback, split_host
 from gui_app.core.config import ConfigError
@@ -155,7 +165,8 @@ class ClusterPanel(QWidget):
             button = QPushButton("Copy")
             button.setToolTip(f"Copy the command to run on {host} (with the same run configuration saved as "
                               f"{CONFIG_NAME})")
-            button.clicked.connect(lambda _=False, text=command.text(): QApplication.clipboard().setText(text))
+            text = command.text()
+            button.clicked.connect(lambda _=False, text=text: QApplication.clipboard().setText(text))
             self.copy_buttons.append(button)
             self.commands_grid.addWidget(QLabel(host), i, 0)
             self.commands_grid.addWidget(command, i, 1)

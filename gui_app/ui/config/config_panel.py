@@ -11,13 +11,12 @@ import re
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QComboBox, QGroupBox, QScrollArea, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QGroupBox, QScrollArea, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig, RuntimeConfig, StrategyConfig
-from gui_app.ui.tabs.dataset import describe_dataset
-from gui_app.ui.config.device_panel import DevicePanel
 from gui_app.ui.config import DatasetForm, FormSection, ModelForm, StrategyForm, TrainingForm, split_error
+from gui_app.ui.config.device_panel import DevicePanel
+from gui_app.ui.tabs.dataset import describe_dataset
 from gui_app.ui.workers.inspector import Inspector
 
 

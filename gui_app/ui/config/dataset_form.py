@@ -4,8 +4,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu,
-                               QPushButton, QSpinBox, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 from gui_app.core.config import DATASETS_OF_IMAGES, DATASETS_WITH_PATH, ConfigError, DatasetConfig
 from gui_app.core.memory import BUDGET_FRACTION, default_budget_bytes, format_bytes

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QSpinBox, QVBoxLayout, QWidget, QHBoxLayout
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from gui_app.core.config import RuntimeConfig
 from gui_app.ui.workers.process import JsonCommand

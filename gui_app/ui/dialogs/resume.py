@@ -7,8 +7,16 @@ with the run's own; :meth:`overrides` gives the ``--set KEY=VALUE`` words of wha
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides

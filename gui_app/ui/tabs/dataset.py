@@ -6,10 +6,11 @@ inspector wrote (``x``: uint8 NHWC, ``y``: class indices).
 """
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
+
+import numpy as np
 
 SAMPLE_HEIGHT = 40  # pixels on screen for one sample image (when the view cannot say)
 MAX_SAMPLE_HEIGHT = 72

@@ -11,8 +11,18 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QFontMetrics, QIcon, QImage, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QListView, QListWidget,
-                               QListWidgetItem, QSplitter, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QListView,
+    QListWidget,
+    QListWidgetItem,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 import numpy as np
 
@@ -23,6 +33,7 @@ from gui_app.ui.charts.plot import theme_colors
 
 GALLERY_LIMIT = 200  # images shown; the rest are counted in the title
 THUMBNAIL = 72
+_ROOT = QModelIndex()  # the invisible root: a table's rows hang from it
 
 
 
@@ -67,10 +78,10 @@ class PerClassModel(QAbstractTableModel):
         self._numeric_names = bool(rows) and names_are_indices([str(r.get("name")) for r in rows])
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
+    def rowCount(self, parent=_ROOT) -> int:  # noqa: N802 (Qt override)
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=_ROOT) -> int:  # noqa: N802 (Qt override)
         return 0 if parent.isValid() else len(self.HEADERS)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):

@@ -17,13 +17,22 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from gui_app.ui.charts.plot import (HIGHLIGHT_COLOR, ChartPanel, make_curve, make_plot, replica_color, set_line_data,
-                                    style_plot, theme_colors)
+import numpy as np
+import pyqtgraph as pg
+
+from gui_app.ui.charts.plot import (
+    HIGHLIGHT_COLOR,
+    ChartPanel,
+    make_curve,
+    make_plot,
+    replica_color,
+    set_line_data,
+    style_plot,
+    theme_colors,
+)
 from gui_app.ui.charts.series import GrowableArray, number
 
 GIB = 1024.0 ** 3
@@ -222,7 +231,7 @@ class GpuPanel(ChartPanel):
 
     def _redraw(self) -> None:
         series, placement = self.series, self.placement()
-        for index in series.indices[len(self._curves):]:  # one card and one line per GPU, made once
+        for _index in series.indices[len(self._curves):]:  # one card and one line per GPU, made once
             label = QLabel(textFormat=Qt.TextFormat.RichText)
             self._cards.addWidget(label)
             self._labels.append(label)

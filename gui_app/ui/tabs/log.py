@@ -25,7 +25,7 @@ class _Highlighter(QSyntaxHighlighter):
         self._warning.setForeground(QColor("#b26a00"))
         self._note.setForeground(QColor("#1565c0"))
 
-    def highlightBlock(self, text: str) -> None:
+    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
         fmt = (self._note if text.startswith("▸") else self._error if _ERROR.search(text)
                else self._warning if _WARNING.search(text) else None)
         if fmt is not None:

@@ -8,10 +8,11 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
+
+import numpy as np
 
 from gui_app.core.predictions import Prediction
 

@@ -9,13 +9,21 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+import numpy as np
+import pyqtgraph as pg
+
 from gui_app.core.scaling import bottleneck, step_time_split
-from gui_app.ui.charts.plot import (ChartPanel, make_curve, make_plot, replica_color, set_line_data, style_plot,
-                                    theme_colors)
+from gui_app.ui.charts.plot import (
+    ChartPanel,
+    make_curve,
+    make_plot,
+    replica_color,
+    set_line_data,
+    style_plot,
+    theme_colors,
+)
 from gui_app.ui.charts.series import GrowableArray
 
 WINDOW = 50  # steps in the bars and the label

@@ -14,9 +14,21 @@ from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, 
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.ui.charts.plot import (OVERLAY_COLOR, TRAIN_COLOR, VALIDATION_COLOR, ChartPanel, CompactAxis, make_curve,
-                                    follow_data, make_plot, redraw_on_zoom, set_line_data, span_run, style_plot,
-                                    theme_colors)
+from gui_app.ui.charts.plot import (
+    OVERLAY_COLOR,
+    TRAIN_COLOR,
+    VALIDATION_COLOR,
+    ChartPanel,
+    CompactAxis,
+    follow_data,
+    make_curve,
+    make_plot,
+    redraw_on_zoom,
+    set_line_data,
+    span_run,
+    style_plot,
+    theme_colors,
+)
 from gui_app.ui.charts.series import Ema, GrowableArray, number
 from gui_app.ui.tabs.input_bound import InputBoundLabel
 

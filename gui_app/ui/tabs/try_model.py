@@ -27,8 +27,18 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QMessageBox, QPushButton, QScrollArea,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.predictions import Prediction
@@ -261,7 +271,8 @@ class TryPanel(QWidget):
         box.setDefaultButton(QMessageBox.StandardButton.No)
         box.setDetailedText(reason)
         yes = QMessageBox.StandardButton.Yes
-        box.buttonClicked.connect(lambda b: box.standardButton(b) == yes and self.set_model_source(source, trusted=True))
+        box.buttonClicked.connect(
+            lambda b: box.standardButton(b) == yes and self.set_model_source(source, trusted=True))
         self.trust_box = box
         box.open()  # window-modal, not blocking
 

@@ -54,7 +54,8 @@ class WindowActions:
         self.scaling = act("&Scaling benchmark…", tip="Time every strategy and replica count on this dataset, "
                                                      "model and batch; see the speed-up and where the time goes")
         self.prepare = act("&Prepare dataset as TFRecord shards…",
-                           tip="Convert the dataset on the forms into TFRecord shards, to stream it here or on a cluster")
+                           tip="Convert the dataset on the forms into TFRecord shards, to stream it here or on a "
+                               "cluster")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")

@@ -23,26 +23,26 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabW
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.rundir import read_events
 from gui_app.identity import app_command as default_engine_command
+from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
-from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.tabs.dataset import DatasetPreview
 from gui_app.ui.tabs.evaluation import EvaluationView
 from gui_app.ui.tabs.log import LogPanel
 from gui_app.ui.tabs.replicas import ReplicaCharts
-from gui_app.ui.window.run_progress import RunProgress
-from gui_app.ui.window.runs_panel import RunsPanel
-from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
-from gui_app.ui.workers.supervisor import EngineCommand, RunSupervisor
 from gui_app.ui.tabs.training import TrainingCharts
 from gui_app.ui.tabs.try_model import TryPanel
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
+from gui_app.ui.window.run_progress import RunProgress
+from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.tool_actions import ToolActions
+from gui_app.ui.workers.supervisor import EngineCommand, RunSupervisor
 
 TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
 STATE_TEXT = {"idle": "Ready", "starting": "Starting the engine (TensorFlow loads in a few seconds)…",

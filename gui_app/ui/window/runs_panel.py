@@ -7,8 +7,8 @@ and rows of runs that went away are removed when the fill ends. A refresh during
 the older fill. While a fill runs the panel says how many runs it is reading.
 
 Open one to see its charts and evaluation again, select two to overlay them, resume a run
-that was stopped, whose process died, or that failed after writing a checkpoint, export a finished run's model. A failed run shows
-its one-line reason. The buttons are also in the list's context menu.
+that was stopped, whose process died, or that failed after writing a checkpoint, export a
+finished run's model. A failed run shows its one-line reason. The buttons are also in the list's context menu.
 """
 from __future__ import annotations
 
@@ -17,8 +17,19 @@ from pathlib import Path
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton, QSizePolicy,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui_app.core.config import RunConfig
 from gui_app.core.rundir import RunInfo
@@ -98,7 +109,8 @@ class RunsPanel(QWidget):
                                         lambda: self.open_requested.emit(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
-        self.resume_button = self._button(row, "Resume", "Continue a stopped, interrupted or failed run from its checkpoint",
+        self.resume_button = self._button(row, "Resume",
+                                          "Continue a stopped, interrupted or failed run from its checkpoint",
                                           lambda: self.resume_requested.emit(self.selected_paths()[0]))
         self.export_button = self._button(row, "Export…", "Export the selected run's trained model "
                                                           "(Keras, SavedModel, TensorFlow Lite, ONNX)",

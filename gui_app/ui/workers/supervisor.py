@@ -1,6 +1,6 @@
 """RunSupervisor: starts one engine process per run and turns its output into Qt signals.
 
-The work happens on a QThread (design.md section 2): an ``_EngineWorker`` living there reads
+The work happens on a QThread (docs/architecture.md, "Process model"): an ``_EngineWorker`` living there reads
 the engine's stdout and stderr, parses the JSON lines, batches events, writes control words
 and runs the kill timer. It drives the engine with an :class:`~gui_app.ui.workers.process.EngineProcess`
 (the one process runner) created on that thread: its QProcess reports "stdout readable",
