@@ -29,7 +29,7 @@ EVENTS: dict[str, dict[str, tuple[type, ...]]] = {
                   "val_loss": NULLABLE_NUMBER, "val_accuracy": NULLABLE_NUMBER, "duration": NULLABLE_NUMBER},
     "checkpoint": {"step": (int,), "path": TEXT},
     "paused": {"step": (int,)},
-    "resumed": {"step": (int,)},
+    "continued": {"step": (int,)},
     "eval": {"loss": NULLABLE_NUMBER, "accuracy": NULLABLE_NUMBER, "examples": (int,), "confusion_matrix": (list,),
              "class_names": (list,), "per_class": (list,), "examples_per_replica": (list,)},
     "warning": {"message": TEXT},

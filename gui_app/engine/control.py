@@ -1,4 +1,4 @@
-"""Cooperative control of a running engine: stop, pause, resume, checkpoint.
+"""Cooperative control of a running engine: stop, pause, continue, checkpoint.
 
 The training loop polls :class:`Control` between step groups. Commands arrive from a stdin
 reader thread (``--control stdin``, used by the GUI's supervisor) and from SIGINT/SIGTERM.
@@ -14,7 +14,7 @@ from typing import TextIO
 
 WINDOW_GONE = "the window went away"
 
-COMMANDS = ("stop", "pause", "resume", "checkpoint")
+COMMANDS = ("stop", "pause", "continue", "checkpoint")  # "resume": the old word for "continue"
 
 
 class Control:
@@ -36,7 +36,7 @@ class Control:
             self._running.set()  # a paused run must wake up to stop
         elif word == "pause":
             self._running.clear()
-        elif word == "resume":
+        elif word in ("continue", "resume"):
             self._running.set()
         elif word == "checkpoint":
             self._checkpoint.set()

@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from gui_app.core.json_values import finite_or_null
+from gui_app.core.events import Event, decode, encode
 from gui_app.core.rundir import EVENTS_FILE
-from gui_app.engine.control import WINDOW_GONE  # noqa: F401 - one wording for both causes
 
 
 class EventWriter:
@@ -70,30 +69,39 @@ class EventWriter:
                 pass
             self._file = None
 
-    def emit_final(self, type_: str, **fields: Any) -> None:
+    def emit_final(self, event: Event | str, **fields: Any) -> None:
         """``emit`` for the error path: never raises (the disk may be full, stderr dead)."""
         try:
-            self.emit(type_, **fields)
+            self.emit(event, **fields)
             self.sync()
         except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
             pass
 
-    def emit(self, type_: str, durable: bool = True, **fields: Any) -> dict:
-        """Write one event; ``durable=False`` keeps it out of events.jsonl (stdout only)."""
-        event = finite_or_null({"type": type_, "time": round(time.time(), 3), **fields})
+    def emit(self, event: Event | str, durable: bool = True, **fields: Any) -> dict:
+        """Write one event and return its JSON object; ``durable=False`` keeps it out of
+        events.jsonl (stdout only). ``event`` is a typed event (gui_app.core.events), or a type
+        name with its fields, read as a decoder would read them (a relayed line)."""
+        if isinstance(event, str):
+            typed = decode({"type": event, **fields})
+            if typed is None:
+                raise ValueError(f"not a {event!r} event: {sorted(fields)}")
+            event = typed
+        if not event.time:
+            event.time = round(time.time(), 3)
+        data = encode(event)
         if not durable:
             pass
         elif self._file:
-            self._write_file(event)
+            self._write_file(data)
         else:
-            self._pending.append(event)
+            self._pending.append(data)
         if self.mode == "jsonl":
-            self._write_stream(json.dumps(event, separators=(",", ":")) + "\n")
+            self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
-            line = format_text(event)
+            line = format_text(data)
             if line:
                 self._write_stream(line + "\n")
-        return event
+        return data
 
     def _write_stream(self, text: str) -> None:
         if self.stdout_lost:
@@ -156,7 +164,7 @@ def format_text(e: dict) -> str | None:
         return f"{e['stage']} {e.get('what', '')}: {e['done']}{total}"
     if t in ("warning", "error"):
         return f"{t}: {e['message']}"
-    if t in ("paused", "resumed"):
+    if t in ("paused", "continued"):
         return f"{t} at step {e['step']}"
     if t == "run_finished":
         msg = f": {e['message']}" if e.get("message") else ""

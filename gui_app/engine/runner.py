@@ -159,7 +159,7 @@ class RunController:
             while not self.control.wait_while_paused(0.5):
                 pass
             if not self.control.stop_requested:
-                self.events.emit("resumed", step=step)
+                self.events.emit("continued", step=step)
 
     # ---- the run --------------------------------------------------------------------------
     def train(self) -> str:

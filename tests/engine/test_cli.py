@@ -59,14 +59,14 @@ def test_stop_on_stdin_then_resume(tmp_path, write_config):
             proc.stdin.write("pause\n")
             proc.stdin.flush()
         if events[-1]["type"] == "paused":
-            proc.stdin.write("resume\n")
+            proc.stdin.write("resume\n")  # the old word for "continue" is still understood
             proc.stdin.flush()
-        if events[-1]["type"] == "resumed":
+        if events[-1]["type"] == "continued":
             proc.stdin.write("stop\n")
             proc.stdin.flush()
     assert proc.wait(timeout=60) == 0
     types = [e["type"] for e in events]
-    assert "paused" in types and "resumed" in types
+    assert "paused" in types and "continued" in types
     assert events[-1]["status"] == "stopped" and events[-1]["step"] < 60
     run_dir = events[-1]["run_dir"]
 

@@ -9,7 +9,7 @@ line ``replica-studio COMMAND: message`` on stderr, exit 2. ``FAKE_ENGINE_MODE``
 behaviour:
 
     normal   train the configured number of steps, evaluate, finish completed
-    wait     emit a few steps, then wait on stdin for control words (stop/pause/resume)
+    wait     emit a few steps, then wait on stdin for control words (stop/pause/continue)
     crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
     killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
     hang     like wait, but ignore stop (the supervisor must kill it)
@@ -149,9 +149,9 @@ def train(config, run_dir, resumed, start_step):
             if word == "pause":
                 paused = True
                 emit("paused", step=step)
-            elif word == "resume":
+            elif word in ("continue", "resume"):
                 paused = False
-                emit("resumed", step=step)
+                emit("continued", step=step)
         if paused:
             time.sleep(0.005)
             continue

@@ -5,7 +5,7 @@ a step group before the others, they would wait for it in an all-reduce until th
 So the commands a worker received (the chief gets the window's through the launcher, any
 worker may get SIGTERM) are summed over all replicas once per step group, and every worker
 acts on the sum. While paused the workers agree again every half second, far below any
-collective timeout, and resume together.
+collective timeout, and continue together.
 
 It has the interface the :class:`~gui_app.engine.runner.RunController` polls
 (``paused`` first in each step group, then ``stop_requested``, ``take_checkpoint_request``);

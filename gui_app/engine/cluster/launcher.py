@@ -129,7 +129,7 @@ class _Attempt:
             self._tell_chief("stop")
         if c.paused != self._sent["pause"] and not c.stop_requested:
             self._sent["pause"] = c.paused
-            self._tell_chief("pause" if c.paused else "resume")
+            self._tell_chief("pause" if c.paused else "continue")
         if c.take_checkpoint_request():
             self._tell_chief("checkpoint")
 

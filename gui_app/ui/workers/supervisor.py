@@ -95,7 +95,7 @@ class RunSupervisor(QObject):
         self._worker.control_requested.emit("pause")
 
     def resume(self) -> None:
-        self._worker.control_requested.emit("resume")
+        self._worker.control_requested.emit("continue")
 
     def checkpoint(self) -> None:
         self._worker.control_requested.emit("checkpoint")
@@ -210,7 +210,7 @@ class _EngineWorker(QObject):
             self.run_started.emit(event)
         elif kind == "paused" and not self._stop_sent:
             self._set_state("paused")
-        elif kind == "resumed" and not self._stop_sent:
+        elif kind in ("continued", "resumed") and not self._stop_sent:  # "resumed": protocol 1
             self._set_state("running")
         elif kind == "warning":
             self.log_line.emit(f"warning: {event.get('message', '')}")

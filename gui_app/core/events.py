@@ -1,0 +1,466 @@
+"""The run event protocol (docs/events.md) as types, with one encode and one decode.
+
+The engine builds an event (``Step(step=3, ...)``) and its writer encodes it as one JSON line
+(:func:`encode`); whoever reads lines -- the window where they enter it, the run list, the CLI,
+a test -- decodes each once (:func:`decode`) and works with the types from then on. The schema
+that the engine and the tests' fake engine are checked against (:func:`event_problems`) and the
+key tables of docs/events.md are derived from these classes, so a new key is added in one place.
+
+Compatibility both ways: a reader ignores keys it does not know, and a key missing from an older
+file takes its default (``None`` for a figure that could not be computed), so old run
+directories still open. A field whose metadata says ``omit`` is left out of the JSON line while
+it has that value (``gpus`` appears only where NVML sees GPUs). ``run_started`` carries the
+``protocol`` version; a reader may show a run of a newer protocol as well as it can.
+
+Qt-free and TensorFlow-free: every layer may import it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+from gui_app.core.gpu_monitor import GpuSample
+from gui_app.core.json_values import finite_or_null
+
+# 2: typed events; the live run's "resumed" event is now "continued" (read either way).
+PROTOCOL_VERSION = 2
+ERROR_KINDS = ("config", "input", "training", "disk", "cluster", "internal")
+FINISHED_STATUSES = ("completed", "stopped", "failed")
+_OMIT = "omit"
+
+
+def optional(default: Any = None) -> Any:
+    """A field that is left out of the JSON line while it equals ``default``."""
+    return field(default=default, metadata={_OMIT: True})
+
+
+# ---- parts of events ------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class ReplicaInfo:
+    """Where one replica runs (``run_started.replicas``)."""
+
+    replica: int
+    worker: int = 0
+    device: str = ""
+
+
+@dataclass(kw_only=True)
+class ReplicaStats:
+    """One replica's local figures of one step, before the all-reduce (``step.replicas``)."""
+
+    replica: int
+    worker: int = 0
+    device: str | None = ""
+    loss: float | None = None
+    accuracy: float | None = None
+    examples: int = 0
+    grad_norm: float | None = None
+    step_time: float | None = None
+    examples_per_sec: float | None = None
+    memory_bytes: int | None = None
+    peak_memory_bytes: int | None = None
+
+
+@dataclass(kw_only=True)
+class ClassMetrics:
+    """Precision, recall and F1 of one class (``eval.per_class``); ``class`` on the wire."""
+
+    index: int
+    name: str = ""
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    support: int = 0
+
+    WIRE_NAMES: ClassVar[dict[str, str]] = {"index": "class"}
+
+
+# ---- the events ---------------------------------------------------------------------------
+@dataclass(kw_only=True)
+class Event:
+    """What every event has: its ``type`` (the class's ``TYPE``) and ``time`` (Unix seconds,
+    set by the writer when left at 0)."""
+
+    TYPE: ClassVar[str] = ""
+    time: float = 0.0
+
+
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    TYPE: ClassVar[str] = "run_started"
+    run_dir: str
+    config: dict[str, Any]
+    resumed: bool = False
+    start_step: int = 0
+    total_steps: int = 0
+    steps_per_epoch: int = 0
+    epochs: int = 0
+    num_replicas: int = 1
+    replicas: list[ReplicaInfo] = field(default_factory=list)
+    num_workers: int = 1
+    global_batch_size: int = 0
+    per_replica_batch_size: int = 0
+    dataset: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    strategy: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    data_seed: int | None = optional()
+    protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(kw_only=True)
+class Progress(Event):
+    """Something slow before (or instead of) training: a download, decoding, joining a cluster,
+    an export's or a benchmark's phase. ``done``/``total`` count, ``fraction`` is 0..1."""
+
+    TYPE: ClassVar[str] = "progress"
+    stage: str = ""
+    what: str | None = optional()
+    done: float | None = optional()
+    total: float | None = optional()
+    fraction: float | None = optional()
+    message: str | None = optional()
+    images_per_sec: float | None = optional()
+
+    def share(self) -> float | None:
+        """How far, 0..1: ``fraction``, else ``done / total``; None when unknown."""
+        if self.fraction is not None:
+            return self.fraction
+        if self.done is not None and self.total:
+            return min(1.0, max(0.0, self.done / self.total))
+        return None
+
+
+@dataclass(kw_only=True)
+class Step(Event):
+    TYPE: ClassVar[str] = "step"
+    step: int
+    epoch: int = 0
+    loss: float | None = None
+    accuracy: float | None = None
+    learning_rate: float | None = None
+    examples_per_sec: float | None = None
+    step_time: float | None = None
+    input_wait: float | None = optional()
+    allreduce_time: float | None = optional()
+    replicas: list[ReplicaStats] = field(default_factory=list)
+    gpus: list[GpuSample] | None = optional()
+    per_worker: bool = optional(False)
+
+    def time_split(self) -> tuple[float, float, float] | None:
+        """(compute, input, all-reduce and the rest) seconds of this step: the slowest replica's
+        forward and backward pass, the wait for the batch, and what is left of the step's wall
+        time. None without the timings."""
+        times = [r.step_time for r in self.replicas if r.step_time is not None]
+        if self.step_time is None or not times:
+            return None
+        compute = min(max(times), self.step_time)
+        waited = min(self.input_wait, self.step_time - compute) if self.input_wait is not None else 0.0
+        waited = max(waited, 0.0)
+        return compute, waited, max(self.step_time - compute - waited, 0.0)
+
+
+@dataclass(kw_only=True)
+class EpochEnd(Event):
+    TYPE: ClassVar[str] = "epoch_end"
+    epoch: int
+    step: int = 0
+    loss: float | None = None
+    accuracy: float | None = None
+    val_loss: float | None = None
+    val_accuracy: float | None = None
+    duration: float | None = None
+
+
+@dataclass(kw_only=True)
+class Checkpoint(Event):
+    TYPE: ClassVar[str] = "checkpoint"
+    step: int
+    path: str = ""
+
+
+@dataclass(kw_only=True)
+class Paused(Event):
+    TYPE: ClassVar[str] = "paused"
+    step: int = 0
+
+
+@dataclass(kw_only=True)
+class Continued(Event):
+    """The live run goes on after a pause (protocol 1 called it ``resumed``)."""
+
+    TYPE: ClassVar[str] = "continued"
+    step: int = 0
+
+
+@dataclass(kw_only=True)
+class Eval(Event):
+    TYPE: ClassVar[str] = "eval"
+    loss: float | None = None
+    accuracy: float | None = None
+    examples: int = 0
+    confusion_matrix: list[list[int]] = field(default_factory=list)
+    class_names: list[str] = field(default_factory=list)
+    per_class: list[ClassMetrics] = field(default_factory=list)
+    examples_per_replica: list[int] = field(default_factory=list)
+    duration: float | None = optional()
+    examples_per_sec: float | None = optional()
+
+
+@dataclass(kw_only=True)
+class Warning(Event):  # the protocol's name (it shadows builtins.Warning, never needed here)
+    TYPE: ClassVar[str] = "warning"
+    message: str
+    restart: int | None = optional()
+    worker: int | None = optional()
+    step: int | None = optional()
+
+
+@dataclass(kw_only=True)
+class Error(Event):
+    TYPE: ClassVar[str] = "error"
+    message: str
+    kind: str = "internal"
+
+
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    TYPE: ClassVar[str] = "run_finished"
+    status: str
+    run_dir: str | None = None
+    step: int = 0
+    message: str | None = optional()
+    resumable: bool = optional(False)
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls for cls in (RunStarted, Progress, Step, EpochEnd, Checkpoint, Paused, Continued, Eval, Warning,
+                              Error, RunFinished)
+}
+_OLD_NAMES = {"resumed": Continued}  # protocol 1
+
+
+# ---- encode and decode ------------------------------------------------------------------------
+# Each class's fields are compiled once into (name, wire name, converter, omit, default) rows:
+# decoding a step event is then a few dict look-ups per key (the window decodes every line it
+# reads, the run list and an opened run whole files).
+_INVALID = object()
+
+
+def _converter(hint: Any) -> Callable[[Any], Any]:
+    """A function that returns its argument as the annotated type, or _INVALID. Lenient where
+    JSON is: an int is a float, a whole float is an int; a list keeps its good items."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        nullable = type(None) in typing.get_args(hint)
+        options = [_converter(arg) for arg in typing.get_args(hint) if arg is not type(None)]
+
+        def union(value: Any) -> Any:
+            if value is None:
+                return None if nullable else _INVALID
+            for option in options:
+                converted = option(value)
+                if converted is not _INVALID:
+                    return converted
+            return _INVALID
+        return union
+    if origin is list:
+        (item_hint,) = typing.get_args(hint) or (Any,)
+        item = _converter(item_hint)
+
+        def items(value: Any) -> Any:
+            if not isinstance(value, list):
+                return _INVALID
+            out = [item(v) for v in value]
+            return [v for v in out if v is not _INVALID and v is not None]
+        return items
+    if origin is dict or hint is dict:
+        return lambda value: value if isinstance(value, dict) else _INVALID
+    if hint is Any:
+        return lambda value: value
+    if hint is bool:
+        return lambda value: value if isinstance(value, bool) else _INVALID
+    if hint is int:
+        def integer(value: Any) -> Any:
+            if type(value) is int:
+                return value
+            if type(value) is float and math.isfinite(value) and value.is_integer():
+                return int(value)
+            return _INVALID
+        return integer
+    if hint is float:
+        def number(value: Any) -> Any:
+            if type(value) is float:
+                return value
+            return float(value) if type(value) is int else _INVALID
+        return number
+    if hint is str:
+        return lambda value: value if isinstance(value, str) else _INVALID
+    if dataclasses.is_dataclass(hint):
+        return lambda value: _build(hint, value) if isinstance(value, dict) else _INVALID
+    raise TypeError(f"events: no JSON form for {hint!r}")
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    wire: str
+    convert: Callable[[Any], Any]
+    omit: bool
+    default: Any
+    required: bool
+    json_types: tuple[type, ...]
+
+
+_FIELDS: dict[type, list[_Field]] = {}
+
+
+def _fields(cls: type) -> list[_Field]:
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls)
+        names = getattr(cls, "WIRE_NAMES", {})
+        _FIELDS[cls] = [
+            _Field(f.name, names.get(f.name, f.name), _converter(hints[f.name]), bool(f.metadata.get(_OMIT)),
+                   f.default, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                   _json_types(hints[f.name]))
+            for f in dataclasses.fields(cls)]
+    return _FIELDS[cls]
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.wire: _plain(getattr(value, f.name)) for f in _fields(type(value))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def encode(event: Event) -> dict[str, Any]:
+    """The JSON object of one event: ``type``, ``time``, then its fields (optional ones only when
+    they are set); NaN and infinities become null."""
+    out: dict[str, Any] = {"type": event.TYPE, "time": event.time}
+    for f in _fields(type(event)):
+        value = getattr(event, f.name)
+        if f.name == "time" or (f.omit and value == f.default):
+            continue
+        out[f.wire] = finite_or_null(value) if isinstance(value, dict) else _plain(value)
+    return out
+
+
+def decode(value: Any) -> Event | None:
+    """The event a JSON object holds, or None when it is not one we know (another program's
+    line, a newer type). Unknown keys are ignored; missing or mistyped ones take their default,
+    and an event without one of its required keys is None."""
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    cls = EVENT_TYPES.get(kind) or _OLD_NAMES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    return _build(cls, value)
+
+
+def _build(cls: type, value: dict[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    for f in _fields(cls):
+        if f.wire in value:
+            converted = f.convert(value[f.wire])
+            if converted is not _INVALID:
+                kwargs[f.name] = converted
+                continue
+        if f.required:
+            return None  # a required key is missing or unusable
+    return cls(**kwargs)
+
+
+# ---- the schema: what the engine must write -----------------------------------------------------
+def _json_types(hint: Any) -> tuple[type, ...]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _json_types(arg))
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:
+        return (int, float)
+    if origin is list or hint is list:
+        return (list,)
+    if origin is dict or hint is dict or dataclasses.is_dataclass(hint):
+        return (dict,)
+    return (hint,) if isinstance(hint, type) else (object,)
+
+
+def required_keys(cls: type) -> dict[str, tuple[type, ...]]:
+    """The keys an event (or a part of one) always carries, with their JSON types."""
+    return {f.wire: f.json_types for f in _fields(cls) if not f.omit}
+
+
+def _check_keys(where: str, value: dict, keys: dict[str, tuple[type, ...]]) -> list[str]:
+    problems = []
+    for key, allowed in keys.items():
+        if key not in value:
+            problems.append(f"{where}: missing {key!r}")
+        elif isinstance(value[key], bool) and bool not in allowed:  # JSON true is not a number
+            problems.append(f"{where}: {key!r} is a boolean")
+        elif not isinstance(value[key], allowed):
+            problems.append(f"{where}: {key!r} is {type(value[key]).__name__}")
+    return problems
+
+
+def _part_problems(where: str, items: Any, cls: type) -> list[str]:
+    if not isinstance(items, list):
+        return [f"{where}: is not a list"]
+    problems = []
+    for i, entry in enumerate(items):
+        if not isinstance(entry, dict):
+            problems.append(f"{where}[{i}] is not an object")
+        else:
+            problems += _check_keys(f"{where}[{i}]", entry, required_keys(cls))
+    return problems
+
+
+def event_problems(event: Any) -> list[str]:
+    """What is wrong with one JSON event as the engine wrote it (empty when it follows the
+    protocol): every always-written key present with its JSON type, and the rules of each type."""
+    if not isinstance(event, dict):
+        return [f"not a JSON object: {event!r:.60}"]
+    kind = event.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return [f"unknown event type {kind!r}"]
+    problems = _check_keys(kind, event, {"time": (int, float), **required_keys(cls)})
+    if kind == "error" and event.get("kind") not in ERROR_KINDS:
+        problems.append(f"error: kind must be one of {ERROR_KINDS}")
+    if kind == "run_finished" and event.get("status") not in FINISHED_STATUSES:
+        problems.append(f"run_finished: status must be one of {FINISHED_STATUSES}")
+    if kind == "run_finished" and event.get("status") == "failed" and not event.get("message"):
+        problems.append("run_finished: a failed run says why in 'message'")
+    if kind == "step":
+        where = f"step {event.get('step')}"
+        if isinstance(event.get("replicas"), list):
+            problems += _part_problems(f"{where} replicas", event["replicas"], ReplicaStats)
+        if "gpus" in event:
+            problems += _part_problems(f"{where} gpus", event["gpus"], GpuSample)
+    if kind == "run_started" and isinstance(event.get("replicas"), list):
+        problems += _part_problems("run_started replicas", event["replicas"], ReplicaInfo)
+    if kind == "eval" and isinstance(event.get("per_class"), list):
+        problems += _part_problems("eval per_class", event["per_class"], ClassMetrics)
+    return problems
+
+
+def stream_problems(events: list[dict]) -> list[str]:
+    """Problems of one process's events: each event's, and the order rules (``run_finished`` is
+    the last event; steps increase within a process)."""
+    problems = [p for event in events for p in event_problems(event)]
+    kinds = [e.get("type") for e in events if isinstance(e, dict)]
+    if "run_finished" in kinds and kinds.index("run_finished") != len(kinds) - 1:
+        problems.append("run_finished is not the last event")
+    steps = [e["step"] for e in events if isinstance(e, dict) and e.get("type") == "step" and "step" in e]
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        problems.append("step numbers do not increase")
+    return problems
