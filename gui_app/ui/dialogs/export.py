@@ -3,9 +3,9 @@
     dialog = ExportDialog(run_dir, "tflite-int8", parent=window)
     dialog.show()                       # or dialog.set_output_path(...); dialog.start()
 
-The export runs as ``replica-studio export RUN --format F --output P --check N --json`` as an
-engine job (gui_app.ui.dialogs.job_dialog: TensorFlow and the converters never enter the
-window's process); its progress lines move the progress bar and its last line is the
+The export is ``replica-studio export RUN --format F --output P --check N --json``, an engine
+job (gui_app.ui.dialogs.job_dialog: TensorFlow and the converters never enter the window's
+process); its progress lines move the progress bar and its last line is the
 :class:`ExportResult`. Cancel terminates the process (it removes its temporaries and exits)
 and kills it after a grace period, then removes what a killed export left; closing the dialog
 while it runs cancels and closes once the process has ended. ``succeeded(ExportResult)``: the
