@@ -22,6 +22,10 @@ _ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b|Fatal Python error\b|
                          r"This application failed to start\b|replica-studio[\w -]*:)")
 
 
+# The engine's own error lines start with the command they come from (``replica-studio export:``).
+_COMMAND_PREFIX = re.compile(r"^replica-studio [\w-]+: ")
+
+
 def is_error_line(line: str) -> bool:
     return bool(_ERROR_LINE.match(line.strip()))
 
@@ -36,6 +40,12 @@ def error_line(stderr_lines: Iterable[str], crashed: bool = False) -> str | None
     if not crashed:
         return lines[-1] if lines else None
     return next((ln for ln in reversed(lines) if is_error_line(ln)), None)
+
+
+def without_command_prefix(line: str) -> str:
+    """``replica-studio export: <problem>`` -> ``<problem>``: whoever shows it already says
+    what it ran."""
+    return _COMMAND_PREFIX.sub("", line.strip(), count=1)
 
 
 def complete_lines(data: bytes, final: bool = False) -> tuple[list[bytes], bytes]:

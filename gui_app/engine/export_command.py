@@ -4,8 +4,9 @@
 
 Without ``--json`` it prints where the file went, its size and the parity figures on stdout,
 progress on stderr. With ``--json`` stdout carries JSON lines only (what the window reads):
-``{"type": "progress", "fraction": 0.4, "message": "..."}`` while it works, then one
-``{"type": "export_result", ...}`` (:meth:`ExportResult.to_dict`). Errors are one line on
+``progress`` events (gui_app.core.events.Progress: ``stage`` "export", ``fraction``,
+``message``) while it works, then one ``{"type": "export_result", ...}``
+(:meth:`ExportResult.to_dict`). Errors are one line on
 stderr either way. Exit codes: 0 written and checked, 1 the check failed (nothing written
 unless --keep-failed) or a converter failed, 2 bad input, 130 interrupted (Ctrl+C, SIGTERM:
 the temporaries are removed, nothing half-written is left).
@@ -16,8 +17,10 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 
 from gui_app.core import rundir
+from gui_app.core.events import Progress, encode
 from gui_app.core.export import export_run
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
 from gui_app.core.run_lock import RunInUse, RunLock
@@ -70,7 +73,8 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
 
     def progress(fraction: float, message: str) -> None:
         if args.json:
-            _json_line({"type": "progress", "fraction": round(float(fraction), 4), "message": message})
+            _json_line(encode(Progress(time=time.time(), stage=COMMAND, fraction=round(float(fraction), 4),
+                                       message=message)))
         else:
             print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 

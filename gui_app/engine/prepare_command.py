@@ -10,8 +10,9 @@ plus ``manifest.json`` (classes, image shape, per-split counts, per-file counts 
 reader need not scan) and ``labels.txt``. The training split (train + validation) is written in
 a seeded shuffled order, so every shard holds every class; the test split in its own order.
 
-Progress goes to stderr as a bar, or with ``--json`` as JSON lines on stdout
-(``{"type": "progress", "done", "total", "images_per_sec"}``, then ``{"type": "prepared", ...}``).
+Progress goes to stderr as a bar, or with ``--json`` as JSON lines on stdout: ``progress``
+events (gui_app.core.events.Progress: ``stage`` "write", ``what`` "images", ``done``, ``total``,
+``images_per_sec``, ``message``), then ``{"type": "prepared", ...}``.
 Exit codes: 0 written, 2 bad input (one line on stderr), 1 anything else.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from gui_app.core.events import Progress, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 COMMANDS = ("prepare",)
@@ -55,8 +57,10 @@ class _Progress:
         self.last = now
         rate = done / max(now - self.start, 1e-9)
         if self.as_json:
-            print(json.dumps({"type": "progress", "stage": "write", "done": done, "total": self.total,
-                              "images_per_sec": round(rate, 1)}), flush=True)
+            message = f"Writing {done:,} of {self.total:,} images ({rate:,.0f} images/s)"
+            print(json.dumps(encode(Progress(time=time.time(), stage="write", what="images", done=done,
+                                             total=self.total, images_per_sec=round(rate, 1), message=message))),
+                  flush=True)
         else:
             filled = int(30 * done / max(self.total, 1))
             sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total} images, {rate:,.0f}/s")

@@ -9,7 +9,8 @@ per configuration: TensorFlow fixes the device topology once per process), stopp
 control channel once ``warmup + steps`` steps are done; the warm-up (tracing, the first step
 groups) is not timed. ``--eval`` also evaluates each stopped run. The report goes to
 DIR/scaling.json and DIR/scaling.svg; the table to stdout, progress to stderr (with --json,
-stdout carries JSON lines only: ``progress`` events and the ``scaling_report``).
+stdout carries JSON lines only: ``progress`` events -- gui_app.core.events.Progress, ``stage``
+"scaling", ``done`` of ``total`` bursts, ``fraction``, ``message`` -- and the ``scaling_report``).
 ``--options`` also times communication options of the multi-replica configuration
 (core/scaling_options.py): each with its examples/s and its effect on the training loss.
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.events import Progress, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
 
@@ -77,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
     bursts = []
     with tempfile.TemporaryDirectory(prefix="replica-studio-scaling-") as work:
         for i, candidate in enumerate(plan):
-            say.progress(i / len(plan), f"{candidate.label}: training {args.warmup} + {args.steps} steps")
+            say.progress(i, len(plan), f"{candidate.label}: training {args.warmup} + {args.steps} steps")
             bursts.append(_burst(config, candidate, Path(work), args))
     data = scaling_options.report(bursts, on_gpus=gpus > 0)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scaling.json").write_text(scaling.to_json(data), encoding="utf-8")
     (out_dir / "scaling.svg").write_text(scaling_options.to_svg(data), encoding="utf-8")
-    say.progress(1.0, f"report written to {out_dir / 'scaling.json'}")
+    say.progress(len(plan), len(plan), f"report written to {out_dir / 'scaling.json'}")
     if args.json:
         print(json.dumps({"type": "scaling_report", "path": str(out_dir / "scaling.json"), **data}), flush=True)
     else:
@@ -95,9 +97,11 @@ class _Say:
     def __init__(self, as_json: bool) -> None:
         self.as_json = as_json
 
-    def progress(self, fraction: float, message: str) -> None:
+    def progress(self, done: int, total: int, message: str) -> None:
+        fraction = done / total if total else 1.0
         if self.as_json:
-            print(json.dumps({"type": "progress", "fraction": fraction, "message": message}), flush=True)
+            print(json.dumps(encode(Progress(time=time.time(), stage="scaling", what="bursts", done=done, total=total,
+                                             fraction=fraction, message=message))), flush=True)
         else:
             print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 

@@ -202,12 +202,19 @@ def new_run_dir(runs_dir, config):
         return path
 
 
+def tool_progress(stage, message, **keys):
+    """A ``progress`` line of the tool commands, shaped like gui_app.core.events.Progress."""
+    print(json.dumps({"type": "progress", "time": time.time(), "stage": stage, **keys, "message": message}),
+          flush=True)
+
+
 def scaling(argv):
     """``scaling CONFIG ... --output DIR --json``: progress lines, then a report shaped like the
     real one (gui_app.core.scaling.report); ``wait`` mode hangs after the first burst starts."""
     out = argv[argv.index("--output") + 1]
     strategies = argv[argv.index("--strategies") + 1].split(",")
-    print(json.dumps({"type": "progress", "fraction": 0.0, "message": f"{strategies[0]}: training"}), flush=True)
+    tool_progress("scaling", f"{strategies[0]}: training", what="bursts", done=0, total=len(strategies),
+                  fraction=0.0)
     if MODE == "wait":
         time.sleep(600)
     rows = []
@@ -244,8 +251,31 @@ def scaling(argv):
 
     with open(os.path.join(out, "scaling.svg"), "w", encoding="utf-8") as f:
         f.write(to_svg(report))
-    print(json.dumps({"type": "progress", "fraction": 1.0, "message": "report written"}), flush=True)
+    tool_progress("scaling", "report written", what="bursts", done=len(strategies), total=len(strategies),
+                  fraction=1.0)
     print(json.dumps({"type": "scaling_report", "path": os.path.join(out, "scaling.json"), **report}), flush=True)
+    return 0
+
+
+def prepare(argv):
+    """``prepare CONFIG --output DIR [--shards N] --json``: progress lines, then a ``prepared`` line
+    shaped like the real ones; a folder that is not empty is refused as the real command does
+    (one line, exit 2); ``wait`` mode hangs after the first progress line."""
+    out = argv[argv.index("--output") + 1]
+    if os.path.exists(out) and os.listdir(out):
+        sys.stderr.write(f"replica-studio prepare: --output: {out} exists and is not an empty folder\n")
+        return 2
+    total = 100
+    for done in (0, 40, total):
+        tool_progress("write", f"Writing {done:,} of {total:,} images (1,000 images/s)", what="images", done=done,
+                      total=total, images_per_sec=1000.0)
+        if MODE == "wait":
+            time.sleep(600)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump({"image_shape": [8, 8, 1], "counts": {"train": 80, "test": 20}, "files": []}, f)
+    print(json.dumps({"type": "prepared", "output": out, "counts": {"train": 80, "test": 20}, "classes": 10,
+                      "shards": 2, "seconds": 0.1, "images_per_sec": 1000.0}), flush=True)
     return 0
 
 
@@ -253,6 +283,8 @@ def main(argv):
     command = argv[0]
     if command == "scaling":
         return scaling(argv)
+    if command == "prepare":
+        return prepare(argv)
     if command == "devices":
         return devices()
     if command == "inspect":

@@ -44,7 +44,7 @@ def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog,
     fractions = []
     export_dialog._progress.valueChanged.connect(fractions.append)
     with qtbot.waitSignal(export_dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
-        qtbot.mouseClick(export_dialog._export_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(export_dialog._run_button, Qt.MouseButton.LeftButton)
         assert export_dialog.is_running() and not export_dialog._format.isEnabled()
     result = blocker.args[0]
     assert result.passed and result.written and result.path.is_file()
@@ -89,7 +89,7 @@ def test_an_unwritable_destination_is_shown_as_one_line(qtbot, export_dialog, tm
     with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
         export_dialog.start()
     assert blocker.args == [f"{tmp_path / 'missing'}: no such folder"]
-    assert "no such folder" in export_dialog._status.text() and export_dialog._export_button.isEnabled()
+    assert "no such folder" in export_dialog._status.text() and export_dialog._run_button.isEnabled()
 
 
 # ---- Try panel ------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ time.sleep(60)
 
 def test_an_export_that_ignores_cancel_is_killed_and_its_temporaries_removed(qtbot, trained_run, tmp_path,
                                                                              monkeypatch):
-    monkeypatch.setattr(export_dialog_module, "CANCEL_GRACE_S", 0.5)
+    monkeypatch.setattr(ExportDialog, "cancel_grace_s", 0.5)
     dialog = ExportDialog(trained_run, "tflite", folder=tmp_path,
                           engine_command=lambda *args: [sys.executable, "-c", STUBBORN_EXPORT, *args])
     qtbot.addWidget(dialog)

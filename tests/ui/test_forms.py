@@ -150,6 +150,31 @@ def test_inspection_fills_model_summary_and_preview(panel, qtbot):
     assert np.load(samples)["x"].shape == (30, 8, 8, 1)
 
 
+def test_a_newer_inspection_replaces_the_one_in_flight(qtbot, fake_engine):
+    """The older answer would describe a dataset no longer chosen: it is never shown, and its
+    engine process is ended."""
+    import sys
+
+    from gui_app.ui.workers.inspector import Inspector
+
+    hung = "import time; time.sleep(60)"
+    commands = []
+
+    def engine_command(*args):  # the first inspection hangs, the second is the fake engine's
+        commands.append(args)
+        return [sys.executable, "-c", hung] if len(commands) == 1 else fake_engine(*args)
+
+    inspector = Inspector(engine_command, delay_ms=0)
+    answers = []
+    inspector.inspected.connect(lambda answer, _samples: answers.append(answer))
+    with qtbot.waitSignal(inspector.started, timeout=10_000):
+        inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mlp"))
+    first = inspector._job
+    with qtbot.waitSignals([inspector.inspected, first.destroyed], timeout=10_000):  # deleted once it has ended
+        inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mnist_cnn"))
+    assert [a["model"]["name"] for a in answers] == ["mnist_cnn"] and not inspector.is_busy()
+
+
 def test_inspection_failure_is_shown_under_the_dataset(panel, qtbot, tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"bad data")

@@ -283,31 +283,49 @@ def test_settings_persist_between_windows(qtbot, make_window):
 
 
 def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window, runs_dir):
-    assert window.actions.scaling.isEnabled()
+    assert window.actions.tools["scaling"].isEnabled()
     window.config_panel.training.global_batch_size.setValue(48)
-    window.actions.scaling.trigger()
+    window.actions.tools["scaling"].trigger()
     dialog = window.tools.dialog
     assert dialog is not None and dialog.isVisible()
     assert dialog._config.training.global_batch_size == 48
-    with qtbot.waitSignal(dialog.report_ready, timeout=10_000):
+    with qtbot.waitSignal(dialog.succeeded, timeout=10_000):
         dialog.start()
     assert dialog._table.rowCount() == 3
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
-    window.supervisor.state_changed.connect(lambda s: seen.append((s, window.actions.scaling.isEnabled())))
+    scaling = window.actions.tools["scaling"]
+    window.supervisor.state_changed.connect(lambda s: seen.append((s, scaling.isEnabled())))
     seen: list = []
     train(qtbot, window)  # no bursts while training: the entry is disabled during a run, enabled after
-    assert ("running", False) in seen and window.actions.scaling.isEnabled()
+    assert ("running", False) in seen and scaling.isEnabled()
 
 
-def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window):
-    window.actions.prepare.trigger()
+def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window, tmp_path):
+    window.actions.tools["prepare"].trigger()
     dialog = window.tools.dialog
     assert dialog is not None and dialog.isVisible()
     command = dialog.command()
     assert command[command.index("prepare") + 1].endswith(".json") and "--json" in command
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_bytes(b"")
+    dialog._output.setText(str(tmp_path / "full"))
+    with qtbot.waitSignal(dialog.failed, timeout=10_000) as failed:
+        dialog.start()
+    assert failed.args == [f"--output: {tmp_path / 'full'} exists and is not an empty folder"]
+    assert f"replica-studio prepare: {failed.args[0]}" in window.log.text()  # the engine's stderr: Log tab
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
+
+
+def test_the_tools_menu_is_the_list_of_tools(window):
+    from gui_app.ui.window.tool_actions import TOOLS
+
+    menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Tools")
+    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS]
+    window.config_panel.training.learning_rate.setText("fast")  # invalid: only tools that need no config
+    assert {key: action.isEnabled() for key, action in window.actions.tools.items()} == {
+        tool.key: not tool.needs_valid_config for tool in TOOLS}
 
 
 def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, runs_dir):

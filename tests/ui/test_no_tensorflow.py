@@ -36,7 +36,7 @@ def _export_from_the_menu(qtbot, window, fmt: str, folder):
     dialog.set_output_path(folder / f"digits.{fmt}")
     dialog.set_check(64)
     with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
-        dialog._export_button.click()
+        dialog._run_button.click()
     result = blocker.args[0]
     assert "passed" in dialog._report.text()
     dialog.close()

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from gui_app.core.engine_output import complete_lines, error_line, parse_json_line
-from gui_app.ui.workers.process import EngineProcess, JsonCommand
+from gui_app.core.engine_output import complete_lines, error_line, parse_json_line, without_command_prefix
+from gui_app.ui.workers.process import EngineProcess
 
 TIMEOUT_MS = 30_000
 
@@ -18,6 +18,12 @@ def test_error_line_is_the_last_line_unless_the_process_was_killed():
     assert error_line(killed, crashed=True) == "MemoryError: out of memory"  # not TensorFlow's last words
     assert error_line(["W tensorflow: some warning"], crashed=True) is None
     assert error_line([]) is None
+
+
+def test_the_command_prefix_of_an_error_line_goes_and_nothing_else():
+    assert without_command_prefix("replica-studio export: output: no such folder") == "output: no such folder"
+    assert without_command_prefix("replica-studio cluster-script: x: y") == "x: y"
+    assert without_command_prefix("ValueError: replica-studio export: z") == "ValueError: replica-studio export: z"
 
 
 def test_complete_lines_keep_the_unfinished_rest_until_the_end():
@@ -77,14 +83,3 @@ def test_a_missing_program_fails_to_start(qtbot, tmp_path):
     with qtbot.waitSignal(runner.start_failed, timeout=TIMEOUT_MS) as failed:
         runner.start([str(tmp_path / "no-such-program")])
     assert "no-such-program" in failed.args[0]
-
-
-def test_json_command_reports_the_object_or_the_error_line(qtbot):
-    job = JsonCommand(_python("print('{\"gpus\": []}')"))
-    with qtbot.waitSignal(job.succeeded, timeout=TIMEOUT_MS) as ok:
-        job.start()
-    assert ok.args == [{"gpus": []}]
-    job = JsonCommand(_python("import sys; sys.exit('replica-studio devices: no TensorFlow')"))
-    with qtbot.waitSignal(job.failed, timeout=TIMEOUT_MS) as failed:
-        job.start()
-    assert failed.args == ["replica-studio devices: no TensorFlow"]

@@ -18,7 +18,7 @@ def dialog(qtbot, fake_engine, tmp_path):
 
 
 def test_a_run_fills_the_table_the_chart_and_the_recommendation(dialog, qtbot, tmp_path):
-    with qtbot.waitSignal(dialog.report_ready, timeout=10_000) as got:
+    with qtbot.waitSignal(dialog.succeeded, timeout=10_000) as got:
         dialog.start()
     qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
     assert got.args[0]["rows"][1]["speedup"] == 1.5
@@ -66,7 +66,7 @@ def test_nothing_ticked_is_said_not_run(dialog):
 def test_communication_options_are_asked_and_shown_with_their_loss_effect(dialog, qtbot):
     assert dialog._options_table.isHidden()
     dialog._options.setChecked(True)
-    with qtbot.waitSignal(dialog.report_ready, timeout=10_000) as got:
+    with qtbot.waitSignal(dialog.succeeded, timeout=10_000) as got:
         dialog.start()
     qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
     assert len(got.args[0]["options"]) == 4  # the fake answers --options only when it is passed

@@ -103,7 +103,7 @@ def test_prepare_dialog_runs_the_engine_and_offers_the_shards(qtbot, tmp_path):
     qtbot.addWidget(dialog)
     dialog._output.setText(str(tmp_path / "shards"))
     dialog._shards.setValue(2)
-    with qtbot.waitSignal(dialog.finished_ok, timeout=180_000) as ok:
+    with qtbot.waitSignal(dialog.succeeded, timeout=180_000) as ok:
         dialog.start()
     result = ok.args[0]
     assert result["counts"]["train"] + result["counts"]["test"] == 1797
@@ -123,16 +123,13 @@ def test_prepare_dialog_runs_the_engine_and_offers_the_shards(qtbot, tmp_path):
     assert RunConfig.load(again.command()[again.command().index("prepare") + 1]).dataset.name == "digits"
 
 
-def test_open_prepare_dialog_switches_the_form_to_the_shards(qtbot, tmp_path):
-    from gui_app.ui.dialogs.prepare import open_prepare_dialog
-
-    form = DatasetForm()
-    qtbot.addWidget(form)
-    form.set_config_section(DatasetConfig(name="digits", image_size=(16, 16), color_mode="grayscale"))
-    dialog = open_prepare_dialog(form, form)
+def test_prepare_dialog_over_the_forms_switches_them_to_the_shards(qtbot, tmp_path, panel, fake_engine):
+    panel.dataset.set_config_section(DatasetConfig(name="digits", image_size=(16, 16), color_mode="grayscale"))
+    dialog = PrepareDialog.for_forms(panel, panel, fake_engine)
+    qtbot.addWidget(dialog)
     (tmp_path / "manifest.json").write_text(json.dumps({"image_shape": [16, 16, 1], "files": []}))
     dialog.use_shards.emit(str(tmp_path))
-    section = form.config_section()
+    section = panel.dataset.config_section()
     assert (section.name, section.path, section.image_size, section.color_mode) == (
         "tfrecord", str(tmp_path), (16, 16), "grayscale")
     dialog.close()

@@ -7,7 +7,6 @@ errors from ``RunConfig.__post_init__`` are shown on the form that owns the key 
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -197,7 +196,6 @@ class ConfigPanel(QScrollArea):
         self.inspected.emit(result, samples)
 
     def _on_inspect_failed(self, message: str) -> None:
-        message = re.sub(r"^replica-studio \w+: ", "", message)  # the CLI's prefix says nothing here
         if message.startswith("model"):
             self.model.set_status(message, error=True)
             self.model.show_summary(None)

@@ -13,7 +13,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from gui_app.core.config import RuntimeConfig
-from gui_app.ui.workers.process import JsonCommand
+from gui_app.ui.config.form_base import ERROR_STYLE
+from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 CPU_COLUMNS = 4
 
@@ -44,7 +45,7 @@ class DevicePanel(QWidget):
         self.info: dict[str, Any] | None = None
         self._selected: set[str] = {"CPU:0"}
         self._ticks_enabled = True
-        self._job: JsonCommand | None = None
+        self._job: EngineJob | None = None
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -76,17 +77,16 @@ class DevicePanel(QWidget):
 
     # ---- detection -------------------------------------------------------------------
     def start_detection(self, engine_command: Callable[..., list[str]]) -> None:
-        if self._job is not None:
-            self._job.cancel()
         self.status.setText("Detecting devices…")
-        self._job = JsonCommand(engine_command("devices", "--json"), parent=self)
-        self._job.succeeded.connect(self._on_detected)
-        self._job.failed.connect(self._on_failed)
-        self._job.start()
+        self.status.setStyleSheet("")
+        self._job = (EngineJob(engine_command("devices", "--json"), name="device detection",
+                               timeout_s=QUERY_TIMEOUT_S, parent=self)
+                     .on_result(self._on_detected).on_failure(self._on_failed)
+                     .start(replacing=self._job))
 
     def cancel_detection(self) -> None:
         if self._job is not None:
-            self._job.cancel()
+            self._job.discard()
             self._job = None
 
     def is_detecting(self) -> bool:
@@ -114,7 +114,7 @@ class DevicePanel(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(f"Device detection failed: {message}")
-        self.status.setStyleSheet("color: #c62828;")
+        self.status.setStyleSheet(ERROR_STYLE)
         self.detection_failed.emit(message)
 
     # ---- state -----------------------------------------------------------------------

@@ -4,9 +4,10 @@ train under each strategy and replica count, measured by short timed bursts of r
     dialog = ScalingDialog(config, parent=window)      # the config on the forms
     dialog.open()                                      # Run; or open_report(path) for a saved one
 
-The measuring is ``replica-studio scaling CONFIG --json`` through the process runner: each
-burst is its own engine process, so nothing here touches TensorFlow. Its progress lines move
-the progress bar; its last line is the report (gui_app.core.scaling), shown as a table
+The measuring is ``replica-studio scaling CONFIG --json``, an engine job
+(gui_app.ui.dialogs.job_dialog): each burst is its own engine process, so nothing here touches
+TensorFlow. Its progress lines move the progress bar; its last line is the report
+(gui_app.core.scaling), shown as a table
 (examples/s, speed-up, efficiency, where each step's time goes), a chart of the speed-up
 against the ideal line, and the recommendation. "Also time communication options" adds
 ``--options``: a second table of option bursts (float16 all-reduce, pack size, ring,
@@ -18,25 +19,22 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, Qt, Signal  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtCore import QEvent, Qt  # noqa: E402  (PySide6 before pyqtgraph)
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 from PySide6.QtWidgets import (  # noqa: E402
     QCheckBox,
-    QDialog,
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -51,28 +49,29 @@ import pyqtgraph as pg  # noqa: E402
 from gui_app.core.config import RunConfig  # noqa: E402
 from gui_app.identity import app_command  # noqa: E402
 from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors  # noqa: E402
-from gui_app.ui.workers.process import EngineProcess  # noqa: E402
+from gui_app.ui.dialogs.job_dialog import JobDialog  # noqa: E402
+from gui_app.ui.workers.engine_job import EngineJob  # noqa: E402
+
+if TYPE_CHECKING:
+    from gui_app.ui.config.config_panel import ConfigPanel
 
 STRATEGY_LABELS = {"one_device": "One device", "mirrored": "Mirrored (1..N replicas)",
                    "multi_worker_mirrored": "Multi-worker mirrored (1..N local workers)",
                    "parameter_server": "Parameter servers (N workers + 1 ps)"}
 COLUMNS = ("Configuration", "Examples/s", "Speed-up", "Efficiency", "Compute", "Input", "All-reduce + rest")
 OPTION_COLUMNS = ("Communication option", "Examples/s", "vs baseline", "Mean loss", "Δ loss", "All-reduce + rest")
-CANCEL_GRACE_S = 5.0
 
 
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
-class ScalingDialog(QDialog):
-    report_ready = Signal(dict)
-    failed = Signal(str)
-    log_line = Signal(str)
+class ScalingDialog(JobDialog):
+    starting_text = "Starting the first burst (TensorFlow starts in each of them)…"
 
     def __init__(self, config: RunConfig, parent: QWidget | None = None, folder: str | Path | None = None,
                  engine_command: Callable[..., list[str]] = app_command) -> None:
-        super().__init__(parent)
+        super().__init__(parent, engine_command)
         self.setWindowTitle("Scaling benchmark")
         self.setMinimumSize(760, 620)
         # Room for the report (two tables, the chart, the recommendation) without scrolling in
@@ -81,14 +80,7 @@ class ScalingDialog(QDialog):
         room = screen.availableGeometry() if screen is not None else None
         self.resize(min(1000, room.width()) if room else 1000, min(900, room.height()) if room else 900)
         self._config = config
-        self._engine_command = engine_command
-        self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-scaling-")
         self._report: dict | None = None
-        self._process = EngineProcess(self)
-        self._process.event.connect(self._on_event)
-        self._process.log_line.connect(self.log_line)
-        self._process.finished.connect(self._on_finished)
-        self._process.start_failed.connect(self._on_start_failed)
 
         self._replicas = QSpinBox(minimum=1, maximum=16, value=2)
         self._steps = QSpinBox(minimum=5, maximum=10_000, value=60, suffix=" steps")
@@ -121,11 +113,10 @@ class ScalingDialog(QDialog):
         form.addRow("Save the report in", folder_row)
         self._inputs = (self._replicas, self._steps, self._warmup, self._eval, self._options, self._folder, browse,
                         *self._strategies.values())
+        self.form_area.addLayout(form)
+        self._show_status(f"{config.dataset.name}, {config.model.name}, global batch "
+                          f"{config.training.global_batch_size}: each configuration trains a short burst.")
 
-        self._progress = QProgressBar(maximum=1000, textVisible=False)
-        self._status = QLabel(f"{config.dataset.name}, {config.model.name}, global batch "
-                              f"{config.training.global_batch_size}: each configuration trains a short burst.",
-                              wordWrap=True)
         self._table = QTableWidget(0, len(COLUMNS))
         self._table.setHorizontalHeaderLabels(COLUMNS)
         self._table.verticalHeader().setVisible(False)
@@ -141,25 +132,21 @@ class ScalingDialog(QDialog):
         self._apply_palette()
         self._graphics.hide()  # until there is a report to draw: an empty chart says nothing
         self._recommendation = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
-
-        self._run_button = QPushButton("Run")
-        self._run_button.setDefault(True)
-        self._run_button.clicked.connect(self.start)
-        open_button = QPushButton("Open report…")
-        open_button.clicked.connect(self._on_open_report)
-        self._buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self._buttons.addButton(self._run_button, QDialogButtonBox.ButtonRole.ActionRole)
-        self._buttons.addButton(open_button, QDialogButtonBox.ButtonRole.ActionRole)
-        self._buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self._progress)
-        layout.addWidget(self._status)
         for widget, rows_high in ((self._table, 140), (self._options_table, 170), (self._graphics, 200)):
             widget.setMinimumHeight(rows_high)  # a few rows each, never a sliver
-            layout.addWidget(widget, 1)
-        layout.addWidget(self._recommendation)
-        layout.addWidget(self._buttons)
+            self.result_area.addWidget(widget, 1)
+        self.result_area.addWidget(self._recommendation)
+
+        open_button = QPushButton("Open report…")
+        open_button.clicked.connect(self._on_open_report)
+        self._buttons.addButton(open_button, QDialogButtonBox.ButtonRole.ActionRole)
+
+    @classmethod
+    def for_forms(cls, forms: ConfigPanel, parent: QWidget,
+                  engine_command: Callable[..., list[str]]) -> ScalingDialog | None:
+        """The benchmark of the configuration on the forms; None while they have errors."""
+        config = forms.config()
+        return None if config is None else cls(config, parent, engine_command=engine_command)
 
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
@@ -178,28 +165,6 @@ class ScalingDialog(QDialog):
     def report(self) -> dict | None:
         return self._report
 
-    def is_running(self) -> bool:
-        return self._process.is_running()
-
-    def start(self) -> None:
-        if self.is_running():
-            return
-        if not self.strategies():
-            self._show_status("Tick at least one strategy.", error=True)
-            return
-        config_path = Path(self._tmp.name) / "config.json"
-        self._config.save(config_path)
-        command = self._engine_command(
-            "scaling", str(config_path), "--strategies", ",".join(self.strategies()),
-            "--max-replicas", str(self._replicas.value()), "--steps", str(self._steps.value()),
-            "--warmup", str(self._warmup.value()), "--output", self._folder.text().strip() or ".", "--json",
-            *(["--eval"] if self._eval.isChecked() else []), *(["--options"] if self._options.isChecked() else []))
-        self._report = None
-        self._set_running(True)
-        self._progress.setValue(0)
-        self._show_status("Starting the first burst (TensorFlow starts in each of them)…")
-        self._process.start(command, stdin=False)
-
     def open_report(self, path: str | Path) -> bool:
         """Show a report saved earlier (scaling.json); False with a message when it cannot be read."""
         try:
@@ -213,39 +178,26 @@ class ScalingDialog(QDialog):
         self._show_status(f"Report {path}")
         return True
 
-    def reject(self) -> None:
-        """Close; a running measurement is cancelled first (nothing half-measured is saved)."""
-        if self.is_running():
-            self._process.terminate(CANCEL_GRACE_S)
-            self._process.wait(int(CANCEL_GRACE_S * 1000) + 1000)
-        super().reject()
+    # ---- the job -------------------------------------------------------------------------------
+    def _make_job(self) -> EngineJob | None:
+        if not self.strategies():
+            self._show_status("Tick at least one strategy.", error=True)
+            return None
+        command = self._engine_command(
+            "scaling", str(self._config_file(self._config)), "--strategies", ",".join(self.strategies()),
+            "--max-replicas", str(self._replicas.value()), "--steps", str(self._steps.value()),
+            "--warmup", str(self._warmup.value()), "--output", self._folder.text().strip() or ".", "--json",
+            *(["--eval"] if self._eval.isChecked() else []), *(["--options"] if self._options.isChecked() else []))
+        self._report = None
+        return EngineJob(command, name="the benchmark", answer="scaling_report", parent=self)
+
+    def _show_result(self, report: dict) -> None:
+        self._show_report(report)
+        folder = Path(str(report.get("path") or Path(self._folder.text()) / "scaling.json")).parent
+        png = save_png(folder / "scaling.svg")
+        self._show_status(f"Saved {folder / 'scaling.json'}, scaling.svg" + (" and scaling.png." if png else "."))
 
     # ---- slots ---------------------------------------------------------------------------------
-    def _on_event(self, event: dict) -> None:
-        if event.get("type") == "progress":
-            self._progress.setValue(round(float(event.get("fraction", 0)) * 1000))
-            self._show_status(str(event.get("message", "")))
-        elif event.get("type") == "scaling_report":
-            self._show_report(event)
-            self.report_ready.emit(event)
-
-    def _on_finished(self, code: int, crashed: bool, message: str) -> None:
-        self._set_running(False)
-        if self._report is None:
-            text = "Cancelled." if self._process.terminated else (message or f"the benchmark ended with code {code}")
-            self._show_status(text, error=not self._process.terminated)
-            self.failed.emit(text)
-        else:
-            self._progress.setValue(1000)
-            folder = Path(str(self._report.get("path") or Path(self._folder.text()) / "scaling.json")).parent
-            png = save_png(folder / "scaling.svg")
-            self._show_status(f"Saved {folder / 'scaling.json'}, scaling.svg" + (" and scaling.png." if png else "."))
-
-    def _on_start_failed(self, message: str) -> None:
-        self._set_running(False)
-        self._show_status(message, error=True)
-        self.failed.emit(message)
-
     def _on_browse(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Save the report in", self._folder.text())
         if path:
@@ -307,16 +259,6 @@ class ScalingDialog(QDialog):
             colour = REPLICA_COLORS[n % len(REPLICA_COLORS)]
             self._plot.plot([p[0] for p in points], [p[1] for p in points], pen=pg.mkPen(colour, width=1),
                             symbol="o", symbolBrush=colour, symbolPen=colour, symbolSize=7, name=family)
-
-    def _set_running(self, running: bool) -> None:
-        for widget in self._inputs:
-            widget.setEnabled(not running)
-        self._run_button.setEnabled(not running)
-        self._buttons.button(QDialogButtonBox.StandardButton.Close).setText("Cancel" if running else "Close")
-
-    def _show_status(self, text: str, error: bool = False) -> None:
-        self._status.setStyleSheet("color: #e15759" if error else "")
-        self._status.setText(text)
 
 
 def _fill_row(table: QTableWidget, i: int, cells: list[str]) -> None:

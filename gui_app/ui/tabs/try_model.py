@@ -11,8 +11,9 @@ drops go on to its parent, so a dataset dropped on the Try tab still reaches the
 Each image is shown as the model sees it (resized, grey or colour, enlarged without
 smoothing so the pixels stay visible) beside a bar chart of its top-5 classes. Loading the
 model and predicting happen in a long-lived engine process, ``replica-studio predict
---serve MODEL`` (TensorFlow, LiteRT and ONNX Runtime never enter the window's process): it is
-started when a model is set, replaced when the model changes and ended with the panel
+--serve MODEL``, a :class:`~gui_app.ui.workers.engine_job.ServingJob` (TensorFlow, LiteRT and
+ONNX Runtime never enter the window's process): it is started when a model is set, replaced
+when the model changes (the older one's late answers reach nobody) and ended with the panel
 (:meth:`TryPanel.shutdown`). An image the model cannot read is shown inline, in red, and the
 others are still classified. Signals: ``model_loaded(str)`` (a one-line description),
 ``predictions_ready(list)`` (the new :class:`~gui_app.core.predictions.Prediction` objects),
@@ -22,7 +23,6 @@ others are still classified. Signals: ``model_loaded(str)`` (a one-line descript
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -45,10 +45,9 @@ from gui_app.core.predictions import Prediction
 from gui_app.core.rundir import is_image_file, model_kind, model_source
 from gui_app.identity import app_command
 from gui_app.ui.tabs.prediction_rows import ERROR_COLOR, TOP_K, ErrorRow, PredictionRow
-from gui_app.ui.workers.process import EngineProcess
+from gui_app.ui.workers.engine_job import ServingJob
 
 TEST_SAMPLES = 8
-STOP_GRACE_S = 5.0
 _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tflite": "TensorFlow Lite",
                "onnx": "ONNX"}
 
@@ -64,7 +63,7 @@ class TryPanel(QWidget):
                  engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent)
         self._engine_command = engine_command
-        self._server: EngineProcess | None = None  # the predict --serve process of the model
+        self._server: ServingJob | None = None  # the predict --serve process of the model
         self.trust_box: QMessageBox | None = None  # the question about an unverified SavedModel
         self._info: dict | None = None  # its "ready" line, once the model is loaded
         self._source: Path | None = None  # what is loaded or loading
@@ -96,7 +95,7 @@ class TryPanel(QWidget):
         for widget in (open_button, self._add_button, self._samples_button, clear_button):
             header.addWidget(widget)
 
-        self._status = QLabel(wordWrap=True)
+        self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self._list = QVBoxLayout()
         self._placeholder = QLabel("Drop PNG, JPEG or BMP images here to see what the model makes of them\n"
                                    "(or a .keras, .tflite, .onnx file or a SavedModel folder to try that model).",
@@ -118,12 +117,12 @@ class TryPanel(QWidget):
     def set_model_source(self, path: str | Path, trusted: bool = False) -> None:
         """Try the model of a run folder or an exported file: (re)start its predict process.
         ``trusted``: the user confirmed a SavedModel folder we did not export (loading runs its graph)."""
-        self._end_server()
         self.clear()
-        self._waiting = []
+        self._info, self._waiting = None, []
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
         if not Path(path).exists():  # a typo or a moved file should not cost a TensorFlow start
+            self._end_server()
             self._source = None
             self._model_label.setText("No model.")
             self._fail(f"{path}: no such file or folder")
@@ -131,15 +130,12 @@ class TryPanel(QWidget):
         self._source = Path(path)
         self._model_label.setText(f"Loading {html.escape(Path(path).name)}…")
         self._model_label.setToolTip(str(path))
-        self._status.setText("Loading the model (TensorFlow starts in its own process: a few seconds)…")
-        server = EngineProcess(self)
-        server.event.connect(lambda event: self._on_server_event(server, event))
-        server.log_line.connect(self.log_line)
-        server.finished.connect(lambda code, crashed, line: self._on_server_finished(server, code, line))
-        server.start_failed.connect(lambda line: self._on_server_finished(server, -1, line))
-        self._server = server
+        self._say("Loading the model (TensorFlow starts in its own process: a few seconds)…")
         flags = [UNVERIFIED_SAVEDMODEL_FLAG] if trusted else []
-        server.start(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K), *flags))
+        self._server = (ServingJob(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K), *flags),
+                                   name="the model process", parent=self)
+                        .on_result(self._on_answer).on_failure(self._on_server_failed).on_log_line(self.log_line)
+                        .start(replacing=self._server))
 
     def model_info(self) -> dict | None:
         """The loaded model's ``ready`` line: model, kind, class_names, input_shape, warnings,
@@ -179,8 +175,10 @@ class TryPanel(QWidget):
         self._placeholder.setVisible(True)
 
     def shutdown(self) -> None:
-        """End the model's process (the tab's model is gone, or the window closes)."""
-        self._end_server(wait=True)
+        """End the model's process and wait for it (the tab's model is gone, or the window closes)."""
+        if self._server is not None:
+            self._server.cancel(wait=True)
+        self._end_server()
 
     # ---- drag and drop ---------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
@@ -211,54 +209,46 @@ class TryPanel(QWidget):
         if self.is_loading():
             self._waiting.append(request)
             waiting = sum(len(r.get("images", ())) + r.get("test_samples", 0) for r in self._waiting)
-            self._status.setText(f"{_count(waiting, 'image')} waiting for the model to load…")
+            self._say(f"{_count(waiting, 'image')} waiting for the model to load…")
             return
         if self._info is None or self._server is None:
             self._fail("Open a model first (a run folder or an exported file).")
             return
         self._next_id += 1
-        self._status.setText(status)
-        self._server.write_line(json.dumps({"id": self._next_id, **request}))
+        self._say(status)
+        self._server.ask({"id": self._next_id, **request})
 
-    def _end_server(self, wait: bool = False) -> None:
+    def _end_server(self) -> None:
+        """Forget the model's process: its slots are disconnected, it is ended (SIGTERM ends even
+        a model that is still loading) and deleted once it has."""
         server, self._server = self._server, None
         self._info = None
         if server is not None:
-            server.finished.connect(server.deleteLater)
-            server.start_failed.connect(server.deleteLater)
-            server.terminate(STOP_GRACE_S)  # SIGTERM ends even a model that is still loading
-            if wait and not server.wait(int(STOP_GRACE_S * 1000)):
-                server.kill()
-                server.wait(2000)
+            server.discard()
 
-    def _on_server_event(self, server: EngineProcess, event: dict) -> None:
-        if server is not self._server:
-            return  # a replaced model's late answer
-        kind = event.get("type")
+    def _on_answer(self, answer: dict) -> None:
+        kind = answer.get("type")
         if kind == "ready":
-            self._on_model_loaded(event)
+            self._on_model_loaded(answer)
         elif kind == "predictions":
-            self._on_predictions(event.get("predictions") or [])
+            self._on_predictions(answer.get("predictions") or [])
         elif kind == "error":
-            message = str(event.get("message") or "failed")
-            if event.get("image"):
-                self._add_error_row(str(event["image"]), message)
+            message = str(answer.get("message") or "failed")
+            if answer.get("image"):
+                self._add_error_row(str(answer["image"]), message)
             else:
                 self._fail(message)
 
-    def _on_server_finished(self, server: EngineProcess, code: int, line: str) -> None:
-        if server is not self._server:
-            return
+    def _on_server_failed(self, reason: str) -> None:
+        """The model's process ended without being asked to: it could not load the model, or died."""
         loading = self._info is None
-        self._server, self._info = None, None
-        server.deleteLater()
+        self._end_server()
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
         source, self._source, self._waiting = self._source, None, []
         self._model_label.setText("No model.")
-        reason = _without_prefix(line) or f"the model process ended (exit code {code})"
         self._fail(reason if loading else f"The model process ended: {reason}")
-        if loading and source is not None and UNVERIFIED_SAVEDMODEL_FLAG in line:
+        if loading and source is not None and UNVERIFIED_SAVEDMODEL_FLAG in reason:
             self._ask_trust(source, reason)
 
     def _ask_trust(self, source: Path, reason: str) -> None:
@@ -286,7 +276,7 @@ class TryPanel(QWidget):
         self._model_label.setText(f"<b>{html.escape(description)}</b>")
         self._add_button.setEnabled(True)
         self._samples_button.setEnabled(bool(info.get("has_test_set")))
-        self._status.setText(" ".join(info.get("warnings") or []) or "Drop images here, or add test samples.")
+        self._say(" ".join(info.get("warnings") or []) or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
         waiting, self._waiting = self._waiting, []
         for request in waiting:
@@ -304,7 +294,7 @@ class TryPanel(QWidget):
             row = PredictionRow(prediction)
             self._insert_row(row)
             self._rows.append(row)
-        self._status.setText(f"{_count(len(self._rows), 'image')} classified.")
+        self._say(f"{_count(len(self._rows), 'image')} classified.")
         self.predictions_ready.emit(predictions)
 
     def _add_error_row(self, source: str, message: str) -> None:
@@ -320,8 +310,12 @@ class TryPanel(QWidget):
 
     def _fail(self, message: str) -> None:
         line = message.strip().splitlines()[0] if message.strip() else "failed"
-        self._status.setText(f"<span style='color:{ERROR_COLOR}'>{html.escape(line)}</span>")
+        self._say(line, error=True)
         self.failed.emit(line)
+
+    def _say(self, text: str, error: bool = False) -> None:
+        self._status.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")  # the red of the error rows
+        self._status.setText(text)
 
     def open_model_file_dialog(self) -> None:
         """Ask for a .keras, .tflite or .onnx file (or a SavedModel's saved_model.pb) and try it."""
@@ -351,9 +345,3 @@ def _local_paths(mime) -> list[Path]:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def _without_prefix(line: str) -> str:
-    """``replica-studio predict: <problem>`` -> ``<problem>``."""
-    prefix = "replica-studio predict: "
-    return line[len(prefix):] if line.startswith(prefix) else line

@@ -5,7 +5,7 @@ Actions that do not apply are disabled, never hidden, so the menus always look t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -13,10 +13,14 @@ from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
 
+if TYPE_CHECKING:
+    from gui_app.ui.window.tool_actions import Tool
+
 
 class WindowActions:
-    def __init__(self, window: QMainWindow, tab_names: list[str]) -> None:
+    def __init__(self, window: QMainWindow, tab_names: list[str], tools: Sequence[Tool]) -> None:
         self._window = window
+        self._tools = tuple(tools)
         icon = window.style().standardIcon
         pixmap = QStyle.StandardPixmap
 
@@ -51,11 +55,8 @@ class WindowActions:
                               "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
         # One entry per format; each opens the export dialog for the run on screen.
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
-        self.scaling = act("&Scaling benchmark…", tip="Time every strategy and replica count on this dataset, "
-                                                     "model and batch; see the speed-up and where the time goes")
-        self.prepare = act("&Prepare dataset as TFRecord shards…",
-                           tip="Convert the dataset on the forms into TFRecord shards, to stream it here or on a "
-                               "cluster")
+        # The Tools menu, one entry per tool (gui_app.ui.window.tool_actions.TOOLS).
+        self.tools = {tool.key: act(tool.label, tip=tool.tip) for tool in self._tools}
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -79,7 +80,7 @@ class WindowActions:
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))
-        bar.addMenu("&Tools").addActions([self.prepare, self.scaling])
+        bar.addMenu("&Tools").addActions(list(self.tools.values()))
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])
@@ -110,9 +111,10 @@ class WindowActions:
         for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)
-        # Bursts compete with a run for the same cores or GPUs, and would measure nothing useful.
-        self.scaling.setEnabled(idle and config_valid)
-        self.prepare.setEnabled(idle)
+        # A tool's engine process would compete with a run for the same cores or GPUs (and a
+        # benchmark would measure nothing useful).
+        for tool in self._tools:
+            self.tools[tool.key].setEnabled(idle and (config_valid or not tool.needs_valid_config))
         for name, action in self.export.items():
             action.setEnabled(exportable)
             action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"

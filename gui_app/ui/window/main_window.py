@@ -41,7 +41,7 @@ from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
-from gui_app.ui.window.tool_actions import ToolActions
+from gui_app.ui.window.tool_actions import TOOLS, ToolActions
 from gui_app.ui.workers.supervisor import EngineCommand, RunSupervisor
 
 TAB_NAMES = ["Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
@@ -71,13 +71,13 @@ class MainWindow(QMainWindow):
         for name, widget in zip(TAB_NAMES, (self.preview, self.training_charts, self.replica_charts,
                                             self.evaluation, self.try_panel, self.log)):
             self.tabs.addTab(widget, name)
-        self.actions = WindowActions(self, TAB_NAMES)
+        self.actions = WindowActions(self, TAB_NAMES, TOOLS)
         self.shown = ShownRun(self.training_charts, self.replica_charts, self.evaluation, self.progress, self)
         self.models = ModelActions(self, self.shown, self.tabs, self.try_panel, self.settings, engine_command)
         self.files = FileActions(self, shown=self.shown, config_panel=self.config_panel, runs=self.runs,
                                  tabs=self.tabs, dataset_tab=self.preview, models=self.models,
                                  settings=self.settings, runs_dir=self.runs_dir, is_busy=self.supervisor.is_active)
-        self.tools = ToolActions(self, self.config_panel.config, self.config_panel.dataset, engine_command)
+        self.tools = ToolActions(self, self.config_panel, engine_command)
         self._build_layout()
         self.state_label, self.devices_label = QLabel("Ready"), QLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
@@ -124,8 +124,8 @@ class MainWindow(QMainWindow):
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
         a.getting_started.triggered.connect(lambda: GettingStartedDialog(self.runs_dir, self).open())
         a.open_model.triggered.connect(m.try_model_file)
-        a.scaling.triggered.connect(self.tools.open_scaling)
-        a.prepare.triggered.connect(self.tools.open_prepare)
+        for tool in TOOLS:
+            a.tools[tool.key].triggered.connect(lambda _=False, tool=tool: self.tools.open(tool))
         self.tools.log_line.connect(self.log.append_line)
         for fmt, action in a.export.items():
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))

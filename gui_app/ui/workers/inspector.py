@@ -4,7 +4,8 @@
 (TensorFlow stays out of the GUI process) and prints class names, counts, shapes, the
 parameter count and a layer summary; the npz holds a few sample images per class. Requests
 are debounced, only sent when the dataset or model section really changed, and a newer
-request cancels the one in flight: its answer would describe data that is no longer chosen.
+request replaces the one in flight (its slots are disconnected, its process ended): its answer
+would describe data that is no longer chosen.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core.config import DatasetConfig, ModelConfig, RunConfig
-from gui_app.ui.workers.process import JsonCommand
+from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 
 class Inspector(QObject):
@@ -31,7 +32,7 @@ class Inspector(QObject):
         self._timer.timeout.connect(self._run)
         self._wanted: tuple[DatasetConfig, ModelConfig] | None = None
         self._sent: tuple[DatasetConfig, ModelConfig] | None = None
-        self._job: JsonCommand | None = None
+        self._job: EngineJob | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-inspect-")
         self._count = 0
 
@@ -50,35 +51,24 @@ class Inspector(QObject):
     def cancel(self) -> None:
         self._timer.stop()
         if self._job is not None:
-            self._job.cancel()
-            self._job.deleteLater()
+            self._job.discard()
             self._job = None
 
     def _run(self) -> None:
         if self._wanted is None or self._wanted == self._sent:
             return
-        if self._job is not None:
-            self._job.cancel()
-            self._job.deleteLater()
         self._sent = self._wanted
         self._count += 1
         folder = Path(self._tmp.name)
         config_path, samples = folder / f"inspect-{self._count}.json", folder / f"samples-{self._count}.npz"
         dataset, model = self._wanted
         RunConfig(dataset=dataset, model=model).save(config_path)
-        job = JsonCommand(self._engine_command("inspect", str(config_path), "--json", "--samples", str(samples)),
-                          parent=self)
-        job.succeeded.connect(lambda result: self.inspected.emit(result, str(samples)))
-        job.failed.connect(self._on_failed)
-        job.done.connect(lambda: self._on_done(job))
-        self._job = job
         self.started.emit()
-        job.start()
-
-    def _on_done(self, job: JsonCommand) -> None:
-        if self._job is job:
-            self._job = None
-        job.deleteLater()
+        self._job = (EngineJob(self._engine_command("inspect", str(config_path), "--json", "--samples", str(samples)),
+                               name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self)
+                     .on_result(lambda answer: self.inspected.emit(answer, str(samples)))
+                     .on_failure(self._on_failed)
+                     .start(replacing=self._job))
 
     def _on_failed(self, message: str) -> None:
         self._sent = None  # the same sections may be fixed on disk: let them be asked again

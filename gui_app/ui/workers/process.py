@@ -1,7 +1,8 @@
 """The one process runner: every engine process the window starts goes through :class:`EngineProcess`.
 
-Training (the RunSupervisor's worker), device detection and inspection (:class:`JsonCommand`),
-export (the Export dialog) and prediction (the Try tab's ``predict --serve``) all run
+Training (the RunSupervisor's worker) and every other engine job -- device detection,
+inspection, export, prediction (the Try tab's ``predict --serve``), the scaling benchmark,
+dataset preparation, each an :class:`~gui_app.ui.workers.engine_job.EngineJob` -- run
 ``gui_app.identity.app_command(...)`` here, so TensorFlow never enters the window's process.
 
 A QProcess is asynchronous by construction: the event loop of the thread it lives on reports
@@ -164,75 +165,3 @@ class EngineProcess(QObject):
         crashed = status == QProcess.ExitStatus.CrashExit
         self.finished.emit(code, crashed, error_line(self._stderr_lines, crashed) or "")
 
-
-class JsonCommand(QObject):
-    """One run of a command whose stdout is one JSON object (``devices --json``, ``inspect``).
-    Emits exactly one of ``succeeded(dict)`` / ``failed(str)`` unless cancelled; then ``done()``.
-
-        job = JsonCommand(app_command("devices", "--json"), parent=self)
-        job.succeeded.connect(self._on_devices)
-        job.start()
-    """
-
-    succeeded = Signal(dict)
-    failed = Signal(str)
-    done = Signal()
-    log_line = Signal(str)
-
-    def __init__(self, command: list[str], parent: QObject | None = None, timeout_s: float = 300.0) -> None:
-        super().__init__(parent)
-        self._command = list(command)
-        self._cancelled = self._reported = False
-        self._result: dict | None = None
-        self._process = EngineProcess(self)
-        self._process.event.connect(self._on_event)
-        self._process.log_line.connect(self.log_line)
-        self._process.finished.connect(self._on_finished)
-        self._process.start_failed.connect(lambda message: self._report(False, message))
-        # A hung engine (a stuck GPU driver, a network mount) must not leave "Inspecting…"
-        # forever: give up after timeout_s and report it.
-        self._timer = QTimer(self, singleShot=True, interval=int(timeout_s * 1000))
-        self._timer.timeout.connect(self._on_timeout)
-
-    def start(self) -> None:
-        self._timer.start()
-        self._process.start(self._command, stdin=False)
-
-    def is_running(self) -> bool:
-        return self._process.is_running()
-
-    def cancel(self) -> None:
-        """Forget the result and end the process (used when a newer request replaces it)."""
-        self._cancelled = True
-        self._timer.stop()
-        self._process.kill()
-        self._process.wait(2000)
-
-    def _on_event(self, value: dict) -> None:
-        self._result = value
-
-    def _report(self, ok: bool, payload) -> None:
-        if self._reported or self._cancelled:
-            return
-        self._reported = True
-        self._timer.stop()
-        (self.succeeded if ok else self.failed).emit(payload)
-        self.done.emit()
-
-    def _on_timeout(self) -> None:
-        self._report(False, f"{self._describe()} did not answer within {self._timer.interval() // 1000} s")
-        self._process.kill()
-
-    def _on_finished(self, code: int, crashed: bool, message: str) -> None:
-        if crashed:
-            self._report(False, message or f"{self._describe()} crashed")
-        elif code != 0:
-            self._report(False, message or f"{self._describe()} exited with code {code}")
-        elif self._result is None:
-            self._report(False, f"{self._describe()} printed no JSON result")
-        else:
-            self._report(True, self._result)
-
-    def _describe(self) -> str:
-        words = [w for w in self._command[1:] if not w.startswith("-") and w not in ("gui_app", "gui_app.engine")]
-        return f"engine {words[0]}" if words else "engine"
