@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 APP_ID = "replica-studio"
+CONFIG_DIR_ENV = "REPLICA_STUDIO_CONFIG_DIR"
 APP_NAME = "Replica Studio"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 
@@ -34,6 +35,17 @@ def resources_dir() -> Path:
 
 def resource_path(*parts: str) -> Path:
     return resources_dir().joinpath(*parts)
+
+
+def config_dir() -> Path:
+    """The user's config folder of the app (settings, hosts), or ``$REPLICA_STUDIO_CONFIG_DIR``
+    (the tests use ``tmp_path``)."""
+    env = os.environ.get(CONFIG_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_ID, appauthor=False))
 
 
 def app_command(*args: str) -> list[str]:

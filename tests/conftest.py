@@ -31,6 +31,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
+# Shared fixtures of their own modules: ssh_host (a real SSH host, tests/ssh_host.py).
+pytest_plugins = ("ssh_host",)
+
 _TESTS = Path(__file__).resolve().parent
 _TENSORFLOW_DIRS = (_TESTS / "core", _TESTS / "engine")
 

@@ -12,9 +12,11 @@ from gui_app import __version__
 from gui_app.engine import (
     devices_command,
     export_command,
+    hosts_command,
     inspect_command,
     predict_command,
     prepare_command,
+    remote_command,
     scaling_command,
     train_command,
 )
@@ -22,7 +24,7 @@ from gui_app.engine.cluster import script_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
 
 _MODULES = (train_command, inspect_command, devices_command, scaling_command, export_command, predict_command,
-            prepare_command, worker_command, script_command)
+            prepare_command, worker_command, script_command, hosts_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 
@@ -33,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _MODULES:
         module.add_commands(sub)
+    remote_command.add_host_option(sub)  # --host on the commands that can run on an SSH host
     return parser
 
 
@@ -53,5 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    if getattr(args, "host", None):  # before the log filter: the host's stderr passes unchanged
+        return args.on_host(args)
     _quiet_tensorflow(bool(getattr(args, "debug", False)))
     return args.handler(args)

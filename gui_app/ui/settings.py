@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-CONFIG_DIR_ENV = "REPLICA_STUDIO_CONFIG_DIR"
+from gui_app.identity import config_dir
+
 SETTINGS_FILE = "settings.json"
 SCHEMA_VERSION = 2
 MAX_RECENT_RUNS = 10
@@ -52,15 +53,6 @@ def resolve_runs_dir(settings: Settings, override: str | Path | None = None) -> 
     if not os.environ.get(RUNS_DIR_ENV) and settings.runs_dir:
         return Path(settings.runs_dir).expanduser()
     return default_runs_dir()
-
-
-def config_dir() -> Path:
-    env = os.environ.get(CONFIG_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("replica-studio", appauthor=False))
 
 
 def settings_path() -> Path:

@@ -1,0 +1,267 @@
+"""The system OpenSSH client as the engine's transport: one builder for every remote command,
+shared connections, the app checked on the host, and ssh's failures told in one line.
+
+The ``ssh`` program, not a Python SSH library: the user's keys, agent, ``~/.ssh/config``
+(aliases, ``ProxyJump``) and ``known_hosts`` then work as they do in a terminal.
+
+- ``BatchMode=yes``: never a prompt (a password, a new host key) that nobody would answer; the
+  failure is told instead from ssh's stderr (:func:`explain_failure`; its wording:
+  docs/architecture.md, "OpenSSH facts"), and a host key is never accepted silently.
+- Connection sharing (``ControlMaster=auto``, ``ControlPersist``): the first call connects
+  (0.37 s to the test host), later ones reuse it (7 ms on a quiet machine). The sockets live in
+  a private 0700 folder (:func:`control_dir`).
+- ``$REPLICA_STUDIO_SSH_CONFIG`` names another client config file (``ssh -F``).
+
+A remote command is ``HOST_COMMAND ARG...`` for the host's login shell (a POSIX shell: sh,
+bash, zsh...). The host's command is the user's own shell words (``~/venv/bin/replica-studio``,
+``conda run -n tf replica-studio``); every argument is quoted with :func:`shlex.quote` (but a
+leading ``~/``, the home there, as the user meant when quoting it here). A local
+file argument (a run configuration) is :data:`STDIN_FILE`: sent as the first line of stdin
+(:func:`config_line`) and written to a temporary file there, so its content never enters a
+shell string and stdin stays open for the control lines after it (``read`` takes one line of a
+pipe and leaves the rest, POSIX).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from gui_app import __version__
+from gui_app.core.hosts import Host
+from gui_app.identity import APP_ID
+
+SSH_CONFIG_ENV = "REPLICA_STUDIO_SSH_CONFIG"
+PERSIST = "10m"  # a shared connection outlives its last use by this long
+SSH_FAILED = 255  # ssh's own exit code for its failures; any other code is the remote command's
+# A socket path must fit in sun_path: 104 bytes on macOS (108 on Linux). ssh names the socket
+# %C (40 hex digits) and binds it first under a temporary name 17 characters longer.
+_SOCKET_PATH_MAX = 104
+_SOCKET_NAME = 40 + 17
+
+
+class HostError(ValueError):
+    """A host cannot run the command: one line saying what is wrong and what to do (exit 2)."""
+
+
+class _StdinFile:
+    def __repr__(self) -> str:
+        return "STDIN_FILE"
+
+
+STDIN_FILE = _StdinFile()  # the argument that is the file sent as stdin's first line
+
+# The remote shell's side of STDIN_FILE: the first line into a temporary file, removed at exit.
+_READ_STDIN_FILE = ('rs_file=$(mktemp) && trap \'rm -f "$rs_file"\' EXIT && IFS= read -r rs_line && '
+                    'printf \'%s\\n\' "$rs_line" >"$rs_file" && ')
+
+
+def control_dir() -> Path:
+    """A private (0700, ours) folder for the shared connections' sockets whose path is short
+    enough: the user's runtime folder, else the cache folder, else one in the temp folder."""
+    import platformdirs
+
+    for base in (platformdirs.user_runtime_dir(APP_ID), platformdirs.user_cache_dir(APP_ID),
+                 os.path.join(tempfile.gettempdir(), f"{APP_ID}-{os.getuid()}")):
+        folder = Path(base) / "ssh"
+        if len(str(folder)) + 1 + _SOCKET_NAME > _SOCKET_PATH_MAX:
+            continue
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if folder.stat().st_uid != os.getuid() or folder.parent.stat().st_uid != os.getuid():
+                continue  # someone else's folder (in a shared temp folder): never put our sockets there
+            folder.chmod(0o700)
+            return folder
+        except OSError:
+            continue
+    raise HostError("no private folder with a short path for ssh's shared connections "
+                    "(set XDG_RUNTIME_DIR to a short folder)")
+
+
+def ssh_options(host: Host) -> list[str]:
+    """The options ``ssh`` and ``scp`` share for ``host``."""
+    options = []
+    if os.environ.get(SSH_CONFIG_ENV):
+        options += ["-F", os.environ[SSH_CONFIG_ENV]]
+    options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "ServerAliveInterval=15"]
+    if os.name == "posix":  # OpenSSH for Windows cannot share connections
+        options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
+                    "-o", f"ControlPath={control_dir()}/%C"]
+    if host.port is not None:
+        options += ["-o", f"Port={host.port}"]
+    return options
+
+
+def ssh_argv(host: Host, shell_command: str) -> list[str]:
+    return ["ssh", *ssh_options(host), "--", host.name, shell_command]
+
+
+def _quote(arg: str | _StdinFile) -> str:
+    if arg is STDIN_FILE:
+        return '"$rs_file"'
+    if arg == "~" or arg.startswith("~/"):  # the home there: left for the remote shell to expand
+        rest = arg[2:]
+        return f"~/{shlex.quote(rest)}" if rest else arg
+    return shlex.quote(arg)
+
+
+def shell_command(host: Host, app_args: Sequence[str | _StdinFile]) -> str:
+    """``HOST_COMMAND ARG...`` for the remote shell, every argument quoted (a leading ``~/`` is
+    the home there)."""
+    words = " ".join(_quote(arg) for arg in app_args)
+    command = f"{host.command} {words}"
+    return _READ_STDIN_FILE + command if any(arg is STDIN_FILE for arg in app_args) else command
+
+
+def remote_argv(host: Host, app_args: Sequence[str | _StdinFile]) -> list[str]:
+    """The ssh command line that runs the app with ``app_args`` on ``host`` (its stdout, stderr
+    and exit code are the app's; 255 is ssh's own failure). With :data:`STDIN_FILE` among the
+    arguments, write :func:`config_line` to its stdin first."""
+    return ssh_argv(host, shell_command(host, app_args))
+
+
+def config_line(path: str | Path) -> bytes:
+    """The run configuration at ``path`` as one line of JSON, for :data:`STDIN_FILE`. Read and
+    parsed here, with the engine's own messages (ConfigError); its values are checked there,
+    where the paths it names are."""
+    from gui_app.core.config_json import parse_json, read_text
+
+    data = parse_json(read_text(path), "config")
+    return (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _ssh_words(host: Host) -> str:
+    """How the user reaches ``host`` with ssh in a terminal (for advice)."""
+    words = ["ssh"]
+    if os.environ.get(SSH_CONFIG_ENV):
+        words += ["-F", os.environ[SSH_CONFIG_ENV]]
+    if host.port is not None:
+        words += ["-p", str(host.port)]
+    return shlex.join([*words, host.name])
+
+
+def explain_failure(host: Host, stderr: str) -> str:
+    """One line for an ssh failure (exit 255) from what ssh said on stderr (OpenSSH's wording)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("@@@")]
+    text = "\n".join(lines)
+    last = lines[-1] if lines else "no message"
+    name = host.name
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "has changed and you have requested strict" in text:
+        offending = re.search(r"Offending \S+ key in (\S+:\d+)", text)
+        where = offending.group(1) if offending else "known_hosts"
+        remove = re.search(r"ssh-keygen -f .+ -R .+", text)
+        return (f"{name}: the host key changed since it was recorded ({where}): someone may be intercepting the "
+                f"connection; if the host was reinstalled, remove that line "
+                f"({remove.group(0) if remove else 'ssh-keygen -R HOST'}) and accept the new key once with: "
+                f"{_ssh_words(host)}")
+    if "Host key verification failed" in text or "host key is known" in text:
+        return (f"{name}: its host key is not known here and is never accepted silently; check it and accept "
+                f"it once with: {_ssh_words(host)} (or add it with ssh-keyscan after comparing the fingerprint)")
+    if "Permission denied" in text or "Too many authentication failures" in text:
+        copy = shlex.join(["ssh-copy-id", *(["-p", str(host.port)] if host.port else []), name])
+        return f"{name}: ssh asks for a password or a key it does not have ({last}); set up key login once with: {copy}"
+    if "Could not resolve hostname" in text:
+        return f"{name}: unknown host ({last}); check the name, or add it to ~/.ssh/config"
+    return f"{name}: unreachable ({last}); is it on, and sshd running there?"
+
+
+def _capture(host: Host, shell: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``shell`` there and capture its output. A new session: a Ctrl+C in the terminal must
+    not reach the shared connection this may start (it serves the command that follows)."""
+    try:
+        return subprocess.run(ssh_argv(host, shell), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              errors="replace", timeout=timeout, start_new_session=True)
+    except FileNotFoundError:
+        raise HostError("the ssh program is missing: install OpenSSH's client (openssh-client)") from None
+    except subprocess.TimeoutExpired:
+        raise HostError(f"{host.name}: no answer within {timeout:.0f} s") from None
+
+
+def run_shell(host: Host, shell: str, timeout: float | None = 60) -> str:
+    """``shell`` (a command of ours, quoted already) on ``host``: its stdout, or HostError."""
+    done = _capture(host, shell, timeout)
+    if done.returncode == SSH_FAILED:
+        raise HostError(explain_failure(host, done.stderr))
+    if done.returncode != 0:
+        raise HostError(f"{host.name}: {shell!r} failed there: {_last_line(done.stderr, done.returncode)}")
+    return done.stdout
+
+
+def _last_line(stderr: str, code: int) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit code {code}"
+
+
+def compatible(theirs: str, ours: str = __version__) -> bool:
+    """Two releases work together when they share major.minor (the command line and the event
+    protocol change only with the minor version)."""
+    def release(version: str) -> tuple[str, ...]:
+        return tuple(version.split(".")[:2])
+
+    return release(theirs) == release(ours)
+
+
+def check_app(host: Host) -> str:
+    """Connect (or reuse the connection) and ask the app there for its version: the version, or
+    HostError when ssh fails, the app is not there, or its release cannot work with ours."""
+    run = f"{host.command} --version"
+    done = _capture(host, run, timeout=120)  # a cold conda or network home can take a while
+    if done.returncode == SSH_FAILED:
+        raise HostError(explain_failure(host, done.stderr))
+    found = done.stdout.strip().splitlines() or [""]
+    match = re.fullmatch(r"replica-studio (\S+)", found[-1])
+    if done.returncode != 0 or not match:
+        said = _last_line(done.stderr, done.returncode) if done.returncode != 0 else f"it printed {found[-1][:200]!r}"
+        raise HostError(f"{host.name}: the app is not there: {run!r} ran, and {said}; give the command that starts "
+                        f"it there with: replica-studio hosts add {host.name} --command 'PATH/TO/replica-studio'")
+    if len(found) > 1:  # a login script or an activation that prints: the events would not be JSON lines
+        raise HostError(f"{host.name}: something there writes to stdout before the app does ({found[0][:80]!r}); "
+                        "the app's output must be its own: check the login scripts there (~/.bashrc)")
+    if not compatible(match.group(1)):
+        raise HostError(f"{host.name}: replica-studio {match.group(1)} there ({run!r}) cannot work with "
+                        f"{__version__} here (the same major.minor release is needed); install {__version__} there")
+    return match.group(1)
+
+
+def close_connection(host: Host) -> None:
+    """End the shared connection to ``host`` if there is one (nothing else happens)."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(["ssh", *ssh_options(host), "-O", "exit", "--", host.name], capture_output=True, timeout=30)
+
+
+def scp_source(host: Host, path: str) -> str:
+    """``host:path`` for scp (an IPv6 address in brackets)."""
+    user, at, address = host.name.rpartition("@")
+    if ":" in address:
+        address = f"[{address}]"
+    return f"{user}{at}{address}:{path}"
+
+
+@contextlib.contextmanager
+def remote_folders(host: Host, count: int) -> Iterator[list[str]]:
+    """``count`` empty folders in a new temporary folder on ``host``, removed afterwards."""
+    if count == 0:
+        yield []
+        return
+    top = run_shell(host, 'd=$(mktemp -d) && cd "$d" && mkdir ' + " ".join(map(str, range(count))) + ' && pwd').strip()
+    try:
+        yield [f"{top}/{i}" for i in range(count)]
+    finally:
+        with contextlib.suppress(HostError):
+            run_shell(host, f"rm -rf {shlex.quote(top)}")
+
+
+def fetch(host: Host, remote_folder: str, local_folder: Path) -> None:
+    """Copy ``remote_folder`` into ``local_folder`` (which it appears in, by its name) with scp
+    over the shared connection."""
+    done = subprocess.run(["scp", "-r", "-q", *ssh_options(host), "--", scp_source(host, remote_folder),
+                           str(local_folder)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          errors="replace", start_new_session=True)
+    if done.returncode != 0:
+        raise HostError(f"{host.name}: cannot copy {remote_folder} back: {_last_line(done.stderr, done.returncode)}")

@@ -1,0 +1,57 @@
+"""``--host``: the command line rebuilt for the host says what the user typed
+(gui_app/engine/remote_command.py), whatever the options' order, abbreviation or values."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from gui_app.core.ssh import STDIN_FILE
+from gui_app.engine.cli import _parser
+from gui_app.engine.remote_command import REMOTE_COMMANDS, command_arguments
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+def _comparable(args: argparse.Namespace) -> dict:
+    return {k: v for k, v in vars(args).items() if k not in ("host", "on_host", "handler")}
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "cfg.json", "--host", "gpu1", "--events", "jsonl", "--control", "stdin", "--runs-dir", "-my runs"],
+    ["train", "--host=gpu1", "--runs", "it's \"mine\"", "--allow-public-hosts", "--debug", "--", "-cfg.json"],
+    ["resume", "/runs/a b", "--set", "training.learning_rate=0.5", "--set=training.epochs=3", "--host", "g"],
+    ["evaluate", "--host", "g", "--events", "none", "/runs/x"],
+    ["devices", "--json", "--cpu-devices", "2", "--host", "g"],
+    ["inspect", "c.json", "--samples", "s.npz", "--json", "--host", "g"],
+    ["export", "/runs/x", "--format", "tflite-int8", "-o", "out dir/m.tflite", "--check", "0", "--keep-failed",
+     "--host", "g"],
+    ["predict", "--top", "3", "--json", "--host", "g", "--", "/runs/x", "-seven.png", "two words.png"],
+    ["predict", "--serve", "/runs/x", "--host", "g"],
+])
+def test_the_rebuilt_command_line_parses_to_the_same_arguments(argv):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    rebuilt = [args.command, *command_arguments(_subparser(parser, args.command), args, {})]
+    assert "--host" not in " ".join(rebuilt) and "gpu1" not in rebuilt
+    assert _comparable(parser.parse_args(rebuilt)) == _comparable(args)
+
+
+def test_a_local_file_argument_becomes_the_stdin_file_and_outputs_a_path_there():
+    parser = _parser()
+    args = parser.parse_args(["inspect", "local/c.json", "--samples", "local/s.npz", "--host", "g"])
+    rebuilt = command_arguments(_subparser(parser, "inspect"), args,
+                                {"config": STDIN_FILE, "samples": "/tmp/tmp.x/0/s.npz"})
+    assert rebuilt == ["--samples", "/tmp/tmp.x/0/s.npz", "--", STDIN_FILE]
+
+
+def test_every_remote_command_has_the_host_option_and_names_its_own_arguments():
+    parser = _parser()
+    for name, remote in REMOTE_COMMANDS.items():
+        dests = {a.dest for a in _subparser(parser, name)._actions}
+        assert "host" in dests, name
+        named = [remote.config, *remote.outputs, remote.stdin_flag]
+        assert {d for d in named if d} <= dests, name

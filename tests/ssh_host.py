@@ -1,0 +1,308 @@
+"""A real SSH host for the tests: Debian's ``sshd`` in a network namespace, with a user of its own.
+
+The session fixture :func:`ssh_host` makes a network namespace with a veth pair (10.213.78.1 here,
+10.213.78.2 there), starts ``sshd`` inside it on that address with its own host key and config
+(``UsePAM no``, keys only), creates a user with its own home and makes the app runnable by it: a
+Python under root's home (pyenv) is not readable by another user, so the user gets a venv of the
+system ``/usr/bin/python3`` whose ``.pth`` file adds this test environment's site-packages and the
+repository, and a wrapper script in its home is the remote command. The client side is a config
+file of the test's own (``ssh -F``, through ``$REPLICA_STUDIO_SSH_CONFIG``) with the key, the
+known_hosts file and the aliases: OpenSSH reads ``~/.ssh`` from the passwd home, not ``$HOME``.
+
+Everything is removed at the end (the shared connections, the daemons, the user and its
+processes, the veth pair, the namespace). Skipped with the reason where it cannot be made: not
+Linux, not root, no ``ip``, no ``sshd``, no system Python of this Python's version.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from gui_app.identity import app_command, app_env
+
+NS, VETH, PEER = "rs-test-ssh", "rs-ssh-v0", "rs-ssh-v1"
+CLIENT_IP, HOST_IP = "10.213.78.1", "10.213.78.2"
+USER = "rs-ssh-user"
+ALIAS = "rs-test-host"  # the alias that works: the right key, the host key known
+SSHD = "/usr/sbin/sshd"
+SYSTEM_PYTHON = "/usr/bin/python3"
+REPO = Path(__file__).resolve().parents[1]
+
+_SSHD_CONFIG = """\
+ListenAddress {address}:{port}
+HostKey {host_key}
+PidFile none
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+AuthorizedKeysFile .ssh/authorized_keys
+PermitRootLogin no
+AllowUsers {user}
+StrictModes yes
+PrintMotd no
+Subsystem sftp internal-sftp
+"""
+
+# The wrappers a host entry names as its remote command (in ~/bin): the app; one that answers
+# --version as an older release would; one that greets on stdout first, as some login scripts do.
+_WRAPPER = '#!/bin/sh\nexec "$HOME/venv/bin/python" -m gui_app "$@"\n'
+_OLD_WRAPPER = ('#!/bin/sh\nif [ "$1" = --version ]; then echo "replica-studio 0.0.1"; exit 0; fi\n'
+                'exec "$HOME/venv/bin/python" -m gui_app "$@"\n')
+_NOISY_WRAPPER = '#!/bin/sh\necho "Welcome to the GPU cluster"\nexec "$HOME/venv/bin/python" -m gui_app "$@"\n'
+WRAPPERS = {"replica-studio": _WRAPPER, "old-replica-studio": _OLD_WRAPPER, "noisy-replica-studio": _NOISY_WRAPPER}
+
+
+def _run(*cmd: str, ns: str | None = None, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    argv = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60, **kwargs)
+
+
+class Daemon:
+    """One ``sshd -D -e`` in the network namespace; ready once it says it listens (its log is kept)."""
+
+    def __init__(self, config: Path):
+        # nsenter, not `ip netns exec`: that one also makes a mount namespace of its own, which
+        # (with / private, as here) would not see a tmpfs a test mounts later.
+        self.proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}", SSHD, "-D", "-e", "-f", str(config)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        self._listening = threading.Event()
+        threading.Thread(target=self._read_log, daemon=True).start()
+        if not self._listening.wait(30):
+            self.stop()
+            raise RuntimeError("sshd did not start: " + " | ".join(self.log[-5:]))
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            self.log.append(line.rstrip())
+            if "Server listening on" in line:
+                self._listening.set()
+        self._listening.set()  # it ended: stop waiting (the caller sees no listening line)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+@dataclass
+class SshHost:
+    """The host, and the client side that reaches it (``env`` for the app's processes)."""
+
+    base: Path  # private folder of the test: keys, configs, the shared connections' sockets
+    home: Path  # the user's home
+    host_key: Path  # the daemon's host key
+    command: str  # the remote command: the wrapper in the user's home
+    old_command: str  # a wrapper that says it is an older release
+    client_key: Path
+    known_hosts: Path
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
+    daemons: list[Daemon] = field(default_factory=list)
+
+    @property
+    def client_config(self) -> Path:
+        return self.base / "client" / "config"
+
+    @property
+    def runtime_dir(self) -> Path:  # XDG_RUNTIME_DIR of the app: the shared connections live there
+        return self.base / "run"
+
+    def env(self, config_dir: Path | str, **extra: str) -> dict[str, str]:
+        """The environment of a ``replica-studio`` process that reaches this host: its own ssh
+        client config, its own folder of shared connections, and ``config_dir`` for hosts.json."""
+        return app_env({"REPLICA_STUDIO_SSH_CONFIG": str(self.client_config),
+                        "XDG_RUNTIME_DIR": str(self.runtime_dir),
+                        "REPLICA_STUDIO_CONFIG_DIR": str(config_dir), "TF_CPP_MIN_LOG_LEVEL": "2", **extra})
+
+    def cli(self, config_dir: Path | str, *args: str, input: str | None = None,  # noqa: A002 - subprocess's name
+            timeout: float = 300) -> subprocess.CompletedProcess:
+        """``replica-studio ARGS`` here (stdout and stderr captured as text)."""
+        return subprocess.run(app_command(*args), input=input, capture_output=True, text=True, timeout=timeout,
+                              env=self.env(config_dir), stdin=None if input is not None else subprocess.DEVNULL)
+
+    def alias(self, name: str, **options: str) -> str:
+        """A new ``Host`` block: the working alias with ``options`` changed (``Port``,
+        ``IdentityFile``, ``UserKnownHostsFile``...). A shared connection reuses a host key once
+        verified, so a test of another key needs an alias (a connection) of its own."""
+        self.aliases[name] = {"HostName": HOST_IP, "User": USER, "IdentityFile": str(self.client_key),
+                              "UserKnownHostsFile": str(self.known_hosts), **options}
+        blocks = [f"Host {alias}\n" + "".join(f"    {k} {v}\n" for k, v in opts.items())
+                  for alias, opts in self.aliases.items()]
+        blocks.append("Host *\n    IdentitiesOnly yes\n    IdentityAgent none\n"
+                      "    GlobalKnownHostsFile /dev/null\n    ConnectTimeout 10\n")
+        self.client_config.write_text("\n".join(blocks))
+        return name
+
+    def own_alias(self, name: str, **options: str) -> str:
+        """:meth:`alias` on a daemon of its own port, hence a connection of its own: ssh names a
+        shared connection by address, port and user (``%C``), not by alias, so another alias of
+        the same address would reuse the connection (and the host key) verified before."""
+        port = 2200 + len(self.daemons)
+        self.daemon(port)
+        return self.alias(name, Port=str(port), **options)
+
+    def daemon(self, port: int = 22) -> Daemon:
+        """Another ``sshd`` on ``port`` (the session's own listens on 22)."""
+        config = self.base / "sshd" / f"sshd_config.{port}"
+        config.write_text(_SSHD_CONFIG.format(address=HOST_IP, port=port, host_key=self.host_key, user=USER))
+        daemon = Daemon(config)
+        self.daemons.append(daemon)
+        return daemon
+
+    def as_user(self, *cmd: str) -> subprocess.CompletedProcess:
+        """Run a command as the host's user (outside ssh), e.g. to prepare its files."""
+        return _run("setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", *cmd, check=False,
+                    env={"HOME": str(self.home), "PATH": "/usr/bin:/bin"})
+
+    def close_connections(self) -> None:
+        """End every shared connection (ControlMaster) the app opened."""
+        for sock in self.runtime_dir.rglob("*"):
+            if sock.is_socket():
+                subprocess.run(["ssh", "-F", str(self.client_config), "-o", f"ControlPath={sock}", "-O", "exit",
+                                "unused"], capture_output=True, timeout=30)
+
+
+def _skip_unless_possible() -> None:
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("a real SSH host needs Linux and root (a network namespace, a user, sshd)")
+    for tool in ("ip", "nsenter", "ssh", "scp", "ssh-keygen", "useradd", "setpriv"):
+        if not shutil.which(tool):
+            pytest.skip(f"a real SSH host needs {tool} (openssh-client, iproute2, passwd, util-linux)")
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip(f"a real SSH host needs {SSHD} (openssh-server)")
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip(f"the host's user needs {SYSTEM_PYTHON}")
+    version = _run(SYSTEM_PYTHON, "-c", "import sys; print(*sys.version_info[:2])").stdout.split()
+    if version != [str(sys.version_info[0]), str(sys.version_info[1])]:
+        pytest.skip(f"{SYSTEM_PYTHON} is Python {'.'.join(version)}; the host's user runs this environment's "
+                    f"packages, built for {sys.version_info[0]}.{sys.version_info[1]}")
+
+
+def _remove_leftovers() -> None:
+    """What a killed earlier session may have left (all named here; nothing else is touched)."""
+    _run("ip", "link", "del", VETH, check=False)
+    _run("ip", "netns", "del", NS, check=False)
+    if _run("id", "-u", USER, check=False).returncode == 0:
+        _end_user_processes()
+        _run("userdel", USER, check=False)
+
+
+def _end_user_processes() -> None:
+    """End the test user's processes (engines the tests started over ssh), each by its id, and
+    wait until each is gone (userdel refuses a user with a process)."""
+    for pid in map(int, _run("ps", "-u", USER, "-o", "pid=", check=False).stdout.split()):
+        try:
+            handle = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+            select.select([handle], [], [], 30)  # readable once the process has exited
+        except ProcessLookupError:
+            pass
+        finally:
+            os.close(handle)
+
+
+def _network() -> None:
+    try:
+        _run("ip", "netns", "add", NS)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot create a network namespace here ({exc.stderr.strip() or exc})")
+    _run("ip", "link", "add", VETH, "type", "veth", "peer", "name", PEER)
+    _run("ip", "link", "set", PEER, "netns", NS)
+    _run("ip", "addr", "add", f"{CLIENT_IP}/30", "dev", VETH)
+    _run("ip", "link", "set", VETH, "up")
+    _run("ip", "addr", "add", f"{HOST_IP}/30", "dev", PEER, ns=NS)
+    _run("ip", "link", "set", PEER, "up", ns=NS)
+    _run("ip", "link", "set", "lo", "up", ns=NS)
+
+
+def _user(home: Path, public_key: str) -> None:
+    _run("useradd", "--home-dir", str(home), "--create-home", "--shell", "/bin/sh", "--user-group", USER)
+    _run("usermod", "-p", "*", USER)  # locked ('!') refuses even key login when PAM is off; '*' has no password
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(mode=0o700)
+    (ssh_dir / "authorized_keys").write_text(public_key)
+    (ssh_dir / "authorized_keys").chmod(0o600)
+    # The app: a venv of the system Python that sees this environment's packages and the repository.
+    _run(SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(home / "venv"))
+    site = next((home / "venv" / "lib").glob("python3*/site-packages"))
+    paths = dict.fromkeys([str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (site / "replica-studio-tests.pth").write_text("\n".join(paths) + "\n")
+    (home / "bin").mkdir()
+    for name, text in WRAPPERS.items():
+        (home / "bin" / name).write_text(text)
+        (home / "bin" / name).chmod(0o755)
+    _run("chown", "-R", f"{USER}:{USER}", str(home))
+
+
+def _keygen(path: Path) -> str:
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path))
+    return path.with_suffix(".pub").read_text()
+
+
+@pytest.fixture(scope="session")
+def ssh_host():
+    """The running host (:class:`SshHost`); every test reaches it through its aliases."""
+    with running_host() as host:
+        yield host
+
+
+@contextlib.contextmanager
+def running_host() -> Iterator[SshHost]:
+    """:func:`ssh_host` outside pytest's fixtures (a benchmark, a script)."""
+    _skip_unless_possible()
+    _remove_leftovers()
+    base = Path(tempfile.mkdtemp(prefix="rs-ssh-"))  # short: control sockets live under it (a 108-byte limit)
+    base.chmod(0o711)  # the user's home is inside; the client's and the daemon's folders are 0700
+    made_privsep = not Path("/run/sshd").exists()
+    host = None
+    try:
+        for name in ("client", "sshd", "run"):
+            (base / name).mkdir(mode=0o700)
+        _network()
+        client_key = base / "client" / "id_ed25519"
+        public_key = _keygen(client_key)
+        host_key = base / "sshd" / "host_ed25519"
+        host_public = _keygen(host_key).split()
+        known_hosts = base / "client" / "known_hosts"
+        known_hosts.write_text(f"{HOST_IP} {host_public[0]} {host_public[1]}\n")
+        home = base / "home"
+        _user(home, public_key)
+        host = SshHost(base, home, host_key, command="~/bin/replica-studio", old_command="~/bin/old-replica-studio",
+                       client_key=client_key, known_hosts=known_hosts)
+        checked = host.as_user(str(home / "bin" / "replica-studio"), "--version")
+        if checked.returncode != 0:
+            pytest.skip(f"the host's user cannot run the app from this checkout: {checked.stderr.strip()[-300:]}")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # Debian's sshd: its privilege separation folder
+        host.alias(ALIAS)
+        host.daemon(22)
+        yield host
+    finally:
+        if host is not None:
+            host.close_connections()
+            for daemon in host.daemons:
+                daemon.stop()
+        _end_user_processes()
+        _run("userdel", USER, check=False)
+        _run("ip", "link", "del", VETH, check=False)
+        _run("ip", "netns", "del", NS, check=False)
+        if made_privsep:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
