@@ -64,11 +64,11 @@ def test_the_lists_are_the_ones_the_classes_have():
 def test_a_new_key_is_caught_until_it_is_documented():
     @dataclass(kw_only=True)
     class NewStats(ev.ReplicaStats):
-        param_norm: float | None = None
+        made_up_figure: float | None = None
 
     @dataclass(kw_only=True)
     class NewCheckpoint(ev.Checkpoint):
         bytes_written: int = 0
 
-    assert undocumented_entries(ev.Step, "replicas", NewStats) == {"param_norm"}
+    assert undocumented_entries(ev.Step, "replicas", NewStats) == {"made_up_figure"}
     assert undocumented(NewCheckpoint) == {"bytes_written"}

@@ -72,6 +72,9 @@ def test_subscribers_hear_each_changed_batch_and_do_not_keep_a_view_alive():
     assert alive() is None  # held weakly: a closed view and its history form no cycle
     history.add([step(3)])  # and a dead one is skipped
     assert len(heard) == 1
+    alive = weakref.ref(history)
+    del history
+    assert alive() is None  # no cycle of its own either: freed without the garbage collector
 
 
 def test_a_resumed_run_continues_from_its_checkpoint_and_replayed_steps_replace_old_ones():

@@ -1,5 +1,6 @@
 """The per-replica numbers of one run: a step column and one ``[steps, replicas]`` buffer per
-metric, folded from its ``run_started`` and ``step`` events (the Replicas tab draws them)."""
+figure of ``ReplicaStats``, folded from its ``run_started`` and ``step`` events (the Replicas
+tab draws them)."""
 from __future__ import annotations
 
 import math

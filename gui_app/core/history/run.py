@@ -54,18 +54,14 @@ class RunHistory:
         self.evaluation_source = ""  # the file it was read from; "" for the live event
         self.problems: list[str] = []  # what of the run could not be read, one line each
         self._subscribers: list[Callable[[], Subscriber | None]] = []  # weak references, see subscribe
-        self._folds: dict[type, Callable[[Event], int]] = {
-            Step: self._step, EpochEnd: self._epoch_end, RunStarted: self._start, Progress: self._stage,
-            Eval: self._evaluated, RunFinished: self._finished}
 
     def add(self, events: Iterable[Event]) -> int:
         """Fold a batch of events in order; the :class:`Part` bits it changed (0: nothing)."""
         changed = 0
-        folds = self._folds
         for event in events:
-            fold = folds.get(type(event))
+            fold = _FOLDS.get(type(event))
             if fold is not None:
-                changed |= fold(event)
+                changed |= fold(self, event)
         self._notify(changed)
         return changed
 
@@ -139,3 +135,11 @@ class RunHistory:
     def _finished(self, event: RunFinished) -> int:
         self.status.add(event)
         return Part.PROGRESS
+
+
+# The fold of each event type (the others change nothing shown). A table of the class's own
+# functions, not of bound methods: a history holding its bound methods would be a reference
+# cycle, freed only by the garbage collector.
+_FOLDS: dict[type, Callable[[RunHistory, Event], int]] = {
+    Step: RunHistory._step, EpochEnd: RunHistory._epoch_end, RunStarted: RunHistory._start,
+    Progress: RunHistory._stage, Eval: RunHistory._evaluated, RunFinished: RunHistory._finished}
