@@ -106,7 +106,7 @@ def test_events_are_valid_json_without_nan(tmp_path):
     writer = EventWriter("jsonl", out)
     writer.emit("warning", message="before the run directory exists")
     writer.attach(tmp_path)
-    writer.emit("step", step=1, loss=float("nan"), replicas=[{"loss": float("inf")}])
+    writer.emit("step", step=1, loss=float("nan"), replicas=[{"replica": 0, "loss": float("inf")}])
     writer.emit("run_finished", durable=False, status="completed", run_dir=str(tmp_path), step=1)
     writer.close()
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
