@@ -1,4 +1,5 @@
-"""Redraw cost of the live charts at 1,000, 100,000 and 1,000,000 points per curve.
+"""Redraw cost of the live charts at 1,000, 100,000 and 1,000,000 points per curve, and the time
+to open a run of 100,000 steps.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_charts.py [--quick] [--json OUT]
 
@@ -10,10 +11,15 @@ measured at 1,000x600 with synthetic events of two replicas; each figure is the 
 Target (issue 11): median <= 16 ms at 100,000 points (one 60 Hz frame); 1,000,000 is
 reported. ``set_line_data`` (gui_app/ui/charts/plot.py) clips to the view and min/max-decimates
 each curve to the plot's pixel width before ``setData``, so the cost stays nearly flat.
+
+Opening a run = ``ShownRun.show_history``: read events.jsonl (86 MB for 100,000 steps of two
+replicas), decode each line, fold the history once, draw the Training and Replicas tabs; with
+the window's garbage-collection policy (gui_app/ui/gc_guard.py: no automatic collection).
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -40,7 +46,7 @@ def redraw_ms(widget_type, points: int, events_cache: dict, repeats: int) -> tup
     widget = widget_type()
     widget.resize(1000, 600)
     widget.show()
-    widget.add_events(events)
+    widget.history.add(events)
     widget.flush()
     widget.grab()  # first paint: layout, fonts
     set_data, total = [], []
@@ -55,13 +61,50 @@ def redraw_ms(widget_type, points: int, events_cache: dict, repeats: int) -> tup
     return set_data, total
 
 
+def open_run_s(steps: int, repeats: int) -> list[float]:
+    """Seconds to show a run of ``steps`` steps from its folder, ``repeats`` times."""
+    import tempfile
+
+    from synthetic import jsonl, synthetic_events  # tests/ui/synthetic.py
+
+    from gui_app.core.config import RunConfig
+    from gui_app.ui.tabs.evaluation import EvaluationView
+    from gui_app.ui.tabs.replicas import ReplicaCharts
+    from gui_app.ui.tabs.training import TrainingCharts
+    from gui_app.ui.window.run_progress import RunProgress
+    from gui_app.ui.window.shown_run import ShownRun
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = Path(folder)
+        RunConfig().save(run / "config.json")
+        (run / "events.jsonl").write_text(jsonl(synthetic_events(steps=steps, epochs=10, replicas=2)))
+        training, replicas = TrainingCharts(), ReplicaCharts()
+        for widget in (training, replicas):
+            widget.resize(1000, 600)
+            widget.show()
+        shown = ShownRun(training, replicas, EvaluationView(), RunProgress())
+        seconds = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            shown.show_history(run)
+            seconds.append(time.perf_counter() - started)
+            shown.clear()
+            gc.collect()  # the window's timer would, between two opened runs
+        for widget in (training, replicas):
+            widget.close()
+            widget.deleteLater()
+        return seconds
+
+
 def run(quick: bool = False) -> list[dict]:
     from PySide6.QtWidgets import QApplication
 
+    from gui_app.ui import gc_guard
     from gui_app.ui.tabs.replicas import ReplicaCharts
     from gui_app.ui.tabs.training import TrainingCharts
 
     app = QApplication.instance() or QApplication([])
+    gc_guard.install(app)  # as the window: no automatic collection on the GUI thread
     cache: dict = {}
     repeats = 7 if quick else REPEATS
     figures = []
@@ -73,6 +116,9 @@ def run(quick: bool = False) -> list[dict]:
             figures.append(common.figure(f"{widget_type.__name__} redraw (setData + paint), {points:,} points",
                                          total, target, better="lower", unit="ms", command=cmd,
                                          set_data_ms=statistics.median(set_data)))
+    steps = 20_000 if quick else 100_000
+    figures.append(common.figure(f"open a run of {steps:,} steps (read, decode, fold, draw)",
+                                 open_run_s(steps, 3 if quick else 5), None, better="lower", unit="s", command=cmd))
     app.processEvents()
     return figures
 

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gui_app.core.events import RunStarted, Step, decode
 from gui_app.identity import app_command, app_env
 
 
@@ -26,15 +27,15 @@ def one_run(workers: int, args, folder: Path) -> dict:
     done = subprocess.run(app_command("train", str(path), "--runs-dir", str(folder / "runs"), "--events", "jsonl"),
                           capture_output=True, text=True, env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2"}), timeout=900)
     wall = time.time() - t0
-    events = [json.loads(line) for line in done.stdout.splitlines()]
-    steps = [e for e in events if e["type"] == "step"]
-    started = next(e for e in events if e["type"] == "run_started")
+    events = [decode(json.loads(line)) for line in done.stdout.splitlines()]
+    steps = [e for e in events if isinstance(e, Step)]
+    started = next(e for e in events if isinstance(e, RunStarted))
     # Steady state: from the end of the first step group to the last step (tracing excluded).
     first, last = steps[9], steps[-1]
-    return {"workers": workers, "wall_s": wall, "run_started_s": started["time"] - t0,
-            "first_step_s": steps[0]["time"] - t0,
-            "steps_per_s": (last["step"] - first["step"]) / (last["time"] - first["time"]),
-            "status": events[-1]["status"]}
+    return {"workers": workers, "wall_s": wall, "run_started_s": started.time - t0,
+            "first_step_s": steps[0].time - t0,
+            "steps_per_s": (last.step - first.step) / (last.time - first.time),
+            "status": events[-1].status}
 
 
 def main() -> None:

@@ -34,8 +34,10 @@ QUICK_EXAMPLES = {"mnist": 12_800, "cifar": 6_400}
 
 
 def _engine_steady(run_dir: Path) -> float:
-    ends = [json.loads(line)["time"] for line in (run_dir / "events.jsonl").open(encoding="utf-8")
-            if '"type":"epoch_end"' in line]
+    from gui_app.core.events import EpochEnd
+    from gui_app.core.rundir import read_raw_events
+
+    ends = [e.time for e in read_raw_events(run_dir) if isinstance(e, EpochEnd)]
     return ends[-1] - ends[-2]
 
 

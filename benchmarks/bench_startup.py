@@ -129,12 +129,12 @@ def make_runs(folder: Path, count: int) -> Path:
     """``count`` run folders with the same 1.7 MB events.jsonl and their summary.json (warm)."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests" / "ui"))
-    from synthetic import synthetic_events  # tests/ui/synthetic.py
+    from synthetic import jsonl, synthetic_events  # tests/ui/synthetic.py
 
     from gui_app.core import rundir
     from gui_app.core.config import RunConfig
 
-    events = "".join(json.dumps(e) + "\n" for e in synthetic_events(steps=RUN_STEPS, epochs=20, replicas=2))
+    events = jsonl(synthetic_events(steps=RUN_STEPS, epochs=20, replicas=2))
     config = RunConfig().to_json()
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(count):
@@ -187,6 +187,9 @@ def measure_paint(repeats: int, command: str | None, runs_folder: Path) -> dict[
 
 
 def measure_first_step(pairs: int, command: str | None) -> dict[str, list[float]]:
+    sys.path.insert(0, str(ROOT))
+    from gui_app.core.events import Step, decode
+
     env = _env()
     app = [command] if command else [sys.executable, "-m", "gui_app"]
     rows: dict[str, list[float]] = {"window": [], "cli": []}
@@ -202,7 +205,7 @@ def measure_first_step(pairs: int, command: str | None) -> dict[str, list[float]
 
             def cli() -> float:
                 return until_line([*app, "train", str(config), "--events", "jsonl", "--runs-dir", f"{tmp}/runs"],
-                                  env, lambda r: r.get("type") == "step")
+                                  env, lambda r: isinstance(decode(r), Step))
 
             order = (("window", window), ("cli", cli)) if i % 2 == 0 else (("cli", cli), ("window", window))
             for name, run in order:

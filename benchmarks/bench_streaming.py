@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from gui_app.core.events import Eval, RunStarted, Step, decode  # noqa: E402
 from gui_app.identity import app_command, app_env  # noqa: E402
 
 SHAPES = {"mnist": (28, 28, 1), "cifar": (32, 32, 3)}
@@ -83,16 +84,16 @@ def _train(tmp: Path, dataset: dict, model: str, epochs: int, batch: int, env: d
         "strategy": {"name": "default"},
         "training": {"epochs": epochs, "global_batch_size": batch, "seed": 1, "steps_per_call": 10}}))
     _, stdout, rss = _engine(["train", str(cfg), "--runs-dir", str(tmp / "runs"), "--events", "jsonl"], env)
-    events = [json.loads(line) for line in stdout.splitlines()]
-    started = [e for e in events if e["type"] == "run_started"][0]
-    steps = [e for e in events if e["type"] == "step" and e["step"] > started["steps_per_epoch"]]
-    every = [e for e in events if e["type"] == "step"]
+    events = [decode(json.loads(line)) for line in stdout.splitlines()]
+    started = next(e for e in events if isinstance(e, RunStarted))
+    every = [e for e in events if isinstance(e, Step)]
+    steps = [e for e in every if e.step > started.steps_per_epoch]
     steps = steps or every[10:] or every  # one epoch: all but the first step group
-    waits = sum(e.get("input_wait") or 0 for e in steps) / max(sum(e["step_time"] for e in steps), 1e-9)
-    return {"rss_mib": rss / 1024, "examples_per_sec": statistics.median(e["examples_per_sec"] for e in steps),
-            "accuracy": [e for e in events if e["type"] == "eval"][0]["accuracy"], "input_wait": waits,
-            "streamed": bool(started["dataset"].get("streamed")),
-            "train_examples": started["dataset"]["train_examples"]}
+    waits = sum(e.input_wait or 0 for e in steps) / max(sum(e.step_time for e in steps), 1e-9)
+    return {"rss_mib": rss / 1024, "examples_per_sec": statistics.median(e.examples_per_sec for e in steps),
+            "accuracy": next(e for e in events if isinstance(e, Eval)).accuracy, "input_wait": waits,
+            "streamed": bool(started.dataset.get("streamed")),
+            "train_examples": started.dataset["train_examples"]}
 
 
 def bench_memory(args) -> None:

@@ -14,7 +14,6 @@ compares code, not targets.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
+sys.path.insert(0, str(common.ROOT))
+
+from gui_app.core.events import EpochEnd, RunFinished, Step  # noqa: E402
+from gui_app.core.rundir import read_raw_events  # noqa: E402
+
 
 def one_run(config: str, root: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-versions-") as runs:
@@ -32,10 +36,10 @@ def one_run(config: str, root: Path) -> dict:
         common.timed([common.PYTHON, "-m", "gui_app.engine", "train", config, "--events", "none", "--runs-dir", runs],
                      common.env(root))
         ended = time.time()
-        events = [json.loads(line) for line in next(Path(runs).iterdir()).joinpath("events.jsonl").open()]
-    ends = [e["time"] for e in events if e["type"] == "epoch_end"]
-    first = next(e["time"] for e in events if e["type"] == "step")
-    finished = next(e["time"] for e in events if e["type"] == "run_finished")
+        events = list(read_raw_events(next(Path(runs).iterdir())))  # any protocol version decodes
+    ends = [e.time for e in events if isinstance(e, EpochEnd)]
+    first = next(e.time for e in events if isinstance(e, Step))
+    finished = next(e.time for e in events if isinstance(e, RunFinished))
     return {"wall": ended - started, "first_step": first - started,
             "last_epoch": ends[-1] - ends[-2] if len(ends) > 1 else float("nan"),
             "to_finished": finished - ends[-1], "to_exit": ended - finished}

@@ -47,8 +47,10 @@ def _rss() -> int:
 
 
 def _run_rate(run_dir: Path) -> tuple[float, int]:
-    rates = [e["examples_per_sec"] for e in map(json.loads, (run_dir / "events.jsonl").open(encoding="utf-8"))
-             if e["type"] == "step" and e.get("examples_per_sec")]
+    from gui_app.core.events import Step
+    from gui_app.core.rundir import read_raw_events
+
+    rates = [e.examples_per_sec for e in read_raw_events(run_dir) if isinstance(e, Step) and e.examples_per_sec]
     return statistics.median(rates), len(rates)
 
 
@@ -67,6 +69,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
     from PySide6.QtWidgets import QApplication
 
     from gui_app.core.config import RunConfig
+    from gui_app.core.events import Step
     from gui_app.ui.settings import Settings
     from gui_app.ui.window.main_window import MainWindow
 
@@ -101,7 +104,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
     samples: list[tuple[int, int]] = []  # (last step seen, RSS) per event batch while training
 
     def on_events(events):
-        steps = [e["step"] for e in events if e.get("type") == "step"]
+        steps = [e.step for e in events if isinstance(e, Step)]
         if steps and state["measuring"]:
             samples.append((max(steps), _rss()))
 

@@ -1,5 +1,6 @@
-"""One event protocol (gui_app.core.event_schema, docs/events.md) for the real engine and the
-UI tests' fake engine: what passes with the fake passes with the real one."""
+"""One event protocol (gui_app.core.events, docs/events.md) for the real engine and the UI tests'
+fake engine: what passes with the fake passes with the real one. The schema is derived from the
+event classes: every key an event always carries, with its JSON type."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core.event_schema import event_problems, stream_problems
+from gui_app.core.events import event_problems, stream_problems
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.identity import app_command, app_env
 

@@ -122,3 +122,25 @@ def test_a_step_splits_its_time_into_compute_input_and_the_rest():
     step.step_time = 0.02
     assert step.time_split() == pytest.approx((0.01, 0.002, 0.008))
     assert ev.Step(step=1).time_split() is None
+
+
+def test_the_command_lines_text_of_each_event():
+    from gui_app.engine.events import format_text
+
+    started = ev.RunStarted(run_dir="/runs/a", config={}, dataset={"name": "digits", "train_examples": 1437,
+                                                                   "test_examples": 360},
+                            model={"name": "mnist_cnn"}, strategy={"name": "mirrored"}, num_replicas=2,
+                            replicas=EXAMPLES[0].replicas, total_steps=46)
+    assert format_text(started) == ("Training mnist_cnn on digits (1437 train / 360 test) with mirrored over 2 "
+                                    "replica(s): CPU:0, CPU:1; 46 steps, run directory /runs/a")
+    assert format_text(_step()) is None  # every 10th step only
+    tenth = _step()
+    tenth.step = 10
+    assert format_text(tenth) == ("epoch 1 step 10: loss 0.6000 acc 0.9000 6400 ex/s  "
+                                  "[replica loss r0:0.500 r1:1.500]")
+    texts = [format_text(e) for e in EXAMPLES[1:]]
+    assert texts[0] == "decode images: 10/40"
+    assert texts[3] == "epoch 1 done in 2.5s: loss 0.5000 acc 0.8000 val_loss n/a val_acc n/a"
+    assert texts[5:7] == ["paused at step 4", "continued at step 4"]
+    assert texts[7] == "test: loss 0.2000 accuracy 0.9500 on 100 examples (per replica [50, 50])"
+    assert texts[-2:] == ["run failed at step 10: disk full (/runs/a)", "run completed at step 10 (/runs/a)"]

@@ -34,7 +34,7 @@ runs.mkdir(parents=True)
 (runs / "model.keras").write_bytes(b"model")
 def emit(event_type, **keys):
     print(json.dumps({"type": event_type, "time": 0.0, **keys}))
-emit("run_started", run_dir=str(runs), num_replicas=2, total_steps=3, start_step=0,
+emit("run_started", run_dir=str(runs), config={}, num_replicas=2, total_steps=3, start_step=0,
      strategy={"name": "mirrored", "cross_device_ops": None})
 for step in (1, 2, 3):
     loss = float("nan") if mode == "nan" and step == 2 else 2.0 / step

@@ -12,24 +12,30 @@ Layout of one run::
         tensorboard/     train/ and validation/ summaries for TensorBoard
         summary.json     the run list's cache of the events (status, step, accuracy)
 
-A run's status is read from its events: the last ``run_finished`` says completed, stopped
-or failed; a run with no ``run_finished`` after its last ``run_started`` was killed
-(``interrupted``). ``stopped``, ``interrupted`` and ``failed`` runs with a checkpoint can be
-resumed (a failed one after lowering the batch or the rate: ``resume --set``).
+Events are decoded once, here, into the types of gui_app.core.events; :func:`read_history`
+folds them into the run model (gui_app.core.history) the window shows. A run's status is read
+from its events (gui_app.core.history.status); ``stopped``, ``interrupted`` and ``failed`` runs
+with a checkpoint can be resumed (a failed one after lowering the batch or the rate:
+``resume --set``).
 
 A resumed run replays the steps after its last checkpoint, so ``events.jsonl`` may hold a step
 twice; :func:`read_events` keeps the last one written (the one the continued run built on).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from gui_app.core.config import RunConfig
+from gui_app.core.event_codec import build
+from gui_app.core.events import EpochEnd, Eval, Event, Step, decode
+from gui_app.core.history import RunHistory
+from gui_app.core.history.status import RunStatus
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
 
@@ -107,8 +113,9 @@ def model_source(path: str | Path) -> Path:
     return path
 
 
-def read_raw_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:
-    """Every event line as written; torn or damaged lines (the process died mid-write) are skipped."""
+def read_raw_events(run_dir: str | Path) -> Iterator[Event]:
+    """Every event as written; torn or damaged lines (the process died mid-write) and lines that
+    are not events are skipped."""
     path = Path(run_dir) / EVENTS_FILE
     if not path.exists():
         return
@@ -118,37 +125,63 @@ def read_raw_events(run_dir: str | Path) -> Iterator[dict[str, Any]]:
             if not line:
                 continue
             try:
-                event = json.loads(line)
+                event = decode(json.loads(line))
             except (ValueError, RecursionError):
                 continue
-            if isinstance(event, dict) and isinstance(event.get("type"), str):
+            if event is not None:
                 yield event
 
 
-# Events that describe one point of the history, by the key that numbers it.
-_POINT_KEYS = {"step": "step", "epoch_end": "epoch"}
+def _point(event: Event) -> tuple[type, int] | None:
+    """What numbers an event that is one point of the history: its step, or its epoch."""
+    if isinstance(event, Step):
+        return Step, event.step
+    if isinstance(event, EpochEnd):
+        return EpochEnd, event.epoch
+    return None
 
 
-def dedupe_points(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def dedupe_points(events: list[Event]) -> list[Event]:
     """One ``step`` per step number and one ``epoch_end`` per epoch: the last written, in the
     place it was written (so a resumed run reads as one history with no double points)."""
-    last: dict[tuple[str, Any], int] = {}
-    for i, event in enumerate(events):
-        key = _POINT_KEYS.get(event["type"])
-        if key is not None and key in event:
-            last[(event["type"], event[key])] = i
-    out = []
-    for i, event in enumerate(events):
-        key = _POINT_KEYS.get(event["type"])
-        if key is not None and key in event and last[(event["type"], event[key])] != i:
-            continue
-        out.append(event)
-    return out
+    last = {_point(event): i for i, event in enumerate(events)}
+    return [event for i, event in enumerate(events) if (key := _point(event)) is None or last[key] == i]
 
 
-def read_events(run_dir: str | Path) -> list[dict[str, Any]]:
+def read_events(run_dir: str | Path) -> list[Event]:
     """The events of a run, one point per step (see :func:`dedupe_points`)."""
     return dedupe_points(list(read_raw_events(run_dir)))
+
+
+def read_eval(run_dir: str | Path) -> Eval | None:
+    """The run's last evaluation (``eval.json``); None when it has none. ValueError naming the
+    file when it cannot be read."""
+    path = Path(run_dir) / EVAL_FILE
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the evaluation: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return build(Eval, value)
+
+
+def read_history(run_dir: str | Path) -> RunHistory:
+    """A run as the window shows it: its events folded, then its evaluation from eval.json (an
+    unreadable one is left out and named in ``history.problems``)."""
+    history = RunHistory()
+    history.add(read_events(run_dir))
+    history.run_dir = str(run_dir)  # where it is now (its run_started says where it was written)
+    try:
+        evaluation = read_eval(run_dir)
+    except ValueError as exc:
+        history.problems.append(str(exc))
+    else:
+        if evaluation is not None:
+            history.set_evaluation(evaluation, str(Path(run_dir) / EVAL_FILE))
+    return history
 
 
 @dataclass
@@ -183,79 +216,58 @@ def has_checkpoint(run_dir: str | Path) -> bool:
     return folder.is_dir() and any(folder.glob("ckpt-*.index"))
 
 
-# What the run list needs of a run's events, folded line by line; cached in SUMMARY_FILE with
-# the byte offset it has read up to, so listing 1,000 runs reads only what was appended since.
-_FOLD_FIELDS = ("status", "started", "step", "total_steps", "test_accuracy", "message", "cluster_resumable")
-_SUMMARY_VERSION = 2
+# The run list's status of each run (history.status.RunStatus), cached in SUMMARY_FILE with the
+# byte offset read so far, so listing 1,000 runs reads only what was appended since. Version 3:
+# the fold of the typed events.
+_SUMMARY_VERSION = 3
+_STATUS_FIELDS = {f.name for f in dataclasses.fields(RunStatus)}
 
 
-def _fold(state: dict[str, Any], event: dict[str, Any]) -> None:
-    kind = event["type"]
-    if kind == "run_started":
-        state["status"], state["message"], state["cluster_resumable"] = "interrupted", None, False
-        if state["started"] is None:
-            state["started"] = event.get("time")
-        state["total_steps"] = event.get("total_steps")
-    elif kind == "step":
-        state["step"] = event.get("step", state["step"])
-    elif kind == "eval":
-        state["test_accuracy"] = event.get("accuracy")
-    elif kind == "run_finished":
-        state["status"] = event.get("status", "failed")
-        state["step"] = event.get("step", state["step"])
-        state["message"] = event.get("message")
-        state["cluster_resumable"] = bool(event.get("resumable"))
-
-
-def _fresh_state() -> dict[str, Any]:
-    return {"status": "new", "started": None, "step": 0, "total_steps": None, "test_accuracy": None,
-            "message": None, "cluster_resumable": False}
-
-
-def _read_summary(run_dir: Path) -> tuple[dict[str, Any], int]:
-    """The cached fold and its offset, or a fresh state at 0 when the cache is missing or unusable."""
+def _read_summary(run_dir: Path) -> tuple[RunStatus, int]:
+    """The cached status and its offset, or a fresh status at 0 when the cache is missing or unusable."""
     try:
         cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-        if cached.get("version") == _SUMMARY_VERSION and set(cached["state"]) == set(_FOLD_FIELDS):
-            return dict(cached["state"]), int(cached["offset"])
+        if cached.get("version") == _SUMMARY_VERSION and set(cached["state"]) == _STATUS_FIELDS:
+            return build(RunStatus, cached["state"]), int(cached["offset"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    return _fresh_state(), 0
+    return RunStatus(), 0
 
 
-def summarize_events(run_dir: str | Path) -> dict[str, Any]:
-    """How the run stands by its events: status, started, step, total_steps, test_accuracy,
-    message. Reads only the bytes appended since the cached summary (rebuilt from the start
-    when the events file is shorter than the cache says: rewritten or replaced)."""
+def summarize_events(run_dir: str | Path) -> RunStatus:
+    """How the run stands by its events. Reads only the bytes appended since the cached summary
+    (rebuilt from the start when the events file is shorter than the cache says: rewritten or
+    replaced)."""
     run_dir = Path(run_dir)
-    state, offset = _read_summary(run_dir)
+    status, offset = _read_summary(run_dir)
     path = run_dir / EVENTS_FILE
     try:
         with path.open("rb") as f:
             size = f.seek(0, os.SEEK_END)
             if offset > size:
-                state, offset = _fresh_state(), 0
+                status, offset = RunStatus(), 0
             f.seek(offset)
             data = f.read()
     except OSError:
-        return state
+        return status
     end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
     for line in data[:end].splitlines():
         try:
-            event = json.loads(line)
+            event = decode(json.loads(line), parts=False)  # the status needs no replicas
         except ValueError:
             continue
-        if isinstance(event, dict) and "type" in event:
-            _fold(state, event)
+        if event is not None:
+            status.add(event)
     if end:
-        _write_summary(run_dir, state, offset + end)
-    return state
+        _write_summary(run_dir, status, offset + end)
+    return status
 
 
-def _write_summary(run_dir: Path, state: dict[str, Any], offset: int) -> None:
+def _write_summary(run_dir: Path, status: RunStatus, offset: int) -> None:
     tmp = run_dir / f".{SUMMARY_FILE}.{os.getpid()}.tmp"
     try:
-        tmp.write_text(json.dumps({"version": _SUMMARY_VERSION, "offset": offset, "state": state}), encoding="utf-8")
+        tmp.write_text(json.dumps({"version": _SUMMARY_VERSION, "offset": offset, "state": dataclasses.asdict(status)}),
+                       encoding="utf-8")
         tmp.replace(run_dir / SUMMARY_FILE)
     except OSError:  # a read-only or full disk: the cache is only a cache
         tmp.unlink(missing_ok=True)
@@ -268,7 +280,7 @@ def read_run(run_dir: str | Path) -> RunInfo:
     except ValueError:
         config = None
     info = RunInfo(path=run_dir, config=config, has_model=(run_dir / MODEL_FILE).exists(),
-                   **summarize_events(run_dir))
+                   **dataclasses.asdict(summarize_events(run_dir)))
     if info.started is None:
         try:
             info.started = (run_dir / CONFIG_FILE).stat().st_mtime

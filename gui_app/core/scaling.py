@@ -6,10 +6,11 @@ measured event streams into figures (examples/s, speed-up against the one-replic
 ideal line, scaling efficiency, where each step's time goes) and a recommendation, and draws
 the chart as SVG, so the window and the command line show the same report.
 
-Where a step's time goes, from the ``step`` events: *compute* is the slowest replica's forward
-and backward pass (``replicas[].step_time``: the all-reduce waits for it), *input* the time
-the replicas waited for data (``input_wait``, when the engine reports it), and the rest of the
-wall time of the step (``step_time``) is the all-reduce, the optimizer and the host's own work.
+Where a step's time goes, from the ``step`` events (``Step.time_split``): *compute* is the
+slowest replica's forward and backward pass (``replicas[].step_time``: the all-reduce waits for
+it), *input* the time the replicas waited for data (``input_wait``, when the engine reports it),
+and the rest of the wall time of the step (``step_time``) is the all-reduce, the optimizer and
+the host's own work.
 
 ``--options`` adds communication variants of the multi-replica configuration (float16
 all-reduce, pack size, ring, gradient accumulation): core/scaling_options.py fills the report's
@@ -21,6 +22,8 @@ import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from gui_app.core.events import Event, Step
 
 REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
 
@@ -85,20 +88,6 @@ class Burst:
     devices: list[str] = field(default_factory=list)
 
 
-def step_time_split(step: dict[str, Any]) -> tuple[float, float, float] | None:
-    """(compute, input, all-reduce and the rest) seconds of one ``step`` event: the slowest
-    replica's forward and backward pass, the wait for the batch, and what is left of the step's
-    wall time. None when the event lacks the timings."""
-    wall, replicas = step.get("step_time"), step.get("replicas") or []
-    times = [r.get("step_time") for r in replicas if isinstance(r.get("step_time"), (int, float))]
-    if not isinstance(wall, (int, float)) or not times:
-        return None
-    compute = min(float(max(times)), float(wall))
-    waited = step.get("input_wait")
-    waited = min(float(waited), float(wall) - compute) if isinstance(waited, (int, float)) else 0.0
-    return compute, max(waited, 0.0), max(float(wall) - compute - max(waited, 0.0), 0.0)
-
-
 # What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report.
 INPUT_ADVICE = ("cache the dataset (dataset.cache), decode in parallel (more CPU cores), use smaller images, "
                 "or Tools → Prepare dataset to stream TFRecord shards")
@@ -118,26 +107,26 @@ def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str
     return None
 
 
-def burst_figures(events: list[dict[str, Any]], warmup_steps: int, last_step: int | None = None) -> dict[str, Any]:
+def burst_figures(events: list[Event], warmup_steps: int, last_step: int | None = None) -> dict[str, Any]:
     """Examples/s, the per-step time split and the mean training loss of the steps after
     ``warmup_steps`` (tracing and the first step groups excluded) up to ``last_step`` (a burst
     is stopped between step groups, so it may run a few more: every burst's loss is then the
     mean over the same steps), from one process's events."""
-    steps = [e for e in events if e.get("type") == "step"]
-    timed = [e for e in steps if e["step"] > warmup_steps and (last_step is None or e["step"] <= last_step)]
-    before = [e for e in steps if e["step"] <= warmup_steps]
+    steps = [e for e in events if isinstance(e, Step)]
+    timed = [e for e in steps if e.step > warmup_steps and (last_step is None or e.step <= last_step)]
+    before = [e for e in steps if e.step <= warmup_steps]
     if not timed or not before:
         raise ValueError(f"the burst ended after {len(steps)} steps, before its timed part")
     # The steps' own wall time (step groups), so epoch-end validation and checkpoints between
     # them do not count as training time.
-    seconds = sum(e.get("step_time") or 0.0 for e in timed)
-    examples = sum(sum(r.get("examples", 0) for r in e.get("replicas", [])) for e in timed)
-    splits = [s for s in map(step_time_split, timed) if s is not None]
+    seconds = sum(e.step_time or 0.0 for e in timed)
+    examples = sum(r.examples for e in timed for r in e.replicas)
+    splits = [s for s in (e.time_split() for e in timed) if s is not None]
     mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
     compute_s, other = mean([s[0] for s in splits]), mean([s[2] for s in splits])
-    input_s = mean([e["input_wait"] for e in timed if e.get("input_wait") is not None])
-    devices = [r.get("device", "") for r in (timed[-1].get("replicas") or [])]
-    losses = [e["loss"] for e in timed if isinstance(e.get("loss"), (int, float))]
+    input_s = mean([e.input_wait for e in timed if e.input_wait is not None])
+    devices = [r.device or "" for r in timed[-1].replicas]
+    losses = [e.loss for e in timed if e.loss is not None]
     return {"examples_per_sec": examples / seconds if seconds > 0 else None, "steps": len(timed),
             "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices,
             "loss": mean(losses)}

@@ -18,7 +18,22 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from gui_app.core.events import Event, decode, encode
+from gui_app.core.events import (
+    Checkpoint,
+    Continued,
+    EpochEnd,
+    Error,
+    Eval,
+    Event,
+    Paused,
+    Progress,
+    RunFinished,
+    RunStarted,
+    Step,
+    Warning,
+    decode,
+    encode,
+)
 from gui_app.core.rundir import EVENTS_FILE
 
 
@@ -98,7 +113,7 @@ class EventWriter:
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
-            line = format_text(data)
+            line = format_text(event)
             if line:
                 self._write_stream(line + "\n")
         return data
@@ -135,38 +150,40 @@ def _num(v: Any, fmt: str = ".4f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def format_text(e: dict) -> str | None:
+def _short(device: str | None) -> str:
+    return (device or "").split("device:")[-1]
+
+
+def format_text(event: Event) -> str | None:
     """A readable line for ``--events text``; step events are shown every 10th step."""
-    t = e["type"]
-    if t == "run_started":
-        d = e["dataset"]
-        return (f"{'Resuming' if e['resumed'] else 'Training'} {e['model']['name']} on {d['name']} "
-                f"({d['train_examples']} train / {d['test_examples']} test) with {e['strategy']['name']} over "
-                f"{e['num_replicas']} replica(s): "
-                f"{', '.join(r['device'].split('device:')[-1] for r in e['replicas'])}; "
-                f"{e['total_steps']} steps, run directory {e['run_dir']}")
-    if t == "step":
-        if e["step"] % 10:
-            return None
-        per = " ".join(f"r{r['replica']}:{_num(r['loss'], '.3f')}" for r in e["replicas"])
-        return (f"epoch {e['epoch']} step {e['step']}: loss {_num(e['loss'])} acc {_num(e['accuracy'])} "
-                f"{_num(e['examples_per_sec'], '.0f')} ex/s  [replica loss {per}]")
-    if t == "epoch_end":
-        return (f"epoch {e['epoch']} done in {e['duration']:.1f}s: loss {_num(e['loss'])} acc {_num(e['accuracy'])} "
-                f"val_loss {_num(e['val_loss'])} val_acc {_num(e['val_accuracy'])}")
-    if t == "eval":
-        return (f"test: loss {_num(e['loss'])} accuracy {_num(e['accuracy'])} on {e['examples']} examples "
-                f"(per replica {e['examples_per_replica']})")
-    if t == "checkpoint":
-        return f"checkpoint at step {e['step']}: {e['path']}"
-    if t == "progress":
-        total = f"/{e['total']}" if e.get("total") else ""
-        return f"{e['stage']} {e.get('what', '')}: {e['done']}{total}"
-    if t in ("warning", "error"):
-        return f"{t}: {e['message']}"
-    if t in ("paused", "continued"):
-        return f"{t} at step {e['step']}"
-    if t == "run_finished":
-        msg = f": {e['message']}" if e.get("message") else ""
-        return f"run {e['status']} at step {e['step']}{msg} ({e['run_dir']})"
+    match event:
+        case RunStarted(dataset=d, model=model, strategy=strategy):
+            return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')} "
+                    f"({d.get('train_examples')} train / {d.get('test_examples')} test) with {strategy.get('name')} "
+                    f"over {event.num_replicas} replica(s): {', '.join(_short(r.device) for r in event.replicas)}; "
+                    f"{event.total_steps} steps, run directory {event.run_dir}")
+        case Step():
+            if event.step % 10:
+                return None
+            per = " ".join(f"r{r.replica}:{_num(r.loss, '.3f')}" for r in event.replicas)
+            return (f"epoch {event.epoch} step {event.step}: loss {_num(event.loss)} acc {_num(event.accuracy)} "
+                    f"{_num(event.examples_per_sec, '.0f')} ex/s  [replica loss {per}]")
+        case EpochEnd():
+            return (f"epoch {event.epoch} done in {_num(event.duration, '.1f')}s: loss {_num(event.loss)} "
+                    f"acc {_num(event.accuracy)} val_loss {_num(event.val_loss)} val_acc {_num(event.val_accuracy)}")
+        case Eval():
+            return (f"test: loss {_num(event.loss)} accuracy {_num(event.accuracy)} on {event.examples} examples "
+                    f"(per replica {event.examples_per_replica})")
+        case Checkpoint():
+            return f"checkpoint at step {event.step}: {event.path}"
+        case Progress():
+            total = f"/{_num(event.total, 'g')}" if event.total else ""
+            return f"{event.stage} {event.what or ''}: {_num(event.done, 'g')}{total}"
+        case Warning() | Error():
+            return f"{event.TYPE}: {event.message}"
+        case Paused() | Continued():
+            return f"{event.TYPE} at step {event.step}"
+        case RunFinished():
+            message = f": {event.message}" if event.message else ""
+            return f"run {event.status} at step {event.step}{message} ({event.run_dir})"
     return None

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from gui_app.core import atomic_io, rundir
+from gui_app.core.events import decode
 from gui_app.core.gpu_monitor import GpuMonitor
-from gui_app.core.scaling import step_time_split
 from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
 from gui_app.core.training.retire import retire
 from gui_app.engine.context import RunContext
@@ -141,9 +141,10 @@ class RunController:
             } for r in range(replicas)]
             step = first_step + i + 1
             waited = None if input_wait is None else float(input_wait[i])
-            # Where the step's time went (core/scaling.py): what the slowest replica's pass and the
+            # Where the step's time went (Step.time_split): what the slowest replica's pass and the
             # wait for data leave of the wall time is the all-reduce, the optimizer and the host.
-            split = step_time_split({"step_time": per_step, "replicas": replicas_out, "input_wait": waited})
+            split = decode({"type": "step", "step": step, "step_time": per_step, "replicas": replicas_out,
+                            "input_wait": waited}).time_split()
             self.events.emit("step", step=step, epoch=epoch + 1, loss=loss, accuracy=acc,
                              learning_rate=float(lrs[i]), examples_per_sec=examples / per_step,
                              step_time=per_step, replicas=replicas_out, input_wait=waited,

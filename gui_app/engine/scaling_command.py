@@ -28,7 +28,7 @@ from pathlib import Path
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.events import Progress, encode
+from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
 
@@ -137,7 +137,7 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     burst.devices = figures["devices"]
     burst.compute_s, burst.input_s, burst.other_s = figures["compute_s"], figures["input_s"], figures["other_s"]
     burst.loss = figures["loss"]
-    run_dir = next((e.get("run_dir") for e in events if e.get("type") == "run_started"), None)
+    run_dir = next((e.run_dir for e in events if isinstance(e, RunStarted)), None)
     if args.eval and run_dir:
         burst.eval_examples_per_sec = _eval_speed(Path(run_dir))
     return burst
@@ -149,7 +149,7 @@ def _lines(stream, into: queue.Queue) -> None:
     into.put(None)
 
 
-def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[dict], str | None]:
+def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str | None]:
     """Run ``train`` and stop it after ``steps`` steps; its events and, if it failed, why."""
     proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(runs), "--events", "jsonl",
                                         "--control", "stdin"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -166,20 +166,19 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[dict], str 
             continue
         if line is None:
             break
-        try:
-            event = json.loads(line)
-        except ValueError:
+        event = _event(line)
+        if event is None:
             continue
         events.append(event)
-        if not stopped and event.get("type") == "step" and event["step"] >= steps:
+        if not stopped and isinstance(event, Step) and event.step >= steps:
             proc.stdin.write("stop\n")
             proc.stdin.close()
             stopped = True
     else:
         proc.kill()
     code = proc.wait(timeout=60)
-    finished = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
-    error = finished.get("message") if finished.get("status") == "failed" else None
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    error = finished.message if finished is not None and finished.status == "failed" else None
     if code not in (0,) and error is None:
         error = (stderr[-1].strip() if stderr else None) or f"train exited with code {code}"
     return events, error
@@ -188,10 +187,17 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[dict], str 
 def _eval_speed(run_dir: Path) -> float | None:
     done = subprocess.run(app_command("evaluate", str(run_dir), "--events", "jsonl"), capture_output=True, text=True,
                           timeout=BURST_TIMEOUT_S, env=app_env())
-    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    evaluation = next((e for e in events if e.get("type") == "eval"), None)
-    speed = (evaluation or {}).get("examples_per_sec")  # the engine times its own evaluation
+    evaluation = next((e for e in map(_event, done.stdout.splitlines()) if isinstance(e, Eval)), None)
+    speed = evaluation.examples_per_sec if evaluation is not None else None  # the engine times its evaluation
     return float(speed) if speed else None
+
+
+def _event(line: str) -> Event | None:
+    """The event of one stdout line of a ``train`` or ``evaluate`` process; None for anything else."""
+    try:
+        return decode(json.loads(line))
+    except ValueError:
+        return None
 
 
 def _print_table(data: dict) -> None:

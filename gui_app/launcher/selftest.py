@@ -21,15 +21,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from gui_app import __version__
 from gui_app.core.config import RunConfig
 from gui_app.core.engine_output import error_line
+from gui_app.core.events import Error, Eval, Event, RunFinished, RunStarted, Step, decode
 from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import APP_ID, ICON_SIZES, app_command, app_env, resource_path
 
 EngineCommand = Callable[..., list[str]]
+E = TypeVar("E", bound=Event)
 MAX_REASON = 300
 
 
@@ -149,44 +151,44 @@ def check_training(info: dict, workdir: Path, engine: EngineCommand = app_comman
     except OSError as exc:
         raise CheckFailed(f"cannot start the engine: {exc.strerror or exc}") from None
     try:
-        events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+        events = [decode(json.loads(line)) for line in done.stdout.splitlines() if line.strip()]
     except ValueError:
         raise CheckFailed("the engine wrote something that is not an event on stdout") from None
-    by_type: dict[str, list[dict]] = {}
+    by_type: dict[type, list[Event]] = {}
     for event in events:
-        by_type.setdefault(event.get("type"), []).append(event)
-    errors = by_type.get("error", [])
+        by_type.setdefault(type(event), []).append(event)
+    errors = by_type.get(Error, [])
     if done.returncode != 0 or errors:
-        reason = errors[-1]["message"] if errors else _reason(done.stderr, done.returncode)
+        reason = errors[-1].message if errors else _reason(done.stderr, done.returncode)
         raise CheckFailed(f"engine exited with code {done.returncode}: {reason}")
     return _verify_run(by_type)
 
 
-def _verify_run(by_type: dict[str, list[dict]]) -> str:
-    def one(kind: str) -> dict:
+def _verify_run(by_type: dict[type, list[Event]]) -> str:
+    def one(kind: type[E]) -> E:
         if not by_type.get(kind):
-            raise CheckFailed(f"the engine sent no {kind} event")
+            raise CheckFailed(f"the engine sent no {kind.TYPE} event")
         return by_type[kind][-1]
 
-    started, finished, evaluation = one("run_started"), one("run_finished"), one("eval")
-    steps, replicas = by_type.get("step", []), started["num_replicas"]
-    if finished["status"] != "completed":
-        raise CheckFailed(f"the run ended {finished['status']}: {finished.get('message')}")
-    if len(steps) != started["total_steps"] - started["start_step"]:
-        raise CheckFailed(f"expected {started['total_steps']} step events, got {len(steps)}")
+    started, finished, evaluation = one(RunStarted), one(RunFinished), one(Eval)
+    steps, replicas = by_type.get(Step, []), started.num_replicas
+    if finished.status != "completed":
+        raise CheckFailed(f"the run ended {finished.status}: {finished.message}")
+    if len(steps) != started.total_steps - started.start_step:
+        raise CheckFailed(f"expected {started.total_steps} step events, got {len(steps)}")
     for step in steps:
-        if not math.isfinite(step["loss"]) or len(step["replicas"]) != replicas:
-            raise CheckFailed(f"step {step['step']}: loss {step['loss']} over {len(step['replicas'])} replicas")
-    if sum(map(sum, evaluation["confusion_matrix"])) != evaluation["examples"]:
+        if step.loss is None or not math.isfinite(step.loss) or len(step.replicas) != replicas:
+            raise CheckFailed(f"step {step.step}: loss {step.loss} over {len(step.replicas)} replicas")
+    if sum(map(sum, evaluation.confusion_matrix)) != evaluation.examples:
         raise CheckFailed("the confusion matrix does not add up to the test examples")
-    chance = 1 / len(evaluation["class_names"])
-    if not evaluation["accuracy"] > min(2 * chance, (1 + chance) / 2):  # 0.2 for the ten digits
-        raise CheckFailed(f"test accuracy {evaluation['accuracy']:.2f} after one epoch: no better than chance")
-    if not (Path(finished["run_dir"]) / MODEL_FILE).is_file():
-        raise CheckFailed(f"no trained model in {finished['run_dir']}")
-    speed = sum(s["examples_per_sec"] for s in steps[len(steps) // 2:]) / max(1, len(steps) - len(steps) // 2)
-    return (f"{len(steps)} steps on {replicas} replicas ({started['strategy']['name']}), {speed:,.0f} examples/s, "
-            f"test accuracy {evaluation['accuracy']:.2f}")
+    chance = 1 / max(1, len(evaluation.class_names))
+    if not (evaluation.accuracy or 0.0) > min(2 * chance, (1 + chance) / 2):  # 0.2 for the ten digits
+        raise CheckFailed(f"test accuracy {evaluation.accuracy:.2f} after one epoch: no better than chance")
+    if not (Path(finished.run_dir or "") / MODEL_FILE).is_file():
+        raise CheckFailed(f"no trained model in {finished.run_dir}")
+    speed = sum(s.examples_per_sec or 0.0 for s in steps[len(steps) // 2:]) / max(1, len(steps) - len(steps) // 2)
+    return (f"{len(steps)} steps on {replicas} replicas ({started.strategy.get('name')}), {speed:,.0f} examples/s, "
+            f"test accuracy {evaluation.accuracy:.2f}")
 
 
 def run(engine: EngineCommand = app_command, timeout: float = 600, out=None) -> int:

@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QWidget
 
+from gui_app.core.events import Step
 from gui_app.identity import APP_ID, ICON_SIZES, resource_path
 
 
@@ -104,7 +105,7 @@ class StartupTimer(QObject):
         supervisor.finished.connect(self._on_finished)
 
     def _on_events(self, events: list) -> None:
-        if any(e.get("type") == "step" for e in events) and self._first_step:
+        if any(isinstance(e, Step) for e in events) and self._first_step:
             now = time.monotonic()
             self._first_step = False
             print(json.dumps({"first_step_at": now, "since_launch": now - self._launched_at,

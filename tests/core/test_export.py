@@ -44,12 +44,13 @@ def _eval(run: Path) -> dict:
 
 
 def test_the_run_was_trained_on_two_replicas(trained_run):
+    from gui_app.core.events import RunStarted
     from gui_app.core.rundir import read_events
 
     config = RunConfig.load(trained_run / "config.json")
     assert config.strategy.name == "mirrored" and config.strategy.devices == ("CPU:0", "CPU:1")
-    started = next(e for e in read_events(trained_run) if e["type"] == "run_started")
-    assert started["num_replicas"] == 2
+    started = next(e for e in read_events(trained_run) if isinstance(e, RunStarted))
+    assert started.num_replicas == 2
     assert _eval(trained_run)["accuracy"] > 0.8
 
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 
+from gui_app.core import events as ev
 from gui_app.core import rundir
 from gui_app.core.config import RunConfig
 
 
-def _event(kind: str, **keys) -> str:
-    return json.dumps({"type": kind, "time": 1.0, **keys}) + "\n"
+def _event(event: ev.Event) -> str:
+    event.time = 1.0
+    return json.dumps(ev.encode(event)) + "\n"
+
+
+def _started(total_steps: int) -> str:
+    return _event(ev.RunStarted(run_dir="run", config={}, total_steps=total_steps))
 
 
 def _run(tmp_path, lines: list[str]):
@@ -21,20 +27,20 @@ def _run(tmp_path, lines: list[str]):
 
 
 def test_the_summary_reads_only_what_was_appended(tmp_path):
-    run = _run(tmp_path, [_event("run_started", total_steps=4)] + [_event("step", step=s) for s in (1, 2)])
+    run = _run(tmp_path, [_started(4)] + [_event(ev.Step(step=s)) for s in (1, 2)])
     info = rundir.read_run(run)
     assert (info.status, info.step, info.total_steps) == ("interrupted", 2, 4)
     cached = json.loads((run / rundir.SUMMARY_FILE).read_text())
     assert cached["offset"] == (run / rundir.EVENTS_FILE).stat().st_size
     with (run / rundir.EVENTS_FILE).open("a", encoding="utf-8") as f:
-        f.write(_event("eval", accuracy=0.75) + _event("run_finished", status="completed", step=4))
+        f.write(_event(ev.Eval(accuracy=0.75)) + _event(ev.RunFinished(status="completed", step=4)))
     info = rundir.read_run(run)
     assert (info.status, info.step, info.test_accuracy) == ("completed", 4, 0.75)
 
 
 def test_a_torn_last_line_is_read_once_it_is_complete(tmp_path):
-    finished = _event("run_finished", status="stopped", step=3)
-    run = _run(tmp_path, [_event("run_started", total_steps=9), finished[:10]])
+    finished = _event(ev.RunFinished(status="stopped", step=3))
+    run = _run(tmp_path, [_started(9), finished[:10]])
     assert rundir.read_run(run).status == "interrupted"
     with (run / rundir.EVENTS_FILE).open("a", encoding="utf-8") as f:
         f.write(finished[10:])
@@ -42,11 +48,11 @@ def test_a_torn_last_line_is_read_once_it_is_complete(tmp_path):
 
 
 def test_a_damaged_or_stale_summary_is_rebuilt_from_the_events(tmp_path):
-    run = _run(tmp_path, [_event("run_started", total_steps=2), _event("run_finished", status="completed", step=2)])
+    run = _run(tmp_path, [_started(2), _event(ev.RunFinished(status="completed", step=2))])
     (run / rundir.SUMMARY_FILE).write_text("{not json")
     assert rundir.read_run(run).status == "completed"
     # An events file shorter than the cache says (rewritten): start again from its first byte.
-    (run / rundir.EVENTS_FILE).write_text(_event("run_started", total_steps=5), encoding="utf-8")
+    (run / rundir.EVENTS_FILE).write_text(_started(5), encoding="utf-8")
     (run / rundir.SUMMARY_FILE).write_text(json.dumps({"version": 1, "offset": 10_000, "state": {
         "status": "completed", "started": 1.0, "step": 2, "total_steps": 2, "test_accuracy": None, "message": None}}))
     info = rundir.read_run(run)
@@ -54,7 +60,7 @@ def test_a_damaged_or_stale_summary_is_rebuilt_from_the_events(tmp_path):
 
 
 def test_a_summary_that_cannot_be_read_or_written_is_only_a_missed_cache(tmp_path):
-    run = _run(tmp_path, [_event("run_started", total_steps=2)])
+    run = _run(tmp_path, [_started(2)])
     (run / rundir.SUMMARY_FILE).mkdir()  # neither readable as a file nor replaceable by one
     assert rundir.read_run(run).status == "interrupted"
     assert not list(run.glob(".*.tmp"))

@@ -5,20 +5,18 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from gui_app.core import events as ev
 from gui_app.core import scaling
 
 CONFIG = {"dataset": {"name": "digits"}, "model": {"name": "mnist_cnn"}, "runtime": {"cpu_devices": 1}}
 
 
-def _events(replicas: int, step_time: float, compute: float, steps: int = 30, input_wait=None) -> list[dict]:
-    events = [{"type": "run_started", "time": 0.0}]
+def _events(replicas: int, step_time: float, compute: float, steps: int = 30, input_wait=None) -> list[ev.Event]:
+    events: list[ev.Event] = [ev.RunStarted(run_dir="", config={})]
     for s in range(1, steps + 1):
-        event = {"type": "step", "time": float(s), "step": s, "step_time": step_time,
-                 "replicas": [{"replica": r, "device": f"CPU:{r}", "examples": 32, "step_time": compute * (1 + r / 10)}
-                              for r in range(replicas)]}
-        if input_wait is not None:
-            event["input_wait"] = input_wait
-        events.append(event)
+        events.append(ev.Step(time=float(s), step=s, step_time=step_time, input_wait=input_wait, replicas=[
+            ev.ReplicaStats(replica=r, device=f"CPU:{r}", examples=32, step_time=compute * (1 + r / 10))
+            for r in range(replicas)]))
     return events
 
 
@@ -68,10 +66,10 @@ def test_report_speedup_efficiency_and_recommendation():
     assert scaling.to_json(data).startswith("{")
 
 
-def _loss_events(replicas: int, step_time: float, loss: float, steps: int = 30) -> list[dict]:
+def _loss_events(replicas: int, step_time: float, loss: float, steps: int = 30) -> list[ev.Event]:
     events = _events(replicas, step_time, step_time / 2, steps)
     for e in events[1:]:
-        e["loss"] = loss + e["step"] / 1000
+        e.loss = loss + e.step / 1000
     return events
 
 

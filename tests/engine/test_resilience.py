@@ -8,17 +8,21 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from engine_helpers import config_dict, run_cli, start_engine
 
+from gui_app.core import events as ev
 from gui_app.core import rundir
+
+E = TypeVar("E", bound=ev.Event)
 
 LONG = {"epochs": 50, "steps_per_call": 2}
 
 
-def _last(run_dir: Path, kind: str) -> dict:
-    return [e for e in rundir.read_raw_events(run_dir) if e["type"] == kind][-1]
+def _last(run_dir: Path, kind: type[E]) -> E:
+    return [e for e in rundir.read_raw_events(run_dir) if isinstance(e, kind)][-1]
 
 
 def _wait(proc: subprocess.Popen, seconds: float) -> int:
@@ -47,10 +51,10 @@ def test_engine_outlives_its_window(tmp_path, write_config):
     code = _wait(proc, 10)
     assert time.monotonic() - died < 10
     assert code == 0, proc.stderr.read()[-2000:]
-    finished = _last(Path(run_dir), "run_finished")
-    assert finished["status"] == "stopped" and finished["message"] == "the window went away"
-    assert _last(Path(run_dir), "checkpoint")["step"] == finished["step"]
-    assert list((Path(run_dir) / "checkpoints").glob(f"ckpt-{finished['step']}.index"))
+    finished = _last(Path(run_dir), ev.RunFinished)
+    assert finished.status == "stopped" and finished.message == "the window went away"
+    assert _last(Path(run_dir), ev.Checkpoint).step == finished.step
+    assert list((Path(run_dir) / "checkpoints").glob(f"ckpt-{finished.step}.index"))
     info = rundir.read_run(run_dir)
     assert info.status == "stopped" and info.resumable
     proc.stdin.close()
@@ -103,7 +107,7 @@ def test_attach_starts_a_fresh_line_after_a_torn_one(tmp_path):
     writer.attach(tmp_path)
     writer.emit("run_started", run_dir=str(tmp_path), config={}, resumed=True)
     writer.close()
-    assert [e["type"] for e in rundir.read_events(tmp_path)] == ["step", "run_started"]
+    assert [type(e) for e in rundir.read_events(tmp_path)] == [ev.Step, ev.RunStarted]
 
 
 def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
@@ -126,14 +130,14 @@ def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
         f.write('{"type":"step","step":99')  # as if it died mid-write
     code, tap = run_in_process("resume", run_dir)
     assert code == 0
-    raw = [e["step"] for e in rundir.read_raw_events(run_dir) if e["type"] == "step"]
+    raw = [e.step for e in rundir.read_raw_events(run_dir) if isinstance(e, ev.Step)]
     assert len(raw) > len(set(raw))  # the replayed steps were written twice
-    steps = [e["step"] for e in rundir.read_events(run_dir) if e["type"] == "step"]
+    steps = [e.step for e in rundir.read_events(run_dir) if isinstance(e, ev.Step)]
     total = tap.of("run_started")[0]["total_steps"]
     assert steps == list(range(1, total + 1))
-    epochs = [e["epoch"] for e in rundir.read_events(run_dir) if e["type"] == "epoch_end"]
+    epochs = [e.epoch for e in rundir.read_events(run_dir) if isinstance(e, ev.EpochEnd)]
     assert epochs == [1, 2]
-    assert [e["type"] for e in rundir.read_events(run_dir)].count("run_started") == 2
+    assert [type(e) for e in rundir.read_events(run_dir)].count(ev.RunStarted) == 2
     assert rundir.read_run(run_dir).status == "completed"
 
 

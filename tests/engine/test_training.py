@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from engine_helpers import config_dict, run_in_process
 
+from gui_app.core import events as ev
 from gui_app.core import rundir
 from gui_app.engine.control import Control
 
@@ -57,7 +58,7 @@ def test_stop_then_resume_matches_an_uninterrupted_run(tmp_path, write_config):
 
     # One events.jsonl holds both processes' events; the run now reads as completed.
     on_disk = list(rundir.read_events(run_dir.path))
-    assert [e["type"] for e in on_disk].count("run_started") == 2
+    assert [type(e) for e in on_disk].count(ev.RunStarted) == 2
     assert rundir.read_run(run_dir.path).status == "completed"
 
 

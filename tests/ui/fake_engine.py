@@ -1,11 +1,13 @@
 """A stand-in for ``python -m gui_app.engine`` that speaks the event protocol in milliseconds.
 
 The UI tests run it instead of the real engine (which needs ~6 s to import TensorFlow).
-It follows docs/events.md for ``train``/``resume`` (tests/test_event_schema.py checks its events
-against gui_app.core.event_schema, as it checks the real engine's), prints the JSON of
-``devices --json`` and ``inspect``, writes run directories like the real one, and fails the way
-the real one does: an ``error`` and a ``run_finished`` event in a run directory it created, one
-line ``replica-studio COMMAND: message`` on stderr, exit 2. ``FAKE_ENGINE_MODE`` picks a
+It builds its ``train``/``resume`` events from the protocol's classes (gui_app.core.events) and
+encodes them as the real engine's writer does; tests/test_event_schema.py checks them against the
+schema derived from those classes, as it checks the real engine's. It prints the JSON of
+``devices --json`` and ``inspect``, writes run directories like the real one (plus
+``engine.pid``, for the tests that check the process is gone), and fails the way the real one
+does: an ``error`` and a ``run_finished`` event in a run directory it created, one line
+``replica-studio COMMAND: message`` on stderr, exit 2. ``FAKE_ENGINE_MODE`` picks a
 behaviour:
 
     normal   train the configured number of steps, evaluate, finish completed
@@ -15,8 +17,8 @@ behaviour:
     hang     like wait, but ignore stop (the supervisor must kill it)
     gpu      like normal, and ``devices`` reports one GPU
 
-``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20).
-Self-contained on purpose: it must not import gui_app (tests run it from any folder).
+``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20). Tests run it from any
+folder: it imports gui_app.core.events (Qt- and TensorFlow-free) from its own checkout.
 """
 import json
 import os
@@ -24,8 +26,13 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from gui_app.core import events as ev  # noqa: E402  (the checkout first on the path)
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 STEPS = int(os.environ.get("FAKE_ENGINE_STEPS", "20"))
@@ -38,9 +45,9 @@ class Emitter:
         self.run_dir = run_dir
         self.file = open(os.path.join(run_dir, "events.jsonl"), "a", encoding="utf-8") if run_dir else None
 
-    def __call__(self, event_type, **keys):
-        event = {"type": event_type, "time": time.time(), **keys}
-        line = json.dumps(event)
+    def __call__(self, event: ev.Event):
+        event.time = event.time or time.time()
+        line = json.dumps(ev.encode(event))
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
         if self.file:
@@ -95,8 +102,8 @@ def input_problem(config):
 
 def fail(command, run_dir, message):
     emit = Emitter(run_dir)
-    emit("error", message=message, kind="input")
-    emit("run_finished", status="failed", run_dir=run_dir, step=0, message=message)
+    emit(ev.Error(message=message, kind="input"))
+    emit(ev.RunFinished(status="failed", run_dir=run_dir, step=0, message=message))
     sys.stderr.write(f"replica-studio {command}: {message}\n")
     return 2
 
@@ -121,15 +128,18 @@ def train(config, run_dir, resumed, start_step):
     batch = config["training"]["global_batch_size"]
     steps_per_epoch = max(1, STEPS // config["training"]["epochs"])
     total = steps_per_epoch * config["training"]["epochs"]
-    emit("run_started", pid=os.getpid(), run_dir=run_dir, config=config, resumed=resumed, start_step=start_step,
-         total_steps=total, steps_per_epoch=steps_per_epoch, epochs=config["training"]["epochs"],
-         num_replicas=replicas, replicas=[{"replica": i, "device": d} for i, d in enumerate(devices)],
-         global_batch_size=batch, per_replica_batch_size=batch // replicas,
-         dataset={"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
-                  "train_examples": 1000, "validation_examples": 100, "test_examples": TEST_EXAMPLES},
-         model={"name": config["model"]["name"], "parameters": 1234},
-         strategy={"name": config["strategy"]["name"], "cross_device_ops": None},
-         versions={"tensorflow": "2.21.0", "keras": "3.15.1", "python": sys.version.split()[0]})
+    with open(os.path.join(run_dir, "engine.pid"), "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
+    emit(ev.RunStarted(
+        run_dir=run_dir, config=config, resumed=resumed, start_step=start_step, total_steps=total,
+        steps_per_epoch=steps_per_epoch, epochs=config["training"]["epochs"], num_replicas=replicas,
+        replicas=[ev.ReplicaInfo(replica=i, device=d) for i, d in enumerate(devices)],
+        global_batch_size=batch, per_replica_batch_size=batch // replicas,
+        dataset={"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
+                 "train_examples": 1000, "validation_examples": 100, "test_examples": TEST_EXAMPLES},
+        model={"name": config["model"]["name"], "parameters": 1234},
+        strategy={"name": config["strategy"]["name"], "cross_device_ops": None},
+        versions={"tensorflow": "2.21.0", "keras": "3.15.1", "python": sys.version.split()[0]}))
     words = control_reader() if MODE in ("wait", "hang") else []
     paused = False
     step = start_step
@@ -143,15 +153,15 @@ def train(config, run_dir, resumed, start_step):
                 continue  # a stuck engine: only a kill ends it
             if word == "stop":
                 os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
-                emit("checkpoint", step=step, path=os.path.join(run_dir, "checkpoints", f"ckpt-{step}"))
-                emit("run_finished", status="stopped", run_dir=run_dir, step=step)
+                emit(ev.Checkpoint(step=step, path=os.path.join(run_dir, "checkpoints", f"ckpt-{step}")))
+                emit(ev.RunFinished(status="stopped", run_dir=run_dir, step=step))
                 return 0
             if word == "pause":
                 paused = True
-                emit("paused", step=step)
+                emit(ev.Paused(step=step))
             elif word in ("continue", "resume"):
                 paused = False
-                emit("continued", step=step)
+                emit(ev.Continued(step=step))
         if paused:
             time.sleep(0.005)
             continue
@@ -166,27 +176,26 @@ def train(config, run_dir, resumed, start_step):
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
-        emit("step", step=step, epoch=epoch, loss=loss, accuracy=min(1.0, step / total), learning_rate=0.001,
-             examples_per_sec=1000.0, step_time=0.01,
-             replicas=[{"replica": i, "device": d, "loss": loss * (1 + 0.1 * i), "accuracy": 0.5,
-                        "examples": batch // replicas, "grad_norm": 1.0 / step, "step_time": 0.01 * (1 + i),
-                        "examples_per_sec": 1000.0 / (1 + i), "memory_bytes": None, "peak_memory_bytes": None}
-                       for i, d in enumerate(devices)])
+        emit(ev.Step(step=step, epoch=epoch, loss=loss, accuracy=min(1.0, step / total), learning_rate=0.001,
+                     examples_per_sec=1000.0, step_time=0.01,
+                     replicas=[ev.ReplicaStats(replica=i, device=d, loss=loss * (1 + 0.1 * i), accuracy=0.5,
+                                               examples=batch // replicas, grad_norm=1.0 / step,
+                                               step_time=0.01 * (1 + i), examples_per_sec=1000.0 / (1 + i))
+                               for i, d in enumerate(devices)]))
         if step % steps_per_epoch == 0:
             os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
-            emit("epoch_end", epoch=epoch, step=step, loss=loss, accuracy=0.5, val_loss=loss, val_accuracy=0.6,
-                 duration=0.1)
+            emit(ev.EpochEnd(epoch=epoch, step=step, loss=loss, accuracy=0.5, val_loss=loss, val_accuracy=0.6,
+                             duration=0.1))
     matrix = [[5 if i == j else 0 for j in range(10)] for i in range(10)]
     matrix[0][1], matrix[0][0] = 1, 4
-    per_class = [{"class": i, "name": c, "precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 5}
-                 for i, c in enumerate(CLASSES)]
-    evaluation = {"loss": 0.1, "accuracy": 0.98, "examples": TEST_EXAMPLES, "confusion_matrix": matrix,
-                  "class_names": CLASSES, "per_class": per_class,
-                  "examples_per_replica": [TEST_EXAMPLES // replicas] * replicas}
-    emit("eval", **evaluation)
-    with open(os.path.join(run_dir, "eval.json"), "w", encoding="utf-8") as f:
-        json.dump(evaluation, f)
-    emit("run_finished", status="completed", run_dir=run_dir, step=step)
+    evaluation = ev.Eval(loss=0.1, accuracy=0.98, examples=TEST_EXAMPLES, confusion_matrix=matrix, class_names=CLASSES,
+                         per_class=[ev.ClassMetrics(index=i, name=c, precision=1.0, recall=1.0, f1=1.0, support=5)
+                                    for i, c in enumerate(CLASSES)],
+                         examples_per_replica=[TEST_EXAMPLES // replicas] * replicas)
+    with open(os.path.join(run_dir, "eval.json"), "w", encoding="utf-8") as f:  # before the event, as the engine
+        json.dump({k: v for k, v in ev.encode(evaluation).items() if k not in ("type", "time")}, f)
+    emit(evaluation)
+    emit(ev.RunFinished(status="completed", run_dir=run_dir, step=step))
     return 0
 
 
@@ -303,9 +312,9 @@ def main(argv):
         config = json.load(open(os.path.join(run_dir, "config.json"), encoding="utf-8"))
         last = 0
         for line in open(os.path.join(run_dir, "events.jsonl"), encoding="utf-8"):
-            event = json.loads(line)
-            if event["type"] == "checkpoint":
-                last = event["step"]
+            event = ev.decode(json.loads(line))
+            if isinstance(event, ev.Checkpoint):
+                last = event.step
         return train(config, run_dir, True, last)
     sys.stderr.write(f"unknown command {command}\n")
     return 2

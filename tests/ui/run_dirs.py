@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gui_app.core import events as ev
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
 
 CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
@@ -16,24 +17,26 @@ def write_run(runs_dir: Path, name: str, status: str | None, steps: int = 10, st
     run = runs_dir / name
     run.mkdir(parents=True)
     CONFIG.save(run / "config.json")
-    replicas = [{"replica": i, "device": f"/job:localhost/replica:0/task:0/device:CPU:{i}"} for i in range(2)]
-    events = [{"type": "run_started", "time": started, "run_dir": str(run), "resumed": False, "start_step": 0,
-               "total_steps": 20, "steps_per_epoch": 10, "epochs": 2, "num_replicas": 2, "replicas": replicas}]
+    devices = [f"/job:localhost/replica:0/task:0/device:CPU:{i}" for i in range(2)]
+    events: list[ev.Event] = [ev.RunStarted(
+        time=started, run_dir=str(run), config=CONFIG.to_dict(), total_steps=20, steps_per_epoch=10, epochs=2,
+        num_replicas=2, replicas=[ev.ReplicaInfo(replica=i, device=d) for i, d in enumerate(devices)])]
     for step in range(1, steps + 1):
-        events.append({"type": "step", "time": started + step, "step": step, "epoch": 1, "loss": 1.0 / step,
-                       "accuracy": 0.5, "learning_rate": 0.001, "examples_per_sec": 100.0, "step_time": 0.1,
-                       "replicas": [{**r, "loss": 1.0 / step, "accuracy": 0.5, "examples": 32, "grad_norm": 1.0,
-                                     "step_time": 0.1, "examples_per_sec": 320.0} for r in replicas]})
+        events.append(ev.Step(
+            time=started + step, step=step, epoch=1, loss=1.0 / step, accuracy=0.5, learning_rate=0.001,
+            examples_per_sec=100.0, step_time=0.1,
+            replicas=[ev.ReplicaStats(replica=i, device=d, loss=1.0 / step, accuracy=0.5, examples=32, grad_norm=1.0,
+                                      step_time=0.1, examples_per_sec=320.0) for i, d in enumerate(devices)]))
     if accuracy is not None:
-        matrix = [[5, 0], [1, 4]]
-        evaluation = {"loss": 0.2, "accuracy": accuracy, "examples": 10, "confusion_matrix": matrix,
-                      "class_names": ["a", "b"], "per_class": [], "examples_per_replica": [5, 5]}
-        events.append({"type": "eval", "time": started + steps + 1, **evaluation})
-        (run / "eval.json").write_text(json.dumps(evaluation))
+        evaluation = ev.Eval(time=started + steps + 1, loss=0.2, accuracy=accuracy, examples=10,
+                             confusion_matrix=[[5, 0], [1, 4]], class_names=["a", "b"], examples_per_replica=[5, 5])
+        events.append(evaluation)
+        (run / "eval.json").write_text(json.dumps({k: v for k, v in ev.encode(evaluation).items()
+                                                   if k not in ("type", "time")}))
     if status is not None:
-        events.append({"type": "run_finished", "time": started + steps + 2, "status": status, "run_dir": str(run),
-                       "step": steps, **({"message": message} if message else {})})
-    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        events.append(ev.RunFinished(time=started + steps + 2, status=status, run_dir=str(run), step=steps,
+                                     message=message))
+    (run / "events.jsonl").write_text("".join(json.dumps(ev.encode(e)) + "\n" for e in events))
     if checkpoint:
         (run / "checkpoints").mkdir()
     return run
@@ -44,7 +47,7 @@ def wait_listed(qtbot, panel, timeout: int = 30_000) -> None:
     qtbot.waitUntil(lambda: not panel.is_filling(), timeout=timeout)
 
 
-def train_to_end(qtbot, window, timeout: int) -> tuple[dict, str]:
+def train_to_end(qtbot, window, timeout: int) -> tuple[ev.RunStarted, str]:
     """Press Train in ``window`` and wait until the run has ended; its ``run_started`` event and
     run directory. Fails with the engine's message unless the run completed."""
     with qtbot.waitSignal(window.supervisor.run_started, timeout=timeout) as started, \

@@ -1,4 +1,5 @@
-"""TrainingCharts, ReplicaCharts and their helpers, fed synthetic events (docs/events.md)."""
+"""TrainingCharts, ReplicaCharts and their helpers, drawing run histories of synthetic events
+(docs/events.md)."""
 from __future__ import annotations
 
 import math
@@ -12,35 +13,43 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from gui_app.core import events as ev  # noqa: E402
+from gui_app.core.history import RunHistory  # noqa: E402
+from gui_app.core.history.buffers import Ema, GrowableArray, ema  # noqa: E402
 from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color  # noqa: E402
-from gui_app.ui.charts.series import Ema, GrowableArray, ema  # noqa: E402
 from gui_app.ui.tabs.replicas import MIB, ReplicaCharts  # noqa: E402
 from gui_app.ui.tabs.training import LR_HEADROOM, TrainingCharts  # noqa: E402
 
 
-def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> dict:
+def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> ev.RunStarted:
     devices = [f"/job:localhost/replica:0/task:0/device:{kind}:{i}" for i in range(replicas)]
-    return {"type": "run_started", "time": 0.0, "resumed": resumed, "start_step": start_step,
-            "total_steps": 100, "steps_per_epoch": 25, "epochs": 4, "num_replicas": replicas,
-            "replicas": [{"replica": i, "device": d} for i, d in enumerate(devices)]}
+    return ev.RunStarted(run_dir="", config={}, resumed=resumed, start_step=start_step, total_steps=100,
+                         steps_per_epoch=25, epochs=4, num_replicas=replicas,
+                         replicas=[ev.ReplicaInfo(replica=i, device=d) for i, d in enumerate(devices)])
 
 
 def step(n: int, loss: float | None = 1.0, accuracy: float | None = 0.5, lr: float = 0.01,
-         speeds: tuple[float, ...] = (1000.0, 800.0), memory: tuple | None = None) -> dict:
-    replicas = [{"replica": r, "device": f"/job:localhost/replica:0/task:0/device:CPU:{r}",
-                 "loss": (loss or 0.0) + 0.1 * r, "accuracy": accuracy, "examples": 32,
-                 "grad_norm": 2.0 + r, "step_time": 32 / speed, "examples_per_sec": speed,
-                 "memory_bytes": None if memory is None else memory[r],
-                 "peak_memory_bytes": None if memory is None else 2 * memory[r]}
+         speeds: tuple[float, ...] = (1000.0, 800.0), memory: tuple | None = None) -> ev.Step:
+    replicas = [ev.ReplicaStats(replica=r, device=f"/job:localhost/replica:0/task:0/device:CPU:{r}",
+                                loss=(loss or 0.0) + 0.1 * r, accuracy=accuracy, examples=32, grad_norm=2.0 + r,
+                                step_time=32 / speed, examples_per_sec=speed,
+                                memory_bytes=None if memory is None else memory[r],
+                                peak_memory_bytes=None if memory is None else 2 * memory[r])
                 for r, speed in enumerate(speeds)]
-    return {"type": "step", "time": float(n), "step": n, "epoch": 1 + (n - 1) // 25, "loss": loss,
-            "accuracy": accuracy, "learning_rate": lr, "examples_per_sec": sum(speeds),
-            "step_time": 0.04, "replicas": replicas}
+    return ev.Step(time=float(n), step=n, epoch=1 + (n - 1) // 25, loss=loss, accuracy=accuracy, learning_rate=lr,
+                   examples_per_sec=sum(speeds), step_time=0.04, replicas=replicas)
 
 
-def epoch_end(epoch: int, at_step: int, val_loss: float | None, val_accuracy: float | None) -> dict:
-    return {"type": "epoch_end", "time": float(at_step), "epoch": epoch, "step": at_step, "loss": 1.0,
-            "accuracy": 0.5, "val_loss": val_loss, "val_accuracy": val_accuracy, "duration": 1.0}
+def epoch_end(epoch: int, at_step: int, val_loss: float | None, val_accuracy: float | None) -> ev.EpochEnd:
+    return ev.EpochEnd(time=float(at_step), epoch=epoch, step=at_step, loss=1.0, accuracy=0.5, val_loss=val_loss,
+                       val_accuracy=val_accuracy, duration=1.0)
+
+
+def overlay(events: list[ev.Event]):
+    """Another run's training series, for an overlay."""
+    history = RunHistory()
+    history.add(events)
+    return history.training
 
 
 def curve(plot, name: str):
@@ -90,7 +99,7 @@ def test_ema_is_debiased_and_skips_nan():
 # --- TrainingCharts -----------------------------------------------------------------------
 def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
     events = [run_started()] + [step(n, loss=float(n), accuracy=n / 100) for n in range(1, 51)]
-    training.add_events(events + [{"type": "checkpoint", "step": 50, "path": "x"}, {"type": "mystery"}])
+    training.history.add(events + [ev.Checkpoint(step=50, path="x"), ev.Warning(message="mystery")])
     assert training.point_count() == 50
     training.flush()
     x, y = xy(curve(training.loss_plot, "per step"))
@@ -103,13 +112,13 @@ def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
 
 def test_learning_rate_axis_starts_at_zero_and_covers_the_largest_rate(training):
     lr_range = lambda: training.lr_plot.getViewBox().viewRange()[1]  # noqa: E731
-    training.add_events([step(n, lr=0.001) for n in range(1, 21)])  # constant: was a ±0.4 axis
+    training.history.add([step(n, lr=0.001) for n in range(1, 21)])  # constant: was a ±0.4 axis
     training.flush()
     assert lr_range() == pytest.approx([0.0, 0.001 * LR_HEADROOM])
-    training.add_events([step(n, lr=0.001 * (1 + n / 10)) for n in range(21, 31)])  # a schedule rises
+    training.history.add([step(n, lr=0.001 * (1 + n / 10)) for n in range(21, 31)])  # a schedule rises
     training.flush()
     assert lr_range() == pytest.approx([0.0, 0.004 * LR_HEADROOM])
-    training.set_overlay([step(n, lr=0.05) for n in range(1, 5)], "other")  # the overlay counts too
+    training.set_overlay(overlay([step(n, lr=0.05) for n in range(1, 5)]), "other")  # the overlay counts too
     assert lr_range() == pytest.approx([0.0, 0.05 * LR_HEADROOM])
     assert isinstance(training.lr_plot.getAxis("left"), CompactAxis)
     assert training.lr_plot.getAxis("left").tickStrings([0.0, 0.0005, 0.001], 1.0, 0.0005) == ["0", "0.0005", "0.001"]
@@ -118,7 +127,7 @@ def test_learning_rate_axis_starts_at_zero_and_covers_the_largest_rate(training)
 
 def test_training_ema_values(training):
     training.set_smoothing(0.5)
-    training.add_events([step(1, loss=1.0), step(2, loss=2.0), step(3, loss=None), step(4, loss=3.0)])
+    training.history.add([step(1, loss=1.0), step(2, loss=2.0), step(3, loss=None), step(4, loss=3.0)])
     training.flush()
     _, smoothed = xy(curve(training.loss_plot, "smoothed"))
     assert smoothed == pytest.approx([1.0, 5 / 3, 5 / 3, 2.125 / 0.875])
@@ -129,7 +138,7 @@ def test_training_ema_values(training):
 
 
 def test_validation_points_are_plotted_at_their_step(training):
-    training.add_events([step(n) for n in range(1, 51)]
+    training.history.add([step(n) for n in range(1, 51)]
                         + [epoch_end(1, 25, 0.8, 0.7), epoch_end(2, 50, 0.6, None), epoch_end(3, 60, None, None)])
     training.flush()
     x, y = xy(curve(training.loss_plot, "validation"))
@@ -142,8 +151,8 @@ def test_resumed_run_continues_the_curves(training):
     first = [run_started()] + [step(n) for n in range(1, 36)] + [epoch_end(1, 25, 0.5, 0.5)]
     # Killed after step 35; the checkpoint was at step 30, so steps 31..35 are trained again.
     second = [run_started(start_step=30, resumed=True)] + [step(n, loss=9.0) for n in range(31, 61)]
-    training.add_events(first)
-    training.add_events(second)
+    training.history.add(first)
+    training.history.add(second)
     assert training.point_count() == 60
     training.flush()
     x, y = xy(curve(training.loss_plot, "per step"))
@@ -154,9 +163,9 @@ def test_resumed_run_continues_the_curves(training):
 
 def test_overlay_adds_dashed_curves_and_clears(training):
     before = len(training.loss_plot.listDataItems()), len(training.lr_plot.listDataItems())
-    training.add_events([step(n) for n in range(1, 11)])
+    training.history.add([step(n) for n in range(1, 11)])
     other = [step(n, loss=2.0) for n in range(1, 21)] + [epoch_end(1, 20, 1.5, 0.4)]
-    training.set_overlay(other, "run B")
+    training.set_overlay(overlay(other), "run B")
     assert len(training.loss_plot.listDataItems()) == before[0] + 2
     assert len(training.accuracy_plot.listDataItems()) == before[0] + 2
     assert len(training.lr_plot.listDataItems()) == before[1] + 1
@@ -171,9 +180,10 @@ def test_overlay_adds_dashed_curves_and_clears(training):
     assert training.point_count() == 10
 
 
-def test_reset_empties(training):
-    training.add_events([step(n) for n in range(1, 11)] + [epoch_end(1, 10, 0.5, 0.5)])
-    training.reset()
+def test_another_history_empties(training):
+    training.history.add([step(n) for n in range(1, 11)] + [epoch_end(1, 10, 0.5, 0.5)])
+    training.set_history(RunHistory())
+    training.flush()
     assert training.point_count() == 0
     assert len(xy(curve(training.loss_plot, "per step"))[0]) == 0
     assert len(xy(curve(training.loss_plot, "validation"))[0]) == 0
@@ -182,9 +192,9 @@ def test_reset_empties(training):
 def test_redraw_waits_for_the_timer(training, qtbot):
     training.show()
     qtbot.waitExposed(training)
-    training.add_events([step(n) for n in range(1, 6)])
+    training.history.add([step(n) for n in range(1, 6)])
     raw = curve(training.loss_plot, "per step")
-    assert len(xy(raw)[0]) == 0  # add_events only buffers
+    assert len(xy(raw)[0]) == 0  # the history only buffers: the redraw waits for the timer
     qtbot.waitUntil(lambda: len(xy(raw)[0]) == 5, timeout=2000)
 
 
@@ -192,8 +202,8 @@ def test_hundred_thousand_points_stay_downsampled(training):
     n = 100_000
     started = time.perf_counter()
     for first in range(1, n + 1, 1000):
-        training.add_events([{"type": "step", "step": s, "loss": 1.0 / s, "accuracy": 0.5,
-                              "learning_rate": 0.1} for s in range(first, first + 1000)])
+        training.history.add([ev.Step(step=s, loss=1.0 / s, accuracy=0.5, learning_rate=0.1)
+                              for s in range(first, first + 1000)])
     buffering = time.perf_counter() - started
     assert training.point_count() == n
     started = time.perf_counter()
@@ -206,12 +216,12 @@ def test_hundred_thousand_points_stay_downsampled(training):
     assert len(x) <= 2 * 1000 + 100  # decimated to the plot's pixel width (set_line_data)
     assert x[0] == 1 and x[-1] == n and y.max() == 1.0  # the ends and the peak survive
     assert raw.opts["autoDownsample"] and raw.opts["clipToView"] and raw.opts["downsampleMethod"] == "peak"
-    print(f"100k steps: add_events {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
+    print(f"100k steps: folded {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
 
 
 # --- ReplicaCharts ------------------------------------------------------------------------
 def test_two_replicas_give_two_curves_per_chart(replica):
-    replica.add_events([run_started(2)] + [step(n) for n in range(1, 31)])
+    replica.history.add([run_started(2)] + [step(n) for n in range(1, 31)])
     replica.flush()
     assert replica.replica_count() == 2 and replica.curve_count() == 2
     assert len(replica.loss_plot.listDataItems()) == 2 and len(replica.grad_plot.listDataItems()) == 2
@@ -222,13 +232,13 @@ def test_two_replicas_give_two_curves_per_chart(replica):
 
 
 def test_replica_count_comes_from_the_first_step_without_run_started(replica):
-    replica.add_events([step(1, speeds=(10.0, 20.0, 30.0))])
+    replica.history.add([step(1, speeds=(10.0, 20.0, 30.0))])
     replica.flush()
     assert replica.replica_count() == 3 and replica.curve_count() == 3
 
 
 def test_same_colour_for_a_replica_in_every_chart(replica):
-    replica.add_events([run_started(2)] + [step(n) for n in range(1, 5)])
+    replica.history.add([run_started(2)] + [step(n) for n in range(1, 5)])
     replica.flush()
     for r in range(2):
         loss_pen = replica.loss_plot.listDataItems()[r].opts["pen"]
@@ -237,57 +247,58 @@ def test_same_colour_for_a_replica_in_every_chart(replica):
 
 
 def test_slowest_replica_is_the_lowest_recent_examples_per_sec(replica):
-    replica.add_events([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 41)])
+    replica.history.add([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 41)])
     assert replica.slowest_replica() == 1
     replica.flush()
     assert "replica 1" in replica._slowest_label.text()
     # Replica 0 slows down: the mean of the last 20 steps decides.
-    replica.add_events([step(n, speeds=(500.0, 800.0)) for n in range(41, 61)])
+    replica.history.add([step(n, speeds=(500.0, 800.0)) for n in range(41, 61)])
     assert replica.slowest_replica() == 0
 
 
 def test_one_replica_has_no_slowest(replica):
-    replica.add_events([run_started(1)] + [step(n, speeds=(1000.0,)) for n in range(1, 5)])
+    replica.history.add([run_started(1)] + [step(n, speeds=(1000.0,)) for n in range(1, 5)])
     assert replica.replica_count() == 1 and replica.slowest_replica() is None
 
 
 def test_memory_chart_only_with_gpu_memory(replica):
-    replica.add_events([run_started(2)] + [step(n) for n in range(1, 5)])
+    replica.history.add([run_started(2)] + [step(n) for n in range(1, 5)])
     replica.flush()
     assert replica.memory_plot not in replica._graphics.ci.items
-    replica.add_events([step(n, memory=(100 * MIB, 300 * MIB)) for n in range(5, 8)])
+    replica.history.add([step(n, memory=(100 * MIB, 300 * MIB)) for n in range(5, 8)])
     replica.flush()
     assert replica.memory_plot in replica._graphics.ci.items
     assert list(replica._memory_bars.opts["height"]) == [100.0, 300.0]
     assert list(replica._peak_bars.opts["height"]) == [200.0, 600.0]
-    replica.reset()
+    replica.set_history(RunHistory())
+    replica.flush()
     assert replica.memory_plot not in replica._graphics.ci.items
 
 
 def test_replica_resume_continues_and_reset_empties(replica):
-    replica.add_events([run_started(2)] + [step(n) for n in range(1, 21)])
-    replica.add_events([run_started(2, start_step=15, resumed=True)] + [step(n) for n in range(16, 31)])
+    replica.history.add([run_started(2)] + [step(n) for n in range(1, 21)])
+    replica.history.add([run_started(2, start_step=15, resumed=True)] + [step(n) for n in range(16, 31)])
     replica.flush()
     x, _ = xy(replica.loss_plot.listDataItems()[0])
     assert x.tolist() == list(range(1, 31))
-    replica.reset()
+    replica.set_history(RunHistory())
     assert replica.replica_count() == 0 and replica.curve_count() == 0
     assert replica.loss_plot.listDataItems() == [] and replica.slowest_replica() is None
 
 
 def test_replica_charts_buffer_a_long_run(replica):
-    replica.add_events([run_started(2)])
+    replica.history.add([run_started(2)])
     for first in range(1, 20_001, 1000):
-        replica.add_events([step(s) for s in range(first, first + 1000)])
+        replica.history.add([step(s) for s in range(first, first + 1000)])
     replica.flush()
-    assert replica._series.steps.column(0)[-1] == 20_000  # all buffered
+    assert replica.history.replicas.steps.column(0)[-1] == 20_000  # all buffered
     x, _ = xy(replica.loss_plot.listDataItems()[0])
     assert x[0] == 1 and x[-1] == 20_000 and len(x) < 20_000  # drawn decimated to the plot width
     assert math.isclose(replica._speed_bars.opts["height"][0], 1000.0)
 
 
 def test_a_hidden_chart_redraws_when_shown(training, qtbot):
-    training.add_events([step(n) for n in range(1, 6)])
+    training.history.add([step(n) for n in range(1, 6)])
     qtbot.waitUntil(lambda: not training._throttle.pending, timeout=2000)  # the timer fired
     raw = curve(training.loss_plot, "per step")
     assert len(xy(raw)[0]) == 0  # skipped: nobody can see it
@@ -342,7 +353,7 @@ def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
     qtbot.addWidget(charts)
     charts.resize(1000, 600)
     charts.show()
-    charts.add_events(synthetic_events(steps=50_000, epochs=5, replicas=2))
+    charts.history.add(synthetic_events(steps=50_000, epochs=5, replicas=2))
     charts.flush()
     curve = next(iter(charts._curves.values()))
     x, _ = curve.getData()
@@ -356,15 +367,15 @@ def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
 
 
 def test_the_x_axis_spans_the_planned_run_and_follows_more_steps(replica):
-    replica.add_events([run_started(2)] + [step(n) for n in range(1, 31)])
+    replica.history.add([run_started(2)] + [step(n) for n in range(1, 31)])
     replica.flush()
     lo, hi = replica.loss_plot.viewRange()[0]
     assert lo <= 0 and 100 <= hi <= 104  # total_steps 100: fixed, not following the 30 steps
-    replica.add_events([step(n) for n in range(31, 201)])  # more than planned
+    replica.history.add([step(n) for n in range(31, 201)])  # more than planned
     replica.flush()
     replica.loss_plot.getViewBox().updateAutoRange()
     assert replica.loss_plot.viewRange()[0][1] >= 200
-    replica.reset()
+    replica.set_history(RunHistory())
     assert replica.loss_plot.getViewBox().state["autoRange"][0]
 
 
@@ -372,14 +383,14 @@ def test_speed_bars_keep_a_round_top_until_speeds_leave_it(replica):
     from gui_app.ui.charts.plot import _nice_ceiling
 
     assert _nice_ceiling(1150.0) == 1200.0 and _nice_ceiling(0.9) == 1.0 and _nice_ceiling(7.0) == 8.0
-    replica.add_events([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 31)])
+    replica.history.add([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 31)])
     replica.flush()
     top = replica.speed_plot.viewRange()[1][1]
     assert 1000 < top <= 1500
-    replica.add_events([step(n, speeds=(1050.0, 900.0)) for n in range(31, 61)])
+    replica.history.add([step(n, speeds=(1050.0, 900.0)) for n in range(31, 61)])
     replica.flush()
     assert replica.speed_plot.viewRange()[1][1] == top  # small changes: the axis stays
-    replica.add_events([step(n, speeds=(5000.0, 4000.0)) for n in range(61, 121)])
+    replica.history.add([step(n, speeds=(5000.0, 4000.0)) for n in range(61, 121)])
     replica.flush()
     assert replica.speed_plot.viewRange()[1][1] >= 5000
 
@@ -389,25 +400,25 @@ def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottlene
 
     charts = ReplicaCharts()
     qtbot.addWidget(charts)
-    started = {"type": "run_started", "num_replicas": 2, "replicas": [{"replica": 0, "device": "CPU:0"},
-                                                                     {"replica": 1, "device": "CPU:1"}]}
+    started = ev.RunStarted(run_dir="", config={}, num_replicas=2,
+                            replicas=[ev.ReplicaInfo(replica=r, device=f"CPU:{r}") for r in range(2)])
 
     def step(n, wall, compute, waited):
-        return {"type": "step", "step": n, "step_time": wall, "input_wait": waited,
-                "replicas": [{"replica": r, "device": f"CPU:{r}", "step_time": compute * (1 - r / 10), "examples": 8,
-                              "loss": 1.0, "accuracy": 0.5, "grad_norm": 1.0, "examples_per_sec": 8 / compute}
-                             for r in range(2)]}
+        return ev.Step(step=n, step_time=wall, input_wait=waited,
+                       replicas=[ev.ReplicaStats(replica=r, device=f"CPU:{r}", step_time=compute * (1 - r / 10),
+                                                 examples=8, loss=1.0, accuracy=0.5, grad_norm=1.0,
+                                                 examples_per_sec=8 / compute) for r in range(2)])
 
-    charts.add_events([started] + [step(n, 0.10, 0.04, 0.01) for n in range(1, 11)])
+    charts.history.add([started] + [step(n, 0.10, 0.04, 0.01) for n in range(1, 11)])
     assert charts.step_split.shares() == pytest.approx((0.4, 0.1, 0.5))
     text = charts.step_split.text()
     assert "compute 40% · input 10% · all-reduce and optimizer 50%" in text and "larger global batch" in text
-    charts.add_events([step(n, 0.10, 0.09, 0.0) for n in range(11, 61)])  # compute-bound: no advice
+    charts.history.add([step(n, 0.10, 0.09, 0.0) for n in range(11, 61)])  # compute-bound: no advice
     assert "compute 90%" in charts.step_split.text() and "<b>" not in charts.step_split.text()
-    bars = charts.step_split.split.per_replica()  # replica 1 computes 10 % faster: it waits longer
+    bars = charts.history.timing.per_replica()  # replica 1 computes 10 % faster: it waits longer
     assert bars.shape == (2, 3) and bars[1, 0] < bars[0, 0] and bars[1, 2] > bars[0, 2]
     assert bars.sum(axis=1) == pytest.approx([0.10, 0.10])  # each bar is the whole step
     charts.step_split.flush()
-    assert len(charts.step_split.split.history) == 60
-    charts.reset()
+    assert len(charts.history.timing.history) == 60
+    charts.set_history(RunHistory())
     assert charts.step_split.shares() is None and not charts.step_split.isVisible()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
+from gui_app.core import events as ev
 from gui_app.core.config import StrategyConfig
 from gui_app.ui.tabs.replicas import ReplicaCharts
 
@@ -50,13 +51,13 @@ def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
     charts = ReplicaCharts()
     qtbot.addWidget(charts)
     devices = [(0, "/job:worker/replica:0/task:0/device:CPU:0"), (1, "/job:worker/replica:0/task:1/device:CPU:0")]
-    charts.add_events([{"type": "run_started", "num_replicas": 2,
-                        "replicas": [{"replica": i, "worker": w, "device": d} for i, (w, d) in enumerate(devices)]}])
-    charts.add_events([{"type": "step", "step": s, "replicas": [
-        {"replica": i, "worker": w, "device": d, "loss": 1.0 / s, "grad_norm": 1.0, "examples_per_sec": 100.0 * (i + 1)}
-        for i, (w, d) in enumerate(devices)]} for s in (1, 2, 3)])
+    charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=2, replicas=[
+        ev.ReplicaInfo(replica=i, worker=w, device=d) for i, (w, d) in enumerate(devices)])])
+    charts.history.add([ev.Step(step=s, replicas=[
+        ev.ReplicaStats(replica=i, worker=w, device=d, loss=1.0 / s, grad_norm=1.0, examples_per_sec=100.0 * (i + 1))
+        for i, (w, d) in enumerate(devices)]) for s in (1, 2, 3)])
     charts.flush()
-    assert charts._series.label(1) == "1/CPU:0"
+    assert charts.history.replicas.label(1) == "1/CPU:0"
     assert charts.group_by_worker.isVisibleTo(charts)
     assert "replica 0</b> (0/CPU:0)" in charts._slowest_label.text()
     charts.group_by_worker.setChecked(True)
@@ -67,9 +68,9 @@ def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
 def test_parameter_server_steps_keep_each_workers_last_value(qtbot):
     charts = ReplicaCharts()
     qtbot.addWidget(charts)
-    charts.add_events([{"type": "run_started", "num_replicas": 1, "replicas": [
-        {"replica": w, "worker": w, "device": f"/job:worker/replica:0/task:{w}/device:CPU:0"} for w in (0, 1)]}])
-    charts.add_events([{"type": "step", "step": s, "per_worker": True, "replicas": [
-        {"replica": s % 2, "worker": s % 2, "loss": float(s), "grad_norm": 1.0}]} for s in (1, 2, 3)])
-    loss = charts._series.metrics["loss"].data
+    charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=1, replicas=[
+        ev.ReplicaInfo(replica=w, worker=w, device=f"/job:worker/replica:0/task:{w}/device:CPU:0") for w in (0, 1)])])
+    charts.history.add([ev.Step(step=s, per_worker=True, replicas=[
+        ev.ReplicaStats(replica=s % 2, worker=s % 2, loss=float(s), grad_norm=1.0)]) for s in (1, 2, 3)])
+    loss = charts.history.replicas.metrics["loss"].data
     assert loss[-1].tolist() == [2.0, 3.0]  # worker 0 last ran step 2, worker 1 step 3

@@ -6,6 +6,7 @@ import pytest
 from run_dirs import train_to_end, wait_listed
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
+from gui_app.core.events import Step
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +26,10 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     assert window.config_panel.model.layers.topLevelItemCount() > 3
 
     run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
-    assert run["num_replicas"] == 2 and run["total_steps"] > 5
-    assert window.training_charts.point_count() == run["total_steps"]  # one point per step
+    assert run.num_replicas == 2 and run.total_steps > 5
+    assert window.training_charts.point_count() == run.total_steps  # one point per step
     matrix = window.evaluation.confusion_matrix()
-    assert matrix.shape == (10, 10) and matrix.sum() == run["dataset"]["test_examples"]
+    assert matrix.shape == (10, 10) and matrix.sum() == run.dataset["test_examples"]
     window.tabs.setCurrentWidget(window.replica_charts)
     qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
     wait_listed(qtbot, window.runs)
@@ -40,7 +41,7 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
     window.config_panel.set_config(CONFIG.replace(training={"epochs": 2, "steps_per_call": 1}))
     window.config_panel.inspector.cancel()  # not needed here: keep the two cores for training
     sup = window.supervisor
-    has_step = lambda batch: any(e["type"] == "step" for e in batch)  # noqa: E731
+    has_step = lambda batch: any(isinstance(e, Step) for e in batch)  # noqa: E731
     with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=ENGINE_TIMEOUT_MS):
         window.actions.train.trigger()
     # Pause first so the stop lands in the middle however fast the steps are.
@@ -57,6 +58,6 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
             qtbot.waitSignal(sup.finished, timeout=ENGINE_TIMEOUT_MS) as finished:
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir], finished.args[2]
-    assert started.args[0]["resumed"] is True and started.args[0]["start_step"] > 0
-    assert window.training_charts.point_count() == started.args[0]["total_steps"]
+    assert started.args[0].resumed is True and started.args[0].start_step > 0
+    assert window.training_charts.point_count() == started.args[0].total_steps
     assert window.evaluation.confusion_matrix().shape == (10, 10)

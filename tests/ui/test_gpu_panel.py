@@ -5,6 +5,7 @@ sampling a fake NVML."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -13,30 +14,34 @@ import numpy as np
 import pytest
 from fake_nvml import CARDS, fake_nvml
 from run_dirs import CONFIG, wait_listed
-from synthetic import synthetic_events
+from synthetic import jsonl, synthetic_events
 
-from gui_app.core.event_schema import event_problems
-from gui_app.core.gpu_monitor import read_gpus
+from gui_app.core import events as ev
+from gui_app.core.events import event_problems
+from gui_app.core.gpu_monitor import GpuSample, read_gpus
+from gui_app.core.history import RunHistory
+from gui_app.core.history.gpus import gpu_replicas
 from gui_app.ui.charts.plot import HIGHLIGHT_COLOR
-from gui_app.ui.tabs.gpu_panel import gpu_replicas
 from gui_app.ui.tabs.replicas import ReplicaCharts
 
 NVML_ENGINE = Path(__file__).with_name("nvml_engine.py")
 
 
-def samples(cards=CARDS) -> list[dict]:
-    """One ``gpus`` list exactly as the runner puts it into step events (GpuMonitor.latest)."""
-    return [s.to_dict() for s in read_gpus(fake_nvml(cards)[0])]
+def samples(cards=CARDS) -> list[GpuSample]:
+    """One ``gpus`` list exactly as the runner samples it (read over the fake NVML)."""
+    return read_gpus(fake_nvml(cards)[0])
 
 
-def gpu_run(gpus_by_step: dict[int, list[dict]], devices=("GPU:0", "GPU:1"), workers=None, strategy="mirrored"):
+def gpu_run(gpus_by_step: dict[int, list[GpuSample]], devices=("GPU:0", "GPU:1"), workers=None,
+            strategy="mirrored") -> list[ev.Event]:
     names = [f"/job:localhost/replica:0/task:0/device:{d}" for d in devices]
-    replicas = [{"replica": i, "device": d, **({"worker": workers[i]} if workers else {})} for i, d in enumerate(names)]
-    events = [{"type": "run_started", "time": 0.0, "replicas": replicas, "num_replicas": len(replicas),
-               "total_steps": 10, "strategy": {"name": strategy}}]
+    replicas = [ev.ReplicaInfo(replica=i, device=d, worker=workers[i] if workers else 0) for i, d in enumerate(names)]
+    events: list[ev.Event] = [ev.RunStarted(run_dir="", config={}, replicas=replicas, num_replicas=len(replicas),
+                                            total_steps=10, strategy={"name": strategy})]
     for step, gpus in sorted(gpus_by_step.items()):
-        events.append({"type": "step", "time": float(step), "step": step, "gpus": gpus,
-                       "replicas": [{**r, "loss": 1.0, "examples_per_sec": 100.0} for r in replicas]})
+        events.append(ev.Step(time=float(step), step=step, gpus=gpus, replicas=[
+            ev.ReplicaStats(replica=r.replica, device=r.device, worker=r.worker, loss=1.0, examples_per_sec=100.0)
+            for r in replicas]))
     return events
 
 
@@ -55,18 +60,19 @@ def shown(charts: ReplicaCharts) -> bool:
 
 
 def test_cpu_runs_show_no_gpu_panel(charts):
-    charts.add_events(synthetic_events(steps=50, replicas=2))
+    charts.history.add(synthetic_events(steps=50, replicas=2))
     assert not shown(charts) and charts.gpus.gpu_count() == 0
     # GPUs whose memory TensorFlow reports, but no NVML (no driver library, nvidia-ml-py missing)
-    charts.add_events(synthetic_events(steps=50, replicas=2, gpu=True)[:1] +
-                      [{k: v for k, v in e.items() if k != "gpus"} for e in synthetic_events(steps=50, gpu=True)[1:]])
+    charts.history.add(synthetic_events(steps=50, replicas=2, gpu=True)[:1] +
+                       [dataclasses.replace(e, gpus=None) if isinstance(e, ev.Step) else e
+                        for e in synthetic_events(steps=50, gpu=True)[1:]])
     assert not shown(charts)
 
 
 def test_each_gpu_shows_its_figures_and_its_replica(charts):
     events = gpu_run({1: samples(), 2: samples()})
-    assert all(not [p for p in event_problems(e) if "gpus" in p] for e in events[1:])  # the schema's GPU entries
-    charts.add_events(events)
+    assert all(not [p for p in event_problems(ev.encode(e)) if "gpus" in p] for e in events[1:])  # GPU entries
+    charts.history.add(events)
     assert shown(charts) and charts.gpus.gpu_count() == 2
     first, second = charts.gpus.card_text(0), charts.gpus.card_text(1)
     assert "GPU 0" in first and "NVIDIA A100-SXM4-40GB" in first and "replica 0" in first
@@ -79,14 +85,14 @@ def test_a_hot_or_full_gpu_is_named_and_the_line_follows_the_samples(charts):
     cards = copy.deepcopy(CARDS)
     cards[0].update(temp=91, util=40)
     cards[1].update(mem=(int(11.8 * 2**30), 12 * 2**30))
-    charts.add_events(gpu_run({1: samples(), 2: samples(), 3: samples(cards)}))
+    charts.history.add(gpu_run({1: samples(), 2: samples(), 3: samples(cards)}))
     assert shown(charts)
     hot, full = charts.gpus.card_text(0), charts.gpus.card_text(1)
     assert "91 °C, hot" in hot and HIGHLIGHT_COLOR in hot and "40 % busy" in hot
     assert "(98%), nearly full" in full and HIGHLIGHT_COLOR in full
     x, y = charts.gpus._curves[0].getData()
     assert list(x) == [1, 2, 3] and list(y) == [87, 87, 40]
-    charts.reset()
+    charts.set_history(RunHistory())
     assert not shown(charts) and charts.gpus.gpu_count() == 0
 
 
@@ -99,8 +105,8 @@ def test_replicas_are_placed_on_the_chief_machines_gpus_only():
 
 
 def test_a_multi_worker_run_says_the_figures_are_the_chiefs(charts):
-    charts.add_events(gpu_run({1: samples()}, devices=("GPU:0", "GPU:0"), workers=[0, 1],
-                              strategy="multi_worker_mirrored"))
+    charts.history.add(gpu_run({1: samples()}, devices=("GPU:0", "GPU:0"), workers=[0, 1],
+                               strategy="multi_worker_mirrored"))
     assert shown(charts)
     assert "replica 0" in charts.gpus.card_text(0) and "no replica of this run" in charts.gpus.card_text(1)
     assert "only the chief streams events" in charts.gpus.toolTip()
@@ -113,7 +119,7 @@ def test_an_opened_run_replays_its_gpu_figures(qtbot, runs_dir, fake_engine):
     run = runs_dir / "20261201-120000-digits-mnist_cnn"
     run.mkdir(parents=True)
     CONFIG.save(run / "config.json")
-    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (run / "events.jsonl").write_text(jsonl(events))
     window = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
     window.show()
@@ -122,8 +128,8 @@ def test_an_opened_run_replays_its_gpu_figures(qtbot, runs_dir, fake_engine):
     window.tabs.setCurrentWidget(window.replica_charts)
     panel = window.replica_charts.gpus
     qtbot.waitUntil(lambda: panel.gpu_count() == 2 and panel.isVisibleTo(window) and bool(panel.card_text(1)))
-    last = [e for e in events if e["type"] == "step"][-1]["gpus"]
-    assert f"{last[0]['utilization']:.0f} % busy" in panel.card_text(0) and "replica 1" in panel.card_text(1)
+    last = [e for e in events if isinstance(e, ev.Step)][-1].gpus
+    assert f"{last[0].utilization:.0f} % busy" in panel.card_text(0) and "replica 1" in panel.card_text(1)
     assert "nearly full" in panel.card_text(1)  # the synthetic run's last card is nearly full
     window.files.new_run()  # nothing on screen: the panel goes with the run
     assert not panel.isVisibleTo(window)

@@ -11,6 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 import pytest
 from run_dirs import wait_listed, write_run
 
+from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
@@ -86,7 +87,7 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
     matrix = window.evaluation.confusion_matrix()
     assert matrix.shape == (10, 10) and matrix.sum() == 50
-    assert window.progress.step == 40 and window.progress.bar.value() == 40
+    assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
     assert window.runs.status_of(run_dir) == "completed"
     assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
@@ -131,7 +132,7 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
 def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     fake_engine.configure("wait", steps=20)
     sup, a = window.supervisor, window.actions
-    has_step = lambda batch: any(e["type"] == "step" for e in batch)  # noqa: E731
+    has_step = lambda batch: any(isinstance(e, Step) for e in batch)  # noqa: E731
     with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=10_000):
         a.train.trigger()
     assert a.pause.isEnabled() and a.stop.isEnabled() and a.checkpoint.isEnabled()
@@ -162,7 +163,7 @@ def test_closing_during_a_run_stops_the_engine(qtbot, window, fake_engine, monke
     fake_engine.configure("wait")
     with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000) as started:
         window.actions.train.trigger()
-    pid = started.args[0]["pid"]
+    pid = int((Path(started.args[0].run_dir) / "engine.pid").read_text())  # the fake engine's
     monkeypatch.setattr(window, "_confirm_close", lambda: False)
     window.close()
     assert window.isVisible() and window.supervisor.state() == "running"  # the user said no

@@ -6,11 +6,14 @@ import json
 
 import pytest
 
+from gui_app.core import events as ev
 from gui_app.core.config import DatasetConfig, RunConfig
+from gui_app.core.history import RunHistory
+from gui_app.core.history.timing import InputWait
 from gui_app.ui.config import guess_dataset
 from gui_app.ui.config.dataset_form import DatasetForm
 from gui_app.ui.dialogs.prepare import PrepareDialog
-from gui_app.ui.tabs.input_bound import THRESHOLD, InputWait
+from gui_app.ui.tabs.input_bound import THRESHOLD
 from gui_app.ui.tabs.training import TrainingCharts
 
 
@@ -68,33 +71,32 @@ def test_guess_dataset_finds_tfrecord_shards(tmp_path):
     assert guess_dataset(tmp_path) == ("tfrecord", str(tmp_path))
 
 
-def _step(i: int, wait: float, step_time: float = 0.1) -> dict:
-    return {"type": "step", "step": i, "loss": 1.0, "accuracy": 0.5, "learning_rate": 0.001,
-            "step_time": step_time, "input_wait": wait}
+def _step(i: int, wait: float, step_time: float = 0.1) -> ev.Step:
+    return ev.Step(step=i, loss=1.0, accuracy=0.5, learning_rate=0.001, step_time=step_time, input_wait=wait)
 
 
 def test_input_wait_share_of_recent_steps():
     wait = InputWait(window=4)
     assert wait.fraction() is None
     for i in range(4):
-        wait.add(_step(i, 0.05))
+        wait.add_step(_step(i, 0.05))
     assert wait.fraction() == pytest.approx(0.5)
     for i in range(4):  # the window moves on: old waits no longer count
-        wait.add(_step(i, 0.0))
+        wait.add_step(_step(i, 0.0))
     assert wait.fraction() == 0.0
-    assert not wait.add({"type": "step", "step_time": 0.1})  # events without input_wait (in-memory engines)
+    assert not wait.add_step(ev.Step(step=9, step_time=0.1))  # events without input_wait (in-memory engines)
 
 
 def test_training_tab_says_when_the_run_is_input_bound(qtbot):
     charts = TrainingCharts()
     qtbot.addWidget(charts)
-    charts.add_events([_step(i, 0.001) for i in range(1, 20)])
+    charts.history.add([_step(i, 0.001) for i in range(1, 20)])
     assert charts.input_bound.isHidden()
-    charts.add_events([_step(i, 0.06) for i in range(20, 80)])
+    charts.history.add([_step(i, 0.06) for i in range(20, 80)])
     assert not charts.input_bound.isHidden()
     assert charts.input_bound.text().startswith("input-bound: the replicas waited 60% of the time for data")
     assert "Prepare dataset" in charts.input_bound.text() and THRESHOLD < 0.6
-    charts.reset()
+    charts.set_history(RunHistory())
     assert charts.input_bound.isHidden()
 
 

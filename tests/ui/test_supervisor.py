@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gui_app.core import events as ev
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
 from gui_app.core.rundir import list_runs
 from gui_app.ui.workers.supervisor import RunSupervisor
@@ -30,7 +31,7 @@ def make_supervisor(fake_engine):
 
 class Recorder:
     def __init__(self, supervisor: RunSupervisor) -> None:
-        self.batches: list[list[dict]] = []
+        self.batches: list[list[ev.Event]] = []
         self.logs: list[str] = []
         self.states: list[str] = []
         supervisor.events.connect(self.batches.append)
@@ -38,7 +39,7 @@ class Recorder:
         supervisor.state_changed.connect(self.states.append)
 
     @property
-    def events(self) -> list[dict]:
+    def events(self) -> list[ev.Event]:
         return [e for batch in self.batches for e in batch]
 
 
@@ -51,10 +52,10 @@ def test_events_arrive_batched_in_order_and_run_completes(qtbot, make_supervisor
         supervisor.start_train(CONFIG, runs_dir)
     status, run_dir, message = finished.args
     assert (status, message) == ("completed", "")
-    assert Path(run_dir).parent == runs_dir and started.args[0]["run_dir"] == run_dir
-    kinds = [e["type"] for e in rec.events]
-    assert kinds[0] == "run_started" and kinds[-2:] == ["eval", "run_finished"]
-    assert [e["step"] for e in rec.events if e["type"] == "step"] == list(range(1, 301))
+    assert Path(run_dir).parent == runs_dir and started.args[0].run_dir == run_dir
+    kinds = [type(e) for e in rec.events]  # decoded once, in the supervisor
+    assert kinds[0] is ev.RunStarted and kinds[-2:] == [ev.Eval, ev.RunFinished]
+    assert [e.step for e in rec.events if isinstance(e, ev.Step)] == list(range(1, 301))
     assert len(rec.batches) < len(rec.events) / 5, "events must be batched, not one signal each"
     assert rec.states[0] == "starting" and "running" in rec.states and rec.states[-1] == "idle"
     assert not supervisor.is_active()
@@ -71,7 +72,7 @@ def test_stop_is_cooperative(qtbot, make_supervisor, fake_engine, runs_dir):
         supervisor.stop()
     assert finished.args[0] == "stopped"
     assert "stopping" in rec.states
-    assert rec.events[-1]["type"] == "run_finished"
+    assert isinstance(rec.events[-1], ev.RunFinished)
     run = list_runs(runs_dir)[0]
     assert run.status == "stopped" and run.resumable
 
@@ -161,7 +162,7 @@ def test_close_kills_a_running_engine(qtbot, make_supervisor, fake_engine, runs_
     supervisor = make_supervisor()
     with qtbot.waitSignal(supervisor.run_started, timeout=10_000) as started:
         supervisor.start_train(CONFIG, runs_dir)
-    pid = started.args[0]["pid"]
+    pid = int((Path(started.args[0].run_dir) / "engine.pid").read_text())  # the fake engine's
     os.kill(pid, 0)  # alive
     supervisor.close()
     with pytest.raises(ProcessLookupError):

@@ -7,7 +7,6 @@ Image files are decoded, converted to the model's channels and resized exactly a
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -140,17 +139,19 @@ def load_predictor(source: str | Path, allow_unverified_savedmodel: bool = False
 
 def _run_class_names(run_dir: Path) -> list[str] | None:
     """From eval.json, else from the run_started event (a run stopped before evaluation)."""
-    from gui_app.core.rundir import EVAL_FILE, read_events
+    from gui_app.core.events import RunStarted
+    from gui_app.core.rundir import read_eval, read_events
 
     try:
-        names = json.loads((run_dir / EVAL_FILE).read_text(encoding="utf-8")).get("class_names")
-        if names:
-            return names
-    except (OSError, ValueError, AttributeError):
-        pass
+        evaluation = read_eval(run_dir)
+    except ValueError:
+        evaluation = None
+    if evaluation is not None and evaluation.class_names:
+        return evaluation.class_names
+    names = None
     for event in read_events(run_dir):
-        if event["type"] == "run_started":
-            names = (event.get("dataset") or {}).get("class_names")
+        if isinstance(event, RunStarted):
+            names = event.dataset.get("class_names")
     return names or None
 
 

@@ -1,10 +1,11 @@
-"""Shared pieces of the live charts: the chart base (throttled, palette-aware), plot and
-curve styling and the per-replica colours. Buffers and smoothing: :mod:`.series`; the
-redraw timer: :mod:`.throttle`.
+"""Shared pieces of the live charts: the chart base (throttled, palette-aware, given the run's
+history), plot and curve styling and the per-replica colours. The numbers a chart draws live in
+the run's history (gui_app.core.history); the redraw timer is :mod:`.throttle`.
 
-The rule every chart follows (docs/architecture.md, "Process model"): ``add_events`` only appends to numpy
-buffers and asks for a redraw; a single-shot QTimer then calls ``setData`` at most 30 times
-a second, and only when something changed. Curves are created once, use 1-px pens, peak
+The rule every chart follows (docs/architecture.md, "Process model"): a batch of events is
+folded into numpy buffers once, by the history, which tells its charts what changed; a chart
+then only asks for a redraw, and a single-shot QTimer calls ``setData`` at most 30 times a
+second, and only when something changed. Curves are created once, use 1-px pens, peak
 downsampling and clip-to-view, so 100,000 points draw about as fast as 1,000.
 """
 from __future__ import annotations
@@ -219,17 +220,15 @@ def redraw_on_zoom(panel: "ChartPanel", plot: pg.PlotItem) -> None:
     view.sigXRangeChanged.connect(changed)
 
 
-def span_run(plots, events) -> None:
-    """When a run's ``run_started`` arrives, show its planned steps on the x axis of these
-    live line plots. Their x axes then stay as they are for the whole run; following the
-    growing curves instead redrew them (mostly text, the costliest part of a software paint)
-    at every redraw. The user can still zoom; ``follow_data`` undoes this for a new run."""
-    for event in events:
-        total = event.get("total_steps") if event.get("type") == "run_started" else None
-        if isinstance(total, int) and total > 0:
-            for plot in plots:
-                plot.setXRange(0, total, padding=0.02)  # also turns the x auto-range off
-                plot.getViewBox().run_span = total
+def span_run(plots, total_steps: int) -> None:
+    """When a run starts, show its planned steps on the x axis of these live line plots. Their
+    x axes then stay as they are for the whole run; following the growing curves instead
+    redrew them (mostly text, the costliest part of a software paint) at every redraw. The
+    user can still zoom; ``follow_data`` undoes this for a new run."""
+    if total_steps > 0:
+        for plot in plots:
+            plot.setXRange(0, total_steps, padding=0.02)  # also turns the x auto-range off
+            plot.getViewBox().run_span = total_steps
 
 
 def follow_data(plots) -> None:

@@ -1,15 +1,17 @@
 """The evaluation of a finished run: test loss and accuracy, a confusion-matrix heat map
-(``confusion_heatmap.py``), a per-class precision/recall/F1 table and a gallery of
+(gui_app/ui/charts/confusion.py), a per-class precision/recall/F1 table and a gallery of
 misclassified test images with their true and predicted labels.
+
+It shows the run history's ``evaluation`` -- the live ``eval`` event, or the run's eval.json
+(gui_app.core.rundir.read_history) -- once, when it changes, with the run's misclassified.npz.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QFontMetrics, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -26,28 +28,29 @@ from PySide6.QtWidgets import (
 
 import numpy as np
 
+from gui_app.core.events import ClassMetrics, Eval
+from gui_app.core.history import Part
 from gui_app.core.metrics import per_class_metrics
-from gui_app.core.rundir import EVAL_FILE, MISCLASSIFIED_FILE
+from gui_app.core.rundir import MISCLASSIFIED_FILE
 from gui_app.ui.charts.confusion import ConfusionHeatmap
 from gui_app.ui.charts.plot import theme_colors
+from gui_app.ui.charts.run_view import RunView
 
 GALLERY_LIMIT = 200  # images shown; the rest are counted in the title
 THUMBNAIL = 72
 _ROOT = QModelIndex()  # the invisible root: a table's rows hang from it
 
 
-
-
-def _parse_eval(event: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+def _parse_eval(event: Eval) -> tuple[np.ndarray, list[str]]:
     """The confusion matrix and class names of an eval event; ValueError naming the key."""
-    rows = event.get("confusion_matrix")
+    rows = event.confusion_matrix
     try:
         matrix = np.asarray(rows, dtype=np.int64)
     except (TypeError, ValueError):
         raise ValueError("eval.confusion_matrix: must be a list of rows of counts") from None
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
         raise ValueError(f"eval.confusion_matrix: must be square; got shape {list(matrix.shape)}")
-    names = event.get("class_names") or [str(i) for i in range(len(matrix))]
+    names = event.class_names or [str(i) for i in range(len(matrix))]
     if len(names) != len(matrix):
         raise ValueError(f"eval.class_names: {len(names)} names for a {len(matrix)}x{len(matrix)} matrix")
     return matrix, [str(n) for n in names]
@@ -65,17 +68,17 @@ class PerClassModel(QAbstractTableModel):
     When the names are the indices, the name column sorts by index ("10" after "9")."""
 
     HEADERS = ("#", "Class", "Precision", "Recall", "F1", "Support")
-    KEYS = ("class", "name", "precision", "recall", "f1", "support")
+    FIELDS = ("index", "name", "precision", "recall", "f1", "support")  # of ClassMetrics
 
     def __init__(self) -> None:
         super().__init__()
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[ClassMetrics] = []
         self._numeric_names = False
 
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+    def set_rows(self, rows: list[ClassMetrics]) -> None:
         self.beginResetModel()
         self._rows = rows
-        self._numeric_names = bool(rows) and names_are_indices([str(r.get("name")) for r in rows])
+        self._numeric_names = bool(rows) and names_are_indices([r.name for r in rows])
         self.endResetModel()
 
     def rowCount(self, parent=_ROOT) -> int:  # noqa: N802 (Qt override)
@@ -85,10 +88,11 @@ class PerClassModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.HEADERS)
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        value = self._rows[index.row()].get(self.KEYS[index.column()])
+        row = self._rows[index.row()]
+        value = getattr(row, self.FIELDS[index.column()])
         if role == Qt.ItemDataRole.UserRole:
             if index.column() == 1 and self._numeric_names:
-                return self._rows[index.row()].get("class", index.row())
+                return row.index
             return value
         if role == Qt.ItemDataRole.DisplayRole:
             if isinstance(value, float):
@@ -104,9 +108,12 @@ class PerClassModel(QAbstractTableModel):
         return None
 
 
-class EvaluationView(QWidget):
+class EvaluationView(QWidget, RunView):
     """Test loss/accuracy, a confusion-matrix heat map, a per-class precision/recall/F1 table
-    and a gallery of misclassified test images with true and predicted labels."""
+    and a gallery of misclassified test images with true and predicted labels. ``failed(str)``
+    says, in one line naming the file or the key, why the run's evaluation cannot be shown."""
+
+    failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -187,66 +194,68 @@ class EvaluationView(QWidget):
         self.gallery.clear()
         self._gallery_title.setText("Misclassified test images")
 
-    def show_eval(self, eval_event: dict, misclassified: dict | None = None) -> None:
-        """Show an ``eval`` event (docs/events.md); ``misclassified`` holds ``x`` (uint8
-        [n, H, W, C]), ``y_true``, ``y_pred`` and ``confidence``. ValueError on a malformed
-        event, naming the key."""
-        matrix, names = _parse_eval(eval_event)
+    def show_eval(self, evaluation: Eval, misclassified: dict | None = None) -> None:
+        """Show an evaluation; ``misclassified`` holds ``x`` (uint8 [n, H, W, C]), ``y_true``,
+        ``y_pred`` and ``confidence``. ValueError on a malformed evaluation, naming the key."""
+        matrix, names = _parse_eval(evaluation)
         misclassified = _checked_misclassified(misclassified)  # before anything is shown
-        per_class = eval_event.get("per_class")
-        if (not isinstance(per_class, list) or len(per_class) != len(names)
-                or not all(isinstance(row, dict) for row in per_class)):
-            per_class = per_class_metrics(matrix, names)
-        self._summary.setText(self._summary_text(eval_event, matrix, per_class))
+        per_class = evaluation.per_class
+        if len(per_class) == len(names):
+            per_class = [dataclasses.replace(row, name=row.name or names[i]) for i, row in enumerate(per_class)]
+        else:  # an old eval.json without them: derived from the matrix
+            per_class = [ClassMetrics(index=row["class"], name=row["name"], precision=row["precision"],
+                                      recall=row["recall"], f1=row["f1"], support=row["support"])
+                         for row in per_class_metrics(matrix, names)]
+        self._summary.setText(self._summary_text(evaluation, matrix, per_class))
         self.heatmap.set_matrix(matrix, names)
-        self._per_class.set_rows([{**row, "name": row.get("name", names[i])} for i, row in enumerate(per_class)])
+        self._per_class.set_rows(per_class)
         self.table.setColumnHidden(0, names_are_indices(names))  # "#" would repeat "Class"
         self._fit_table_height()
         self._fill_gallery(misclassified, names)
 
-    def show_run(self, run_dir: str | Path) -> bool:
-        """Show ``run_dir/eval.json`` (and ``misclassified.npz`` when present); False, with the
-        view cleared, when the run has no eval.json. ValueError naming the file when a file
-        is unreadable."""
-        run_dir = Path(run_dir)
-        path = run_dir / EVAL_FILE
-        if not path.is_file():
-            self.clear()
-            return False
-        try:
-            event = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read the evaluation: {exc}") from None
-        if not isinstance(event, dict):
-            raise ValueError(f"{path}: expected a JSON object")
-        misclassified = load_misclassified(run_dir / MISCLASSIFIED_FILE)  # errors name that file
-        try:
-            self.show_eval(event, misclassified)
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
-        return True
+    def has_evaluation(self) -> bool:
+        return self.heatmap.matrix is not None
 
     def confusion_matrix(self) -> np.ndarray | None:
         return None if self.heatmap.matrix is None else self.heatmap.matrix.copy()
 
     # --- parts ------------------------------------------------------------------------
     @staticmethod
-    def _summary_text(event: dict, matrix: np.ndarray, per_class: list[dict]) -> str:
+    def _summary_text(evaluation: Eval, matrix: np.ndarray, per_class: list[ClassMetrics]) -> str:
         parts = []
-        loss, accuracy = event.get("loss"), event.get("accuracy")
-        if isinstance(loss, (int, float)):
-            parts.append(f"Test loss <b>{loss:.4f}</b>")
-        if isinstance(accuracy, (int, float)):
-            parts.append(f"accuracy <b>{100.0 * accuracy:.2f}%</b>")
-        f1 = [row.get("f1") for row in per_class if isinstance(row.get("f1"), (int, float))]
+        if evaluation.loss is not None:
+            parts.append(f"Test loss <b>{evaluation.loss:.4f}</b>")
+        if evaluation.accuracy is not None:
+            parts.append(f"accuracy <b>{100.0 * evaluation.accuracy:.2f}%</b>")
+        f1 = [row.f1 for row in per_class if row.f1 is not None]
         if f1:
             parts.append(f"macro F1 <b>{float(np.mean(f1)):.3f}</b>")
-        examples = event.get("examples")
-        parts.append(f"{examples if isinstance(examples, int) else int(matrix.sum()):,} test examples")
-        shares = event.get("examples_per_replica")
-        if isinstance(shares, list) and len(shares) > 1 and all(isinstance(n, int) for n in shares):
+        parts.append(f"{evaluation.examples or int(matrix.sum()):,} test examples")
+        shares = evaluation.examples_per_replica
+        if len(shares) > 1:
             parts.append("per replica " + " / ".join(f"{n:,}" for n in shares))
         return "  ·  ".join(parts)
+
+    def _history_changed(self, changed: int) -> None:
+        if changed & Part.EVALUATION:
+            try:
+                self._show_history_evaluation()
+            except ValueError as exc:
+                self.clear()
+                self.failed.emit(str(exc))
+
+    def _show_history_evaluation(self) -> None:
+        history = self.history
+        if history.evaluation is None:
+            self.clear()
+            return
+        run_dir = history.run_dir
+        misclassified = load_misclassified(Path(run_dir) / MISCLASSIFIED_FILE) if run_dir else None  # names the file
+        try:
+            self.show_eval(history.evaluation, misclassified)
+        except ValueError as exc:
+            where = history.evaluation_source
+            raise ValueError(f"{where}: {exc}" if where else str(exc)) from None
 
     def _fit_table_height(self) -> None:
         """No taller than its rows; many classes scroll in the space the splitter gives it."""

@@ -2,8 +2,8 @@
 on GPUs, memory per device and each card's NVML figures (:mod:`.gpu_panel`), with the slowest
 replica highlighted.
 
-``ReplicaSeries`` turns events into numpy columns (no Qt); ``ReplicaCharts`` draws them.
-Replica ``i`` has the same colour in every chart (``plotting.replica_color``). In a
+``ReplicaCharts`` draws the run history's ``replicas`` (gui_app.core.history.replicas).
+Replica ``i`` has the same colour in every chart (``plot.replica_color``). In a
 multi-worker run replicas are labelled ``worker/device`` (``1/CPU:0``) and "Group by worker"
 colours them by their worker; parameter-server runs report one worker per step, and each
 worker's curve holds its last value until it runs another step.
@@ -17,6 +17,8 @@ from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QScrollAre
 import numpy as np
 import pyqtgraph as pg
 
+from gui_app.core.history import Part, RunHistory
+from gui_app.core.history.replicas import SPEED_WINDOW
 from gui_app.ui.charts.plot import (
     HIGHLIGHT_COLOR,
     ChartPanel,
@@ -31,7 +33,7 @@ from gui_app.ui.charts.plot import (
     style_plot,
     theme_colors,
 )
-from gui_app.ui.charts.replica_series import SPEED_WINDOW, ReplicaSeries
+from gui_app.ui.charts.run_view import RunView
 from gui_app.ui.tabs.gpu_panel import GpuPanel
 from gui_app.ui.tabs.step_split import StepSplitPanel
 
@@ -39,14 +41,13 @@ MIB = 1024.0 ** 2
 MIN_CHARTS_HEIGHT = 380  # px for the 2x2 replica charts: below it their axes crowd out the curves
 
 
-class ReplicaCharts(ChartPanel):
+class ReplicaCharts(ChartPanel, RunView):
     """Per-replica panel: one curve per replica for local loss and for gradient norm (step on
     x); bars of examples/s per replica (mean of the last 20 steps) and, when ``memory_bytes``
     is reported (GPUs), memory per device; the slowest replica is outlined in red and named."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._series = ReplicaSeries()
         self._loss_curves: list[pg.PlotDataItem] = []
         self._grad_curves: list[pg.PlotDataItem] = []
         self._drawn_devices: list | None = None  # what the ticks, legend and colours show
@@ -113,20 +114,13 @@ class ReplicaCharts(ChartPanel):
         self.step_split = StepSplitPanel()  # compute / input / all-reduce, per replica and over the run
         layout.addWidget(self.step_split)
         self._apply_palette()
-        self._redraw()
+        self.set_history(RunHistory())
 
     # --- public API -------------------------------------------------------------------
-    def reset(self) -> None:
-        self._series.clear()
-        self.step_split.reset()
-        self.gpus.reset()
-        follow_data((self.loss_plot, self.grad_plot))
-        self.speed_plot.getViewBox().held_top = None
-        for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
-            for curve in curves:
-                plot.removeItem(curve)
-            curves.clear()
-        self.flush()
+    def set_history(self, history: RunHistory) -> None:
+        super().set_history(history)
+        self.step_split.set_history(history)
+        self.gpus.set_history(history)
 
     def flush(self) -> None:
         """Draw now, the step-time and GPU panels too (an opened run, tests, screenshots)."""
@@ -134,19 +128,8 @@ class ReplicaCharts(ChartPanel):
         self.step_split.flush()
         self.gpus.flush()
 
-    def add_events(self, events: list[dict]) -> None:
-        """Buffer run_started (replicas, devices) and step events (their ``replicas``)."""
-        span_run((self.loss_plot, self.grad_plot), events)
-        self.step_split.add_events(events)
-        self.gpus.add_events(events)
-        changed = False
-        for event in events:
-            changed |= self._series.add(event)
-        if changed:
-            self.request_redraw()
-
     def replica_count(self) -> int:
-        return self._series.replicas
+        return self.history.replicas.replicas
 
     def curve_count(self) -> int:
         """Curves in each per-replica line chart (loss and gradient norm have as many)."""
@@ -154,11 +137,27 @@ class ReplicaCharts(ChartPanel):
 
     def slowest_replica(self) -> int | None:
         """Index of the replica with the lowest examples/s; None with fewer than two replicas."""
-        return self._series.slowest()
+        return self.history.replicas.slowest()
 
     # --- drawing ----------------------------------------------------------------------
+    def _history_replaced(self) -> None:
+        follow_data((self.loss_plot, self.grad_plot))
+        self.speed_plot.getViewBox().held_top = None
+        for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
+            for curve in curves:
+                plot.removeItem(curve)
+            curves.clear()
+        self._drawn_devices = None
+
+    def _history_changed(self, changed: int) -> None:
+        started = self.history.started
+        if changed & Part.RUN and started is not None:
+            span_run((self.loss_plot, self.grad_plot), started.total_steps)
+        if changed & Part.REPLICAS:
+            self.request_redraw()
+
     def _redraw(self) -> None:
-        series = self._series
+        series = self.history.replicas
         self._sync_curves()
         steps = series.steps.column(0)
         for name, curves in (("loss", self._loss_curves), ("grad_norm", self._grad_curves)):
@@ -182,12 +181,13 @@ class ReplicaCharts(ChartPanel):
 
     def _sync_curves(self) -> None:
         """One curve per replica in each line chart, created once."""
-        for r in range(len(self._loss_curves), self._series.replicas):
+        for r in range(len(self._loss_curves), self.history.replicas.replicas):
             self._loss_curves.append(make_curve(self.loss_plot, self._color(r), self._replica_name(r)))
             self._grad_curves.append(make_curve(self.grad_plot, self._color(r)))
 
     def _color(self, r: int):
-        worker = self._series.workers[r] if r < len(self._series.workers) else None
+        workers = self.history.replicas.workers
+        worker = workers[r] if r < len(workers) else None
         if self.group_by_worker.isChecked() and worker is not None:
             return replica_color(worker)
         return replica_color(r)
@@ -196,11 +196,11 @@ class ReplicaCharts(ChartPanel):
         self.request_redraw()
 
     def _replica_name(self, r: int) -> str:
-        device = self._series.devices[r]
-        return f"replica {r} · {self._series.label(r)}" if device else f"replica {r}"
+        series = self.history.replicas
+        return f"replica {r} · {series.label(r)}" if series.devices[r] else f"replica {r}"
 
     def _draw_speed(self) -> None:
-        series = self._series
+        series = self.history.replicas
         speed = series.mean_speed()
         slowest = series.slowest()
         height = np.nan_to_num(speed)
@@ -226,7 +226,7 @@ class ReplicaCharts(ChartPanel):
                                                         else "waiting for the first step"))
 
     def _draw_memory(self) -> None:
-        memory = self._series.latest_memory()
+        memory = self.history.replicas.latest_memory()
         self._show_memory(memory is not None)
         if memory is None:
             return

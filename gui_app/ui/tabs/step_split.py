@@ -2,19 +2,17 @@
 and backward pass, the wait for input, and the rest of the step (waiting for the slower
 replicas, the all-reduce, the optimizer) -- as a stacked bar per replica over the last steps
 and a line of the three shares over the run, with the bottleneck named when one part
-dominates (gui_app.core.scaling.step_time_split and bottleneck).
+dominates. The numbers are the run history's ``timing`` (gui_app.core.history.timing).
 """
 from __future__ import annotations
-
-from collections import deque
-from typing import Iterable
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 import numpy as np
 import pyqtgraph as pg
 
-from gui_app.core.scaling import bottleneck, step_time_split
+from gui_app.core.history import Part
+from gui_app.core.history.timing import WINDOW
 from gui_app.ui.charts.plot import (
     ChartPanel,
     make_curve,
@@ -24,64 +22,15 @@ from gui_app.ui.charts.plot import (
     style_plot,
     theme_colors,
 )
-from gui_app.ui.charts.series import GrowableArray
+from gui_app.ui.charts.run_view import RunView
 
-WINDOW = 50  # steps in the bars and the label
 INPUT_COLOR, REST_COLOR = "#bab0ac", "#edc948"
 PARTS = ("compute", "input", "all-reduce, optimizer, waiting")
 
 
-class StepSplit:
-    """The numbers behind the panel (Qt-free): recent steps' per-replica split, and the run's
-    share of each part per step."""
-
-    def __init__(self, window: int = WINDOW) -> None:
-        self._recent: deque[tuple[float, float, list[float]]] = deque(maxlen=window)  # wall, input, computes
-        self._splits: deque[tuple[float, float, float]] = deque(maxlen=window)
-        self.history = GrowableArray(4)  # step, compute, input, rest shares of the slowest replica's step
-
-    def clear(self) -> None:
-        self._recent.clear()
-        self._splits.clear()
-        self.history.clear()
-
-    def add(self, event: dict) -> bool:
-        split = step_time_split(event) if event.get("type") == "step" else None
-        if split is None:
-            return False
-        wall = float(event["step_time"])
-        computes = [float(r.get("step_time") or 0.0) for r in event.get("replicas") or []]
-        self._recent.append((wall, split[1], computes))
-        self._splits.append(split)
-        if wall > 0:
-            self.history.append([float(event.get("step", len(self.history) + 1)), *(s / wall for s in split)])
-        return True
-
-    def shares(self) -> tuple[float, float, float] | None:
-        """(compute, input, the rest) as fractions of the recent steps' time (slowest replica)."""
-        total = sum(sum(s) for s in self._splits)
-        if total <= 0:
-            return None
-        return tuple(sum(s[i] for s in self._splits) / total for i in range(3))  # type: ignore[return-value]
-
-    def per_replica(self) -> np.ndarray:
-        """``[replicas, 3]`` mean seconds per step: own compute, input wait, the rest of the step."""
-        replicas = min((len(c) for _, _, c in self._recent), default=0)
-        if not replicas:
-            return np.zeros((0, 3))
-        rows = np.array([[[c[r], waited, max(wall - c[r] - waited, 0.0)] for r in range(replicas)]
-                         for wall, waited, c in self._recent])
-        return rows.mean(axis=0)
-
-    def steps(self) -> int:
-        return len(self._splits)
-
-
-class StepSplitPanel(ChartPanel):
+class StepSplitPanel(ChartPanel, RunView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.split = StepSplit()
-        self._replicas = 1
         self.label = QLabel(wordWrap=True)
         self.label.setContentsMargins(8, 0, 8, 0)
         self._graphics = pg.GraphicsLayoutWidget()
@@ -104,40 +53,28 @@ class StepSplitPanel(ChartPanel):
         self._apply_palette()
         self.setVisible(False)  # until a run reports step timings
 
-    def reset(self) -> None:
-        self.split.clear()
-        self.setVisible(False)
-        self.flush()
-
     def shares(self) -> tuple[float, float, float] | None:
-        return self.split.shares()
+        return self.history.timing.shares()
 
     def text(self) -> str:
         return self.label.text()
 
-    def add_events(self, events: Iterable[dict]) -> None:
-        changed = False
-        for event in events:
-            if event.get("type") == "run_started":
-                if not event.get("resumed"):
-                    self.split.clear()
-                self._replicas = int(event.get("num_replicas") or 1)
-            else:
-                changed = self.split.add(event) or changed
-        if changed:
-            self._show_text()
-            self.setVisible(True)
-            self.request_redraw()
-
-    def _show_text(self) -> None:
-        compute, waited, rest = self.split.shares() or (0.0, 0.0, 0.0)
-        text = (f"Where each step's time goes (last {self.split.steps()} steps): compute {compute:.0%} · "
-                f"input {waited:.0%} · all-reduce and optimizer {rest:.0%}")
-        advice = bottleneck(compute, waited, rest, self._replicas)
-        self.label.setText(text + (f". <b>{advice[0].upper() + advice[1:]}</b>." if advice else ""))
+    def _history_changed(self, changed: int) -> None:
+        if not changed & Part.TIMING:
+            return
+        split = self.history.timing
+        self.setVisible(bool(split.steps()))  # shown once a run reports step timings
+        if split.steps():
+            compute, waited, rest = split.shares() or (0.0, 0.0, 0.0)
+            text = (f"Where each step's time goes (last {split.steps()} steps): compute {compute:.0%} · "
+                    f"input {waited:.0%} · all-reduce and optimizer {rest:.0%}")
+            advice = split.advice()
+            self.label.setText(text + (f". <b>{advice[0].upper() + advice[1:]}</b>." if advice else ""))
+        self.request_redraw()
 
     def _redraw(self) -> None:
-        rows = self.split.per_replica()
+        split = self.history.timing
+        rows = split.per_replica()
         x = np.arange(len(rows))
         base = np.zeros(len(rows))
         colours = [[replica_color(r) for r in range(len(rows))], [pg.mkColor(INPUT_COLOR)] * len(rows),
@@ -150,7 +87,7 @@ class StepSplitPanel(ChartPanel):
             else:  # pyqtgraph 0.14 fails on empty pen lists
                 bars.setOpts(x=[], y0=None, height=[], pens=None, brushes=None)
         self.bars_plot.getAxis("bottom").setTicks([[(r, str(r)) for r in range(len(rows))]])
-        data = self.split.history.data
+        data = split.history.data
         for i, line in enumerate(self._lines):
             set_line_data(line, data[:, 0], data[:, i + 1])
 

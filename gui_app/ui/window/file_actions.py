@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QTabWidget, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.rundir import CONFIG_FILE, is_image_file, is_run_dir, model_kind, read_events
+from gui_app.core.rundir import CONFIG_FILE, is_image_file, is_run_dir, model_kind, read_history
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.model_actions import ModelActions
@@ -58,7 +58,7 @@ class FileActions(QObject):
 
     def overlay_runs(self, main_run: str, other_run: str) -> None:
         if self.open_run(main_run):
-            self._shown.training.set_overlay(list(read_events(other_run)), Path(other_run).name)
+            self._shown.training.set_overlay(read_history(other_run).training, Path(other_run).name)
             self._shown.progress.set_message(f"{Path(main_run).name}, overlaid with {Path(other_run).name}")
 
     def new_run(self) -> None:

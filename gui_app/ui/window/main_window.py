@@ -21,7 +21,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.rundir import read_events
+from gui_app.core.events import Error, Event, RunStarted, Step
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
@@ -235,28 +235,24 @@ class MainWindow(QMainWindow):
             self.resume_dialog.accepted.connect(lambda: self.resume_run(run_dir, self.resume_dialog.overrides()))
             self.resume_dialog.open()
             return
-        self.shown.clear()
         # The history first: the resumed engine appends to the same events.jsonl, and the
         # charts drop any steps after the checkpoint when its run_started arrives.
-        self.shown.add_events(list(read_events(run_dir)))
-        self.shown.set_path(str(run_dir))
+        self.shown.show_history(run_dir)
         self.log.note(f"Resuming {Path(run_dir).name}")
         self._defer_background_work()
         self.supervisor.start_resume(run_dir, overrides or ())
         self.tabs.setCurrentWidget(self.training_charts)
 
-    def _on_events(self, events: list[dict]) -> None:
+    def _on_events(self, events: list[Event]) -> None:
         self.shown.add_events(events)
-        if (self._deferred_detection or self._deferred_inspection) and any(e.get("type") == "step" for e in events):
+        if (self._deferred_detection or self._deferred_inspection) and any(isinstance(e, Step) for e in events):
             self._start_deferred()
         for event in events:
-            if event.get("type") == "eval":
-                self.evaluation.show_eval(event)
-            elif event.get("type") == "error":
-                self.log.note(f"Engine error: {event.get('message')}")
+            if isinstance(event, Error):
+                self.log.note(f"Engine error: {event.message}")
 
-    def _on_run_started(self, event: dict) -> None:
-        self.shown.set_path(str(event.get("run_dir") or self.shown.path or ""))
+    def _on_run_started(self, event: RunStarted) -> None:
+        self.shown.set_path(event.run_dir or self.shown.path or "")
         self.runs.set_active_run(self.shown.path)
         if self.shown.path:
             self.files.add_recent(self.shown.path)
@@ -281,7 +277,7 @@ class MainWindow(QMainWindow):
             if status in ("failed", "interrupted") and message:
                 self.runs.set_note(run_dir, message)
             self.runs.select(run_dir)
-            if status == "completed" and self.shown.show_evaluation(run_dir):
+            if status == "completed" and self.shown.has_evaluation():  # drawn when its event came
                 self.tabs.setCurrentWidget(self.evaluation)
         self.shown.model_may_have_changed()  # a completed run now has its model.keras
         save_settings(self.settings)

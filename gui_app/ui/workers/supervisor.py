@@ -14,8 +14,9 @@ callable connected straight to a signal emitted on another thread would run on t
 thread.) It never touches a widget.
 
 Signals:
-    events(list)                   parsed event dicts, in order, batched every ``batch_ms``
-    run_started(dict)              the run_started event, emitted before the batch holding it
+    events(list)                   the events (gui_app.core.events, decoded once here), in order,
+                                   batched every ``batch_ms``
+    run_started(RunStarted)        the run_started event, emitted before the batch holding it
     finished(status, run_dir, msg) completed | stopped | failed | interrupted (killed after
                                    the stop grace period or at exit); ``msg`` explains it
     log_line(str)                  one line of the engine's stderr (and its warnings)
@@ -31,6 +32,7 @@ from typing import Callable, Sequence
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from gui_app.core.config import RunConfig
+from gui_app.core.events import Continued, Error, Event, Paused, RunFinished, RunStarted, Warning, decode
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.process import EngineProcess
 
@@ -39,7 +41,7 @@ EngineCommand = Callable[..., list[str]]  # same signature as gui_app.identity.a
 
 class RunSupervisor(QObject):
     events = Signal(list)
-    run_started = Signal(dict)
+    run_started = Signal(object)
     finished = Signal(str, str, str)
     log_line = Signal(str)
     state_changed = Signal(str)
@@ -125,7 +127,7 @@ class _EngineWorker(QObject):
     """Lives on the supervisor's thread; owns the EngineProcess of the current run."""
 
     events = Signal(list)
-    run_started = Signal(dict)
+    run_started = Signal(object)
     finished = Signal(str, str, str)
     log_line = Signal(str)
     state_changed = Signal(str)
@@ -156,8 +158,8 @@ class _EngineWorker(QObject):
     def _reset_run(self) -> None:
         self._run_dir = ""
         self._temp_config = ""
-        self._pending: list[dict] = []
-        self._finished_event: dict | None = None
+        self._pending: list[Event] = []
+        self._finished_event: RunFinished | None = None
         self._error_event: str | None = None
         self._stop_sent = False
         self._kill_reason: str | None = None
@@ -197,26 +199,26 @@ class _EngineWorker(QObject):
             process.kill()
             process.wait(5000)  # emits finished -> _on_process_finished, synchronously
 
-    def _take_event(self, event: dict) -> None:
-        kind = event.get("type")
-        if not isinstance(kind, str):  # stdout is reserved for events; show strays rather than lose them
-            self.log_line.emit(f"[engine stdout] {event}")
+    def _take_event(self, value: dict) -> None:
+        event = decode(value)  # once, where the line enters the window
+        if event is None:  # stdout is reserved for events; show strays rather than lose them
+            self.log_line.emit(f"[engine stdout] {value}")
             return
-        if kind == "run_started":
-            self._run_dir = str(event.get("run_dir") or self._run_dir)
+        if isinstance(event, RunStarted):
+            self._run_dir = event.run_dir or self._run_dir
             self._flush()  # keep order: earlier events, then run_started, then this batch
             if not self._stop_sent:
                 self._set_state("running")
             self.run_started.emit(event)
-        elif kind == "paused" and not self._stop_sent:
+        elif isinstance(event, Paused) and not self._stop_sent:
             self._set_state("paused")
-        elif kind in ("continued", "resumed") and not self._stop_sent:  # "resumed": protocol 1
+        elif isinstance(event, Continued) and not self._stop_sent:  # protocol 1's "resumed" too
             self._set_state("running")
-        elif kind == "warning":
-            self.log_line.emit(f"warning: {event.get('message', '')}")
-        elif kind == "error":
-            self._error_event = str(event.get("message") or "")
-        elif kind == "run_finished":
+        elif isinstance(event, Warning):
+            self.log_line.emit(f"warning: {event.message}")
+        elif isinstance(event, Error):
+            self._error_event = event.message
+        elif isinstance(event, RunFinished):
             self._finished_event = event
         self._pending.append(event)
 
@@ -230,8 +232,8 @@ class _EngineWorker(QObject):
             return
         event = self._finished_event
         if event is not None:
-            status, message = str(event.get("status", "failed")), str(event.get("message") or "")
-            self._run_dir = str(event.get("run_dir") or self._run_dir)
+            status, message = event.status, event.message or ""
+            self._run_dir = event.run_dir or self._run_dir
         elif self._process.killed and self._kill_reason:
             status, message = "interrupted", self._kill_reason
         elif crashed:

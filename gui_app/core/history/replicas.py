@@ -1,17 +1,21 @@
-"""The per-replica numbers of one run, Qt-free: a step column and one ``[steps, replicas]``
-buffer per metric, built from the run's events (the Replicas tab draws them)."""
+"""The per-replica numbers of one run: a step column and one ``[steps, replicas]`` buffer per
+figure of ``ReplicaStats``, folded from its ``run_started`` and ``step`` events (the Replicas
+tab draws them)."""
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
 
 import numpy as np
 
-from gui_app.ui.charts.series import GrowableArray, number
+from gui_app.core.event_codec import fields
+from gui_app.core.events import ReplicaInfo, ReplicaStats, RunStarted, Step
+from gui_app.core.history.buffers import GrowableArray, number
 
 SPEED_WINDOW = 20  # examples/s bars show the mean of this many latest steps
-METRICS = ("loss", "grad_norm", "examples_per_sec", "memory_bytes", "peak_memory_bytes")
+# Every figure of a replica's step (ReplicaStats), so a new one is folded with no change here.
+METRICS = tuple(f.name for f in fields(ReplicaStats)
+                if f.as_is & {int, float} and f.name not in ("replica", "worker"))
 
 
 def short_device(name: str) -> str:
@@ -27,13 +31,13 @@ def replica_label(device: str, worker: int | None) -> str:
 class ReplicaSeries:
     """Per-replica numbers of one run: a step column and one ``[steps, replicas]`` buffer per
     metric. Steps stay increasing: a resumed ``run_started`` or a replayed step drops the
-    points after it."""
+    points after it. A replica's worker is its task index (0 in a single-process run)."""
 
     def __init__(self) -> None:
         self.steps = GrowableArray(1)
         self.metrics = {name: GrowableArray(0) for name in METRICS}
         self.devices: list[str] = []
-        self.workers: list[int | None] = []  # the worker (task index) of each replica, if known
+        self.workers: list[int] = []  # the worker (task index) of each replica
 
     @property
     def replicas(self) -> int:
@@ -47,69 +51,64 @@ class ReplicaSeries:
 
     def ensure_replicas(self, count: int) -> None:
         if count > self.replicas:
-            self.workers += [None] * (count - self.replicas)
+            self.workers += [0] * (count - self.replicas)
             self.devices += [""] * (count - self.replicas)
             for buf in self.metrics.values():
                 buf.set_columns(count)
 
-    def add(self, event: dict[str, Any]) -> bool:
-        kind = event.get("type")
-        if kind == "run_started":
-            changed = self._add_devices(event.get("replicas") or [])
-            count = event.get("num_replicas")
-            if isinstance(count, int) and count > self.replicas:
-                self.ensure_replicas(count)
-                changed = True
-            start = number(event.get("start_step"))
-            if not math.isnan(start) and len(self.steps) and self.steps.last(0) > start:
-                self.truncate_after(start)
-                changed = True
-            return changed
-        if kind != "step" or not isinstance(event.get("replicas"), list):
+    def start(self, run: RunStarted) -> bool:
+        """A run (or a resumed one) starts: learn its replicas; drop the points after its start."""
+        changed = self._add_devices(run.replicas)
+        if run.num_replicas > self.replicas:
+            self.ensure_replicas(run.num_replicas)
+            changed = True
+        if len(self.steps) and self.steps.last(0) > run.start_step:
+            self.truncate_after(run.start_step)
+            changed = True
+        return changed
+
+    def add_step(self, event: Step) -> bool:
+        if not event.replicas:
             return False
-        step = number(event.get("step"))
-        if math.isnan(step):
-            return False
+        step = float(event.step)
         if len(self.steps) and step <= self.steps.last(0):
             self.truncate_after(step - 1)
-        entries = [e for e in event["replicas"] if isinstance(e, dict) and isinstance(e.get("replica"), int)
-                   and e["replica"] >= 0]
+        entries = [e for e in event.replicas if e.replica >= 0]
         self._add_devices(entries)
-        rows = {name: np.full(self.replicas, np.nan) for name in METRICS}
-        if event.get("per_worker") and len(self.steps):
+        count = self.replicas
+        rows = {name: [math.nan] * count for name in METRICS}
+        if event.per_worker and len(self.steps):
             for name in ("loss", "grad_norm"):  # the other workers keep their last value
-                rows[name] = self.metrics[name].data[-1].copy()
+                rows[name] = [self.metrics[name].last(r) for r in range(count)]
         for entry in entries:
             for name in METRICS:
-                rows[name][entry["replica"]] = number(entry.get(name))
+                rows[name][entry.replica] = number(getattr(entry, name))
         self.steps.append((step,))
         for name, buf in self.metrics.items():
             buf.append(rows[name])
         return True
 
-    def _add_devices(self, entries: list) -> bool:
-        """Learn replica indices and their devices from ``run_started`` or step entries."""
+    def _add_devices(self, entries: list[ReplicaInfo] | list[ReplicaStats]) -> bool:
+        """Learn replica indices, their devices and workers from ``run_started`` or step entries."""
         changed = False
         for entry in entries:
-            index = entry.get("replica") if isinstance(entry, dict) else None
-            if not isinstance(index, int) or index < 0:
+            index = entry.replica
+            if index < 0:
                 continue
             if index >= self.replicas:
                 self.ensure_replicas(index + 1)
                 changed = True
-            device = entry.get("device")
-            if isinstance(device, str) and device and self.devices[index] != device:
-                self.devices[index] = device
+            if entry.device and self.devices[index] != entry.device:
+                self.devices[index] = entry.device
                 changed = True
-            worker = entry.get("worker")
-            if isinstance(worker, int) and self.workers[index] != worker:
-                self.workers[index] = worker
+            if self.workers[index] != entry.worker:
+                self.workers[index] = entry.worker
                 changed = True
         return changed
 
     @property
     def multi_worker(self) -> bool:
-        return len({w for w in self.workers if w is not None}) > 1
+        return len(set(self.workers)) > 1
 
     def label(self, r: int) -> str:
         return replica_label(self.devices[r], self.workers[r] if self.multi_worker else None)
