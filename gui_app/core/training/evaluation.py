@@ -10,6 +10,7 @@ import numpy as np
 
 from gui_app.core.events import ClassMetrics, Eval
 from gui_app.core.metrics import per_class_metrics
+from gui_app.core.training.pipeline import to_unit_range
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Evaluator:
     def _replica_fn(self, x, y, index):
         import tensorflow as tf
 
-        out = tf.cast(self.model(x, training=False), tf.float32)
+        out = tf.cast(self.model(to_unit_range(x), training=False), tf.float32)
         probs = tf.nn.softmax(out) if self._from_logits else out
         pred = tf.argmax(out, axis=-1, output_type=tf.int32)
         # Padding rows (index -1, pipeline.distribute_eval) count for nothing.

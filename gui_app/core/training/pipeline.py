@@ -1,8 +1,9 @@
 """In-memory input pipelines: every batch gathered by index from a decoded set held once.
 
 The set is one uint8 tensor in host memory that shares NumPy's buffer (:func:`host_tensor`,
-through DLPack: no copy); a batch is ``tf.gather`` of its rows, scaled to float32 [0, 1] on
-the way. Only index arrays (8 bytes an example) are built per epoch.
+through DLPack: no copy); a batch is ``tf.gather`` of its rows. Batches stay uint8 until the
+replica's step scales them (:func:`to_unit_range`): a quarter of the bytes in the prefetch
+buffers and on the way to a GPU. Only index arrays (8 bytes an example) are built per epoch.
 
 The training order is a seeded NumPy permutation per epoch rather than ``Dataset.shuffle``:
 a checkpoint then pins the data position exactly (epoch, batch), so a stopped run resumes on
@@ -13,9 +14,9 @@ Memory, measured on 60,000 96x96x3 images (1.66 GB decoded; docs/benchmarks.md, 
 input"): the earlier pipeline copied the set for each epoch (``x[order]``) and again into the
 dataset graph (``from_tensor_slices``), after ``split`` had copied the training part: the engine
 peaked at 4.4x the decoded set. tf.data's default graph optimizations serialize the dataset,
-and with it a captured tensor: each new iterator made a full copy of the set (+1x per
-iterator, measured), so these pipelines run without them (:func:`options`); every stage they
-would add (parallel map, prefetch) is written out here.
+and with it a captured tensor: the first iterator made a full copy of the set (measured: +147 MB
+for a 147 MB set; more under MirroredStrategy), so these pipelines run without them
+(:func:`options`); every stage they would add (parallel map, prefetch) is written out here.
 """
 from __future__ import annotations
 
@@ -60,10 +61,12 @@ def host_tensor(array: np.ndarray):
     return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
 
 
-def scale(x):
+def to_unit_range(x):
+    """Images as the models take them, inside the replica's step: uint8 0..255 become float32
+    in [0, 1]; floats are taken as already scaled."""
     import tensorflow as tf
 
-    return tf.cast(x, tf.float32) / 255.0
+    return tf.cast(x, tf.float32) / 255.0 if x.dtype == tf.uint8 else x
 
 
 def options(tf):
@@ -80,10 +83,10 @@ def _batches(tf, images, labels, rows: np.ndarray, indices: np.ndarray | None = 
     with the position of each example in its part when ``indices`` is given (evaluation)."""
     if indices is None:
         ds = tf.data.Dataset.from_tensor_slices(rows)
-        fetch = lambda r: (scale(tf.gather(images, r)), tf.gather(labels, r))  # noqa: E731
+        fetch = lambda r: (tf.gather(images, r), tf.gather(labels, r))  # noqa: E731
     else:
         ds = tf.data.Dataset.from_tensor_slices((rows, indices))
-        fetch = lambda r, i: (scale(tf.gather(images, r)), tf.gather(labels, r), i)  # noqa: E731
+        fetch = lambda r, i: (tf.gather(images, r), tf.gather(labels, r), i)  # noqa: E731
     ds = ds.map(fetch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE).with_options(options(tf))
 
@@ -152,7 +155,7 @@ def per_worker_dataset(coordinator, images, labels, rows: np.ndarray, global_bat
     def dataset_fn():
         ds = tf.data.Dataset.from_tensor_slices(rows).shuffle(len(rows), reshuffle_each_iteration=True).repeat()
         ds = ds.batch(global_batch, drop_remainder=True)
-        ds = ds.map(lambda r: (scale(tf.gather(images, r)), tf.gather(labels, r)))
+        ds = ds.map(lambda r: (tf.gather(images, r), tf.gather(labels, r)))
         return ds.prefetch(2).with_options(options(tf))
 
     return iter(coordinator.create_per_worker_dataset(dataset_fn))

@@ -165,8 +165,7 @@ class TrainStream:
                     ds = ds.map(decode_fn(self.source), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
                     ds = ds.ignore_errors()
                 ds = ds.batch(per_replica, drop_remainder=True)
-            ds = ds.map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y), num_parallel_calls=tf.data.AUTOTUNE)
-            return ds.prefetch(tf.data.AUTOTUNE).with_options(_options(tf))
+            return ds.prefetch(tf.data.AUTOTUNE).with_options(_options(tf))  # uint8: the step scales (pipeline.py)
         return dataset_fn
 
     def distribute(self, strategy, epoch: int, start_batch: int, seed: int):
@@ -181,8 +180,7 @@ def eval_dataset(source: StreamSource, part: Part, global_batch: int, cache: boo
     ds = decoded(source, part).enumerate().map(lambda i, xy: (xy[0], xy[1], i))
     if cache:
         ds = ds.cache()
-    ds = ds.batch(global_batch).map(lambda x, y, i: (tf.cast(x, tf.float32) / 255.0, y, i),
-                                    num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.batch(global_batch)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     options.deterministic = True
@@ -240,13 +238,11 @@ class StreamedInput:
         return eval_dataset(self.source, self.source.test, self._batch)
 
     def per_worker(self, coordinator):
-        from gui_app.core.training.pipeline import scale
-
         source, batch, buffer = self.source, self._batch, self._stream.buffer_size()
 
         def dataset_fn():  # each worker its own unseeded order, endless (core/training/ps_loop.py)
             ds = decoded(source, source.train).shuffle(max(buffer, batch)).repeat()
-            return ds.batch(batch, drop_remainder=True).map(lambda x, y: (scale(x), y)).prefetch(2)
+            return ds.batch(batch, drop_remainder=True).prefetch(2)
 
         return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
