@@ -5,22 +5,25 @@
 
 The data: ``--examples`` synthetic but learnable JPEGs (a smooth class template plus noise) of
 ``--size`` x ``--size`` x 3, written once as TFRecord shards (five sixths for training, the rest
-a test folder) into ``--data`` (default: a folder under the system's temporary folder). The run
+a test folder) under ``--data`` (default: the system's temporary folder). The run
 config reads them with ``loading: auto``, which keeps a set below the memory budget (25 % of RAM)
 in memory: the path measured here. Model ``mlp``, batch 128, default strategy, validation split
 0.1, ``--epochs`` epochs.
 
-Processes, interleaved (baseline, after, before; then again), each measured whole with the
-peak resident memory the kernel reports for it (``ru_maxrss``):
+Processes, interleaved (baseline, tiny, after, before; then again), each measured whole with
+the peak resident memory the kernel reports for it (``ru_maxrss``):
   baseline  TensorFlow's own: a process that imports TensorFlow, configures the engine's runtime
             and builds the same model and optimizer under the same strategy, nothing else;
+  tiny      this checkout's engine on 1,200 images of the same size: what training this model
+            costs besides the set (gradients, the optimizer's temporaries, the traced functions);
   after     ``replica-studio train`` with this checkout's engine;
   before    the same command with the engine of ``--before`` (a checkout of an earlier commit:
             ``git worktree add /tmp/before COMMIT``), when given.
-Figures: the engine's peak above the baseline in units of the decoded set (target <= 1.2), and
-the examples/s of the last epoch (from the checkpoint that ends the one before it to its last
-step event: the per-epoch input work, the steps and their events), after/before per interleaved
-pair (target >= 1.0). Medians over the runs, spread beside them. Not part of the test suite.
+Figures: the engine's peak above the baseline in units of the decoded set (target <= 1.2) and
+above the tiny run (the set's own share), and the examples/s of the last epoch (from the
+checkpoint that ends the one before it to its last step event: the per-epoch input work, the
+steps and their events), after/before per interleaved pair (target >= 1.0). Medians over the
+runs, spread beside them. Not part of the test suite.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ import common  # noqa: E402
 
 CLASSES = 10
 TRAIN_SHARDS, TEST_SHARDS = 16, 4
+TINY = 1200
 
 
 def write_shards(folder: Path, examples: int, size: int) -> Path:
@@ -128,24 +132,27 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before", help="a checkout of the engine to compare with")
-    parser.add_argument("--data", help="folder for the shards (kept between runs)")
+    parser.add_argument("--data", help="folder for the shard folders (kept between runs)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
-    data = Path(args.data or Path(tempfile.gettempdir()) / f"replica-studio-memory-{args.examples}-{args.size}")
-    write_shards(data, args.examples, args.size)
+    folder = Path(args.data or tempfile.gettempdir())
+    data = write_shards(folder / f"replica-studio-memory-{args.examples}-{args.size}", args.examples, args.size)
+    tiny = write_shards(folder / f"replica-studio-memory-{TINY}-{args.size}", TINY, args.size)
     decoded = args.examples * args.size * args.size * 3
     work = Path(tempfile.mkdtemp(prefix="bench-memory-"))
-    config = work / "config.json"
+    config, tiny_config = work / "config.json", work / "tiny.json"
     config.write_text(json.dumps(run_config(data, args.size, args.epochs)))
+    tiny_config.write_text(json.dumps(run_config(tiny, args.size, args.epochs)))
     engines = {"after": common.ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
-    peaks: dict[str, list[float]] = {name: [] for name in ("baseline", *engines)}
-    rates: dict[str, list[float]] = {name: [] for name in engines}
+    runs = {"tiny": (common.ROOT, tiny_config), **{name: (root, config) for name, root in engines.items()}}
+    peaks: dict[str, list[float]] = {name: [] for name in ("baseline", *runs)}
+    rates: dict[str, list[float]] = {name: [] for name in runs}
     for run in range(args.runs):
         _, _, peak = peak_run([common.PYTHON, "-c", BASELINE, str(config)], common.env())
         peaks["baseline"].append(peak)
         print(f"run {run + 1}: baseline {peak / 2**30:.2f} GiB", flush=True)
-        for name, root in engines.items():
-            command = [common.PYTHON, "-m", "gui_app.engine", "train", str(config), "--runs-dir",
+        for name, (root, cfg) in runs.items():
+            command = [common.PYTHON, "-m", "gui_app.engine", "train", str(cfg), "--runs-dir",
                        str(work / f"runs-{name}"), "--events", "jsonl"]
             seconds, out, peak = peak_run(command, common.env(root))
             rate, accuracy = last_epoch_rate(out)
@@ -159,6 +166,10 @@ def main() -> int:
         figures.append(common.figure(f"{name}: engine peak RSS above TensorFlow's, x decoded set", above,
                                      1.2 if name == "after" else None, better="lower",
                                      peak_gib=statistics.median(peaks[name]) / 2**30))
+        share = [(p - t) / decoded for p, t in zip(peaks[name], peaks["tiny"])]
+        figures.append(common.figure(f"{name}: engine peak RSS above the tiny run, x decoded set", share, None,
+                                     better="lower"))
+    figures.append(common.figure("tiny run peak RSS, GiB", [p / 2**30 for p in peaks["tiny"]], None, unit="GiB"))
     figures.append(common.figure("TensorFlow baseline peak RSS, GiB", [p / 2**30 for p in peaks["baseline"]], None,
                                  unit="GiB", decoded_gib=decoded / 2**30))
     figures.append(common.figure("after: examples/s, last epoch", rates["after"], None, unit="ex/s"))

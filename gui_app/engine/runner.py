@@ -19,6 +19,7 @@ import numpy as np
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.gpu_monitor import GpuMonitor
+from gui_app.core.training.evaluation import Evaluator
 from gui_app.engine.control import RunControl
 from gui_app.engine.events import EventWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
@@ -45,8 +46,8 @@ def standard_actions(ctx: RunContext, state: ModelState, run_dir: Path, events: 
 
 
 class RunController:
-    def __init__(self, ctx: RunContext, state: ModelState, steps: StepRunner, evaluator, control: RunControl,
-                 actions: Sequence[Action]):
+    def __init__(self, ctx: RunContext, state: ModelState, steps: StepRunner, evaluator: Evaluator,
+                 control: RunControl, actions: Sequence[Action]):
         self.ctx, self.state, self.steps, self.evaluator = ctx, state, steps, evaluator
         self.control, self.actions = control, list(actions)
 

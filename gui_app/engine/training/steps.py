@@ -15,8 +15,10 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from gui_app.core.training.evaluation import Evaluator
 from gui_app.core.training.inputs import InputSource
-from gui_app.core.training.loop import EXAMPLES, LOSS, summarize_step
+from gui_app.core.training.loop import EXAMPLES, LOSS, Trainer, summarize_step
+from gui_app.core.training.ps_loop import WORKER, PSTrainer
 from gui_app.core.training.strategies import BuiltStrategy
 from gui_app.engine.training.context import ModelState, RunContext
 
@@ -75,7 +77,7 @@ class SyncSteps:
     """Default, one-device, mirrored and multi-worker training: the Trainer's K steps per call
     on an epoch's iterator from the input source."""
 
-    def __init__(self, trainer, source: InputSource, built: BuiltStrategy, seed: int, steps_per_call: int):
+    def __init__(self, trainer: Trainer, source: InputSource, built: BuiltStrategy, seed: int, steps_per_call: int):
         self.trainer, self.source, self.strategy, self.seed = trainer, source, built.strategy, seed
         self.group_limit = steps_per_call
         # The workers of a cluster must run the same steps per call (a group is collectives all
@@ -108,7 +110,7 @@ class ScheduledSteps:
 
     fixed_groups = True
 
-    def __init__(self, trainer, source: InputSource, built: BuiltStrategy, steps_per_call: int):
+    def __init__(self, trainer: PSTrainer, source: InputSource, built: BuiltStrategy, steps_per_call: int):
         self.trainer = trainer
         self.group_limit = steps_per_call * max(1, built.num_workers)  # every worker busy between two joins
         self._devices = built.devices
@@ -118,8 +120,6 @@ class ScheduledSteps:
         pass  # the per-worker datasets repeat for the whole run
 
     def run(self, k: int) -> StepStats:
-        from gui_app.core.training.ps_loop import WORKER
-
         started = time.perf_counter()
         values = self.trainer.train(self._iterator, k)  # [k, STATS + worker]
         seconds = time.perf_counter() - started
@@ -140,25 +140,20 @@ def step_runner(ctx: RunContext, state: ModelState) -> StepRunner:
     cfg, built = ctx.config.training, ctx.built
     logits = outputs_logits(state.model)
     if built.coordinator is not None:
-        from gui_app.core.training.ps_loop import PSTrainer
-
         trainer = PSTrainer(built.strategy, built.coordinator, state.model, state.optimizer, cfg.global_batch_size,
                             logits)
         return ScheduledSteps(trainer, ctx.input, built, cfg.steps_per_call)
-    from gui_app.core.training.loop import Trainer
-
     trainer = Trainer(built.strategy, state.model, state.optimizer, cfg.global_batch_size, logits,
                       accumulation_steps=cfg.accumulation_steps, all_reduce_dtype=ctx.config.strategy.all_reduce_dtype)
     return SyncSteps(trainer, ctx.input, built, ctx.data_seed, cfg.steps_per_call)
 
 
-def evaluator(ctx: RunContext, state: ModelState):
+def evaluator(ctx: RunContext, state: ModelState) -> Evaluator:
     """The distributed Evaluator of the run. Under parameter servers, validation and the test run
     on the coordinator, reading the variables from the ps tasks (TensorFlow's "inline evaluation"):
     the training strategy cannot iterate datasets there."""
     import tensorflow as tf
 
-    from gui_app.core.training.evaluation import Evaluator
     from gui_app.core.training.models import outputs_logits
 
     strategy = tf.distribute.get_strategy() if ctx.built.coordinator is not None else ctx.strategy
