@@ -23,7 +23,7 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode
+from gui_app.core.events import Error, RunFinished, Step, Warning, decode
 from gui_app.engine.cluster.processes import Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
 from gui_app.engine.errors import ClusterFailed
@@ -114,16 +114,8 @@ class _Attempt:
             else:
                 if isinstance(event, Step):
                     self.step = max(self.step, event.step)
-                self._emit(event)
-
-    def _emit(self, event: Event) -> None:
-        try:
-            self.events.emit(event)
-        except BrokenPipeError:
-            # The window went away: keep the run directory's copy, stop the cluster with a checkpoint.
-            self.events.mode = "none"
-            self.events.emit(event)
-            self.control.command("stop")
+                # A window that went away is the writer's to notice: it stops the run (train_command).
+                self.events.emit(event)
 
     def _tell_chief(self, word: str) -> None:
         try:
