@@ -11,11 +11,11 @@ from gui_app.engine.control import Control
 
 
 def _run(argv):
-    from gui_app.engine.cli import _parser
+    from gui_app.engine.cli import build_parser
     from gui_app.engine.train_command import run_command
 
     tap = EventTap()
-    code = run_command(_parser().parse_args([*argv, "--events", "jsonl"]), control=Control(), stream=tap)
+    code = run_command(build_parser().parse_args([*argv, "--events", "jsonl"]), control=Control(), stream=tap)
     return code, tap
 
 
