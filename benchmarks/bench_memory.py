@@ -1,14 +1,14 @@
 """In-memory input: the engine's peak memory against TensorFlow's own, and its speed before/after.
 
     python benchmarks/bench_memory.py [--examples 60000] [--size 96] [--epochs 2] [--runs 3]
-                                      [--before DIR] [--data DIR] [--json OUT]
+                                      [--strategy default|mirrored] [--before DIR] [--data DIR] [--json OUT]
 
 The data: ``--examples`` synthetic but learnable JPEGs (a smooth class template plus noise) of
 ``--size`` x ``--size`` x 3, written once as TFRecord shards (five sixths for training, the rest
 a test folder) under ``--data`` (default: the system's temporary folder). The run
 config reads them with ``loading: auto``, which keeps a set below the memory budget (25 % of RAM)
-in memory: the path measured here. Model ``mlp``, batch 128, default strategy, validation split
-0.1, ``--epochs`` epochs.
+in memory: the path measured here. Model ``mlp``, batch 128, validation split 0.1, ``--epochs``
+epochs, the default strategy (or MirroredStrategy over two logical CPUs: ``--strategy mirrored``).
 
 Processes, interleaved (baseline, tiny, after, before; then again), each measured whole with
 the peak resident memory the kernel reports for it (``ru_maxrss``):
@@ -74,10 +74,15 @@ def write_shards(folder: Path, examples: int, size: int) -> Path:
     return folder
 
 
-def run_config(data: Path, size: int, epochs: int) -> dict:
+STRATEGIES = {"default": ({"name": "default"}, {}),
+              "mirrored": ({"name": "mirrored", "devices": ["CPU:0", "CPU:1"]}, {"cpu_devices": 2})}
+
+
+def run_config(data: Path, size: int, epochs: int, strategy: str) -> dict:
+    chosen, runtime = STRATEGIES[strategy]
     return {"dataset": {"name": "tfrecord", "path": str(data / "train"), "test_path": str(data / "test"),
                         "image_size": [size, size], "color_mode": "rgb", "loading": "auto"},
-            "model": {"name": "mlp"}, "strategy": {"name": "default"},
+            "model": {"name": "mlp"}, "strategy": chosen, "runtime": runtime,
             "training": {"epochs": epochs, "global_batch_size": 128, "seed": 1}}
 
 
@@ -131,6 +136,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=96)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--strategy", choices=tuple(STRATEGIES), default="default")
     parser.add_argument("--before", help="a checkout of the engine to compare with")
     parser.add_argument("--data", help="folder for the shard folders (kept between runs)")
     parser.add_argument("--json", help="write the figures here")
@@ -141,8 +147,8 @@ def main() -> int:
     decoded = args.examples * args.size * args.size * 3
     work = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     config, tiny_config = work / "config.json", work / "tiny.json"
-    config.write_text(json.dumps(run_config(data, args.size, args.epochs)))
-    tiny_config.write_text(json.dumps(run_config(tiny, args.size, args.epochs)))
+    config.write_text(json.dumps(run_config(data, args.size, args.epochs, args.strategy)))
+    tiny_config.write_text(json.dumps(run_config(tiny, args.size, args.epochs, args.strategy)))
     engines = {"after": common.ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
     runs = {"tiny": (common.ROOT, tiny_config), **{name: (root, config) for name, root in engines.items()}}
     peaks: dict[str, list[float]] = {name: [] for name in ("baseline", *runs)}
