@@ -10,13 +10,13 @@ a checkpoint then pins the data position exactly (epoch, batch), so a stopped ru
 the very batch it would have seen next and a resumed seeded run matches an uninterrupted one
 (docs/architecture.md, "Decisions").
 
-Memory, measured on 60,000 96x96x3 images (1.66 GB decoded; docs/benchmarks.md, "In-memory
+Memory, measured on 60,000 96x96x3 images (1.55 GiB decoded; docs/benchmarks.md, "In-memory
 input"): the earlier pipeline copied the set for each epoch (``x[order]``) and again into the
-dataset graph (``from_tensor_slices``), after ``split`` had copied the training part: the engine
-peaked at 4.4x the decoded set. tf.data's default graph optimizations serialize the dataset,
-and with it a captured tensor: the first iterator made a full copy of the set (measured: +147 MB
-for a 147 MB set; more under MirroredStrategy), so these pipelines run without them
-(:func:`options`); every stage they would add (parallel map, prefetch) is written out here.
+dataset graph (``from_tensor_slices``), after the validation split had copied the training part:
+the engine peaked 5.8x the decoded set above TensorFlow's own memory; now 1.2x. tf.data's default
+graph optimizations serialize the dataset, and with it a captured tensor: the first iterator
+made a full copy of the set (measured: +162 MB for a 147 MB set), so these pipelines run without
+them (:func:`options`); every stage they would add (parallel gather, prefetch) is written out here.
 """
 from __future__ import annotations
 
