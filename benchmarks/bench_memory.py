@@ -145,27 +145,28 @@ def main() -> int:
     data = write_shards(folder / f"replica-studio-memory-{args.examples}-{args.size}", args.examples, args.size)
     tiny = write_shards(folder / f"replica-studio-memory-{TINY}-{args.size}", TINY, args.size)
     decoded = args.examples * args.size * args.size * 3
-    work = Path(tempfile.mkdtemp(prefix="bench-memory-"))
-    config, tiny_config = work / "config.json", work / "tiny.json"
-    config.write_text(json.dumps(run_config(data, args.size, args.epochs, args.strategy)))
-    tiny_config.write_text(json.dumps(run_config(tiny, args.size, args.epochs, args.strategy)))
-    engines = {"after": common.ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
-    runs = {"tiny": (common.ROOT, tiny_config), **{name: (root, config) for name, root in engines.items()}}
-    peaks: dict[str, list[float]] = {name: [] for name in ("baseline", *runs)}
-    rates: dict[str, list[float]] = {name: [] for name in runs}
-    for run in range(args.runs):
-        _, _, peak = peak_run([common.PYTHON, "-c", BASELINE, str(config)], common.env())
-        peaks["baseline"].append(peak)
-        print(f"run {run + 1}: baseline {peak / 2**30:.2f} GiB", flush=True)
-        for name, (root, cfg) in runs.items():
-            command = [common.PYTHON, "-m", "gui_app.engine", "train", str(cfg), "--runs-dir",
-                       str(work / f"runs-{name}"), "--events", "jsonl"]
-            seconds, out, peak = peak_run(command, common.env(root))
-            rate, accuracy = last_epoch_rate(out)
-            peaks[name].append(peak)
-            rates[name].append(rate)
-            print(f"run {run + 1}: {name} {peak / 2**30:.2f} GiB peak, {rate:,.0f} examples/s, test accuracy "
-                  f"{accuracy}, {seconds:.0f} s", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:  # the runs: checkpoints, models
+        work = Path(tmp)
+        config, tiny_config = work / "config.json", work / "tiny.json"
+        config.write_text(json.dumps(run_config(data, args.size, args.epochs, args.strategy)))
+        tiny_config.write_text(json.dumps(run_config(tiny, args.size, args.epochs, args.strategy)))
+        engines = {"after": common.ROOT, **({"before": Path(args.before).resolve()} if args.before else {})}
+        runs = {"tiny": (common.ROOT, tiny_config), **{name: (root, config) for name, root in engines.items()}}
+        peaks: dict[str, list[float]] = {name: [] for name in ("baseline", *runs)}
+        rates: dict[str, list[float]] = {name: [] for name in runs}
+        for run in range(args.runs):
+            _, _, peak = peak_run([common.PYTHON, "-c", BASELINE, str(config)], common.env())
+            peaks["baseline"].append(peak)
+            print(f"run {run + 1}: baseline {peak / 2**30:.2f} GiB", flush=True)
+            for name, (root, cfg) in runs.items():
+                command = [common.PYTHON, "-m", "gui_app.engine", "train", str(cfg), "--runs-dir",
+                           str(work / f"runs-{name}"), "--events", "jsonl"]
+                seconds, out, peak = peak_run(command, common.env(root))
+                rate, accuracy = last_epoch_rate(out)
+                peaks[name].append(peak)
+                rates[name].append(rate)
+                print(f"run {run + 1}: {name} {peak / 2**30:.2f} GiB peak, {rate:,.0f} examples/s, test accuracy "
+                      f"{accuracy}, {seconds:.0f} s", flush=True)
     figures = []
     for name in engines:
         above = [(p - b) / decoded for p, b in zip(peaks[name], peaks["baseline"])]
