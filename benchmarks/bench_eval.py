@@ -6,7 +6,7 @@ Each side runs in its own process (interleaved: engine, evaluate, engine, ...): 
 mnist_cnn (built by ``build_model``, untrained: speed does not depend on the weights) under
 MirroredStrategy over two logical CPUs evaluates the same synthetic MNIST-shaped test set at
 batch 128, once to trace, then ``--repeats`` more times, timed. The engine's side is what a
-run does at each epoch end: ``pipeline.eval_dataset`` + ``Evaluator.evaluate`` (loss sum,
+run does at each epoch end: the in-memory input's set + ``Evaluator.evaluate`` (loss sum,
 correct count and confusion matrix reduced with SUM, per-replica example counts gathered);
 ``evaluate`` computes loss and accuracy. Figure: median over pairs of evaluate's time / the
 engine's (> 1: the engine is faster); the first (tracing) call is reported beside it. Target
@@ -35,8 +35,10 @@ def child(side: str, examples: int, repeats: int) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from gui_app.core.training import pipeline
+    from gui_app.core.config import DatasetConfig
+    from gui_app.core.datasets.base import make_dataset
     from gui_app.core.training.evaluation import Evaluator
+    from gui_app.core.training.in_memory import InMemoryInput
     from gui_app.core.training.models import build_model, channel_stats
 
     rng = np.random.default_rng(0)
@@ -49,7 +51,8 @@ def child(side: str, examples: int, repeats: int) -> None:
             model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     if side == "engine":
         evaluator = Evaluator(strategy, model, 10)
-        once = lambda: evaluator.evaluate(pipeline.eval_dataset(x, y, 128))  # noqa: E731
+        source = InMemoryInput(make_dataset("synthetic", "bench", x, y, x, y), DatasetConfig(validation="none"), 128)
+        once = lambda: evaluator.evaluate(source.test(strategy))  # noqa: E731
     else:
         xs = x.astype("float32") / 255.0
         once = lambda: model.evaluate(xs, y, batch_size=128, verbose=0)  # noqa: E731

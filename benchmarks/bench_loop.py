@@ -35,7 +35,7 @@ def main() -> None:
     if args.only is None:
         return compare(args)
 
-    from gui_app.core.config import ModelConfig, RuntimeConfig, TrainingConfig
+    from gui_app.core.config import DatasetConfig, ModelConfig, RuntimeConfig, TrainingConfig
     from gui_app.core.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=2))
@@ -43,7 +43,8 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from gui_app.core.training import pipeline
+    from gui_app.core.datasets.base import make_dataset
+    from gui_app.core.training.in_memory import InMemoryInput
     from gui_app.core.training.loop import Trainer
     from gui_app.core.training.models import build_model
     from gui_app.core.training.optim import build_optimizer, make_schedule
@@ -71,9 +72,11 @@ def main() -> None:
             optimizer = build_optimizer(cfg, make_schedule(cfg, steps, steps * (args.epochs + 1)))
         trainer = Trainer(strategy, model, optimizer, args.batch)
 
+        source = InMemoryInput(make_dataset("synthetic", "bench", x, y, x[:1], y[:1]), DatasetConfig(validation="none"),
+                               args.batch)
+
         def epoch(index: int) -> None:
-            it = iter(strategy.experimental_distribute_dataset(
-                pipeline.train_dataset(x, y, index, 0, args.batch, seed=1)))
+            it = iter(source.train(strategy, index, 0, seed=1))
             done = 0
             while done < steps:
                 k = min(per_call, steps - done)

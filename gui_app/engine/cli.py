@@ -28,7 +28,7 @@ _MODULES = (train_command, inspect_command, devices_command, scaling_command, ex
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replica-studio", description=(
         "Distributed TensorFlow training and evaluation. Without a command, opens the desktop app."))
     parser.add_argument("--version", action="version", version=f"replica-studio {__version__}")
@@ -51,7 +51,7 @@ def _quiet_tensorflow(debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -10,11 +10,30 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import TextIO
+from typing import Protocol, TextIO
 
 WINDOW_GONE = "the window went away"
 
 COMMANDS = ("stop", "pause", "continue", "checkpoint")  # "resume": the old word for "continue"
+
+
+class RunControl(Protocol):
+    """What the training loop asks between step groups, in this order: ``paused`` (and then
+    ``wait_while_paused``), ``stop_requested``, ``take_checkpoint_request``. :class:`Control`
+    answers for this process; a multi-worker cluster's ``ClusterControl`` answers what every
+    worker agreed (engine/cluster/agreement.py)."""
+
+    @property
+    def paused(self) -> bool: ...
+
+    @property
+    def stop_requested(self) -> bool: ...
+
+    def wait_while_paused(self, timeout: float | None = None) -> bool: ...
+
+    def take_checkpoint_request(self) -> bool: ...
+
+    def command(self, word: str) -> None: ...
 
 
 class Control:

@@ -6,6 +6,7 @@ the message, with advice where we have some (out of memory, a full disk).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from gui_app.core.config import ConfigError
@@ -22,7 +23,30 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite."""
 
 
-def one_line(exc: BaseException, run_dir: Path | None = None, hints: dict | None = None) -> str:
+class JoinTimeout(RuntimeError):
+    """Some workers of a cluster never became reachable within ``strategy.join_timeout_s``."""
+
+
+class ClusterFailed(RuntimeError):
+    """A cluster run failed: a worker or ps died, or the cluster never formed. ``kind`` is the
+    ``error`` event's kind; a failed cluster (kind ``cluster``) is resumable: ``resume``
+    restarts the whole cluster from the last checkpoint."""
+
+    def __init__(self, message: str, step: int, kind: str = "cluster", exit_code: int = EXIT_FAILED):
+        super().__init__(message)
+        self.step, self.kind, self.exit_code = step, kind, exit_code
+        self.resumable = kind == "cluster"
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """How a run splits its global batch: what an out-of-memory message advises on."""
+
+    per_replica: int
+    replicas: int
+
+
+def one_line(exc: BaseException, run_dir: Path | None = None, batch: BatchShape | None = None) -> str:
     if is_disk_full(exc):
         return disk_full_message(run_dir)  # before the OOM wording: TF reports ENOSPC as ResourceExhausted
     text = str(exc).strip()
@@ -31,25 +55,27 @@ def one_line(exc: BaseException, run_dir: Path | None = None, hints: dict | None
         name = type(exc).__name__
         text = f"{name}: {text.splitlines()[0] if text else ''}"
         if name == "ResourceExhaustedError":
-            text = out_of_memory(text, run_dir, hints or {})
+            text = out_of_memory(text, run_dir, batch)
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def out_of_memory(text: str, run_dir: Path | None, hints: dict) -> str:
-    per_replica, replicas = hints.get("per_replica_batch"), hints.get("replicas")
-    if not per_replica:
+def out_of_memory(text: str, run_dir: Path | None, batch: BatchShape | None) -> str:
+    if batch is None:
         return "out of memory: " + text + " (try a smaller training.global_batch_size)"
-    smaller = max(replicas or 1, (per_replica // 2) * (replicas or 1))
+    smaller = max(batch.replicas, (batch.per_replica // 2) * batch.replicas)
     how = f"; resume with --set training.global_batch_size={smaller}" if run_dir else ""
-    return (f"out of memory with {per_replica} examples per replica: {text} (try a smaller "
+    return (f"out of memory with {batch.per_replica} examples per replica: {text} (try a smaller "
             f"training.global_batch_size, e.g. {smaller}{how}; the last checkpoint is kept)")
 
 
 def classify(exc: BaseException) -> tuple[str, int]:
+    """(the ``error`` event's kind, the exit code) of a failure."""
     if isinstance(exc, ConfigError):
         return "config", EXIT_BAD_INPUT
-    if getattr(exc, "event_kind", None):  # e.g. a failed cluster (engine/cluster/launcher.py)
-        return exc.event_kind, exc.exit_code
+    if isinstance(exc, ClusterFailed):
+        return exc.kind, exc.exit_code
+    if isinstance(exc, JoinTimeout):
+        return "cluster", EXIT_FAILED
     if isinstance(exc, (InputError, RunInUse, DiskError)):
         return "input", EXIT_BAD_INPUT
     if is_disk_full(exc):

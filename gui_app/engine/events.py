@@ -31,7 +31,6 @@ from gui_app.core.events import (
     RunStarted,
     Step,
     Warning,
-    decode,
     encode,
 )
 from gui_app.core.rundir import EVENTS_FILE
@@ -84,23 +83,17 @@ class EventWriter:
                 pass
             self._file = None
 
-    def emit_final(self, event: Event | str, **fields: Any) -> None:
+    def emit_final(self, event: Event, durable: bool = True) -> None:
         """``emit`` for the error path: never raises (the disk may be full, stderr dead)."""
         try:
-            self.emit(event, **fields)
+            self.emit(event, durable)
             self.sync()
         except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
             pass
 
-    def emit(self, event: Event | str, durable: bool = True, **fields: Any) -> dict:
-        """Write one event and return its JSON object; ``durable=False`` keeps it out of
-        events.jsonl (stdout only). ``event`` is a typed event (gui_app.core.events), or a type
-        name with its fields, read as a decoder would read them (a relayed line)."""
-        if isinstance(event, str):
-            typed = decode({"type": event, **fields})
-            if typed is None:
-                raise ValueError(f"not a {event!r} event: {sorted(fields)}")
-            event = typed
+    def emit(self, event: Event, durable: bool = True) -> dict:
+        """Write one typed event (gui_app.core.events) and return its JSON object; ``durable=False``
+        keeps it out of events.jsonl (stdout only)."""
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)

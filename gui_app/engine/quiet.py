@@ -39,10 +39,11 @@ def silence_tensorflow_logs() -> None:
     except (OSError, ValueError, AttributeError):  # no fd 2 (a windowed bundle), or a test's captured stream
         return
     _installed = True
-    threading.Thread(target=_forward, args=(read_end, real), name="stderr-filter", daemon=True).start()
+    threading.Thread(target=forward, args=(read_end, real), name="stderr-filter", daemon=True).start()
 
 
-def _forward(read_end: int, real: int) -> None:
+def forward(read_end: int, real: int) -> None:
+    """Copy the pipe ``read_end`` to the descriptor ``real`` line by line, without TensorFlow's log lines."""
     pending = b""
     dropping = False  # inside a TensorFlow message: its continuation lines go too
     while True:

@@ -1,71 +1,83 @@
-"""One training session in this process: set up the data, strategy and model, restore the
-newest checkpoint when resuming, announce the run (``run_started``), train it with the
-controller, then save and evaluate the model. Used by ``train``/``resume`` and by every worker
-of a cluster.
+"""One training session in this process: set up the input, strategy and model, restore the
+newest checkpoint when resuming, announce the run (``run_started``), and run it with the
+controller (engine/runner.py). Used by ``train``/``resume``, by the parameter-server coordinator
+and by every worker of a multi-worker cluster, each passing what differs as objects: the
+control (a cluster's agreed one), the data order's seed, actions of its own.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.disk import require_free
-from gui_app.engine.control import Control
+from gui_app.core.events import Progress, ReplicaInfo, RunStarted, Warning
+from gui_app.engine.control import RunControl
+from gui_app.engine.errors import BatchShape
 from gui_app.engine.events import EventWriter
+from gui_app.engine.training.actions.base import Action
+from gui_app.engine.training.context import ModelState, RunContext
 
 
-def train_session(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
-           hints: dict | None = None, data_seed: int | None = None, wrap_control=None, controller_factory=None):
-    from gui_app.engine import context
-    from gui_app.engine.runner import RunController
+class TrainingSession:
+    """What the error path needs is kept as the session goes: ``batch`` once the strategy is
+    built (an out-of-memory message advises on it), ``state`` once the model exists (the step
+    reached), ``started`` once the run was announced."""
 
-    if resume:
-        info = rundir.read_run(run_dir)
-        if info.status == "completed":
-            raise ConfigError(f"run_dir: {run_dir} has already completed; nothing to resume")
-    progress = lambda p: events.emit("progress", **p)  # noqa: E731
-    ctx = context.prepare(config, progress, data_seed=data_seed)
-    if wrap_control is not None:  # multi-worker: every worker acts on the same agreed commands
-        control = wrap_control(ctx, control)
-    context.build_model_state(ctx, run_dir)
-    if hints is not None:  # what the error path needs to name an OOM and the step reached
-        hints.update(per_replica_batch=config.training.global_batch_size // ctx.built.num_replicas,
-                     replicas=ctx.built.num_replicas, step_var=ctx.step)
-    require_free(run_dir, context.state_bytes(ctx), "one checkpoint and the saved model")
-    restored = context.restore_latest(ctx, ctx.warnings) if resume else False
-    if resume and not restored:
-        ctx.warnings.append("no checkpoint found: the run starts again from step 0")
-    from gui_app.core.training.models import describe
+    def __init__(self, config: RunConfig, run_dir: Path, events: EventWriter, control: RunControl, resume: bool,
+                 data_seed: int | None = None):
+        self.config, self.run_dir, self.events, self.control = config, run_dir, events, control
+        self.resume, self.data_seed = resume, data_seed
+        self.batch: BatchShape | None = None
+        self.state: ModelState | None = None
+        self.started = False
 
-    start = int(ctx.step.numpy())
-    model_info = describe(ctx.model)
-    built, d = ctx.built, ctx.dataset
-    events.emit(
-        "run_started", run_dir=str(run_dir), config=config.to_dict(), resumed=resume, start_step=start,
-        total_steps=ctx.total_steps, steps_per_epoch=ctx.steps_per_epoch, epochs=config.training.epochs,
-        num_replicas=built.num_replicas,
-        replicas=[{"replica": i, "worker": w, "device": dev}
-                  for i, (w, dev) in enumerate(zip(built.replica_workers, built.devices))],
-        num_workers=built.num_workers,
-        global_batch_size=config.training.global_batch_size,
-        per_replica_batch_size=config.training.global_batch_size // built.num_replicas,
-        dataset={**d.summary(), "validation_examples": 0 if ctx.splits.x_val is None else len(ctx.splits.x_val),
-                 "train_examples": len(ctx.splits.x_train)},
-        model={"name": model_info["name"], "parameters": model_info["parameters"],
-               "trainable_parameters": model_info["trainable_parameters"]},
-        strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops,
-                  **getattr(built, "communication", {})},
-        versions=context.versions(), data_seed=ctx.data_seed)
-    if hints is not None:
-        hints["started"] = True
-    for warning in ctx.warnings:
-        events.emit("warning", message=warning)
-    controller = (controller_factory or RunController)(ctx, run_dir, events, control)
-    try:
-        status = controller.train()
-        if status == "completed":
-            controller.save_model()
-            controller.evaluate()
-    finally:
-        controller.close()
-    return status, int(ctx.step.numpy())
+    def step_reached(self) -> int:
+        try:
+            return self.state.steps_done() if self.state is not None else 0
+        except Exception:  # noqa: BLE001 - asked on the error path, which must not raise
+            return 0
+
+    def run(self, actions: Sequence[Action] = ()) -> tuple[str, int]:
+        """Train (or continue) the run; (``completed`` or ``stopped``, the step reached).
+        ``actions`` run after the standard ones, before the checkpoints."""
+        from gui_app.engine.runner import RunController, standard_actions
+        from gui_app.engine.training import context
+        from gui_app.engine.training.steps import evaluator, step_runner
+
+        if self.resume and rundir.read_run(self.run_dir).status == "completed":
+            raise ConfigError(f"run_dir: {self.run_dir} has already completed; nothing to resume")
+        progress = lambda p: self.events.emit(Progress(**p))  # noqa: E731
+        ctx = context.prepare(self.config, progress, self.data_seed, self.run_dir / context.DATA_DIR)
+        self.batch = ctx.batch
+        state = self.state = context.build_model_state(ctx, self.run_dir)
+        require_free(self.run_dir, context.state_bytes(state), "one checkpoint and the saved model")
+        if self.resume and not context.restore_latest(ctx, state, ctx.warnings):
+            ctx.warnings.append("no checkpoint found: the run starts again from step 0")
+        self.events.emit(self._run_started(ctx, state))
+        self.started = True
+        for warning in ctx.warnings:
+            self.events.emit(Warning(message=warning))
+        controller = RunController(ctx, state, step_runner(ctx, state), evaluator(ctx, state), self.control,
+                                   standard_actions(ctx, state, self.run_dir, self.events, self.control, actions))
+        return controller.run(self.run_dir, self.events), state.steps_done()
+
+    def _run_started(self, ctx: RunContext, state: ModelState) -> RunStarted:
+        from gui_app.core.training.models import describe
+        from gui_app.engine.training.context import versions
+
+        config, built = self.config, ctx.built
+        model = describe(state.model)
+        return RunStarted(
+            run_dir=str(self.run_dir), config=config.to_dict(), resumed=self.resume, start_step=state.steps_done(),
+            total_steps=ctx.total_steps, steps_per_epoch=ctx.steps_per_epoch, epochs=config.training.epochs,
+            num_replicas=built.num_replicas,
+            replicas=[ReplicaInfo(replica=i, worker=w, device=device)
+                      for i, (w, device) in enumerate(zip(built.replica_workers, built.devices))],
+            num_workers=built.num_workers, global_batch_size=config.training.global_batch_size,
+            per_replica_batch_size=config.training.global_batch_size // built.num_replicas,
+            dataset=ctx.input.summary(),
+            model={key: model[key] for key in ("name", "parameters", "trainable_parameters")},
+            strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops, **built.communication},
+            versions=versions(), data_seed=ctx.data_seed)

@@ -14,14 +14,15 @@ from pathlib import Path
 from gui_app.core import atomic_io, rundir
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_writable
+from gui_app.core.events import Error, Progress, RunFinished, Warning
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunLock
 from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import WINDOW_GONE, Control
-from gui_app.engine.errors import InputError, classify, one_line
+from gui_app.engine.errors import ClusterFailed, InputError, classify, one_line
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
-from gui_app.engine.session import train_session
+from gui_app.engine.session import TrainingSession
 
 COMMANDS = RUN_COMMANDS
 
@@ -60,13 +61,6 @@ def _say(text: str) -> None:
         pass
 
 
-def _step_reached(hints: dict) -> int:
-    try:
-        return int(hints["step_var"].numpy()) if "step_var" in hints else 0
-    except Exception:  # noqa: BLE001 - the error path must not raise
-        return 0
-
-
 def run_command(args, control: Control | None = None, stream=None) -> int:
     """Run one engine command; ``control`` and ``stream`` let tests drive it in-process."""
     events = EventWriter(args.events, stream)
@@ -79,7 +73,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     run_dir: Path | None = None
     lock: RunLock | None = None
     created = False  # run_dir is new, made by this process
-    hints: dict = {}
+    session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
         if args.command == "train":
             config = load_config(args.config, getattr(args, "allow_public_hosts", False))
@@ -110,16 +104,17 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
             from gui_app.engine.cluster.parameter_servers import run_parameter_servers
 
-            status, step = run_parameter_servers(config, run_dir, events, control, resume,
-                                                 train=train_session, one_line=one_line)
+            session = TrainingSession(config, run_dir, events, control, resume)
+            status, step = run_parameter_servers(session)
         elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
             from gui_app.engine.cluster.launcher import run_cluster
 
             status, step = run_cluster(config, run_dir, events, control, resume=resume)
         else:
-            status, step = train_session(config, run_dir, events, control, resume=resume, hints=hints)
-        finished = {"message": control.stop_reason} if status == "stopped" and control.stop_reason else {}
-        events.emit("run_finished", status=status, run_dir=str(run_dir), step=step, **finished)
+            session = TrainingSession(config, run_dir, events, control, resume)
+            status, step = session.run()
+        message = control.stop_reason if status == "stopped" else None
+        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step, message=message))
         events.sync()
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
@@ -128,7 +123,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         else:
             try:
                 kind, code = classify(exc)
-                message = one_line(exc, run_dir, hints)
+                message = one_line(exc, run_dir, session.batch if session else None)
             except Exception:  # noqa: BLE001 - the error path must not raise
                 kind, code, message = "internal", EXIT_FAILED, type(exc).__name__
         if args.debug or kind == "internal":
@@ -140,12 +135,13 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         _say(f"replica-studio {args.command}: {message}")
         # Only a run that trained in this process (or a new one) gets the failure in its history:
         # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
-        touch_run = lock is not None and (args.command == "train" or hints.get("started", False))
-        events.emit_final("error", message=message, kind=kind, durable=touch_run)
-        extra = {"resumable": True} if getattr(exc, "resumable", False) else {}  # a failed cluster
-        events.emit_final("run_finished", status="failed", run_dir=str(run_dir) if run_dir else None,
-                          step=getattr(exc, "step", None) or _step_reached(hints), message=message,
-                          durable=touch_run, **extra)
+        touch_run = lock is not None and (args.command == "train" or (session is not None and session.started))
+        events.emit_final(Error(message=message, kind=kind), durable=touch_run)
+        cluster = exc if isinstance(exc, ClusterFailed) else None
+        step = (cluster.step if cluster else 0) or (session.step_reached() if session else 0)
+        events.emit_final(RunFinished(status="failed", run_dir=str(run_dir) if run_dir else None, step=step,
+                                      message=message, resumable=bool(cluster and cluster.resumable)),
+                          durable=touch_run)
         if created and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run_dir):
             # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
             events.close()
@@ -159,32 +155,30 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
 
 def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     """Evaluate model.keras (or the newest checkpoint) on the run's test set."""
-    from gui_app.engine import context
-    from gui_app.engine.runner import RunController
+    from gui_app.engine.training import context
+    from gui_app.engine.training.final_evaluation import evaluate_test_set
+    from gui_app.engine.training.steps import evaluator
 
     if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
         config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
                                           "communication": "auto", "timeout_s": None, "max_restarts": 0})
-    ctx = context.prepare(config, lambda p: events.emit("progress", **p))
-    context.build_model_state(ctx, run_dir)
+    ctx = context.prepare(config, lambda p: events.emit(Progress(**p)), data_dir=run_dir / context.DATA_DIR)
+    state = context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE
     warnings: list[str] = []
     if model_file.exists():
         import keras
 
         try:
-            ctx.model.set_weights(keras.saving.load_model(model_file, compile=False).get_weights())
+            state.model.set_weights(keras.saving.load_model(model_file, compile=False).get_weights())
         except Exception as exc:  # noqa: BLE001 - Keras raises many types for a damaged or foreign file
             raise InputError(f"{model_file}: cannot load it ({type(exc).__name__}: "
                              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'damaged'})") from None
-    elif not context.restore_latest(ctx, warnings):
+    elif not context.restore_latest(ctx, state, warnings):
         raise InputError(f"run_dir: {run_dir} has neither {rundir.MODEL_FILE} nor a checkpoint to evaluate")
     for warning in warnings:
-        events.emit("warning", message=warning, durable=False)
-    controller = RunController(ctx, run_dir, events, Control())
-    controller.evaluate()
-    controller.close()
+        events.emit(Warning(message=warning), durable=False)
+    evaluate_test_set(evaluator(ctx, state), ctx.input, run_dir, events)
     # Re-evaluating does not change how the run ended, so run_finished goes to stdout only.
-    events.emit("run_finished", status="completed", run_dir=str(run_dir), step=int(ctx.step.numpy()),
-                durable=False)
+    events.emit(RunFinished(status="completed", run_dir=str(run_dir), step=state.steps_done()), durable=False)
     return EXIT_OK

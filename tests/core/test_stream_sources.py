@@ -112,6 +112,28 @@ def test_auto_loading_streams_above_the_memory_budget(tmp_path, monkeypatch):
     assert data is None and stream.train.examples > 0
 
 
+def test_in_memory_loading_is_aligned_and_the_auto_cache_counts_what_it_holds(tmp_path):
+    from dataclasses import replace
+
+    from gui_app.core.datasets.loading import decoded_bytes, resolve_cache
+    from gui_app.core.datasets.stream_read import ALIGN, load_into_memory
+    from gui_app.core.datasets.streamed import open_stream
+
+    write_tfrecords(tmp_path / "s", 400, shards=2)
+    source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), **GREY8))
+    data = load_into_memory(source)  # decoded in place: TensorFlow can share the arrays (pipeline.host_tensor)
+    assert data.x_train.ctypes.data % ALIGN == 0 and data.x_test.ctypes.data % ALIGN == 0
+    assert len(data.y_train) == source.pool.examples and len(data.y_test) == source.test.examples
+    # A memory cache holds the training examples and the validation ones: both count against the budget.
+    cfg = DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), image_size=(128, 128), loading="stream")
+    source = open_stream(cfg)
+    train, both = decoded_bytes(source, ("train",)), decoded_bytes(source, ("train", "val"))
+    fits_train = -(-train // 2**20)
+    assert both > fits_train * 2**20
+    assert resolve_cache(replace(cfg, memory_budget_mb=fits_train), source) == "none"
+    assert resolve_cache(replace(cfg, memory_budget_mb=-(-both // 2**20)), source) == "memory"
+
+
 def test_a_label_outside_the_class_count_names_the_file(tmp_path):
     from gui_app.core.datasets.shards import scan
 

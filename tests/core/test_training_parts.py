@@ -100,14 +100,15 @@ def test_keras_file_models_are_checked(tmp_path):
 
 
 def test_events_are_valid_json_without_nan(tmp_path):
+    from gui_app.core.events import ReplicaStats, RunFinished, Step, Warning
     from gui_app.engine.events import EventWriter
 
     out = io.StringIO()
     writer = EventWriter("jsonl", out)
-    writer.emit("warning", message="before the run directory exists")
+    writer.emit(Warning(message="before the run directory exists"))
     writer.attach(tmp_path)
-    writer.emit("step", step=1, loss=float("nan"), replicas=[{"replica": 0, "loss": float("inf")}])
-    writer.emit("run_finished", durable=False, status="completed", run_dir=str(tmp_path), step=1)
+    writer.emit(Step(step=1, loss=float("nan"), replicas=[ReplicaStats(replica=0, loss=float("inf"))]))
+    writer.emit(RunFinished(status="completed", run_dir=str(tmp_path), step=1), durable=False)
     writer.close()
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [e["type"] for e in lines] == ["warning", "step", "run_finished"]

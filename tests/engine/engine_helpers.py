@@ -42,14 +42,14 @@ class EventTap(io.StringIO):
 
 def run_in_process(command: str, target: str, runs_dir: Path | None = None, on_event=None, control=None):
     """Run ``train``/``resume``/``evaluate`` in this process; returns (exit code, EventTap)."""
-    from gui_app.engine.cli import _parser
+    from gui_app.engine.cli import build_parser
     from gui_app.engine.control import Control
     from gui_app.engine.train_command import run_command
 
     argv = [command, str(target), "--events", "jsonl"]
     if runs_dir is not None:
         argv += ["--runs-dir", str(runs_dir)]
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     tap = EventTap(on_event)
     control = control or Control()
     code = run_command(args, control=control, stream=tap)

@@ -151,6 +151,37 @@ def test_parameter_servers_complete_after_a_worker_is_killed(tmp_path):
     assert not any(alive(p) for p in run.worker_pids)
 
 
+@pytest.mark.slow
+def test_parameter_servers_train_a_streamed_set_with_checkpoints_by_steps(tmp_path):
+    """The coordinator runs the same controller as every strategy: a streamed set, checkpoints
+    every 5 steps, every step told once with the worker that ran it."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+    from stream_files import write_tfrecords
+
+    write_tfrecords(tmp_path / "shards", 300, shards=4)
+    data = {"dataset": {"name": "tfrecord", "path": str(tmp_path / "shards"), "image_size": [8, 8],
+                        "color_mode": "grayscale", "loading": "stream"},
+            "model": {"name": "mlp"}, "strategy": {"name": "parameter_server", "workers": 2, "ps": 1},
+            "training": {"epochs": 2, "global_batch_size": 16, "seed": 5, "steps_per_call": 3,
+                         "checkpoint_every_steps": 5}}
+    config = tmp_path / "ps.json"
+    config.write_text(json.dumps(data))
+    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"))
+    assert run.wait() == 0, run.stderr[-3000:]
+    started = run.of("run_started")[0]
+    assert started["dataset"]["streamed"] is True
+    total = started["total_steps"]
+    steps = run.of("step")
+    assert [e["step"] for e in steps] == list(range(1, total + 1))
+    assert all(e["per_worker"] and e["replicas"][0]["worker"] in (0, 1) for e in steps)
+    saved = [e["step"] for e in run.of("checkpoint")]
+    assert any(s % started["steps_per_epoch"] for s in saved) and saved[-1] == total  # by steps, and at the end
+    assert run.of("eval")[0]["examples"] == started["dataset"]["test_examples"]
+    assert not any(alive(p) for p in run.worker_pids)
+
+
 def test_a_port_that_answers_but_is_no_worker_fails_after_the_join_timeout(tmp_path):
     """Something else listens on worker 1's port (here a bare socket; in some networks a proxy
     accepts every connection): the chief's TensorFlow would wait for it for minutes."""

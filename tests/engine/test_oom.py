@@ -11,11 +11,11 @@ from gui_app.engine.control import Control
 
 
 def _run(argv):
-    from gui_app.engine.cli import _parser
+    from gui_app.engine.cli import build_parser
     from gui_app.engine.train_command import run_command
 
     tap = EventTap()
-    code = run_command(_parser().parse_args([*argv, "--events", "jsonl"]), control=Control(), stream=tap)
+    code = run_command(build_parser().parse_args([*argv, "--events", "jsonl"]), control=Control(), stream=tap)
     return code, tap
 
 
@@ -59,8 +59,8 @@ def test_oom_names_the_batch_and_resume_with_a_smaller_one(tmp_path, write_confi
 def test_a_full_disk_is_never_called_out_of_memory():
     import tensorflow as tf
 
-    from gui_app.engine.errors import one_line
+    from gui_app.engine.errors import BatchShape, one_line
 
     exc = tf.errors.ResourceExhaustedError(None, None, "runs/x/checkpoints/ckpt-8_temp; No space left on device")
-    assert one_line(exc, Path("/runs/x"), {"per_replica_batch": 32}).startswith("the disk holding /runs/x is full")
+    assert one_line(exc, Path("/runs/x"), BatchShape(32, 2)).startswith("the disk holding /runs/x is full")
     assert one_line(OSError(28, "No space left on device"), Path("/r")).startswith("the disk holding /r is full")

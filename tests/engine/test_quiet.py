@@ -4,13 +4,13 @@ from __future__ import annotations
 import os
 import threading
 
-from gui_app.engine.quiet import _forward
+from gui_app.engine.quiet import forward
 
 
 def test_tensorflow_lines_and_their_continuations_are_dropped():
     src_r, src_w = os.pipe()
     out_r, out_w = os.pipe()
-    thread = threading.Thread(target=_forward, args=(src_r, out_w))
+    thread = threading.Thread(target=forward, args=(src_r, out_w))
     thread.start()
     os.write(src_w, b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n")
     os.write(src_w, b"I0000 00:00:1796113123.903224   28025 cpu_feature_guard.cc:210] This TensorFlow binary\n"

@@ -100,12 +100,13 @@ def test_checkpoint_word_and_hierarchical_copy(tmp_path, write_config):
 
 
 def test_attach_starts_a_fresh_line_after_a_torn_one(tmp_path):
+    from gui_app.core.events import RunStarted
     from gui_app.engine.events import EventWriter
 
     (tmp_path / "events.jsonl").write_text('{"type":"step","step":1}\n{"type":"step","st')
     writer = EventWriter("none")
     writer.attach(tmp_path)
-    writer.emit("run_started", run_dir=str(tmp_path), config={}, resumed=True)
+    writer.emit(RunStarted(run_dir=str(tmp_path), config={}, resumed=True))
     writer.close()
     assert [type(e) for e in rundir.read_events(tmp_path)] == [ev.Step, ev.RunStarted]
 

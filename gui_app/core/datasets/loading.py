@@ -29,10 +29,12 @@ def decoded_bytes(source, parts: tuple = ("train", "val", "test")) -> int:
 
 
 def resolve_cache(cfg: DatasetConfig, source) -> str:
-    """``auto``: cache decoded training examples in memory when they fit the budget, else none."""
+    """``auto``: cache decoded examples in memory when what that holds fits the budget, else none.
+    A memory cache holds the training examples and, between epochs, the validation ones
+    (core/training/streaming.py), so both count."""
     if cfg.cache != "auto":
         return cfg.cache
-    return "memory" if decoded_bytes(source, ("train",)) <= memory_budget_bytes(cfg) else "none"
+    return "memory" if decoded_bytes(source, ("train", "val")) <= memory_budget_bytes(cfg) else "none"
 
 
 def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> tuple[Dataset | None, object | None]:
@@ -43,6 +45,7 @@ def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> tuple[Da
     if cfg.loading == "memory" or (cfg.loading == "auto" and cfg.name not in OPENERS):
         return load_dataset(cfg, progress), None
     source = open_stream(cfg, progress)
+    # In memory the decoded set is held once, as uint8 (core/training/pipeline.py): exactly this many bytes.
     if cfg.loading == "stream" or decoded_bytes(source) > memory_budget_bytes(cfg):
         return None, source
     if cfg.name == "image_folder":

@@ -6,7 +6,7 @@ list of files with exact example counts. ``gui_app.core.training.streaming`` bui
 tf.data pipelines from them; nothing here holds images in memory.
 
 Held-out examples: image folders split as in memory (``stratified_split`` for the test set,
-the seeded validation permutation of ``pipeline.split``), so both loading modes train on the
+the seeded validation permutation of ``pipeline.validation_rows``), so both loading modes train on the
 same examples. TFRecord sets without a ``test_path`` (or a manifest test split) and the
 validation split of TFRecord and TFDS sets are chosen by a hash of each example's global index
 (``index * prime % 1000 < fraction * 1000``): stable for a set of shards, exact to 0.1 %, and
@@ -173,7 +173,7 @@ def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> S
         warnings.append(f"skipped {len(skipped)} images before training: {few(skipped, 3)}")
     pool = _files_part(paths, labels, len(class_names))
     val = None
-    if cfg.validation == "split":  # the same held-out examples as pipeline.split in memory
+    if cfg.validation == "split":  # the same held-out examples as pipeline.validation_rows in memory
         order = np.random.default_rng(20240607).permutation(len(paths))
         n_val = max(1, int(round(len(paths) * cfg.validation_split)))
         val_idx, train_idx = np.sort(order[:n_val]), np.sort(order[n_val:])

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gui_app.core.events import ClassMetrics, Eval
 from gui_app.core.metrics import per_class_metrics
+from gui_app.core.training.pipeline import to_unit_range
 
 
 @dataclass
@@ -19,25 +21,23 @@ class EvalResult:
     confusion_matrix: np.ndarray  # [classes, classes], rows = true class
     examples_per_replica: list[int]
     predictions: np.ndarray | None = None  # [examples] predicted class, in dataset order
+    labels: np.ndarray | None = None  # [examples] true class, in dataset order
     confidence: np.ndarray | None = None  # [examples] probability of the predicted class
     duration: float | None = None  # seconds over every batch (all workers in step)
 
-    def to_event(self, class_names: list[str]) -> dict:
-        return {
-            "loss": self.loss,
-            "accuracy": self.accuracy,
-            "examples": self.examples,
-            "confusion_matrix": self.confusion_matrix.astype(int).tolist(),
-            "class_names": list(class_names),
-            "per_class": per_class_metrics(self.confusion_matrix, class_names),
-            "examples_per_replica": self.examples_per_replica,
-            "duration": self.duration,
-            "examples_per_sec": self.examples / self.duration if self.duration else None,
-        }
+    def to_event(self, class_names: list[str]) -> Eval:
+        per_class = [ClassMetrics(index=m["class"], name=m["name"], precision=m["precision"], recall=m["recall"],
+                                  f1=m["f1"], support=m["support"])
+                     for m in per_class_metrics(self.confusion_matrix, class_names)]
+        return Eval(loss=self.loss, accuracy=self.accuracy, examples=self.examples,
+                    confusion_matrix=self.confusion_matrix.astype(int).tolist(), class_names=list(class_names),
+                    per_class=per_class, examples_per_replica=self.examples_per_replica, duration=self.duration,
+                    examples_per_sec=self.examples / self.duration if self.duration else None)
 
 
 class Evaluator:
-    """Evaluates a model on a distributed dataset built by ``pipeline.eval_dataset``."""
+    """Evaluates a model on batches of (images, labels, position in the set): an input source's
+    validation or test set (``pipeline.distribute_eval``, ``streaming.eval_dataset``)."""
 
     def __init__(self, strategy, model, num_classes: int, from_logits: bool = True):
         import keras
@@ -51,7 +51,7 @@ class Evaluator:
     def _replica_fn(self, x, y, index):
         import tensorflow as tf
 
-        out = tf.cast(self.model(x, training=False), tf.float32)
+        out = tf.cast(self.model(to_unit_range(x), training=False), tf.float32)
         probs = tf.nn.softmax(out) if self._from_logits else out
         pred = tf.argmax(out, axis=-1, output_type=tf.int32)
         # Padding rows (index -1, pipeline.distribute_eval) count for nothing.
@@ -60,18 +60,18 @@ class Evaluator:
         cm = tf.math.confusion_matrix(y, pred, num_classes=self.num_classes, weights=weight, dtype=tf.float32)
         loss_sum = tf.reduce_sum(tf.cast(self._loss(y, out), tf.float32) * weight)
         count = tf.reduce_sum(weight)
-        return loss_sum, cm, count[tf.newaxis], index, pred, tf.reduce_max(probs, axis=-1)
+        return loss_sum, cm, count[tf.newaxis], index, y, pred, tf.reduce_max(probs, axis=-1)
 
     def _step_impl(self, batch):
         import tensorflow as tf
 
-        loss_sum, cm, count, index, pred, conf = self.strategy.run(self._replica_fn, args=batch)
+        loss_sum, cm, count, index, y, pred, conf = self.strategy.run(self._replica_fn, args=batch)
         total = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
         gather = lambda v: self.strategy.gather(v, axis=0)  # noqa: E731
-        return total(loss_sum), total(cm), gather(count), gather(index), gather(pred), gather(conf)
+        return total(loss_sum), total(cm), gather(count), gather(index), gather(y), gather(pred), gather(conf)
 
     def evaluate(self, dataset, keep_predictions: bool = False) -> EvalResult:
-        """``dataset``: ``pipeline.eval_dataset`` (split here) or ``pipeline.distribute_eval``."""
+        """``dataset``: a tf.data.Dataset of global batches (split here) or a distributed one."""
         import time
 
         import tensorflow as tf
@@ -84,14 +84,15 @@ class Evaluator:
         loss = 0.0
         cm = np.zeros((self.num_classes, self.num_classes), np.float64)
         per_replica = np.zeros(self.strategy.num_replicas_in_sync, np.int64)
-        indices, preds, confs = [], [], []
+        indices, labels, preds, confs = [], [], [], []
         for batch in dist:
-            l_sum, c, counts, index, pred, conf = self._step(batch)
+            l_sum, c, counts, index, y, pred, conf = self._step(batch)
             loss += float(l_sum)
             cm += c.numpy()
             per_replica += counts.numpy().astype(np.int64)
             if keep_predictions:
                 indices.append(index.numpy())
+                labels.append(y.numpy())
                 preds.append(pred.numpy())
                 confs.append(conf.numpy())
         retire(dist)  # off this thread: deleting a distributed iterator blocks (retire.py)
@@ -103,6 +104,7 @@ class Evaluator:
             index = np.concatenate(indices)
             real = index >= 0
             order = np.argsort(index[real])
+            result.labels = np.concatenate(labels)[real][order].astype(np.int64)
             result.predictions = np.concatenate(preds)[real][order]
             result.confidence = np.concatenate(confs)[real][order]
         return result

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gui_app.core.training.pipeline import to_unit_range
+
 # Columns of the per-replica statistics tensor.
 STATS = ("loss", "accuracy", "examples", "grad_norm", "step_time")
 LOSS, ACCURACY, EXAMPLES, GRAD_NORM, STEP_TIME = range(len(STATS))
@@ -120,7 +122,7 @@ class Trainer:
         with tf.control_dependencies([x]):
             t0 = tf.timestamp()
         with tf.control_dependencies([t0]):
-            x = tf.identity(x)
+            x = to_unit_range(tf.identity(x))
         if self.accumulation_steps == 1:
             grads, per_example, correct = self._forward_backward(x, y)
             loss_mean = tf.reduce_mean(tf.cast(per_example, tf.float32))

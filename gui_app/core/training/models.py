@@ -107,25 +107,27 @@ def build_model(cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
     return model
 
 
-def channel_stats(x_uint8) -> tuple:
-    """Per-channel mean and variance of uint8 NHWC images scaled to [0, 1]."""
+def channel_stats(images, rows=None) -> tuple:
+    """Per-channel mean and variance of uint8 NHWC images scaled to [0, 1]: of ``images[rows]``
+    when ``rows`` is given, read a chunk at a time (no copy of the set)."""
     import numpy as np
 
-    sample = x_uint8[:: max(1, len(x_uint8) // 20000)]  # enough for 3 decimals
-    if sample.dtype == np.uint8:
+    rows = np.arange(len(images)) if rows is None else np.asarray(rows)
+    rows = rows[:: max(1, len(rows) // 20000)]  # enough for 3 decimals
+    channels = images.shape[-1]
+    if images.dtype == np.uint8:
         # From a histogram of the 256 values per channel: exact, and 10x faster than a float64
         # copy of the sample (0.4 s of every run's start-up on MNIST-sized data).
-        channels = sample.reshape(-1, sample.shape[-1])
+        counts = np.zeros((channels, 256), np.float64)
+        for start in range(0, len(rows), 1024):
+            chunk = images[rows[start:start + 1024]].reshape(-1, channels)
+            for c in range(channels):
+                counts[c] += np.bincount(chunk[:, c], minlength=256)
         levels = np.arange(256, dtype=np.float64) / 255.0
-        mean, variance = [], []
-        for c in range(channels.shape[1]):
-            counts = np.bincount(channels[:, c], minlength=256).astype(np.float64)
-            m = counts @ levels / counts.sum()
-            mean.append(m)
-            variance.append(counts @ (levels - m) ** 2 / counts.sum())
-        mean, variance = np.array(mean), np.maximum(np.array(variance), 1e-6)
+        mean = np.array([counts[c] @ levels / counts[c].sum() for c in range(channels)])
+        variance = np.maximum([counts[c] @ (levels - mean[c]) ** 2 / counts[c].sum() for c in range(channels)], 1e-6)
     else:
-        sample = sample.astype(np.float64) / 255.0
+        sample = images[rows].astype(np.float64) / 255.0
         mean = sample.mean(axis=(0, 1, 2))
         variance = np.maximum(sample.var(axis=(0, 1, 2)), 1e-6)
     return mean.astype("float32").tolist(), variance.astype("float32").tolist()

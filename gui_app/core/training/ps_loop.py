@@ -2,8 +2,8 @@
 Keras's ``fit`` does not work there; TensorFlow's own custom-loop shape does).
 
 The coordinator ``schedule``s step functions; any free worker runs one, reading its own
-per-worker dataset (which must ``repeat``: an epoch is an explicit number of steps) and
-updating the variables on the parameter servers. Steps are asynchronous, so the statistics
+per-worker dataset (an input source's ``per_worker``, which must ``repeat``: an epoch is an
+explicit number of steps) and updating the variables on the parameter servers. Steps are asynchronous, so the statistics
 are per *worker* (each step is run by exactly one). When a worker dies, the coordinator
 reschedules its pending steps on the others; a step may then run twice (TensorFlow's
 at-least-once rule), which for SGD is one extra update, not a wrong one.
@@ -32,22 +32,6 @@ def build_parameter_server(num_ps: int):
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         resolver, variable_partitioner=variable_partitioner(tf, num_ps))
     return strategy, tf.distribute.coordinator.ClusterCoordinator(strategy)
-
-
-def per_worker_dataset(coordinator, x: np.ndarray, y: np.ndarray, global_batch: int, seed: int):
-    """Each worker shuffles the whole training set with its own order and repeats forever."""
-    import tensorflow as tf
-
-    from gui_app.core.training.pipeline import _scale
-
-    def dataset_fn():
-        ds = tf.data.Dataset.from_tensor_slices((x, y.astype(np.int32)))
-        # No fixed seed: with one, every worker would read the same order.
-        ds = ds.shuffle(len(x), reshuffle_each_iteration=True).repeat()
-        ds = ds.batch(global_batch, drop_remainder=True).map(lambda a, b: (_scale(a), b))
-        return ds.prefetch(2)
-
-    return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
 
 def worker_ids(coordinator):

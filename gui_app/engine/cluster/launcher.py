@@ -23,9 +23,12 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.engine.cluster.processes import ClusterFailed, Worker, die_with_parent, pump_stderr
+from gui_app.core.events import Error, RunFinished, Step, Warning, decode
+from gui_app.engine.cluster.processes import Worker, die_with_parent, pump_stderr
 from gui_app.engine.control import Control
+from gui_app.engine.errors import ClusterFailed
 from gui_app.engine.events import EventWriter
+from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.identity import app_command, app_env
 
 POLL_S = 0.1
@@ -34,13 +37,18 @@ FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take
 
 
 def _pump_events(stream, out: queue.Queue) -> None:
+    """The chief's events, decoded; a line that is no event goes to stderr."""
     for line in stream:
         line = line.strip()
         if line:
             try:
-                out.put(json.loads(line))
+                event = decode(json.loads(line))
             except ValueError:
+                event = None
+            if event is None:
                 sys.stderr.write(f"[worker 0] {line}\n")
+            else:
+                out.put(event)
     out.put(None)  # the chief's stdout closed
 
 
@@ -51,7 +59,8 @@ class _Attempt:
                  data_seed: int):
         self.config, self.run_dir, self.events, self.control = config, run_dir, events, control
         self.step = 0
-        self.held: dict[str, dict] = {}  # the chief's error / run_finished: the launcher decides what ends it
+        self.error: Error | None = None  # the chief's: the launcher decides how the run ends
+        self.finished: RunFinished | None = None
         self.queue: queue.Queue = queue.Queue()
         cfg = config.strategy
         local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
@@ -98,22 +107,15 @@ class _Attempt:
                 return True
             if event is None:
                 return False
-            kind = event.pop("type")
-            if kind in ("error", "run_finished"):
-                self.held[kind] = event
-                continue
-            if kind == "step":
-                self.step = max(self.step, int(event["step"]))
-            self._emit(kind, event)
-
-    def _emit(self, kind: str, event: dict) -> None:
-        try:
-            self.events.emit(kind, **event)
-        except BrokenPipeError:
-            # The window went away: keep the run directory's copy, stop the cluster with a checkpoint.
-            self.events.mode = "none"
-            self.events.emit(kind, **event)
-            self.control.command("stop")
+            if isinstance(event, Error):
+                self.error = event
+            elif isinstance(event, RunFinished):
+                self.finished = event
+            else:
+                if isinstance(event, Step):
+                    self.step = max(self.step, event.step)
+                # A window that went away is the writer's to notice: it stops the run (train_command).
+                self.events.emit(event)
 
     def _tell_chief(self, word: str) -> None:
         try:
@@ -167,8 +169,7 @@ class _Attempt:
                 self._relay()
                 return "failed", self._describe(culprit, stopped)
             if chief.proc.poll() == 0 and not open_stream:
-                finished = self.held.get("run_finished", {})
-                status = finished.get("status", "failed")
+                status = self.finished.status if self.finished else "failed"
                 deadline = time.monotonic() + FINISH_GRACE_S
                 for w in self.workers[1:]:
                     try:
@@ -176,7 +177,7 @@ class _Attempt:
                     except subprocess.TimeoutExpired:
                         pass
                 self.kill_all()
-                return status, finished.get("message")
+                return status, self.finished.message if self.finished else None
             time.sleep(POLL_S)
 
     def _describe(self, culprit: Worker, stopped: list[int]) -> str:
@@ -184,7 +185,7 @@ class _Attempt:
         for t in culprit.threads:
             t.join(timeout=2)
         role = " (chief)" if culprit.index == 0 else ""
-        what = self.held.get("error", {}).get("message") if culprit.index == 0 else None
+        what = self.error.message if culprit.index == 0 and self.error else None
         what = what or culprit.last_error
         hung = [i for i in culprit.unhealthy if i != culprit.index]
         hung = hung or stopped  # TensorFlow's heartbeat report may not have arrived: a stopped peer hung
@@ -197,7 +198,7 @@ class _Attempt:
 
     @property
     def chief_error_kind(self) -> str | None:
-        return self.held.get("error", {}).get("kind")
+        return self.error.kind if self.error else None
 
 
 def _is_stopped(proc: subprocess.Popen) -> bool:
@@ -217,7 +218,7 @@ def _checkpoint_step(run_dir: Path) -> int:
 
 
 def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
-    """Train on a cluster; returns (status, step) like ``session.train_session`` or raises ClusterFailed."""
+    """Train on a cluster; returns (status, step) like ``TrainingSession.run`` or raises ClusterFailed."""
     cfg = config.strategy
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     restarts = 0
@@ -229,10 +230,10 @@ def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: 
         finally:
             attempt.kill_all()
         if status in ("completed", "stopped"):
-            return status, attempt.step if status == "stopped" else int(attempt.held["run_finished"]["step"])
+            return status, attempt.step if status == "stopped" else attempt.finished.step
         kind = attempt.chief_error_kind
         if kind in ("config", "input"):
-            raise ClusterFailed(message or "the chief failed", attempt.step, kind, 2)
+            raise ClusterFailed(message or "the chief failed", attempt.step, kind, EXIT_BAD_INPUT)
         message = message or "the cluster failed"
         can_restart = cfg.cluster is None and restarts < cfg.max_restarts and not control.stop_requested
         if not can_restart:
@@ -240,6 +241,6 @@ def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: 
                                 attempt.step)
         restarts += 1
         resume = True
-        events.emit("warning", message=f"{message}; restarting the cluster from the checkpoint at step "
-                                       f"{_checkpoint_step(run_dir)} (restart {restarts} of {cfg.max_restarts})",
-                    restart=restarts)
+        events.emit(Warning(message=f"{message}; restarting the cluster from the checkpoint at step "
+                                    f"{_checkpoint_step(run_dir)} (restart {restarts} of {cfg.max_restarts})",
+                            restart=restarts))

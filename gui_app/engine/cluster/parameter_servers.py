@@ -2,31 +2,31 @@
 
 It starts the worker and ps processes on free loopback ports (or, with ``strategy.cluster:
 "tf_config"``, finds them in TF_CONFIG, e.g. under Kubeflow), waits until they serve, and runs
-the ClusterCoordinator loop. A dead worker is a warning -- the coordinator reschedules its
-steps on the others and the run completes; a dead parameter server ends the run, named. The
-servers' ``join()`` never returns, so this process ends them all when the run is over.
+the training session, whose controller schedules the steps (engine/training/steps.py) and calls
+:class:`ServerWatch` after each step group. A dead worker is a warning -- the coordinator
+reschedules its steps on the others and the run completes; a dead parameter server ends the
+run, named. The servers' ``join()`` never returns, so this process ends them all when the run
+is over.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-
-import numpy as np
 
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
-from gui_app.core.config import RunConfig
-from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME, summarize_step
-from gui_app.engine.cluster.processes import ClusterFailed, Worker, die_with_parent, pump_stderr
-from gui_app.engine.cluster.topology import JoinTimeout, _reachable
-from gui_app.engine.control import Control
-from gui_app.engine.errors import TrainingDiverged
+from gui_app.core.events import Warning
+from gui_app.engine.cluster.processes import Worker, die_with_parent, pump_stderr
+from gui_app.engine.cluster.topology import reachable
+from gui_app.engine.errors import ClusterFailed, JoinTimeout, one_line
 from gui_app.engine.events import EventWriter
-from gui_app.engine.runner import RunController
+from gui_app.engine.exits import EXIT_BAD_INPUT
+from gui_app.engine.session import TrainingSession
+from gui_app.engine.training.actions.base import Action, StepGroup
 from gui_app.identity import app_command, app_env
 
 
@@ -44,7 +44,6 @@ class _Servers:
                     env=app_env({"TF_CONFIG": tf_config(cluster, job, i)}),
                     preexec_fn=die_with_parent if sys.platform == "linux" else None)
                 w = Worker(i, address, proc)
-                w.job = job
                 threading.Thread(target=pump_stderr, args=(w,), daemon=True).start()
                 self.procs[job].append(w)
 
@@ -68,7 +67,7 @@ def _wait_until_serving(cluster: dict[str, list[str]], timeout_s: float) -> None
     started = time.monotonic()
     missing = [(job, i, a) for job in ("worker", "ps") for i, a in enumerate(cluster.get(job, []))]
     while missing:
-        missing = [(job, i, a) for job, i, a in missing if not _reachable(a)]
+        missing = [(job, i, a) for job, i, a in missing if not reachable(a)]
         if missing and time.monotonic() - started > timeout_s:
             names = ", ".join(f"{job} {i} ({a})" for job, i, a in missing)
             raise JoinTimeout(f"{names} never joined within {timeout_s:g} s (strategy.join_timeout_s)")
@@ -76,98 +75,37 @@ def _wait_until_serving(cluster: dict[str, list[str]], timeout_s: float) -> None
             time.sleep(0.3)
 
 
-class PSController(RunController):
-    """The RunController's epochs, validation, checkpoints and events around scheduled steps."""
+class ServerWatch(Action):
+    """After each step group: a parameter server that died ends the run, named; a worker that
+    died is told once, as a warning (the coordinator runs its steps on the others)."""
 
-    def __init__(self, ctx, run_dir: Path, events: EventWriter, control: Control, watch=None):
-        import tensorflow as tf
+    def __init__(self, servers: _Servers | None, events: EventWriter, workers: int):
+        self.servers, self.events, self.workers = servers, events, workers
+        self.step = 0  # the last step group's end, for a failure found later
 
-        from gui_app.core.training.evaluation import Evaluator
-        from gui_app.core.training.models import outputs_logits
-        from gui_app.core.training.ps_loop import PSTrainer
-
-        self.ctx, self.run_dir, self.events, self.control = ctx, run_dir, events, control
-        built = ctx.built
-        logits = outputs_logits(ctx.model)
-        self.trainer = PSTrainer(built.strategy, built.coordinator, ctx.model, ctx.optimizer,
-                                 ctx.config.training.global_batch_size, logits)
-        # Validation and the test run on the coordinator, reading the variables from the ps tasks
-        # (TensorFlow's "inline evaluation"); the training strategy cannot iterate datasets here.
-        self.evaluator = Evaluator(tf.distribute.get_strategy(), ctx.model, ctx.dataset.num_classes, logits)
-        self.ps_built = built
-        from dataclasses import replace
-
-        ctx.built = replace(built, strategy=tf.distribute.get_strategy())
-        self._start_bookkeeping()
-        self.watch = watch or (lambda step: None)
-
-    def _emit_worker_steps(self, rows: np.ndarray, first_step: int, epoch: int, seconds: float) -> None:
-        lrs = self._learning_rates(first_step, len(rows))
-        writer = self._tensorboard()[0]
-        devices = self.ps_built.devices
-        for i, row in enumerate(rows):
-            w = int(row[-1])
-            loss, acc = summarize_step(row[np.newaxis, :-1])
-            step = first_step + i + 1
-            entry = {"replica": max(w, 0), "worker": w, "device": devices[w] if 0 <= w < len(devices) else None,
-                     "loss": float(row[LOSS]), "accuracy": float(row[ACCURACY]), "examples": int(row[EXAMPLES]),
-                     "grad_norm": float(row[GRAD_NORM]), "step_time": float(row[STEP_TIME]),
-                     "examples_per_sec": float(row[EXAMPLES] / row[STEP_TIME]) if row[STEP_TIME] > 0 else None,
-                     "memory_bytes": None, "peak_memory_bytes": None}
-            self.events.emit("step", step=step, epoch=epoch + 1, loss=loss, accuracy=acc,
-                             learning_rate=float(lrs[i]), examples_per_sec=float(row[EXAMPLES]) * len(rows) / seconds,
-                             step_time=seconds / len(rows), replicas=[entry], per_worker=True)
-            writer.scalars(step, {"loss": loss, "accuracy": acc, f"worker_{w}/loss": float(row[LOSS])})
-
-    def train(self) -> str:
-        from gui_app.core.training.ps_loop import per_worker_dataset
-
-        ctx, cfg = self.ctx, self.ctx.config.training
-        spe, total = ctx.steps_per_epoch, ctx.total_steps
-        iterator = per_worker_dataset(self.ps_built.coordinator, ctx.splits.x_train, ctx.splits.y_train,
-                                      cfg.global_batch_size, ctx.data_seed)
-        # Enough steps in flight to keep every worker busy between two joins.
-        group = cfg.steps_per_call * max(1, self.ps_built.num_workers)
-        step = int(ctx.step.numpy())
-        while step < total:
-            epoch = step // spe
-            epoch_end = (epoch + 1) * spe
-            started, losses, accs = time.perf_counter(), [], []
-            while step < epoch_end:
-                self._pause_if_asked(step)
-                if self.control.stop_requested:
-                    self.save_checkpoint()
-                    return "stopped"
-                k = min(group, epoch_end - step)
-                t0 = time.perf_counter()
-                rows = self.trainer.train(iterator, k)
-                seconds = time.perf_counter() - t0
-                ctx.step.assign_add(k)
-                if not np.all(np.isfinite(rows[:, LOSS])):
-                    raise TrainingDiverged(f"the loss became NaN or infinite near step {step + 1}; "
-                                           "try a lower training.learning_rate")
-                self._emit_worker_steps(rows, step, epoch, seconds)
-                losses += [float(r[LOSS]) for r in rows]
-                accs += [float(r[ACCURACY]) for r in rows]
-                step += k
-                self.watch(step)
-                if self.control.take_checkpoint_request():
-                    self.save_checkpoint()
-            self._end_epoch(epoch, step, losses, accs, time.perf_counter() - started)
-        return "completed"
+    def on_steps(self, group: StepGroup) -> None:
+        self.step = step = group.last_step
+        if self.servers is None:  # a cluster of someone else's processes (TF_CONFIG): nothing to watch here
+            return
+        for w in self.servers.dead("ps"):
+            raise ClusterFailed(f"ps {w.index} at {w.address} {w.how_it_ended()} at step {step}", step)
+        for w in self.servers.dead("worker"):
+            if ("worker", w.index) not in self.servers.reported:
+                self.servers.reported.add(("worker", w.index))
+                alive = self.workers - len(self.servers.dead("worker"))
+                self.events.emit(Warning(message=f"worker {w.index} at {w.address} {w.how_it_ended()} at step "
+                                                 f"{step}; the coordinator runs its steps on the {alive} other "
+                                                 "worker(s)", worker=w.index, step=step))
 
 
-def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
-                          train, one_line):
-    """``train`` is ``session.train_session`` and ``one_line`` its error summary (passed in, so that this
-    module does not import the session that calls it)."""
+def run_parameter_servers(session: TrainingSession) -> tuple[str, int]:
+    """Start (or find) the cluster and run ``session`` as its coordinator; (status, step)."""
+    config, run_dir, events = session.config, session.run_dir, session.events
     cfg = config.strategy
     servers = None
     if cfg.cluster == "tf_config":
         if not os.environ.get("TF_CONFIG"):
-            raise ClusterFailed("TF_CONFIG: not set (strategy.cluster is tf_config)", 0, "config", 2)
-        import json
-
+            raise ClusterFailed("TF_CONFIG: not set (strategy.cluster is tf_config)", 0, "config", EXIT_BAD_INPUT)
         cluster = json.loads(os.environ["TF_CONFIG"])["cluster"]
     else:
         ports = free_ports(1 + cfg.workers + cfg.ps)
@@ -175,33 +113,14 @@ def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter,
         cluster = {"chief": addresses[:1], "worker": addresses[1:1 + cfg.workers], "ps": addresses[1 + cfg.workers:]}
         servers = _Servers(str(run_dir / rundir.CONFIG_FILE), cluster)
         os.environ["TF_CONFIG"] = tf_config(cluster, "chief", 0)
-    state = {"step": 0}
-
-    def watch(step: int) -> None:
-        state["step"] = step
-        if servers is None:
-            return
-        for w in servers.dead("ps"):
-            raise ClusterFailed(f"ps {w.index} at {w.address} {w.how_it_ended()} at step {step}", step)
-        for w in servers.dead("worker"):
-            if ("worker", w.index) not in servers.reported:
-                servers.reported.add(("worker", w.index))
-                alive = cfg.workers - len(servers.dead("worker"))
-                events.emit("warning", message=f"worker {w.index} at {w.address} {w.how_it_ended()} at step {step}; "
-                                               f"the coordinator runs its steps on the {alive} other worker(s)",
-                            worker=w.index, step=step)
-
+    watch = ServerWatch(servers, events, cfg.workers)
     try:
         started = time.monotonic()
         _wait_until_serving(cluster, cfg.join_timeout_s)
-        events.emit("warning", message=f"parameter-server cluster of {len(cluster.get('worker', []))} worker(s) and "
-                                       f"{len(cluster.get('ps', []))} ps serving after "
-                                       f"{time.monotonic() - started:.1f} s")
-
-        def factory(ctx, run_dir_, events_, control_):
-            return PSController(ctx, run_dir_, events_, control_, watch)
-
-        return train(config, run_dir, events, control, resume, controller_factory=factory)
+        events.emit(Warning(message=f"parameter-server cluster of {len(cluster.get('worker', []))} worker(s) and "
+                                    f"{len(cluster.get('ps', []))} ps serving after "
+                                    f"{time.monotonic() - started:.1f} s"))
+        return session.run(actions=(watch,))
     except JoinTimeout as exc:
         raise ClusterFailed(f"cluster: {exc}", 0) from None
     except ClusterFailed:
@@ -209,8 +128,8 @@ def run_parameter_servers(config: RunConfig, run_dir: Path, events: EventWriter,
     except Exception as exc:
         if servers is not None and servers.dead("ps"):
             w = servers.dead("ps")[0]
-            raise ClusterFailed(f"ps {w.index} at {w.address} {w.how_it_ended()} at step {state['step']}: "
-                                f"{one_line(exc)}", state["step"]) from None
+            raise ClusterFailed(f"ps {w.index} at {w.address} {w.how_it_ended()} at step {watch.step}: "
+                                f"{one_line(exc)}", watch.step) from None
         raise
     finally:
         if servers is not None:

@@ -9,13 +9,6 @@ import sys
 from dataclasses import dataclass, field
 
 
-class ClusterFailed(RuntimeError):
-    def __init__(self, message: str, step: int, kind: str = "cluster", exit_code: int = 1):
-        super().__init__(message)
-        self.step, self.event_kind, self.exit_code = step, kind, exit_code
-        self.resumable = kind == "cluster"  # `resume` restarts the whole cluster from the last checkpoint
-
-
 def die_with_parent() -> None:  # runs in the child between fork and exec
     try:
         import ctypes

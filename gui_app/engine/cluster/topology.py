@@ -16,10 +16,7 @@ from pathlib import Path
 
 from gui_app.core.cluster_hosts import check_resolved, split_host, tf_config
 from gui_app.core.config import ConfigError, RunConfig, StrategyConfig
-
-
-class JoinTimeout(RuntimeError):
-    """Some workers never became reachable within ``strategy.join_timeout_s``."""
+from gui_app.engine.errors import JoinTimeout
 
 
 @dataclass
@@ -76,7 +73,7 @@ def resolve_task(cfg: StrategyConfig, index: int | None) -> Task:
         raise ConfigError(f"TF_CONFIG: not a cluster and task description ({exc})") from None
 
 
-def _reachable(address: str) -> bool:
+def reachable(address: str) -> bool:
     host, port = split_host(address)
     try:
         with socket.create_connection((host, port), timeout=1.0):
@@ -94,7 +91,7 @@ def wait_for_peers(task: Task, timeout_s: float, progress=None) -> float:
     started = time.monotonic()
     missing, shown = task.peers(), None
     while missing:
-        missing = [(name, address) for name, address in missing if not _reachable(address)]
+        missing = [(name, address) for name, address in missing if not reachable(address)]
         if not missing:
             break
         waited = time.monotonic() - started

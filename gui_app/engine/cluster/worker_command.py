@@ -22,10 +22,12 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.events import Error, Progress, RunFinished
 from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import Control
+from gui_app.engine.errors import JoinTimeout, classify, one_line
 from gui_app.engine.events import EventWriter
-from gui_app.engine.exits import EXIT_OK
+from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
 
 COMMANDS = ("worker",)
 
@@ -69,11 +71,11 @@ def _arm_join_alarm(seconds: float) -> None:
 
 
 def run(args) -> int:
-    from gui_app.engine import errors
-    from gui_app.engine.cluster.topology import JoinTimeout, resolve_task, wait_for_peers
-    from gui_app.engine.session import train_session
+    from gui_app.engine.cluster.agreement import ClusterControl
+    from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
+    from gui_app.engine.session import TrainingSession
 
-    events, run_dir, temp_dir, step, chief = None, None, None, 0, True
+    events, run_dir, temp_dir, session, chief = None, None, None, None, True
     try:
         config = load_config(args.config, args.allow_public_hosts, args.cluster)
         if config.strategy.name == "parameter_server":
@@ -105,7 +107,7 @@ def run(args) -> int:
         if args.control == "stdin":
             control.read_stream(sys.stdin)
         join = config.strategy.join_timeout_s
-        waited = wait_for_peers(task, join, lambda p: events.emit("progress", **p)) if chief else 0.0
+        waited = wait_for_peers(task, join, lambda p: events.emit(Progress(**p))) if chief else 0.0
         limit = join if chief else join + 60  # a non-chief may start long before the chief
         print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
               f"{limit:g} s (strategy.join_timeout_s)", file=sys.stderr, flush=True)
@@ -121,33 +123,27 @@ def run(args) -> int:
         if config.training.global_batch_size % replicas:
             raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
                               f"over the {replicas} replicas of the cluster")
-        contexts = []
-
-        def agreed(ctx, local):
-            contexts.append(ctx)
-            return _agreed_control(ctx, local)
-
-        status, step = train_session(config, run_dir, events, control, resume=args.resume,
-                                      data_seed=args.data_seed, wrap_control=agreed)
+        # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
+        session = TrainingSession(config, run_dir, events, ClusterControl(control, built.strategy), args.resume,
+                                  data_seed=args.data_seed)
+        status, step = session.run()
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
-        print(f"weights sha256 {_digest(contexts[0].model)} at step {step}", file=sys.stderr, flush=True)
-        events.emit("run_finished", status=status, run_dir=str(run_dir), step=step)
+        print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
+        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step))
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
-        if isinstance(exc, JoinTimeout):
-            kind, code, message = "cluster", 1, f"cluster: {exc}"
-        elif isinstance(exc, KeyboardInterrupt):
-            kind, code, message = "internal", 1, "interrupted"
+        if isinstance(exc, KeyboardInterrupt):
+            kind, code, message = "internal", EXIT_FAILED, "interrupted"
         else:
-            kind, code = errors.classify(exc)
-            message = errors.one_line(exc)
+            kind, code = classify(exc)
+            message = f"cluster: {exc}" if isinstance(exc, JoinTimeout) else one_line(exc)
         if args.debug or kind == "internal":
             traceback.print_exc(file=sys.stderr)
         print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
         if events is not None:
-            events.emit("error", message=message, kind=kind)
-            events.emit("run_finished", status="failed", run_dir=str(run_dir) if chief and run_dir else None,
-                        step=step, message=message)
+            events.emit(Error(message=message, kind=kind))
+            events.emit(RunFinished(status="failed", run_dir=str(run_dir) if chief and run_dir else None,
+                                    step=session.step_reached() if session else 0, message=message))
         return code
     finally:
         if events is not None:
@@ -162,12 +158,6 @@ def _build_first(config: RunConfig):
 
     devices.configure_runtime(config.runtime)
     return strategies.build_strategy(config.strategy)
-
-
-def _agreed_control(ctx, control: Control):
-    from gui_app.engine.cluster.agreement import ClusterControl
-
-    return ClusterControl(control, ctx.strategy)
 
 
 def _digest(model) -> str:

@@ -1,0 +1,77 @@
+"""What training reads, one interface for a set in memory and a streamed one.
+
+The run controller, the step runners and the final evaluation ask an :class:`InputSource` for
+everything they read, so none of them knows where the examples come from:
+:class:`~gui_app.core.training.in_memory.InMemoryInput` (decoded once, gathered by index) or
+:class:`~gui_app.core.training.streaming.StreamedInput` (read from the files as it trains).
+``dataset.loading`` chooses (core/datasets/loading.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from gui_app.core.config import RunConfig
+from gui_app.core.datasets.base import Dataset, Progress
+
+
+class InputSource(Protocol):
+    name: str
+    class_names: list[str]
+    input_shape: tuple[int, int, int]
+    warnings: list[str]
+
+    @property
+    def num_classes(self) -> int: ...
+
+    @property
+    def train_examples(self) -> int: ...
+
+    @property
+    def validation_examples(self) -> int:
+        """0 without a validation set."""
+
+    @property
+    def test_examples(self) -> int: ...
+
+    def summary(self) -> dict[str, Any]:
+        """The ``dataset`` section of ``run_started``."""
+
+    def train(self, strategy, epoch: int, start_batch: int, seed: int):
+        """The distributed batches of one epoch, from global batch ``start_batch``, in the order of
+        ``seed`` (docs/architecture.md, "Decisions": exact resume)."""
+
+    def validation(self, strategy):
+        """The validation set for ``Evaluator.evaluate``, or None."""
+
+    def test(self, strategy):
+        """The test set for ``Evaluator.evaluate``, in a fixed order."""
+
+    def per_worker(self, coordinator):
+        """Parameter servers: an iterator over each worker's own endless batches."""
+
+    def normalization_stats(self) -> tuple:
+        """Per-channel (mean, variance) of the training images for the model's Normalization layer."""
+
+    def test_images(self, indices: np.ndarray) -> np.ndarray:
+        """The uint8 test images at ``indices`` (for misclassified.npz)."""
+
+
+def open_source(config: RunConfig, progress: Progress | None = None, data_dir: Path | None = None,
+                dataset: Dataset | None = None) -> InputSource:
+    """The run's input: ``dataset`` (already read) in memory, else as ``dataset.loading`` decides.
+    ``data_dir``: the run's data folder (``dataset.cache: file``). Raises DatasetError for bad
+    files, ValueError for a split that leaves nothing to train on."""
+    from gui_app.core.datasets.loading import open_input
+    from gui_app.core.training.in_memory import InMemoryInput
+    from gui_app.core.training.streaming import StreamedInput
+
+    batch = config.training.global_batch_size
+    stream = None
+    if dataset is None:
+        dataset, stream = open_input(config.dataset, progress)
+    if stream is not None:
+        return StreamedInput(stream, config.dataset, batch, data_dir)
+    return InMemoryInput(dataset, config.dataset, batch)

@@ -1,0 +1,56 @@
+"""Checkpoints: every ``checkpoint_every_steps`` steps, every ``checkpoint_every_minutes``, at
+each epoch's end, when asked (the ``checkpoint`` word) and when the run stops. The events so
+far are made durable with each one (a checkpoint is never ahead of the history).
+
+In a multi-worker cluster every worker must save together and each has its own clock: a
+checkpoint due by the clock is asked for like a ``checkpoint`` word, and the workers agree on
+it at the next step group (engine/cluster/agreement.py).
+"""
+from __future__ import annotations
+
+import time
+
+from gui_app.core.config import TrainingConfig
+from gui_app.core.events import Checkpoint
+from gui_app.engine.control import RunControl
+from gui_app.engine.events import EventWriter
+from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
+from gui_app.engine.training.context import ModelState
+
+
+class Checkpoints(Action):
+    def __init__(self, state: ModelState, events: EventWriter, control: RunControl, cfg: TrainingConfig,
+                 agreed: bool):
+        self.state, self.events, self.control = state, events, control
+        self.every_steps, self.every_seconds = cfg.checkpoint_every_steps, 60 * (cfg.checkpoint_every_minutes or 0)
+        self.agreed = agreed
+        self._last = time.monotonic()
+
+    def save(self) -> None:
+        step = self.state.steps_done()
+        path = self.state.manager.save(checkpoint_number=step)
+        self._last = time.monotonic()
+        self.events.emit(Checkpoint(step=step, path=path))
+        self.events.sync()
+
+    def on_steps(self, group: StepGroup) -> None:
+        if self.control.take_checkpoint_request() or self._every_steps(group) or self._clock():
+            self.save()
+
+    def _every_steps(self, group: StepGroup) -> bool:
+        return bool(self.every_steps) and group.first_step // self.every_steps != group.last_step // self.every_steps
+
+    def _clock(self) -> bool:
+        if not (self.every_seconds and time.monotonic() - self._last >= self.every_seconds):
+            return False
+        if self.agreed:
+            self.control.command("checkpoint")  # agreed at the next group, saved then by every worker
+            self._last = time.monotonic()
+            return False
+        return True
+
+    def on_epoch_end(self, summary: EpochSummary) -> None:
+        self.save()
+
+    def on_stop(self, step: int) -> None:
+        self.save()
