@@ -96,11 +96,12 @@ def run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.
 
 
 def _run_failed(mode: str, message: str, kind: str) -> None:
+    from gui_app.core.events import Error, RunFinished
     from gui_app.engine.events import EventWriter
 
     events = EventWriter(mode)
-    events.emit_final("error", message=message, kind=kind, durable=False)
-    events.emit_final("run_finished", status="failed", run_dir=None, step=0, message=message, durable=False)
+    events.emit_final(Error(message=message, kind=kind), durable=False)
+    events.emit_final(RunFinished(status="failed", run_dir=None, step=0, message=message), durable=False)
 
 
 def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
