@@ -1,4 +1,4 @@
-"""TrainingCharts, ReplicaCharts and their helpers, drawing run histories of synthetic events
+"""TrainingTab, ReplicasTab and their helpers, drawing run histories of synthetic events
 (docs/events.md)."""
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from gui_app.core import events as ev  # noqa: E402
 from gui_app.core.history import RunHistory  # noqa: E402
 from gui_app.core.history.buffers import Ema, GrowableArray, ema  # noqa: E402
 from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color  # noqa: E402
-from gui_app.ui.tabs.replicas import MIB, ReplicaCharts  # noqa: E402
-from gui_app.ui.tabs.training import LR_HEADROOM, TrainingCharts  # noqa: E402
+from gui_app.ui.tabs.replicas import MIB, ReplicasTab  # noqa: E402
+from gui_app.ui.tabs.training import LR_HEADROOM, TrainingTab  # noqa: E402
 
 
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> ev.RunStarted:
@@ -63,15 +63,15 @@ def xy(item) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture
-def training(qtbot) -> TrainingCharts:
-    widget = TrainingCharts()
+def training(qtbot) -> TrainingTab:
+    widget = TrainingTab()
     qtbot.addWidget(widget)
     return widget
 
 
 @pytest.fixture
-def replica(qtbot) -> ReplicaCharts:
-    widget = ReplicaCharts()
+def replica(qtbot) -> ReplicasTab:
+    widget = ReplicasTab()
     qtbot.addWidget(widget)
     return widget
 
@@ -96,7 +96,7 @@ def test_ema_is_debiased_and_skips_nan():
         Ema(1.0)
 
 
-# --- TrainingCharts -----------------------------------------------------------------------
+# --- TrainingTab -----------------------------------------------------------------------
 def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
     events = [run_started()] + [step(n, loss=float(n), accuracy=n / 100) for n in range(1, 51)]
     training.history.add(events + [ev.Checkpoint(step=50, path="x"), ev.Warning(message="mystery")])
@@ -219,7 +219,7 @@ def test_hundred_thousand_points_stay_downsampled(training):
     print(f"100k steps: folded {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
 
 
-# --- ReplicaCharts ------------------------------------------------------------------------
+# --- ReplicasTab ------------------------------------------------------------------------
 def test_two_replicas_give_two_curves_per_chart(replica):
     replica.history.add([run_started(2)] + [step(n) for n in range(1, 31)])
     replica.flush()
@@ -347,9 +347,9 @@ def test_decimate_keeps_every_peak_and_the_ends():
 def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
     from synthetic import synthetic_events
 
-    from gui_app.ui.tabs.training import TrainingCharts
+    from gui_app.ui.tabs.training import TrainingTab
 
-    charts = TrainingCharts()
+    charts = TrainingTab()
     qtbot.addWidget(charts)
     charts.resize(1000, 600)
     charts.show()
@@ -396,9 +396,9 @@ def test_speed_bars_keep_a_round_top_until_speeds_leave_it(replica):
 
 
 def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottleneck(qtbot):
-    from gui_app.ui.tabs.replicas import ReplicaCharts
+    from gui_app.ui.tabs.replicas import ReplicasTab
 
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     started = ev.RunStarted(run_dir="", config={}, num_replicas=2,
                             replicas=[ev.ReplicaInfo(replica=r, device=f"CPU:{r}") for r in range(2)])

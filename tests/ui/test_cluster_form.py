@@ -5,7 +5,7 @@ from PySide6.QtWidgets import QApplication
 
 from gui_app.core import events as ev
 from gui_app.core.config import StrategyConfig
-from gui_app.ui.tabs.replicas import ReplicaCharts
+from gui_app.ui.tabs.replicas import ReplicasTab
 
 
 def _use(panel, name):
@@ -48,7 +48,7 @@ def test_host_list_shows_a_command_per_other_host_with_copy(panel):
 
 
 def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     devices = [(0, "/job:worker/replica:0/task:0/device:CPU:0"), (1, "/job:worker/replica:0/task:1/device:CPU:0")]
     charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=2, replicas=[
@@ -66,7 +66,7 @@ def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
 
 
 def test_parameter_server_steps_keep_each_workers_last_value(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=1, replicas=[
         ev.ReplicaInfo(replica=w, worker=w, device=f"/job:worker/replica:0/task:{w}/device:CPU:0") for w in (0, 1)])])

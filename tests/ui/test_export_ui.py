@@ -15,7 +15,7 @@ from run_dirs import wait_listed
 from gui_app.identity import app_command
 from gui_app.ui.dialogs import export as export_dialog_module
 from gui_app.ui.dialogs.export import ExportDialog
-from gui_app.ui.tabs.try_model import TryPanel
+from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.main_window import MainWindow
 
 TIMEOUT_MS = 120_000
@@ -96,13 +96,13 @@ def test_an_unwritable_destination_is_shown_as_one_line(qtbot, export_dialog, tm
 
 @pytest.fixture
 def try_panel(qtbot):
-    panel = TryPanel()
+    panel = TryTab()
     qtbot.addWidget(panel)
     yield panel
     panel.shutdown()
 
 
-def _drop(panel: TryPanel, paths) -> bool:
+def _drop(panel: TryTab, paths) -> bool:
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,

@@ -22,7 +22,7 @@ from gui_app.core.gpu_monitor import GpuSample, read_gpus
 from gui_app.core.history import RunHistory
 from gui_app.core.history.gpus import gpu_replicas
 from gui_app.ui.charts.plot import HIGHLIGHT_COLOR
-from gui_app.ui.tabs.replicas import ReplicaCharts
+from gui_app.ui.tabs.replicas import ReplicasTab
 
 NVML_ENGINE = Path(__file__).with_name("nvml_engine.py")
 
@@ -47,14 +47,14 @@ def gpu_run(gpus_by_step: dict[int, list[GpuSample]], devices=("GPU:0", "GPU:1")
 
 @pytest.fixture
 def charts(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     charts.resize(1000, 700)
     charts.show()
     return charts
 
 
-def shown(charts: ReplicaCharts) -> bool:
+def shown(charts: ReplicasTab) -> bool:
     charts.gpus.flush()
     return charts.gpus.isVisibleTo(charts)
 

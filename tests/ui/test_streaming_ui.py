@@ -14,7 +14,7 @@ from gui_app.ui.config import guess_dataset
 from gui_app.ui.config.dataset_form import DatasetForm
 from gui_app.ui.dialogs.prepare import PrepareDialog
 from gui_app.ui.tabs.input_bound import THRESHOLD
-from gui_app.ui.tabs.training import TrainingCharts
+from gui_app.ui.tabs.training import TrainingTab
 
 
 @pytest.mark.parametrize("section", [
@@ -88,7 +88,7 @@ def test_input_wait_share_of_recent_steps():
 
 
 def test_training_tab_says_when_the_run_is_input_bound(qtbot):
-    charts = TrainingCharts()
+    charts = TrainingTab()
     qtbot.addWidget(charts)
     charts.history.add([_step(i, 0.001) for i in range(1, 20)])
     assert charts.input_bound.isHidden()

@@ -13,7 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from gui_app.core.config import RuntimeConfig
-from gui_app.ui.config.form_base import ERROR_STYLE
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 CPU_COLUMNS = 4

@@ -14,8 +14,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError
+from gui_app.ui.colors import ERROR_COLOR, ERROR_STYLE
 
-ERROR_STYLE = "color: #c62828;"  # readable on light and dark palettes
 INVALID_PROPERTY = "invalid"
 
 
@@ -152,7 +152,7 @@ class FormSection(QWidget):
         widget = self._fields.get(key)
         if widget is not None:
             widget.setProperty(INVALID_PROPERTY, True)
-            widget.setStyleSheet("border: 1px solid #b3261e;")
+            widget.setStyleSheet(f"border: 1px solid {ERROR_COLOR};")
 
     def clear_errors(self) -> None:
         for label in (*self._error_labels.values(), self.section_error):

@@ -1,4 +1,4 @@
-"""DatasetPreview: what the chosen dataset holds, before any training.
+"""DatasetTab: what the chosen dataset holds, before any training.
 
 One row per class: its name, a bar with its number of training examples (so an unbalanced
 dataset is obvious at a glance) and a strip of sample images from the ``--samples`` npz the
@@ -11,6 +11,8 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
 
 import numpy as np
+
+from gui_app.ui.colors import ERROR_STYLE, WARNING_STYLE
 
 SAMPLE_HEIGHT = 40  # pixels on screen for one sample image (when the view cannot say)
 MAX_SAMPLE_HEIGHT = 72
@@ -51,7 +53,7 @@ def to_qimage(images: np.ndarray, height: int = SAMPLE_HEIGHT) -> QImage:
                         Qt.TransformationMode.FastTransformation)
 
 
-class DatasetPreview(QWidget):
+class DatasetTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
@@ -83,14 +85,14 @@ class DatasetPreview(QWidget):
 
     def show_error(self, message: str) -> None:
         self.notes.setText(message)
-        self.notes.setStyleSheet("color: #c62828;")
+        self.notes.setStyleSheet(ERROR_STYLE)
 
     def show_inspection(self, dataset: dict, samples_path: str | None = None) -> None:
         names = [str(n) for n in dataset.get("class_names") or []]
         self.title.setText(f"<b>{dataset.get('name', 'dataset')}</b> — {describe_dataset(dataset)}")
         warnings = [str(w) for w in dataset.get("warnings") or []]
         self.notes.setText("\n".join(warnings))
-        self.notes.setStyleSheet("color: #b26a00;" if warnings else "")
+        self.notes.setStyleSheet(WARNING_STYLE if warnings else "")
         counts = dataset.get("class_counts")
         if isinstance(counts, dict):
             counts = [counts.get(n, counts.get(str(i))) for i, n in enumerate(names)]

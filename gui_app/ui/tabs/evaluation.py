@@ -108,7 +108,7 @@ class PerClassModel(QAbstractTableModel):
         return None
 
 
-class EvaluationView(QWidget, RunView):
+class EvaluationTab(QWidget, RunView):
     """Test loss/accuracy, a confusion-matrix heat map, a per-class precision/recall/F1 table
     and a gallery of misclassified test images with true and predicted labels. ``failed(str)``
     says, in one line naming the file or the key, why the run's evaluation cannot be shown."""

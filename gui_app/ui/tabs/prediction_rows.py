@@ -15,12 +15,12 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 import numpy as np
 
 from gui_app.core.predictions import Prediction
+from gui_app.ui.colors import ERROR_COLOR
 
 TOP_K = 5
 THUMBNAIL = 96
 BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
 TRUE_CLASS_COLOR = "#59a14f"
-ERROR_COLOR = "#e15759"
 
 
 def to_qimage(image: np.ndarray) -> QImage:

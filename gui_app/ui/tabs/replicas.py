@@ -2,7 +2,7 @@
 on GPUs, memory per device and each card's NVML figures (:mod:`.gpu_panel`), with the slowest
 replica highlighted.
 
-``ReplicaCharts`` draws the run history's ``replicas`` (gui_app.core.history.replicas).
+``ReplicasTab`` draws the run history's ``replicas`` (gui_app.core.history.replicas).
 Replica ``i`` has the same colour in every chart (``plot.replica_color``). In a
 multi-worker run replicas are labelled ``worker/device`` (``1/CPU:0``) and "Group by worker"
 colours them by their worker; parameter-server runs report one worker per step, and each
@@ -41,7 +41,7 @@ MIB = 1024.0 ** 2
 MIN_CHARTS_HEIGHT = 380  # px for the 2x2 replica charts: below it their axes crowd out the curves
 
 
-class ReplicaCharts(ChartPanel, RunView):
+class ReplicasTab(ChartPanel, RunView):
     """Per-replica panel: one curve per replica for local loss and for gradient norm (step on
     x); bars of examples/s per replica (mean of the last 20 steps) and, when ``memory_bytes``
     is reported (GPUs), memory per device; the slowest replica is outlined in red and named."""

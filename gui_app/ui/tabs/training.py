@@ -55,7 +55,7 @@ def learning_rate_top(*series: np.ndarray) -> float | None:
     return float(values.max()) * LR_HEADROOM
 
 
-class TrainingCharts(ChartPanel, RunView):
+class TrainingTab(ChartPanel, RunView):
     """Loss and accuracy per step (raw thin line + EMA-smoothed line), validation points per
     epoch (plotted at their step), and the learning rate per step."""
 

@@ -29,12 +29,12 @@ from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 from gui_app.ui.dialogs.resume import ResumeDialog
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
-from gui_app.ui.tabs.dataset import DatasetPreview
-from gui_app.ui.tabs.evaluation import EvaluationView
-from gui_app.ui.tabs.log import LogPanel
-from gui_app.ui.tabs.replicas import ReplicaCharts
-from gui_app.ui.tabs.training import TrainingCharts
-from gui_app.ui.tabs.try_model import TryPanel
+from gui_app.ui.tabs.dataset import DatasetTab
+from gui_app.ui.tabs.evaluation import EvaluationTab
+from gui_app.ui.tabs.log import LogTab
+from gui_app.ui.tabs.replicas import ReplicasTab
+from gui_app.ui.tabs.training import TrainingTab
+from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
@@ -59,12 +59,12 @@ class MainWindow(QMainWindow):
         self.runs_dir = resolve_runs_dir(self.settings, runs_dir)
         self.supervisor = RunSupervisor(engine_command, grace_seconds=self.settings.stop_grace_seconds, parent=self)
         self.config_panel = ConfigPanel(engine_command)
-        self.preview = DatasetPreview()
-        self.training_charts = TrainingCharts()
-        self.replica_charts = ReplicaCharts()
-        self.evaluation = EvaluationView()
-        self.try_panel = TryPanel(engine_command=engine_command)
-        self.log = LogPanel()
+        self.preview = DatasetTab()
+        self.training_charts = TrainingTab()
+        self.replica_charts = ReplicasTab()
+        self.evaluation = EvaluationTab()
+        self.try_panel = TryTab(engine_command=engine_command)
+        self.log = LogTab()
         self.runs = RunsPanel(self.runs_dir)
         self.progress = RunProgress()
         self.tabs = QTabWidget()

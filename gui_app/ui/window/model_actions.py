@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from gui_app.core.export_result import ExportResult
 from gui_app.ui.dialogs.export import ExportDialog
 from gui_app.ui.settings import Settings
-from gui_app.ui.tabs.try_model import TryPanel
+from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.shown_run import ShownRun
 
 
@@ -27,7 +27,7 @@ class ModelActions(QObject):
     note = Signal(str)  # a line for the Log tab
     log_line = Signal(str)  # engine stderr of an export, for the Log tab
 
-    def __init__(self, window: QWidget, shown: ShownRun, tabs: QTabWidget, try_panel: TryPanel, settings: Settings,
+    def __init__(self, window: QWidget, shown: ShownRun, tabs: QTabWidget, try_panel: TryTab, settings: Settings,
                  engine_command: Callable[..., list[str]]) -> None:
         super().__init__(window)
         self._window, self._shown, self._tabs, self._try = window, shown, tabs, try_panel
@@ -38,7 +38,7 @@ class ModelActions(QObject):
         tabs.currentChanged.connect(self._on_tab_changed)
 
     @property
-    def try_panel(self) -> TryPanel:
+    def try_panel(self) -> TryTab:
         return self._try
 
     def export_model(self, fmt: str = "keras", run_dir: str | None = None) -> ExportDialog | None:

@@ -33,10 +33,11 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.rundir import RunInfo
+from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
 
 COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note"]
-STATUS_COLOURS = {"completed": "#2e7d32", "stopped": "#b26a00", "interrupted": "#b26a00", "failed": "#c62828",
+STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
                   "running": "#1565c0"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly

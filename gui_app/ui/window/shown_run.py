@@ -17,9 +17,9 @@ from PySide6.QtCore import QObject, Signal
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
 from gui_app.core.rundir import MODEL_FILE, read_history
-from gui_app.ui.tabs.evaluation import EvaluationView
-from gui_app.ui.tabs.replicas import ReplicaCharts
-from gui_app.ui.tabs.training import TrainingCharts
+from gui_app.ui.tabs.evaluation import EvaluationTab
+from gui_app.ui.tabs.replicas import ReplicasTab
+from gui_app.ui.tabs.training import TrainingTab
 from gui_app.ui.window.run_progress import RunProgress
 
 
@@ -27,7 +27,7 @@ class ShownRun(QObject):
     changed = Signal(str)
     note = Signal(str)
 
-    def __init__(self, training: TrainingCharts, replicas: ReplicaCharts, evaluation: EvaluationView,
+    def __init__(self, training: TrainingTab, replicas: ReplicasTab, evaluation: EvaluationTab,
                  progress: RunProgress, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.training, self.replicas, self.evaluation, self.progress = training, replicas, evaluation, progress

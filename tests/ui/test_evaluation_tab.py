@@ -1,4 +1,4 @@
-"""EvaluationView: eval events, live or from a run directory (eval.json + misclassified.npz), as
+"""EvaluationTab: eval events, live or from a run directory (eval.json + misclassified.npz), as
 the run's history holds them."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gui_app.core import events as ev  # noqa: E402
 from gui_app.core.history import RunHistory  # noqa: E402
 from gui_app.core.metrics import per_class_metrics  # noqa: E402
 from gui_app.core.rundir import read_history  # noqa: E402
-from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationView  # noqa: E402
+from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationTab  # noqa: E402
 
 NAMES = [f"digit {i}" for i in range(10)]
 
@@ -46,19 +46,19 @@ def misclassified(n: int) -> dict:
 
 
 @pytest.fixture
-def view(qtbot) -> EvaluationView:
-    widget = EvaluationView()
+def view(qtbot) -> EvaluationTab:
+    widget = EvaluationTab()
     qtbot.addWidget(widget)
     return widget
 
 
-def failures(view: EvaluationView) -> list[str]:
+def failures(view: EvaluationTab) -> list[str]:
     messages: list[str] = []
     view.failed.connect(messages.append)
     return messages
 
 
-def table_column(view: EvaluationView, column: int) -> list:
+def table_column(view: EvaluationTab, column: int) -> list:
     model = view.table.model()
     return [model.index(r, column).data(Qt.ItemDataRole.UserRole) for r in range(model.rowCount())]
 
