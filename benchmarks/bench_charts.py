@@ -73,6 +73,8 @@ def open_run_s(steps: int, repeats: int) -> list[float]:
     from gui_app.ui.tabs.training import TrainingTab
     from gui_app.ui.window.run_progress import RunProgress
     from gui_app.ui.window.shown_run import ShownRun
+    from gui_app.ui.window.window_state import WindowState
+    from gui_app.ui.workers.supervisor import RunSupervisor
 
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder)
@@ -82,7 +84,8 @@ def open_run_s(steps: int, repeats: int) -> list[float]:
         for widget in (training, replicas):
             widget.resize(1000, 600)
             widget.show()
-        shown = ShownRun(training, replicas, EvaluationTab(), RunProgress())
+        supervisor = RunSupervisor()
+        shown = ShownRun(WindowState(supervisor, run.parent), training, replicas, EvaluationTab(), RunProgress())
         seconds = []
         for _ in range(repeats):
             started = time.perf_counter()
@@ -93,6 +96,7 @@ def open_run_s(steps: int, repeats: int) -> list[float]:
         for widget in (training, replicas):
             widget.close()
             widget.deleteLater()
+        supervisor.close()
         return seconds
 
 

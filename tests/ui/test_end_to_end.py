@@ -22,16 +22,16 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     with qtbot.waitSignals([window.config_panel.devices.detected, window.config_panel.inspected],
                            timeout=ENGINE_TIMEOUT_MS):
         window.start()
-    assert window.preview.class_count() == 10 and window.preview.sample_pixmaps() == 10
+    assert window.dataset_tab.class_count() == 10 and window.dataset_tab.sample_pixmaps() == 10
     assert window.config_panel.model.layers.topLevelItemCount() > 3
 
     run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run.num_replicas == 2 and run.total_steps > 5
-    assert window.training_charts.point_count() == run.total_steps  # one point per step
-    matrix = window.evaluation.confusion_matrix()
+    assert window.training_tab.point_count() == run.total_steps  # one point per step
+    matrix = window.evaluation_tab.confusion_matrix()
     assert matrix.shape == (10, 10) and matrix.sum() == run.dataset["test_examples"]
-    window.tabs.setCurrentWidget(window.replica_charts)
-    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    qtbot.waitUntil(lambda: window.replicas_tab.curve_count() == 2)
     wait_listed(qtbot, window.runs)
     assert window.runs.status_of(run_dir) == "completed"
 
@@ -59,5 +59,5 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir], finished.args[2]
     assert started.args[0].resumed is True and started.args[0].start_step > 0
-    assert window.training_charts.point_count() == started.args[0].total_steps
-    assert window.evaluation.confusion_matrix().shape == (10, 10)
+    assert window.training_tab.point_count() == started.args[0].total_steps
+    assert window.evaluation_tab.confusion_matrix().shape == (10, 10)

@@ -173,7 +173,7 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     assert not keras_entry.isEnabled()
     window.runs.select(trained_run)
     window.runs.open_button.click()
-    assert keras_entry.isEnabled() and window.try_panel.model_source() is None  # loaded when the tab shows
+    assert keras_entry.isEnabled() and window.try_tab.model_source() is None  # loaded when the tab shows
     keras_entry.trigger()
     dialog = window.models.export_dialog
     assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {trained_run.name}"
@@ -187,18 +187,18 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     assert window.settings.last_export_dir == str(tmp_path)  # the next export starts there
     dialog.close()
 
-    with qtbot.waitSignal(window.try_panel.model_loaded, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.try_tab.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()
-    assert window.try_panel.model_source() == trained_run
+    assert window.try_tab.model_source() == trained_run
     paths, _ = ui_pngs
-    window.tabs.setCurrentWidget(window.evaluation)
+    window.tabs.setCurrentWidget(window.evaluation_tab)
     mime = QMimeData()  # kept here: the event does not own it
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    with qtbot.waitSignal(window.try_panel.predictions_ready, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.try_tab.predictions_ready, timeout=TIMEOUT_MS):
         # Images dropped anywhere on the window go to the Try tab.
         window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                                     Qt.KeyboardModifier.NoModifier))
-    assert window.tabs.currentWidget() is window.try_panel and len(window.try_panel.rows()) == 2
+    assert window.tabs.currentWidget() is window.try_tab and len(window.try_tab.rows()) == 2
 
 
 STUBBORN_EXPORT = r"""

@@ -125,8 +125,8 @@ def test_an_opened_run_replays_its_gpu_figures(qtbot, runs_dir, fake_engine):
     window.show()
     wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(run))
-    window.tabs.setCurrentWidget(window.replica_charts)
-    panel = window.replica_charts.gpus
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    panel = window.replicas_tab.gpus
     qtbot.waitUntil(lambda: panel.gpu_count() == 2 and panel.isVisibleTo(window) and bool(panel.card_text(1)))
     last = [e for e in events if isinstance(e, ev.Step)][-1].gpus
     assert f"{last[0].utilization:.0f} % busy" in panel.card_text(0) and "replica 1" in panel.card_text(1)
@@ -151,8 +151,8 @@ def test_a_real_engine_run_sampling_a_fake_nvml_shows_the_panel(qtbot, runs_dir)
         window.actions.train.trigger()
     status, run_dir, message = finished.args
     assert status == "completed", message
-    window.tabs.setCurrentWidget(window.replica_charts)
-    panel = window.replica_charts.gpus
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    panel = window.replicas_tab.gpus
     qtbot.waitUntil(lambda: panel.gpu_count() == 2 and panel.isVisibleTo(window) and bool(panel.card_text(1)))
     assert "NVIDIA A100-SXM4-40GB" in panel.card_text(0) and "87 % busy" in panel.card_text(0)
     assert "no replica of this run" in panel.card_text(0)  # the replicas ran on CPUs

@@ -72,7 +72,7 @@ def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     dialog = window.findChild(GettingStartedDialog)
     assert dialog is not None and dialog.isVisible()
     text = dialog.browser.toPlainText()
-    assert str(window.runs_dir) in text and "tensorboard --logdir" in text
+    assert str(window.state.runs_dir) in text and "tensorboard --logdir" in text
     dialog.close()
 
 
@@ -80,12 +80,12 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     fake_engine.configure("normal", steps=40)
     status, run_dir, message = train(qtbot, window)
     assert (status, message) == ("completed", "")
-    assert window.training_charts.point_count() == 40
-    assert window.tabs.currentWidget() is window.evaluation  # shown when the run completes
-    assert window.replica_charts.replica_count() == 2
-    window.tabs.setCurrentWidget(window.replica_charts)  # hidden charts skip their redraws
-    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
-    matrix = window.evaluation.confusion_matrix()
+    assert window.training_tab.point_count() == 40
+    assert window.tabs.currentWidget() is window.evaluation_tab  # shown when the run completes
+    assert window.replicas_tab.replica_count() == 2
+    window.tabs.setCurrentWidget(window.replicas_tab)  # hidden charts skip their redraws
+    qtbot.waitUntil(lambda: window.replicas_tab.curve_count() == 2)
+    matrix = window.evaluation_tab.confusion_matrix()
     assert matrix.shape == (10, 10) and matrix.sum() == 50
     assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
     assert window.runs.status_of(run_dir) == "completed"
@@ -96,7 +96,7 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
 def test_invalid_config_disables_train(window):
     window.config_panel.training.learning_rate.setText("fast")
     assert not window.actions.train.isEnabled() and not window.actions.save_config.isEnabled()
-    window.train()  # the shortcut path too: nothing starts
+    window.run.train()  # the shortcut path too: nothing starts
     assert window.supervisor.state() == "idle"
     window.config_panel.training.learning_rate.setText("0.001")
     assert window.actions.train.isEnabled()
@@ -119,14 +119,14 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     fake_engine.configure("crash")
     status, run_dir, message = train(qtbot, window)
     assert (status, message) == ("failed", "RuntimeError: fake engine crashed on purpose")
-    assert window.failure_box is not None and window.failure_box.isVisible()
-    assert window.failure_box.text() == message
-    window.failure_box.close()
+    assert window.run.failure_box is not None and window.run.failure_box.isVisible()
+    assert window.run.failure_box.text() == message
+    window.run.failure_box.close()
     assert window.runs.status_of(run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
     assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
     assert window.actions.train.isEnabled()
-    assert "RuntimeError: fake engine crashed on purpose" in window.log.text()
+    assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.text()
 
 
 def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
@@ -145,8 +145,8 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
     assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
-    assert window.failure_box is None
-    steps_before = window.training_charts.point_count()
+    assert window.run.failure_box is None
+    steps_before = window.training_tab.point_count()
     assert 0 < steps_before < 20
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled() and a.resume_run.isEnabled()
@@ -154,9 +154,9 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir]
-    assert window.training_charts.point_count() == 20  # history plus the resumed steps, no duplicates
-    assert window.evaluation.confusion_matrix().sum() == 50
-    assert [r.status for r in list_runs(window.runs_dir)] == ["completed"]
+    assert window.training_tab.point_count() == 20  # history plus the resumed steps, no duplicates
+    assert window.evaluation_tab.confusion_matrix().sum() == 50
+    assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
 
 
 def test_closing_during_a_run_stops_the_engine(qtbot, window, fake_engine, monkeypatch):
@@ -183,17 +183,17 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(first))
-    assert window.training_charts.point_count() == 12
-    assert window.replica_charts.replica_count() == 2
-    assert window.evaluation.confusion_matrix().sum() == 10
+    assert window.training_tab.point_count() == 12
+    assert window.replicas_tab.replica_count() == 2
+    assert window.evaluation_tab.confusion_matrix().sum() == 10
     assert window.windowTitle() == "Replica Studio — first"
     window.runs.select(first, second)
     main, other = window.runs.selected_paths()
     window.runs.overlay_button.click()
-    assert window.training_charts.point_count() == {str(first): 12, str(second): 5}[main]
+    assert window.training_tab.point_count() == {str(first): 12, str(second): 5}[main]
     assert f"overlaid with {Path(other).name}" in window.progress.label.text()
     window.files.open_dropped(str(second))  # dropping a run folder opens it
-    assert window.training_charts.point_count() == 5 and window.evaluation.confusion_matrix() is None
+    assert window.training_tab.point_count() == 5 and window.evaluation_tab.confusion_matrix() is None
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
 
@@ -229,8 +229,8 @@ def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
     image, data = tmp_path / "seven.png", tmp_path / "data.npz"
     image.write_bytes(b"png")
     data.write_bytes(b"npz")
-    window.tabs.setCurrentWidget(window.try_panel)
-    panel = window.try_panel
+    window.tabs.setCurrentWidget(window.try_tab)
+    panel = window.try_tab
 
     def drag_enter(path) -> bool:
         mime = QMimeData()
@@ -243,11 +243,11 @@ def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
 
     assert drag_enter(image) and drag_enter(tmp_path / "m.tflite")
     assert not drag_enter(data) and not drag_enter(tmp_path)  # datasets go on to the window
-    window.tabs.setCurrentWidget(window.training_charts)
+    window.tabs.setCurrentWidget(window.training_tab)
     window.files.open_dropped(str(image))  # an image dropped anywhere is for the Try tab's model
     assert window.tabs.currentWidget() is panel and "Open a model first" in panel._status.text()
     window.files.open_dropped(str(data))  # anything else is still a dataset
-    assert window.tabs.currentWidget() is window.preview
+    assert window.tabs.currentWidget() is window.dataset_tab
     with qtbot.waitSignal(panel.failed, timeout=10_000) as failed:
         window.files.open_dropped(str(tmp_path / "gone.tflite"))  # an exported model is for the Try tab
     assert window.tabs.currentWidget() is panel and failed.args[0].endswith("gone.tflite: no such file or folder")
@@ -314,7 +314,7 @@ def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window, tmp_pat
     with qtbot.waitSignal(dialog.failed, timeout=10_000) as failed:
         dialog.start()
     assert failed.args == [f"--output: {tmp_path / 'full'} exists and is not an empty folder"]
-    assert f"replica-studio prepare: {failed.args[0]}" in window.log.text()  # the engine's stderr: Log tab
+    assert f"replica-studio prepare: {failed.args[0]}" in window.log_tab.text()  # the engine's stderr: Log tab
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
 
@@ -341,7 +341,7 @@ def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, run
     window.runs.select(str(run))
     assert window.runs.resume_button.isEnabled()
     window.runs.resume_button.click()
-    dialog = window.resume_dialog
+    dialog = window.run.resume_dialog
     assert dialog is not None and dialog.isVisible() and not window.supervisor.is_active()
     dialog.batch.setValue(16)
     with qtbot.waitSignal(window.supervisor.finished, timeout=15_000) as finished:

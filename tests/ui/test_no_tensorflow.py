@@ -46,7 +46,7 @@ def _export_from_the_menu(qtbot, window, fmt: str, folder):
 def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_window, trained_run, tmp_path):
     window = real_window
     assert window.files.open_run(str(trained_run))
-    assert window.shown.model_run() == str(trained_run)
+    assert window.state.model_run() == str(trained_run)
 
     for fmt, runtime in (("tflite", "ai_edge_litert"), ("onnx", "onnxruntime")):
         result = _export_from_the_menu(qtbot, window, fmt, tmp_path)
@@ -54,7 +54,7 @@ def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_wind
         assert result.parity.runtime == runtime and result.parity.examples == 64
         assert result.parity.max_abs_diff <= 1e-5
 
-    panel = window.try_panel
+    panel = window.try_tab
     paths, images = digit_like_pngs(tmp_path)
     with qtbot.waitSignal(panel.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()  # the tab starts the run's predict --serve process
