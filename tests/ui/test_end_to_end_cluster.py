@@ -23,7 +23,7 @@ def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
     run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run.num_workers == 2 and [r.worker for r in run.replicas] == [0, 1]
     window.tabs.setCurrentWidget(window.replicas_tab)
-    qtbot.waitUntil(lambda: window.replicas_tab.curve_count() == 2)
+    qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
     series = window.shown.history.replicas
     assert [series.label(r) for r in range(2)] == ["0/CPU:0", "1/CPU:0"]
     wait_listed(qtbot, window.runs)

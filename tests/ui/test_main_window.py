@@ -9,6 +9,7 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 
 import pytest
+from form_errors import shown_errors
 from run_dirs import wait_listed, write_run
 
 from gui_app.core.events import Step
@@ -80,12 +81,12 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     fake_engine.configure("normal", steps=40)
     status, run_dir, message = train(qtbot, window)
     assert (status, message) == ("completed", "")
-    assert window.training_tab.point_count() == 40
+    assert len(window.training_tab.history.training.steps) == 40
     assert window.tabs.currentWidget() is window.evaluation_tab  # shown when the run completes
-    assert window.replicas_tab.replica_count() == 2
+    assert window.replicas_tab.history.replicas.replicas == 2
     window.tabs.setCurrentWidget(window.replicas_tab)  # hidden charts skip their redraws
-    qtbot.waitUntil(lambda: window.replicas_tab.curve_count() == 2)
-    matrix = window.evaluation_tab.confusion_matrix()
+    qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
+    matrix = window.evaluation_tab.heatmap.matrix
     assert matrix.shape == (10, 10) and matrix.sum() == 50
     assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
     assert window.runs.status_of(run_dir) == "completed"
@@ -108,7 +109,7 @@ def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, wind
     assert "no such file or folder" in panel.dataset.status.text()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
     panel.dataset.path.setText(str(tmp_path / "missing.npz"))
-    assert "dataset.path" in panel.errors() and not window.actions.train.isEnabled()
+    assert "dataset.path" in shown_errors(panel) and not window.actions.train.isEnabled()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
     assert window.actions.train.isEnabled()
     fake_engine.configure("normal", steps=10)
@@ -126,7 +127,7 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     item = window.runs.tree.topLevelItem(0)
     assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
     assert window.actions.train.isEnabled()
-    assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.text()
+    assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.view.toPlainText()
 
 
 def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
@@ -146,7 +147,7 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     wait_listed(qtbot, window.runs)
     assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
     assert window.run.failure_box is None
-    steps_before = window.training_tab.point_count()
+    steps_before = len(window.training_tab.history.training.steps)
     assert 0 < steps_before < 20
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled() and a.resume_run.isEnabled()
@@ -154,8 +155,8 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir]
-    assert window.training_tab.point_count() == 20  # history plus the resumed steps, no duplicates
-    assert window.evaluation_tab.confusion_matrix().sum() == 50
+    assert len(window.training_tab.history.training.steps) == 20  # history plus the resumed steps, no duplicates
+    assert window.evaluation_tab.heatmap.matrix.sum() == 50
     assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
 
 
@@ -183,17 +184,17 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(first))
-    assert window.training_tab.point_count() == 12
-    assert window.replicas_tab.replica_count() == 2
-    assert window.evaluation_tab.confusion_matrix().sum() == 10
+    assert len(window.training_tab.history.training.steps) == 12
+    assert window.replicas_tab.history.replicas.replicas == 2
+    assert window.evaluation_tab.heatmap.matrix.sum() == 10
     assert window.windowTitle() == "Replica Studio — first"
     window.runs.select(first, second)
     main, other = window.runs.selected_paths()
     window.runs.overlay_button.click()
-    assert window.training_tab.point_count() == {str(first): 12, str(second): 5}[main]
+    assert len(window.training_tab.history.training.steps) == {str(first): 12, str(second): 5}[main]
     assert f"overlaid with {Path(other).name}" in window.progress.label.text()
     window.files.open_dropped(str(second))  # dropping a run folder opens it
-    assert window.training_tab.point_count() == 5 and window.evaluation_tab.confusion_matrix() is None
+    assert len(window.training_tab.history.training.steps) == 5 and window.evaluation_tab.heatmap.matrix is None
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
 
@@ -314,7 +315,8 @@ def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window, tmp_pat
     with qtbot.waitSignal(dialog.failed, timeout=10_000) as failed:
         dialog.start()
     assert failed.args == [f"--output: {tmp_path / 'full'} exists and is not an empty folder"]
-    assert f"replica-studio prepare: {failed.args[0]}" in window.log_tab.text()  # the engine's stderr: Log tab
+    log = window.log_tab.view.toPlainText()
+    assert f"replica-studio prepare: {failed.args[0]}" in log  # the engine's stderr: the Log tab
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
 

@@ -71,7 +71,7 @@ def test_train_option_trains_first_and_detects_devices_after_the_first_step(dial
     made, commands = [], []
 
     def engine_command(*args):
-        steps = made[0].training_tab.point_count() if made else None
+        steps = len(made[0].shown.history.training.steps) if made else None
         commands.append((args[0], steps))
         return fake_engine(*args)
 
@@ -113,7 +113,7 @@ def test_pressing_train_during_detection_and_inspection_puts_them_after_the_firs
     window, commands = None, []
 
     def engine_command(*args):
-        commands.append((args[0], window.training_tab.point_count() if window else None))
+        commands.append((args[0], len(window.shown.history.training.steps) if window else None))
         return fake_engine(*args)
 
     window = main_window_module.MainWindow(engine_command=engine_command)

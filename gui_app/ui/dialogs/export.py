@@ -1,7 +1,7 @@
 """ExportDialog: choose a format and a path, export and check in an engine process, show the result.
 
     dialog = ExportDialog(run_dir, "tflite-int8", parent=window)
-    dialog.show()                       # or dialog.set_output_path(...); dialog.start()
+    dialog.show()                       # the user picks the path and presses Export; or dialog.start()
 
 The export is ``replica-studio export RUN --format F --output P --check N --json``, an engine
 job (gui_app.ui.dialogs.job_dialog: TensorFlow and the converters never enter the window's
@@ -99,12 +99,6 @@ class ExportDialog(JobDialog):
 
     def output_path(self) -> Path:
         return Path(self._output.text().strip()).expanduser()
-
-    def set_output_path(self, path: str | Path) -> None:
-        self._output.setText(str(path))
-
-    def set_check(self, images: int) -> None:
-        self._check.setValue(images)
 
     # ---- the job ---------------------------------------------------------------------------
     def _make_job(self) -> EngineJob | None:

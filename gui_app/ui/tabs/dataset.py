@@ -69,15 +69,7 @@ class DatasetTab(QWidget):
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         layout.addWidget(self._scroll, 1)
-        self._rows: list[tuple[QLabel, QProgressBar, QLabel]] = []
-        self._set_grid(QWidget())
-
-    def _set_grid(self, body: QWidget) -> None:
-        self._scroll.setWidget(body)
-        self._rows = []
-
-    def class_count(self) -> int:
-        return len(self._rows)
+        self._scroll.setWidget(QWidget())
 
     def set_busy(self, text: str = "Inspecting the dataset…") -> None:
         self.notes.setText(text)
@@ -104,7 +96,7 @@ class DatasetTab(QWidget):
         grid.setColumnStretch(2, 1)
         grid.setHorizontalSpacing(12)
         top = max([c for c in counts if isinstance(c, int)] or [1])
-        self._set_grid(body)
+        self._scroll.setWidget(body)  # the previous rows go with the widget it replaces
         height = self._sample_height(len(names), samples)
         for i, name in enumerate(names):
             label = QLabel(name if name == str(i) else f"{i}  {name}")
@@ -123,7 +115,6 @@ class DatasetTab(QWidget):
             grid.addWidget(label, i, 0)
             grid.addWidget(strip, i, 1)
             grid.addWidget(bar, i, 2)
-            self._rows.append((label, bar, strip))
         grid.setRowStretch(len(names), 1)
 
     def _sample_height(self, classes: int, samples: tuple[np.ndarray, np.ndarray] | None) -> int:
@@ -145,7 +136,3 @@ class DatasetTab(QWidget):
         except (OSError, KeyError, ValueError):
             return None
         return (x, y) if len(x) == len(y) else None
-
-    def sample_pixmaps(self) -> int:
-        """How many classes show sample images (for tests)."""
-        return sum(1 for _, _, strip in self._rows if strip.pixmap() is not None and not strip.pixmap().isNull())

@@ -216,9 +216,6 @@ class EvaluationTab(QWidget, RunView):
     def has_evaluation(self) -> bool:
         return self.heatmap.matrix is not None
 
-    def confusion_matrix(self) -> np.ndarray | None:
-        return None if self.heatmap.matrix is None else self.heatmap.matrix.copy()
-
     # --- parts ------------------------------------------------------------------------
     @staticmethod
     def _summary_text(evaluation: Eval, matrix: np.ndarray, per_class: list[ClassMetrics]) -> str:

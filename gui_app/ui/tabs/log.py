@@ -66,9 +66,6 @@ class LogTab(QWidget):
         """A line from the app itself (run started, stopped, failed), marked and timestamped."""
         self.view.appendPlainText(f"▸ {time.strftime('%H:%M:%S')}  {text}")
 
-    def text(self) -> str:
-        return self.view.toPlainText()
-
     def clear(self) -> None:
         self.view.clear()
         self._warnings = 0

@@ -48,9 +48,6 @@ class TopKBars(QWidget):
         self.setFixedHeight(self.ROW * max(len(self._entries), 1))
         self.update()
 
-    def entries(self) -> list[tuple[str, float]]:
-        return list(self._entries)
-
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
         return QSize(280, self.ROW * max(len(self._entries), 1))
 

@@ -138,11 +138,6 @@ class TryTab(QWidget):
                         .on_result(self._on_answer).on_failure(self._on_server_failed).on_log_line(self.log_line)
                         .start(replacing=self._server))
 
-    def model_info(self) -> dict | None:
-        """The loaded model's ``ready`` line: model, kind, class_names, input_shape, warnings,
-        has_test_set; None while none is loaded."""
-        return self._info
-
     def model_source(self) -> Path | None:
         """The run folder or file last given to :meth:`set_model_source` (loaded or loading)."""
         return self._source
@@ -160,12 +155,6 @@ class TryTab(QWidget):
             self._fail("The model's card names no dataset, so there are no test samples to draw.")
             return
         self._request({"test_samples": int(count)}, f"Classifying {_count(count, 'test image')}…")
-
-    def rows(self) -> list[PredictionRow]:
-        return list(self._rows)
-
-    def error_rows(self) -> list[ErrorRow]:
-        return list(self._error_rows)
 
     def clear(self) -> None:
         for row in [*self._rows, *self._error_rows]:

@@ -113,10 +113,6 @@ class EngineProcess(QObject):
             return True
         return self._process.waitForFinished(timeout_ms)
 
-    def stderr_lines(self) -> list[str]:
-        """The last lines of stderr (up to STDERR_TAIL)."""
-        return list(self._stderr_lines)
-
     # ---- the line reader ---------------------------------------------------------------------
     def _on_stdout(self) -> None:
         if self._process is not None:
