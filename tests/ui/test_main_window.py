@@ -16,6 +16,7 @@ from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
+from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
 
 
 @pytest.fixture
@@ -64,6 +65,22 @@ def test_shortcuts_and_first_state(window):
     assert not any(action.isEnabled() for action in window.actions.export.values())  # no run yet
     about = window.about_text()
     assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
+
+
+def test_the_tabs_the_title_and_the_status_bar_follow_the_state(window, runs_dir):
+    state = window.state
+    state.set_tab(EVALUATION)
+    assert window.tabs.currentWidget() is window.evaluation_tab
+    window.tabs.setCurrentWidget(window.log_tab)  # a click on the tab
+    assert state.tab == LOG
+    window.actions.tabs[1].trigger()  # View → Training (Ctrl+2)
+    assert window.tabs.currentWidget() is window.training_tab and state.tab == TRAINING
+    state.set_status("Something to say")
+    assert window.state_label.text() == "Something to say"
+    state.set_shown_run(write_run(runs_dir, "first", "completed"))
+    assert window.windowTitle() == "Replica Studio — first"
+    state.set_shown_run(None)
+    assert window.windowTitle() == "Replica Studio"
 
 
 def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
