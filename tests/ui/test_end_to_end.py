@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QProgressBar
 
 import pytest
-from run_dirs import train_to_end, wait_listed
+from run_dirs import listed_status, train_to_end, wait_listed
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
@@ -37,7 +37,7 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     window.tabs.setCurrentWidget(window.replicas_tab)
     qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
     wait_listed(qtbot, window.runs)
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"
 
 
 def test_stop_in_the_middle_then_resume(qtbot, real_window):
@@ -55,7 +55,7 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
         window.actions.stop.trigger()
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
-    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
+    assert status == "stopped" and listed_status(window.runs, run_dir) == "stopped"
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled()
     with qtbot.waitSignal(sup.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \

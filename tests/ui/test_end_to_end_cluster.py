@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from run_dirs import train_to_end, wait_listed
+from run_dirs import listed_status, train_to_end, wait_listed
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 
@@ -27,4 +27,4 @@ def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
     series = window.shown.history.replicas
     assert [series.label(r) for r in range(2)] == ["0/CPU:0", "1/CPU:0"]
     wait_listed(qtbot, window.runs)
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"

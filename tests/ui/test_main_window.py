@@ -10,7 +10,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 
 import pytest
 from form_errors import shown_errors
-from run_dirs import wait_listed, write_run
+from run_dirs import listed_status, wait_listed, write_run
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
@@ -106,7 +106,7 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     matrix = window.evaluation_tab.heatmap.matrix
     assert matrix.shape == (10, 10) and matrix.sum() == 50
     assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"
     assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
 
@@ -140,7 +140,7 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     assert window.run.failure_box is not None and window.run.failure_box.isVisible()
     assert window.run.failure_box.text() == message
     window.run.failure_box.close()
-    assert window.runs.status_of(run_dir) == "interrupted"  # on disk: no run_finished, resumable
+    assert listed_status(window.runs, run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
     assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
     assert window.actions.train.isEnabled()
@@ -162,7 +162,7 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
         a.stop.trigger()
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
-    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
+    assert status == "stopped" and listed_status(window.runs, run_dir) == "stopped"
     assert window.run.failure_box is None
     steps_before = len(window.training_tab.history.training.steps)
     assert 0 < steps_before < 20

@@ -7,7 +7,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer
 
-from run_dirs import write_run
+from run_dirs import listed_status, write_run
 from stub_run import StubRun
 
 from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel
@@ -104,9 +104,9 @@ def test_the_active_run_shows_as_running(qtbot, runs_dir):
     run = StubRun()
     panel = listed(qtbot, runs_dir, run)
     run.start(live)
-    assert rows(panel)[str(live)][STATUS] == "running" and panel.status_of(live) == "running"
+    assert rows(panel)[str(live)][STATUS] == "running" and listed_status(panel, live) == "running"
     run.end("stopped", live)
-    assert panel.status_of(live) == "interrupted"
+    assert listed_status(panel, live) == "interrupted"
 
 
 def test_a_failed_run_with_a_checkpoint_is_resumable(qtbot, runs_dir):

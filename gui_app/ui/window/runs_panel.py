@@ -78,7 +78,7 @@ class RunsPanel(QWidget):
     def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
-        self._running_row: str | None = None  # the row drawn as running: the state's active run
+        self._drawn_running: str | None = None  # the row last drawn as running (the state's active run)
         self._runs: dict[str, RunInfo] = {}
         self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -162,15 +162,6 @@ class RunsPanel(QWidget):
         self._reader.stop()
         self.reading_label.clear()
 
-    def runs(self) -> list[RunInfo]:
-        return list(self._runs.values())
-
-    def status_of(self, run_dir: str | Path) -> str | None:
-        info = self._runs.get(str(Path(run_dir)))
-        if info is None:
-            return None
-        return "running" if str(info.path) == self._running_row else info.status
-
     def selected_paths(self) -> list[str]:
         return [item.data(0, PATH_ROLE) for item in self.tree.selectedItems()]
 
@@ -183,8 +174,8 @@ class RunsPanel(QWidget):
     # ---- following the state ---------------------------------------------------------
     def _on_active_run_changed(self, run_dir: str) -> None:
         """The run the engine is working on shows as running (on disk it looks interrupted)."""
-        before, self._running_row = self._running_row, run_dir or None
-        for path in (before, self._running_row):
+        before, self._drawn_running = self._drawn_running, run_dir or None
+        for path in (before, self._drawn_running):
             self._show_again(path)
         self._update_buttons()
         self.refresh()
@@ -306,7 +297,7 @@ class RunsPanel(QWidget):
     def _fill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
         config = info.config
         path = str(info.path)
-        status = "running" if path == self._running_row else info.status
+        status = "running" if path == self._state.active_run else info.status
         if status in ("stopped", "interrupted", "failed") and info.total_steps and self._resumable.get(path):
             shown_status = f"{status} ({info.step}/{info.total_steps})"
         else:
@@ -338,7 +329,7 @@ class RunsPanel(QWidget):
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0]))
         self.export_button.setEnabled(bool(info and info.has_model))
-        self.resume_button.setEnabled(resumable and idle and str(info.path) != self._running_row)
+        self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
             "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
