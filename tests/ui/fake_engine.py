@@ -252,7 +252,7 @@ def scaling(argv):
                             "loss": loss, "loss_vs_baseline": round(loss - 1.25, 6) if comparable else None,
                             "loss_comparable": comparable, "steps": 10,
                             "time_split": {"compute": 0.6, "input": 0.1, "other": 0.3}, "devices": [], "error": None})
-    report = {"version": 2, "on_gpus": False, "rows": rows, "options": options,
+    report = {"version": 2, "on_gpus": False, "rows": rows, "options": options, "baseline": rows[0]["label"],
               "recommendation": "Fastest here: the fake."}
     os.makedirs(out, exist_ok=True)
     json.dump(report, open(os.path.join(out, "scaling.json"), "w", encoding="utf-8"))

@@ -232,9 +232,11 @@ def span_run(plots, total_steps: int) -> None:
 
 
 def follow_data(plots) -> None:
+    """Both axes follow the data again: a new run, or another run opened, shows everything,
+    whatever the user zoomed to before."""
     for plot in plots:
         plot.getViewBox().run_span = None
-        plot.enableAutoRange(axis="x")
+        plot.enableAutoRange()
 
 
 def _nice_ceiling(value: float) -> float:
