@@ -304,7 +304,7 @@ def event_problems(event: Any) -> list[str]:
     if cls is None:
         return [f"unknown event type {kind!r}"]
     written = {f.wire: f.json_types for f in fields(cls) if f.omit and f.wire in event}  # optional, when set
-    problems = _check_keys(kind, event, {"time": (int, float), **required_keys(cls), **written})
+    problems = _check_keys(cls.TYPE, event, {"time": (int, float), **required_keys(cls), **written})
     if kind == "error" and event.get("kind") not in ERROR_KINDS:
         problems.append(f"error: kind must be one of {ERROR_KINDS}")
     if kind == "run_finished" and event.get("status") not in FINISHED_STATUSES:

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
@@ -143,7 +144,7 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     return burst
 
 
-def _lines(stream, into: queue.Queue) -> None:
+def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
     for line in stream:
         into.put(line)
     into.put(None)
@@ -154,10 +155,11 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
     proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(runs), "--events", "jsonl",
                                         "--control", "stdin"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=app_env())
-    lines: queue.Queue = queue.Queue()
+    assert proc.stdin is not None and proc.stderr is not None  # pipes
+    lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
     stderr: list[str] = []
-    threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
+    threading.Thread(target=stderr.extend, args=(proc.stderr,), daemon=True).start()
     events, deadline, stopped = [], time.monotonic() + BURST_TIMEOUT_S, False
     while time.monotonic() < deadline:
         try:

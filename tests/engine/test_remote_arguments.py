@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
+from gui_app.core.events import stream_problems
 from gui_app.core.ssh import STDIN_FILE
-from gui_app.engine.cli import _parser
+from gui_app.engine.cli import build_parser
 from gui_app.engine.remote_command import REMOTE_COMMANDS, command_arguments
 
 
@@ -33,7 +35,7 @@ def _comparable(args: argparse.Namespace) -> dict:
     ["predict", "--serve", "/runs/x", "--host", "g"],
 ])
 def test_the_rebuilt_command_line_parses_to_the_same_arguments(argv):
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     rebuilt = [args.command, *command_arguments(_subparser(parser, args.command), args, {})]
     assert "--host" not in " ".join(rebuilt) and "gpu1" not in rebuilt
@@ -41,7 +43,7 @@ def test_the_rebuilt_command_line_parses_to_the_same_arguments(argv):
 
 
 def test_a_local_file_argument_becomes_the_stdin_file_and_outputs_a_path_there():
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(["inspect", "local/c.json", "--samples", "local/s.npz", "--host", "g"])
     rebuilt = command_arguments(_subparser(parser, "inspect"), args,
                                 {"config": STDIN_FILE, "samples": "/tmp/tmp.x/0/s.npz"})
@@ -49,9 +51,22 @@ def test_a_local_file_argument_becomes_the_stdin_file_and_outputs_a_path_there()
 
 
 def test_every_remote_command_has_the_host_option_and_names_its_own_arguments():
-    parser = _parser()
+    parser = build_parser()
     for name, remote in REMOTE_COMMANDS.items():
         dests = {a.dest for a in _subparser(parser, name)._actions}
         assert "host" in dests, name
         named = [remote.config, *remote.outputs, remote.stdin_flag]
         assert {d for d in named if d} <= dests, name
+
+
+def test_a_run_refused_here_ends_as_the_engine_ends_a_refused_run(tmp_path, capsys):
+    """A run that cannot go to its host (its config file is missing: no connection is made) writes
+    its ``error`` and ``run_finished`` events, one line on stderr, and exits 2."""
+    from gui_app.engine.cli import main
+
+    code = main(["train", str(tmp_path / "missing.json"), "--host", "gpu1", "--events", "jsonl"])
+    out, err = capsys.readouterr()
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [e["type"] for e in events] == ["error", "run_finished"] and stream_problems(events) == []
+    assert events[0]["kind"] == "config" and events[1]["status"] == "failed"
+    assert err == f"replica-studio train: {events[1]['message']}\n" and "missing.json" in err

@@ -108,7 +108,9 @@ def _read_tarball(path: Path, layout: CifarLayout, progress: Progress | None) ->
                 if member.isfile() and len(parts) == 2 and parts[0] == layout.folder and parts[1] in layout.files:
                     if member.size > MAX_MEMBER_BYTES:
                         raise _too_big(f"{path}: {member.name}", member.size)
-                    blob = tar.extractfile(member).read(MAX_MEMBER_BYTES + 1)
+                    data = tar.extractfile(member)
+                    assert data is not None  # None only for what is not a regular file
+                    blob = data.read(MAX_MEMBER_BYTES + 1)
                     if len(blob) > MAX_MEMBER_BYTES:
                         raise _too_big(f"{path}: {member.name}", len(blob))
                     blobs[parts[1]] = (f"{path}: {member.name}", blob)
