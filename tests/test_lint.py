@@ -1,7 +1,7 @@
 """The linters find nothing: ruff with the rules in pyproject.toml (pycodestyle, pyflakes,
 bugbear, import order, blind excepts, names, and no noqa without its rule or its finding) over
 the package, the tests, the benchmarks and the packaging scripts; and mypy, configured there,
-over the engine and the Qt-free core."""
+over the engine, the Qt-free core and the launcher."""
 from __future__ import annotations
 
 import shutil
