@@ -95,9 +95,9 @@ class EventWriter:
         except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
             pass
 
-    def emit(self, event: Event, durable: bool = True) -> dict:
-        """Write one typed event (gui_app.core.events) and return its JSON object; ``durable=False``
-        keeps it out of events.jsonl (stdout only)."""
+    def emit(self, event: Event, durable: bool = True) -> None:
+        """Write one typed event (gui_app.core.events); ``durable=False`` keeps it out of
+        events.jsonl (stdout only)."""
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)
@@ -109,7 +109,6 @@ class EventWriter:
             line = format_text(event)
             if line:
                 self._write_stream(line + "\n")
-        return data
 
     def _write_stream(self, text: str) -> None:
         if self.stdout_lost:

@@ -74,7 +74,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
         if args.command == "train":
-            config = load_config(args.config, getattr(args, "allow_public_hosts", False))
+            config = load_config(args.config, args.allow_public_hosts)
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             require_writable(runs_dir)
             try:
