@@ -16,6 +16,7 @@ Qt-free and TensorFlow-free: every layer may import it.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -263,6 +264,15 @@ def decode(value: Any, parts: bool = True) -> Event | None:
     if cls is None:
         return None
     return build(cls, value, parts)
+
+
+def decode_line(line: str | bytes, parts: bool = True) -> Event | None:
+    """The event one JSON line holds; None for a line that is not one (blank, torn by a process
+    that died mid-write, another program's output, a newer type). ``parts`` as for :func:`decode`."""
+    try:
+        return decode(json.loads(line), parts)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than any event
+        return None
 
 
 # ---- the schema: what the engine must write -----------------------------------------------------

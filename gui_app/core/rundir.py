@@ -34,7 +34,7 @@ from typing import Iterator
 from gui_app.core import atomic_io
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
-from gui_app.core.events import EpochEnd, Eval, Event, Step, decode
+from gui_app.core.events import EpochEnd, Eval, Event, Step, decode_line
 from gui_app.core.history import RunHistory
 from gui_app.core.history.status import RunStatus
 
@@ -89,13 +89,7 @@ def read_raw_events(run_dir: str | Path) -> Iterator[Event]:
         return
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                event = decode(json.loads(line))
-            except (ValueError, RecursionError):
-                continue
+            event = decode_line(line)
             if event is not None:
                 yield event
 
@@ -222,10 +216,7 @@ def summarize_events(run_dir: str | Path) -> RunStatus:
         return status
     end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
     for line in data[:end].splitlines():
-        try:
-            event = decode(json.loads(line), parts=False)  # the status needs no replicas
-        except ValueError:
-            continue
+        event = decode_line(line, parts=False)  # the status needs no replicas
         if event is not None:
             status.add(event)
     if end:

@@ -29,7 +29,7 @@ from typing import IO
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode, encode
+from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode_line, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
 
@@ -168,7 +168,7 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
             continue
         if line is None:
             break
-        event = _event(line)
+        event = decode_line(line)
         if event is None:
             continue
         events.append(event)
@@ -189,17 +189,10 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
 def _eval_speed(run_dir: Path) -> float | None:
     done = subprocess.run(app_command("evaluate", str(run_dir), "--events", "jsonl"), capture_output=True, text=True,
                           timeout=BURST_TIMEOUT_S, env=app_env())
-    evaluation = next((e for e in map(_event, done.stdout.splitlines()) if isinstance(e, Eval)), None)
+    evaluation = next((e for e in map(decode_line, done.stdout.splitlines()) if isinstance(e, Eval)), None)
     speed = evaluation.examples_per_sec if evaluation is not None else None  # the engine times its evaluation
     return float(speed) if speed else None
 
-
-def _event(line: str) -> Event | None:
-    """The event of one stdout line of a ``train`` or ``evaluate`` process; None for anything else."""
-    try:
-        return decode(json.loads(line))
-    except ValueError:
-        return None
 
 
 def _print_table(data: dict) -> None:

@@ -11,7 +11,6 @@ process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9
 """
 from __future__ import annotations
 
-import json
 import queue
 import random
 import subprocess
@@ -24,7 +23,7 @@ from typing import IO
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode
+from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode_line
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.control import Control
 from gui_app.engine.errors import ClusterFailed
@@ -40,16 +39,11 @@ FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take
 def _pump_events(stream: IO[str], out: queue.Queue[Event | None]) -> None:
     """The chief's events, decoded; a line that is no event goes to stderr."""
     for line in stream:
-        line = line.strip()
-        if line:
-            try:
-                event = decode(json.loads(line))
-            except ValueError:
-                event = None
-            if event is None:
-                sys.stderr.write(f"[worker 0] {line}\n")
-            else:
-                out.put(event)
+        event = decode_line(line)
+        if event is not None:
+            out.put(event)
+        elif line.strip():
+            sys.stderr.write(f"[worker 0] {line.strip()}\n")
     out.put(None)  # the chief's stdout closed
 
 
