@@ -84,7 +84,7 @@ class EventWriter:
             self._file = None
 
     def progress(self, report: dict[str, Any]) -> None:
-        """A ``progress`` event from a reader's report (``core.datasets.base.Progress``)."""
+        """A reader's report as a ``progress`` event: the ``core.datasets.base.ProgressCallback`` of a run."""
         self.emit(Progress(**report))
 
     def emit_final(self, event: Event, durable: bool = True) -> None:

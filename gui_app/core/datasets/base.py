@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-Progress = Callable[[dict], None]
+ProgressCallback = Callable[[dict], None]  # hears a reader's reports: stage, what, done, total
 
 # The held-out test split of digits and of image folders without a test folder must not move
 # with the training seed: runs with different seeds are compared on the same test images.
@@ -175,7 +175,7 @@ class Throttle:
     """Forwards progress events at most every ``interval`` seconds, plus the first and the last
     (``done == total``), so a fast loop cannot flood the engine's event stream."""
 
-    def __init__(self, progress: Progress | None, interval: float = 0.25) -> None:
+    def __init__(self, progress: ProgressCallback | None, interval: float = 0.25) -> None:
         self._progress = progress
         self._interval = interval
         self._last = -float("inf")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gui_app.core.atomic_io import atomic_path
-from gui_app.core.datasets.base import DatasetError, Progress, Throttle
+from gui_app.core.datasets.base import DatasetError, ProgressCallback, Throttle
 
 CHUNK = 1 << 20
 TIMEOUT = 30  # seconds without data before a download is given up
@@ -66,7 +66,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(remote: Remote, progress: Progress | None = None, hint: str = "",
+def fetch(remote: Remote, progress: ProgressCallback | None = None, hint: str = "",
           cache_dir: Path | None = None) -> Path:
     """The cached copy of ``remote``, downloaded first if missing or if its hash is wrong."""
     dest = (cache_dir or keras_cache_dir()) / remote.cache_name
@@ -76,7 +76,7 @@ def fetch(remote: Remote, progress: Progress | None = None, hint: str = "",
     return dest
 
 
-def download(url: str, dest: Path, sha256: str | None = None, progress: Progress | None = None,
+def download(url: str, dest: Path, sha256: str | None = None, progress: ProgressCallback | None = None,
              hint: str = "") -> None:
     """Stream ``url`` to ``dest``, verifying ``sha256``; reports ``stage: download`` progress.
 

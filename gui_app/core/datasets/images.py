@@ -21,7 +21,7 @@ from gui_app.core.config import MAX_IMAGE_PIXELS, DatasetConfig
 from gui_app.core.datasets.base import (
     Dataset,
     DatasetError,
-    Progress,
+    ProgressCallback,
     Throttle,
     few,
     make_dataset,
@@ -32,7 +32,7 @@ from gui_app.core.datasets.image_header import MAX_IMAGE_BYTES, too_large
 from gui_app.core.file_kinds import IMAGE_SUFFIXES
 
 
-def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:
+def load_image_folder(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset:
     root = require_path(cfg.path, "dataset 'image_folder'")
     train_files, class_names, ignored = scan_class_folders(root)
     test_root = None

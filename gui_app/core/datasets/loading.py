@@ -9,7 +9,7 @@ them into shards). The budget itself is in ``gui_app.core.memory`` (the form sho
 from __future__ import annotations
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets.base import Dataset, Progress
+from gui_app.core.datasets.base import Dataset, ProgressCallback
 from gui_app.core.datasets.streamed import OPENERS, StreamSource, open_stream
 from gui_app.core.memory import budget_bytes
 
@@ -38,7 +38,7 @@ def resolve_cache(cfg: DatasetConfig, source: StreamSource) -> str:
     return "memory" if decoded_bytes(source, ("train", "val")) <= memory_budget_bytes(cfg) else "none"
 
 
-def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset | StreamSource:
+def open_input(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset | StreamSource:
     """The set decoded into memory, or the StreamSource to stream it, as ``dataset.loading`` decides."""
     from gui_app.core.datasets import load_dataset
 

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gui_app.core.datasets.base import MAX_CLASSES, DatasetError, Progress, Throttle
+from gui_app.core.datasets.base import MAX_CLASSES, DatasetError, ProgressCallback, Throttle
 from gui_app.core.messages import first_line, typed_line
 
 MANIFEST = "manifest.json"
@@ -127,7 +127,7 @@ def _counts_from_cache(files: list[str]) -> tuple[dict[str, dict], dict]:
 
 
 def scan(spec: str, label_offset: int = 0, split: str | None = None, class_names: list[str] | None = None,
-         progress: Progress | None = None) -> ShardSet:
+         progress: ProgressCallback | None = None) -> ShardSet:
     """Count and check every record of the shards of ``spec``; DatasetError names a bad file."""
     files = list_shards(spec, split)
     classes = class_names or _known_classes(files)

@@ -22,7 +22,7 @@ import numpy as np
 
 from gui_app.core.config import DatasetConfig
 from gui_app.core.datasets import shards
-from gui_app.core.datasets.base import DatasetError, Progress, Throttle, few, stratified_split
+from gui_app.core.datasets.base import DatasetError, ProgressCallback, Throttle, few, stratified_split
 from gui_app.core.datasets.shards import ShardSet
 from gui_app.core.messages import first_line
 
@@ -117,7 +117,7 @@ def _record_parts(cfg: DatasetConfig, train_set: ShardSet, test_set: ShardSet | 
     return train, val, test, pool
 
 
-def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_tfrecord(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     spec = cfg.path
     assert spec is not None  # DatasetConfig requires a path for tfrecord
     train_set = shards.scan(spec, cfg.label_offset, "train", progress=progress)
@@ -140,7 +140,7 @@ def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> Strea
                         cfg.label_offset, pool=pool)
 
 
-def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_image_folder(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     from gui_app.core.datasets.base import require_path
     from gui_app.core.datasets.image_header import check_file
     from gui_app.core.datasets.images import scan_class_folders
@@ -199,7 +199,7 @@ def _files_part(paths: list[str], labels: np.ndarray, k: int) -> Part:
                 class_counts=np.bincount(labels, minlength=k).tolist())
 
 
-def open_tfds(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_tfds(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     """A TFDS set already prepared in ``data_dir``; held-out parts are TFDS sub-splits
     (``train[:72%]``), which TFDS reads exactly and counts from its metadata."""
     try:
@@ -247,7 +247,7 @@ def open_tfds(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSou
 OPENERS = {"tfrecord": open_tfrecord, "image_folder": open_image_folder, "tfds": open_tfds}
 
 
-def open_stream(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_stream(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     if cfg.name not in OPENERS:
         raise DatasetError(f"dataset.loading: dataset {cfg.name!r} cannot stream (only "
                            f"{', '.join(OPENERS)}); use loading 'memory', or prepare it as TFRecord shards")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from gui_app.core.config import RunConfig
-from gui_app.core.datasets.base import Dataset, Progress
+from gui_app.core.datasets.base import Dataset, ProgressCallback
 from gui_app.core.datasets.streamed import StreamSource
 
 
@@ -57,7 +57,7 @@ class InputSource(Protocol):
         """The uint8 test images at ``indices`` (for misclassified.npz)."""
 
 
-def open_source(config: RunConfig, progress: Progress | None, data_dir: Path, dataset: Dataset | None = None
+def open_source(config: RunConfig, progress: ProgressCallback | None, data_dir: Path, dataset: Dataset | None = None
                 ) -> InputSource:
     """The run's input: ``dataset`` (already read) in memory, else as ``dataset.loading`` decides.
     ``data_dir``: the run's data folder (``dataset.cache: file``). Raises DatasetError for bad

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.datasets.base import Progress
+from gui_app.core.datasets.base import ProgressCallback
 from gui_app.core.messages import first_line
 from gui_app.core.rundir import CHECKPOINT_DIR
 from gui_app.core.training.inputs import InputSource
@@ -76,7 +76,8 @@ class ModelState:
         return int(self.step.numpy())
 
 
-def prepare(config: RunConfig, progress: Progress | None, data_dir: Path, data_seed: int | None = None) -> RunContext:
+def prepare(config: RunConfig, progress: ProgressCallback | None, data_dir: Path,
+            data_seed: int | None = None) -> RunContext:
     """Configure TensorFlow, check devices, open the input, build the strategy. ``data_dir``:
     the run's data folder (a streamed set's file cache).
 
