@@ -51,6 +51,7 @@ SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt fro
 
 RESUMABLE = ("stopped", "interrupted", "failed")
 
+
 def default_runs_dir() -> Path:
     """``$REPLICA_STUDIO_RUNS_DIR`` if set, else ``runs`` in the user data folder."""
     env = os.environ.get(RUNS_DIR_ENV)

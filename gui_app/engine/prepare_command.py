@@ -88,6 +88,7 @@ def _parts(cfg):
     data = load_dataset(cfg)
     order = np.random.default_rng(ORDER_SEED).permutation(len(data.y_train))
     # Slices of the arrays, a batch at a time: no from_tensor_slices copy of the whole set.
+
     def gen(x, y, idx):
         def g():
             for i in range(0, len(idx), 1024):

@@ -194,7 +194,6 @@ def _eval_speed(run_dir: Path) -> float | None:
     return float(speed) if speed else None
 
 
-
 def _print_table(data: dict) -> None:
     print(f"{'configuration':40s} {'examples/s':>11s} {'speed-up':>9s} {'efficiency':>10s}  time split")
     for row in data["rows"]:
