@@ -166,8 +166,10 @@ def test_a_connection_lost_mid_run_is_one_line(ssh_host, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=ssh_host.env(_with_host(tmp_path, Host(alias, command=ssh_host.command))))
     next(line for line in proc.stdout if json.loads(line)["type"] == "step")
-    for session in children(daemon.proc.pid):  # the connection's sshd processes: gone as with the network
-        for pid in [*children(session), session]:
+    # The connection's sshd processes go as with the network: the session first, so that it cannot
+    # pass on its child's exit status before the client sees the connection end (seen under load).
+    for session in children(daemon.proc.pid):
+        for pid in [session, *children(session)]:
             os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
