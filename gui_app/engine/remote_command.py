@@ -100,7 +100,6 @@ def run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.
 
 
 def _run_failed(mode: str, message: str, kind: str) -> None:
-    from gui_app.core.events import Error, RunFinished
     from gui_app.engine.events import EventWriter
 
     events = EventWriter(mode)
