@@ -15,6 +15,7 @@ behaviour:
     crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
     killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
     hang     like wait, but ignore stop (the supervisor must kill it)
+    refuse   fail before the first step, as for a bad input, in the run directory it made
     gpu      like normal, and ``devices`` reports one GPU
 
 ``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20). Tests run it from any
@@ -303,7 +304,7 @@ def main(argv):
         runs_dir = argv[argv.index("--runs-dir") + 1]
         os.makedirs(runs_dir, exist_ok=True)
         run_dir = new_run_dir(runs_dir, config)  # the real engine makes it before loading data
-        problem = input_problem(config)
+        problem = input_problem(config) or ("the input was refused on purpose" if MODE == "refuse" else None)
         if problem:
             return fail("train", run_dir, problem)
         return train(config, run_dir, False, 0)
