@@ -15,7 +15,7 @@ import os
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from PySide6.QtCore import QEvent, QObject, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtWidgets import QWidget  # noqa: E402
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QWidget  # noqa: E402
 
 import pyqtgraph as pg  # noqa: E402
 
@@ -24,14 +24,28 @@ ZOOM_TIP = ("Ctrl+wheel zooms (over an axis: that axis only), drag pans, right-c
 
 
 class _WheelToPage(QObject):
-    """Passes a wheel event without Ctrl on to the widgets around the chart: an event filter
-    that swallows it unaccepted makes Qt offer it to the parent, as for any ignored wheel."""
+    """Gives a wheel event without Ctrl to the scroll area around the chart (the Replicas tab's
+    page), which scrolls where it can; with none around, the event goes on to the chart's parents
+    unaccepted, as any ignored wheel does. Sent to the page explicitly: Qt passes an ignored
+    wheel event on to the parent only when it came from the system, not when the app sent it."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.Wheel and not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+        if event.type() != QEvent.Type.Wheel or event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            return False
+        page = _scroll_area_around(self.parent())
+        if page is None:
             event.ignore()
-            return True
-        return False
+        else:
+            QApplication.sendEvent(page.viewport(), event)  # it scrolls by the wheel's turn, wherever it points
+            event.accept()  # the page had it: not offered again on the way up
+        return True
+
+
+def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
+    parent = widget.parentWidget()
+    while parent is not None and not isinstance(parent, QAbstractScrollArea):
+        parent = parent.parentWidget()
+    return parent
 
 
 class ChartCanvas(pg.GraphicsLayoutWidget):
