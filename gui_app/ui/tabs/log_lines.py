@@ -26,7 +26,10 @@ ROUTINE_LINES = (
     (r"^warning: cluster of \d+ workers? joined in [\d.]+ s$", "the cluster formed: how long it took"),
 )
 _ROUTINE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in ROUTINE_LINES))
-_ERROR = re.compile(r"^[EF]\d{4} |\b(error|exception|traceback|fatal|failed)\b", re.IGNORECASE)
+# A Python exception's last line ("RuntimeError: ...", "tensorflow.errors.InternalError: ...") names
+# no error as a word of its own.
+_ERROR = re.compile(r"^[EF]\d{4} |^[\w.]*(Error|Exception)\b|\b(error|exception|traceback|fatal|failed)\b",
+                    re.IGNORECASE)
 _WARNING = re.compile(r"^W\d{4} |\bwarn(ing)?\b", re.IGNORECASE)
 
 
