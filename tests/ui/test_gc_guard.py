@@ -34,3 +34,11 @@ def test_cycles_are_collected_by_the_gui_thread_not_by_the_thread_that_allocates
     qtbot.waitUntil(lambda: len(Cycle.seen) > 0, timeout=5_000)
     collector.check()
     assert Cycle.seen and all(Cycle.seen)  # every one on the GUI thread
+
+
+def test_what_start_up_built_is_out_of_the_collector_s_sight():
+    gc_guard.freeze_startup()
+    try:
+        assert gc.get_freeze_count() > 10_000  # the modules, Qt's wrappers, pytest's own
+    finally:
+        gc.unfreeze()  # the tests that follow make and drop windows of their own

@@ -1,7 +1,6 @@
 """RunsPanel: statuses read from run directories the test writes, and what can be done with them."""
 from __future__ import annotations
 
-import gc
 import shutil
 import time
 
@@ -138,13 +137,13 @@ def cold_runs(runs_dir, count: int, steps: int) -> list:
 
 
 def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir):
-    """200 runs without summaries (about 0.4 MB of events each): the panel is built, and
-    its rows arrive, while a 10 ms timer keeps firing on time."""
+    """200 runs without summaries (about 0.4 MB of events each): the panel is built, and its
+    rows arrive in several batches, while a 10 ms timer keeps firing. Judged on the probe's
+    distribution, not its longest gap: the machine is shared, and one stall that is not the
+    fill's (a collection freeing what earlier tests left, gc_guard.py) must not fail the test,
+    while a fill that blocked the loop at each batch would."""
     runs = cold_runs(runs_dir, 200, steps=600)
-    # Earlier tests' windows are garbage that the GUI thread's collector (gc_guard) would free
-    # in the middle of the measurement (stalls of 0.6-1.3 s seen in the full suite): free it first.
-    gc.collect()
-    gaps, last = [], [time.monotonic()]
+    gaps, last, batches = [], [time.monotonic()], []
 
     def tick():
         now = time.monotonic()
@@ -156,14 +155,24 @@ def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir):
     probe.start()
     made: list[RunsPanel] = []
     state = WindowState(StubRun(), runs_dir)
-    QTimer.singleShot(0, lambda: made.append(RunsPanel(state)))  # built inside the running event loop
+
+    def build() -> None:  # inside the running event loop, as the window builds it
+        made.append(RunsPanel(state))
+        made[0]._reader.batch.connect(lambda rows: batches.append(len(rows)))
+
+    QTimer.singleShot(0, build)
     qtbot.waitUntil(lambda: bool(made) and not made[0].is_filling(), timeout=60_000)
     probe.stop()
     panel = made[0]
     qtbot.addWidget(panel)
-    print(f"fill: {len(gaps)} probe ticks, longest gap {max(gaps) * 1000:.0f} ms")
+    gaps.sort()
+    long_gaps = [round(g * 1000) for g in gaps if g > 0.2]
+    print(f"fill: {len(gaps)} probe ticks, median {gaps[len(gaps) // 2] * 1000:.0f} ms, 95th percentile "
+          f"{gaps[int(len(gaps) * 0.95)] * 1000:.0f} ms, over 200 ms: {long_gaps}; {len(batches)} batches")
     assert len(gaps) > 20  # the fill took a while: long enough for the probe to mean something
-    assert max(gaps) < 0.2, f"the event loop was blocked for {max(gaps) * 1000:.0f} ms"
+    assert len(batches) > 1 and sum(batches) == 200  # the rows came in slices, not in one go
+    assert gaps[int(len(gaps) * 0.95)] < 0.05, "the event loop was held up through the fill"
+    assert len(long_gaps) <= 1, f"the event loop stood still for {long_gaps} ms"
     order = [panel.tree.topLevelItem(i).data(0, 256) for i in range(panel.tree.topLevelItemCount())]
     assert order == [str(r) for r in reversed(runs)]  # every run, newest first, once
     assert all((r / "summary.json").is_file() for r in runs)  # the next start reads warm
