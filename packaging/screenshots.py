@@ -28,7 +28,10 @@ TABS = ("dataset", "training", "replicas", "evaluation", "try", "log")  # in the
 
 
 def start_xvfb(display: str) -> subprocess.Popen:
-    server = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
+    # -noreset: an X server resets when its last client leaves, and refuses connections meanwhile
+    # (a launcher's check that connects and leaves, then Qt's connection, failed so at random).
+    screen = f"{SCREEN[0]}x{SCREEN[1]}x24"
+    server = subprocess.Popen(["Xvfb", display, "-screen", "0", screen, "-nolisten", "tcp", "-noreset"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     socket = Path(f"/tmp/.X11-unix/X{display.lstrip(':')}")
     deadline = time.monotonic() + 10

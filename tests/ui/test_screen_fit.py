@@ -22,7 +22,10 @@ pytestmark = pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("xdot
 
 @pytest.fixture
 def laptop_screen():
-    server = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24", "-nolisten", "tcp"],
+    # -noreset: an X server resets when its last client leaves, and refuses connections meanwhile
+    # (a launcher's check that connects and leaves, then Qt's connection, failed so at random).
+    screen = f"{SCREEN[0]}x{SCREEN[1]}x24"
+    server = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", screen, "-nolisten", "tcp", "-noreset"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     socket = Path(f"/tmp/.X11-unix/X{DISPLAY[1:]}")
     deadline = time.monotonic() + 10
