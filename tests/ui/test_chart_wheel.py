@@ -86,3 +86,12 @@ def test_every_chart_says_the_rule_in_its_tooltip(qtbot):
     canvases = tab.findChildren(ChartCanvas)
     assert len(canvases) >= 3  # the replica charts, the step split, the GPU panel
     assert all("Ctrl+wheel zooms" in canvas.toolTip() for canvas in canvases)
+
+
+def test_a_plot_s_menu_is_built_on_the_first_right_click(qtbot):
+    tab = TrainingTab()
+    qtbot.addWidget(tab)
+    view = tab.loss_plot.getViewBox()
+    assert view.menu is None and view.menuEnabled()  # nothing built while the window starts
+    menu = view.getMenu(None)
+    assert menu is not None and view.getMenu(None) is menu and "View All" in [a.text() for a in menu.actions()]
