@@ -102,3 +102,36 @@ def test_a_launch_with_runs_listed_does_not_say_no_run_yet(qtbot, make_window, r
     window = make_window()
     wait_listed(qtbot, window.runs)
     assert window.state.listed_runs == 1 and window.progress.label.text() == PICK_A_RUN
+
+
+def test_every_dialog_fits_a_laptop_screen(qtbot, window, runs_dir):
+    from PySide6.QtCore import QTimer
+
+    from gui_app.core.rundir import read_run
+    from gui_app.ui.dialogs.export import ExportDialog
+    from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+    from gui_app.ui.dialogs.resume import ResumeDialog
+    from gui_app.ui.window.tool_actions import TOOLS
+
+    failed = write_run(runs_dir, "failed", "failed", message="loss became NaN at step 10: " + "why " * 60)
+    dialogs = [window.tools.open(tool) for tool in TOOLS]  # prepare, scaling
+    window.actions.getting_started.trigger()
+    dialogs += [window.findChild(GettingStartedDialog), ResumeDialog(read_run(failed), window),
+                ExportDialog(failed, "tflite-int8-full", window)]
+    for dialog in dialogs:
+        dialog.show()
+        QApplication.processEvents()
+        assert fits(dialog) and dialog.width() <= LAPTOP[0] and dialog.height() <= LAPTOP[1], (
+            dialog.windowTitle(), dialog.minimumSizeHint(), dialog.size())
+        dialog.close()
+    sizes = []
+
+    def measure_about() -> None:
+        box = QApplication.activeModalWidget()
+        sizes.append((box.minimumSizeHint(), box.size()))
+        box.close()
+
+    QTimer.singleShot(200, measure_about)
+    window.actions.about.trigger()  # modal: closed by the timer
+    ((hint, size),) = sizes
+    assert hint.width() <= LAPTOP[0] and hint.height() <= LAPTOP[1] and size.height() <= LAPTOP[1]
