@@ -135,7 +135,7 @@ def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
     calls this for the rest."""
     bursts = [b for b in bursts if b.candidate.option is None]
     singles = [b for b in bursts if b.examples_per_sec and b.candidate.replicas == 1]
-    baseline = max(singles, key=lambda b: b.examples_per_sec) if singles else None
+    baseline = max(singles, key=lambda b: b.examples_per_sec or 0.0) if singles else None
     base = baseline.examples_per_sec if baseline else None
     rows = []
     for b in bursts:
