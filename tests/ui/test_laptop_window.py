@@ -135,3 +135,22 @@ def test_every_dialog_fits_a_laptop_screen(qtbot, window, runs_dir):
     window.actions.about.trigger()  # modal: closed by the timer
     ((hint, size),) = sizes
     assert hint.width() <= LAPTOP[0] and hint.height() <= LAPTOP[1] and size.height() <= LAPTOP[1]
+
+
+def test_the_try_tab_s_rows_keep_their_height_and_scroll(qtbot):
+    import numpy as np
+
+    from gui_app.core.predictions import Prediction
+    from gui_app.ui.tabs.prediction_rows import PredictionRow
+    from gui_app.ui.tabs.try_model import TryTab
+
+    tab = TryTab(engine_command=lambda *args: ["false"])
+    qtbot.addWidget(tab)
+    tab.resize(870, 420)  # what a 1280x720 window gives it
+    tab.show()
+    rows = [PredictionRow(Prediction(f"test image {i}", np.zeros((8, 8, 1), np.uint8), np.full(10, 0.1, np.float32),
+                                     [str(c) for c in range(10)], label=3)) for i in range(8)]
+    for row in rows:
+        tab._insert_row(row)
+    QApplication.processEvents()
+    assert all(row.height() >= row.minimumSizeHint().height() for row in rows)  # none cut
