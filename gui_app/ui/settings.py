@@ -37,6 +37,7 @@ class Settings:
     confirm_close_during_run: bool = True
     last_open_dir: str | None = None  # where file dialogs start
     last_export_dir: str | None = None  # where the export dialog proposes to save
+    notify_when_run_ends: bool = True  # a desktop notification while the window is not the active one
 
     def add_recent_run(self, run_dir: str | Path) -> None:
         path = str(Path(run_dir))

@@ -52,6 +52,9 @@ class WindowActions:
                          pixmap.SP_MediaPause)
         self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
         self.checkpoint = act("Save a &checkpoint now", "Ctrl+K", "Write a checkpoint without stopping")
+        self.notify = act("&Notify when a run ends", tip="A desktop notification when a run completes, stops or "
+                          "fails while the window is not the active one")
+        self.notify.setCheckable(True)
         self.resume_run = act("&Resume selected run", "Ctrl+Shift+R",
                               "Continue the stopped or interrupted run selected in the run list",
                               pixmap.SP_MediaSeekForward)
@@ -83,6 +86,8 @@ class WindowActions:
         run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
         run_menu.addSeparator()
         run_menu.addAction(self.resume_run)
+        run_menu.addSeparator()
+        run_menu.addAction(self.notify)
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))

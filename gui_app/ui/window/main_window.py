@@ -27,6 +27,7 @@ from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+from gui_app.ui.notifications import DesktopNotifier, RunNotifications
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
 from gui_app.ui.tabs.dataset import DatasetTab
@@ -73,6 +74,8 @@ class MainWindow(QMainWindow):
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
         self.tools = ToolActions(self, self.config_panel, engine_command)
+        self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
+                                              self.settings.notify_when_run_ends)
         self._build_layout()
         self.state_label, self.devices_label = QLabel(self.state.status), QLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
@@ -107,6 +110,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(lambda index: state.set_tab(TABS[index]))
         state.run_state_changed.connect(lambda run_state: panel.set_locked(run_state != IDLE))
         state.run_ended.connect(lambda *_: save_settings(self.settings))  # the recent runs, the last config
+        state.run_ended.connect(self.notifications.on_run_ended)
         panel.validity_changed.connect(state.set_forms_valid)
         state.set_forms_valid(panel.is_valid())
         # The menus and toolbar.
@@ -116,6 +120,8 @@ class MainWindow(QMainWindow):
         a.stop.triggered.connect(sup.stop)
         a.checkpoint.triggered.connect(sup.checkpoint)
         a.resume_run.triggered.connect(r.resume_selected)
+        a.notify.setChecked(self.settings.notify_when_run_ends)
+        a.notify.toggled.connect(self._set_notify)
         a.new_run.triggered.connect(f.new_run)
         a.open_run.triggered.connect(f.open_run_dialog)
         a.load_config.triggered.connect(f.load_config_dialog)
@@ -188,6 +194,10 @@ class MainWindow(QMainWindow):
         config = self.config_panel.config()
         if config is not None:
             self.settings.last_config = config.to_dict()
+
+    def _set_notify(self, on: bool) -> None:
+        self.settings.notify_when_run_ends = self.notifications.enabled = on
+        save_settings(self.settings)
 
     def _on_detection_failed(self, message: str) -> None:
         self.devices_label.setText("Device detection failed")
