@@ -19,6 +19,10 @@ shared connection); then the command runs there as ``HOST_COMMAND COMMAND ARG...
   here sends ``stop`` (it checkpoints and ends; a second one drops the connection),
   ``--control stdin`` forwards this stdin, and a dropped connection ends its input, which
   stops it as a window that went away does (docs/architecture.md, "Stop is cooperative").
+- A detached run (``train --detach``, ``resume --detach``) is not tied to the connection: the
+  command there prints its run directory and ends, and ``attach --host`` follows it, this stdin
+  forwarded as its control lines; a dropped connection ends that attachment only
+  (docs/detached.md).
 
 A command gets ``--host`` from its row in :data:`REMOTE_COMMANDS`.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -63,6 +68,7 @@ class Remote:
     run: bool = False  # a run: it reads control lines there, and Ctrl+C here sends "stop"
     stdin_flag: str | None = None  # the flag with which it reads our stdin (predict --serve)
     runs_dir: bool = False  # the host's runs folder, when set, is its --runs-dir
+    control: bool = False  # it sends our stdin's lines to a run there (attach, unless --control none)
 
 
 REMOTE_COMMANDS: dict[str, Remote] = {
@@ -73,6 +79,9 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "devices": Remote(),
     "export": Remote(outputs=("output",)),
     "predict": Remote(stdin_flag="serve"),
+    "attach": Remote(control=True),
+    "stop": Remote(),
+    "runs": Remote(runs_dir=True),
 }
 
 
@@ -86,6 +95,8 @@ def add_host_option(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if getattr(args, "detach", False):  # the run there is on its own: this is a command that prints a line
+        remote = dataclasses.replace(remote, run=False)
     try:
         return _run_on_host(remote, parser, args)
     except (HostError, HostsFileError, ConfigError, ExportError, OSError) as exc:
@@ -119,7 +130,8 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
         brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
         code = _Session(host, remote, args, brought).run(app_args, config)
         if code == SSH_FAILED:
-            how = "; the run there stops with a checkpoint: resume it with --host" if remote.run else ""
+            how = ("; the run there stops with a checkpoint: resume it with --host" if remote.run else
+                   "; the run there goes on: attach to it again with --host" if remote.control else "")
             raise HostError(f"{host.name}: the connection ended (ssh exit 255){how}")
         if code < 0:  # ssh ended by a second Ctrl+C
             return EXIT_INTERRUPTED
@@ -170,7 +182,7 @@ class _Session:
 
     def __init__(self, host: Host, remote: Remote, args: argparse.Namespace, rewrite: dict[str, Path]):
         self.host, self.remote, self.rewrite = host, remote, rewrite
-        self.forward_stdin = ((remote.run and args.control == "stdin")
+        self.forward_stdin = (((remote.run or remote.control) and args.control == "stdin")
                               or bool(remote.stdin_flag and getattr(args, remote.stdin_flag)))
         self._lock = threading.Lock()
         self._stop_sent = False
