@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ui"))
 
-import common  # noqa: E402
+import common
 
 REPEATS = 15
 TARGET_MS = 16.0
@@ -68,21 +68,24 @@ def open_run_s(steps: int, repeats: int) -> list[float]:
     from synthetic import jsonl, synthetic_events  # tests/ui/synthetic.py
 
     from gui_app.core.config import RunConfig
-    from gui_app.ui.tabs.evaluation import EvaluationView
-    from gui_app.ui.tabs.replicas import ReplicaCharts
-    from gui_app.ui.tabs.training import TrainingCharts
+    from gui_app.ui.tabs.evaluation import EvaluationTab
+    from gui_app.ui.tabs.replicas import ReplicasTab
+    from gui_app.ui.tabs.training import TrainingTab
     from gui_app.ui.window.run_progress import RunProgress
     from gui_app.ui.window.shown_run import ShownRun
+    from gui_app.ui.window.window_state import WindowState
+    from gui_app.ui.workers.supervisor import RunSupervisor
 
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder)
         RunConfig().save(run / "config.json")
         (run / "events.jsonl").write_text(jsonl(synthetic_events(steps=steps, epochs=10, replicas=2)))
-        training, replicas = TrainingCharts(), ReplicaCharts()
+        training, replicas = TrainingTab(), ReplicasTab()
         for widget in (training, replicas):
             widget.resize(1000, 600)
             widget.show()
-        shown = ShownRun(training, replicas, EvaluationView(), RunProgress())
+        supervisor = RunSupervisor()
+        shown = ShownRun(WindowState(supervisor, run.parent), training, replicas, EvaluationTab(), RunProgress())
         seconds = []
         for _ in range(repeats):
             started = time.perf_counter()
@@ -93,6 +96,7 @@ def open_run_s(steps: int, repeats: int) -> list[float]:
         for widget in (training, replicas):
             widget.close()
             widget.deleteLater()
+        supervisor.close()
         return seconds
 
 
@@ -100,8 +104,8 @@ def run(quick: bool = False) -> list[dict]:
     from PySide6.QtWidgets import QApplication
 
     from gui_app.ui import gc_guard
-    from gui_app.ui.tabs.replicas import ReplicaCharts
-    from gui_app.ui.tabs.training import TrainingCharts
+    from gui_app.ui.tabs.replicas import ReplicasTab
+    from gui_app.ui.tabs.training import TrainingTab
 
     app = QApplication.instance() or QApplication([])
     gc_guard.install(app)  # as the window: no automatic collection on the GUI thread
@@ -109,7 +113,7 @@ def run(quick: bool = False) -> list[dict]:
     repeats = 7 if quick else REPEATS
     figures = []
     cmd = f"python benchmarks/bench_charts.py{' --quick' if quick else ''}"
-    for widget_type in (TrainingCharts, ReplicaCharts):
+    for widget_type in (TrainingTab, ReplicasTab):
         for points in (1_000, 100_000, 1_000_000):
             set_data, total = redraw_ms(widget_type, points, cache, repeats)
             target = TARGET_MS if points == 100_000 else None

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
 
 def digits_config(epochs: int) -> dict:
@@ -92,7 +92,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
         state["last"] = now
 
     def started(_event):
-        window.tabs.setCurrentWidget(window.replica_charts)
+        window.tabs.setCurrentWidget(window.replicas_tab)
         state["measuring"], state["rss0"] = True, _rss()
 
     def finished(status, run_dir, message):
@@ -114,7 +114,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
     window.supervisor.run_started.connect(started)
     window.supervisor.finished.connect(finished)
     QTimer.singleShot(0, lambda: (window.supervisor.start_train(config, runs_dir),
-                                  window.tabs.setCurrentWidget(window.replica_charts)))
+                                  window.tabs.setCurrentWidget(window.replicas_tab)))
     app.exec()
     status, run_dir, message = state["finished"]
     if status != "completed":

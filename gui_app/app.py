@@ -22,8 +22,6 @@ APP_OPTIONS = (
     ("--install-desktop-entry", "add Replica Studio to your application menu (a .desktop file and icons "
                                 "in $XDG_DATA_HOME, default ~/.local/share)"),
     ("--uninstall-desktop-entry", "remove what --install-desktop-entry added"),
-    ("--measure-startup", "open the window, print the time from launch to its first paint (JSON), quit; "
-                          "with --train, wait for the run's first finished step and print that too"),
 )
 
 
@@ -35,7 +33,7 @@ def _frozen_setup() -> None:
     # (multiprocessing.freeze_support() is called by the bundle's entry script, before this.)
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # open as long as the process
 
 
 def _print_help() -> int:
@@ -45,11 +43,10 @@ def _print_help() -> int:
         cli_main(["--help"])
     except SystemExit:
         pass
+    from gui_app.ui.options import WINDOW_OPTIONS
+
     print("\ndesktop app options (without a command):")
-    options = (("--runs-dir DIR", "folder of run directories (default: the user data folder)"),
-               ("--config FILE", "fill the forms from this run configuration (JSON)"),
-               ("--train", "start training the configuration in the forms (the last one, or --config FILE) "
-                           "as the window opens"), *APP_OPTIONS)
+    options = [(f"{o.name} {o.value}" if o.value else o.name, o.help) for o in WINDOW_OPTIONS] + list(APP_OPTIONS)
     for option, text in options:
         print(textwrap.fill(text, width=100, initial_indent=f"  {option:<27}", subsequent_indent=" " * 29))
     return 0

@@ -7,6 +7,7 @@ import pytest
 
 from gui_app.identity import app_command, app_env
 from gui_app.launcher.gui_args import check
+from gui_app.ui.options import WINDOW_OPTIONS
 
 COMMANDS = ("train", "resume", "evaluate", "inspect", "devices", "export", "predict")
 
@@ -39,3 +40,19 @@ def test_what_the_window_refuses(argv, message):
 ])
 def test_qt_and_app_options_pass_through(argv):
     assert check(argv, COMMANDS) is None
+
+
+@pytest.mark.parametrize("option", WINDOW_OPTIONS, ids=lambda option: option.name)
+def test_each_window_option_is_checked_parsed_and_listed_from_one_table(option, capsys):
+    from gui_app.app import main
+    from gui_app.ui.application import _parse
+
+    argv = [option.name, "x"] if option.value else [option.name]
+    assert check(argv, COMMANDS) is None
+    if option.value:
+        assert check(argv[:1], COMMANDS) == f"option '{option.name}' needs a value"
+    args, qt_args = _parse(argv)
+    assert qt_args == [] and getattr(args, option.name[2:].replace("-", "_")) == ("x" if option.value else True)
+    assert main(["--help"]) == 0
+    listed = f"  {option.name} {option.value}" if option.value else f"  {option.name} "
+    assert listed in capsys.readouterr().out

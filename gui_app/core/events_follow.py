@@ -57,7 +57,7 @@ class EventsFollower:
     def _read_new(self) -> list[bytes]:
         if self._pending and os.pread(self._fd, len(self._pending), self._offset) != self._pending:
             self._pending = b""  # the torn line was cut off (and maybe something else written there)
-        out = []
+        out: list[bytes] = []
         while True:
             data = os.pread(self._fd, _CHUNK, self._offset + len(self._pending))
             if not data:

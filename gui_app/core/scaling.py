@@ -23,7 +23,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_app.core.bottleneck import bottleneck
 from gui_app.core.events import Event, Step
+from gui_app.core.metrics import mean_or_none
 
 REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
 
@@ -88,25 +90,6 @@ class Burst:
     devices: list[str] = field(default_factory=list)
 
 
-# What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report.
-INPUT_ADVICE = ("cache the dataset (dataset.cache), decode in parallel (more CPU cores), use smaller images, "
-                "or Tools → Prepare dataset to stream TFRecord shards")
-ALL_REDUCE_ADVICE = ("try a larger global batch (training.accumulation_steps keeps its memory that of a "
-                     "micro-batch), all-reduce in float16, NCCL on GPUs, or fewer replicas")
-
-
-def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str | None:
-    """What to try when one part dominates the step, or None when nothing stands out."""
-    total = compute + waited + rest
-    if total <= 0:
-        return None
-    if waited / total > 0.3:
-        return f"input is {waited / total:.0%} of the step: {INPUT_ADVICE}"
-    if replicas > 1 and rest / total > 0.4:
-        return f"all-reduce and optimizer are {rest / total:.0%} of the step: {ALL_REDUCE_ADVICE}"
-    return None
-
-
 def burst_figures(events: list[Event], warmup_steps: int, last_step: int | None = None) -> dict[str, Any]:
     """Examples/s, the per-step time split and the mean training loss of the steps after
     ``warmup_steps`` (tracing and the first step groups excluded) up to ``last_step`` (a burst
@@ -122,14 +105,13 @@ def burst_figures(events: list[Event], warmup_steps: int, last_step: int | None 
     seconds = sum(e.step_time or 0.0 for e in timed)
     examples = sum(r.examples for e in timed for r in e.replicas)
     splits = [s for s in (e.time_split() for e in timed) if s is not None]
-    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
-    compute_s, other = mean([s[0] for s in splits]), mean([s[2] for s in splits])
-    input_s = mean([e.input_wait for e in timed if e.input_wait is not None])
+    compute_s, other = mean_or_none([s[0] for s in splits]), mean_or_none([s[2] for s in splits])
+    input_s = mean_or_none([e.input_wait for e in timed if e.input_wait is not None])
     devices = [r.device or "" for r in timed[-1].replicas]
     losses = [e.loss for e in timed if e.loss is not None]
     return {"examples_per_sec": examples / seconds if seconds > 0 else None, "steps": len(timed),
             "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices,
-            "loss": mean(losses)}
+            "loss": mean_or_none(losses)}
 
 
 def time_split(b: Burst) -> dict[str, float] | None:
@@ -145,8 +127,7 @@ def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
     against the fastest one-replica burst, and a recommendation. Option bursts are left to
     :func:`gui_app.core.scaling_options.report`, which calls this for the rest."""
     bursts = [b for b in bursts if b.candidate.option is None]
-    ok = [b for b in bursts if b.examples_per_sec]
-    singles = [b.examples_per_sec for b in ok if b.candidate.replicas == 1]
+    singles = [b.examples_per_sec for b in bursts if b.examples_per_sec and b.candidate.replicas == 1]
     base = max(singles) if singles else None
     rows = []
     for b in bursts:
@@ -185,13 +166,18 @@ def to_json(data: dict[str, Any]) -> str:
 def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tuple[list[str], int] = ([], 0)) -> str:
     """Speed-up against replicas: measured points and the ideal line, as a standalone SVG;
     ``below``: more SVG parts and the height they take under the chart (the options' bars)."""
-    below, extra = below
+    below_parts, extra = below
     rows = [r for r in data["rows"] if r.get("speedup")]
     left, right, top, bottom = 60, 20, 30, 50
     max_x = max([r["replicas"] for r in rows] + [1])
     max_y = max([r["speedup"] for r in rows] + [float(max_x), 1.0])
-    sx = lambda x: left + (x - 1) / max(max_x - 1, 1) * (width - left - right)  # noqa: E731
-    sy = lambda y: height - bottom - y / max_y * (height - top - bottom)  # noqa: E731
+
+    def sx(x: float) -> float:  # replicas -> pixels
+        return left + (x - 1) / max(max_x - 1, 1) * (width - left - right)
+
+    def sy(y: float) -> float:  # speed-up -> pixels
+        return height - bottom - y / max_y * (height - top - bottom)
+
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" '
              'font-family="sans-serif" '
              f'font-size="12"><rect width="100%" height="100%" fill="white"/>',
@@ -213,6 +199,6 @@ def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tup
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{colour}"/>' for x, y in points]
         parts.append(f'<text x="{left + 10}" y="{top + 16 * (n + 1)}" fill="{colour}">{family}</text>')
-    parts += below
+    parts += below_parts
     parts.append("</svg>")
     return "\n".join(parts)

@@ -44,7 +44,7 @@ class EventWriter:
         self.mode = mode
         self.stream = stream or sys.stdout
         self._file: EventsFile | None = None
-        self._pending: list[dict] = []  # events emitted before the run directory exists
+        self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
         self.on_stdout_lost: Callable[[], None] | None = None
 
@@ -52,9 +52,9 @@ class EventWriter:
         """Start appending to ``run_dir/events.jsonl`` (and write what came before); a torn last
         line left by a killed process is cut off first (gui_app/core/events_file.py)."""
         self._file = EventsFile(Path(run_dir) / EVENTS_FILE)
-        for event in self._pending:
-            self._write_file(event)
-        self._pending.clear()
+        pending, self._pending = self._pending, []
+        for event in pending:
+            self._append(event)
 
     def sync(self) -> None:
         """Make every event so far durable (at checkpoints and at the end of the run)."""
@@ -66,6 +66,10 @@ class EventWriter:
             self._file.close()
             self._file = None
 
+    def progress(self, report: dict[str, Any]) -> None:
+        """A reader's report as a ``progress`` event: the ``core.datasets.base.ProgressCallback`` of a run."""
+        self.emit(Progress(**report))
+
     def emit_final(self, event: Event, durable: bool = True) -> None:
         """``emit`` for the error path: never raises (the disk may be full, stderr dead)."""
         try:
@@ -74,27 +78,22 @@ class EventWriter:
         except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
             pass
 
-    def emit(self, event: Event, durable: bool = True) -> dict:
-        """Write one typed event (gui_app.core.events) and return its JSON object; ``durable=False``
-        keeps it out of events.jsonl (stdout only)."""
+    def emit(self, event: Event, durable: bool = True) -> None:
+        """Write one typed event (gui_app.core.events); ``durable=False`` keeps it out of
+        events.jsonl (stdout only)."""
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)
         if isinstance(event, RunStarted) and event.resumed and durable and self._file:
-            self._keep_history_until(event.start_step)
-        if not durable:
-            pass
-        elif self._file:
-            self._write_file(data)
-        else:
-            self._pending.append(data)
+            self._keep_history_until(self._file, event.start_step)
+        if durable:
+            self._append(data)
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
             line = format_text(event)
             if line:
                 self._write_stream(line + "\n")
-        return data
 
     def _write_stream(self, text: str) -> None:
         if self.stdout_lost:
@@ -119,16 +118,20 @@ class EventWriter:
         if self.on_stdout_lost is not None:
             self.on_stdout_lost()
 
-    def _write_file(self, event: dict) -> None:
+    def _append(self, event: dict[str, Any]) -> None:
+        """One event into events.jsonl, or kept for it until the run directory exists."""
+        if self._file is None:
+            self._pending.append(event)
+            return
         self._file.append((json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
 
-    def _keep_history_until(self, step: int) -> None:
+    def _keep_history_until(self, file: EventsFile, step: int) -> None:
         """A resumed run goes on from its checkpoint: the history after it is dropped from the
         file before the run says it started (docs/events.md, "The events file")."""
         try:
-            self._file.keep_history_until(step)
+            file.keep_history_until(step)
         except OSError as exc:  # the old file stays whole; readers keep the last of each step
-            self.emit(Warning(message=f"{self._file.path}: cannot drop the steps after {step} that the resumed "
+            self.emit(Warning(message=f"{file.path}: cannot drop the steps after {step} that the resumed "
                                       f"run writes again ({exc.strerror or exc}); it may hold them twice"))
 
 

@@ -95,7 +95,7 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
         if result.written:
             print(f"model card: {result.card_path}")
         print(f"parity: {result.parity.summary()}" if result.parity else "parity: not checked (--check 0)")
-    if not result.passed:
+    if result.parity is not None and not result.parity.passed:
         hint = "" if result.written else "; nothing was written (--keep-failed keeps it)"
         print(f"replica-studio export: {result.path.name} failed its parity check ({result.parity.criterion}){hint}",
               file=sys.stderr, flush=True)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import difflib
 
-# The window's options that take a value, and those that do not (gui_app/ui/application.py, app.py).
-APP_VALUE_OPTIONS = ("--runs-dir", "--config")
-APP_FLAGS = ("--measure-startup", "--train")
+from gui_app.ui.options import WINDOW_OPTIONS
+
+# The window's options that take a value, and those that do not.
+APP_VALUE_OPTIONS = tuple(option.name for option in WINDOW_OPTIONS if option.value is not None)
+APP_FLAGS = tuple(option.name for option in WINDOW_OPTIONS if option.value is None)
 # QGuiApplication/QApplication command-line options (Qt 6 documentation), with a value or not.
 QT_VALUE_OPTIONS = ("-platform", "-platformpluginpath", "-platformtheme", "-plugin", "-qwindowgeometry",
                     "-qwindowicon", "-qwindowtitle", "-session", "-display", "-geometry", "-style", "-stylesheet",

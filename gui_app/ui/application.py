@@ -8,6 +8,7 @@ import sys
 import traceback
 
 from gui_app.ui import gc_guard
+from gui_app.ui.options import WINDOW_OPTIONS
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")  # PySide6 before pyqtgraph (docs/architecture.md, "Qt facts")
 
@@ -16,11 +17,11 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="replica-studio", description=(
         "Replica Studio: distributed TensorFlow training that shows every replica live. "
         "Sub-commands (train, resume, evaluate, inspect, devices) run the engine from the command line."))
-    parser.add_argument("--runs-dir", metavar="DIR", help="folder of run directories (default: the user data folder, "
-                                                          "or $REPLICA_STUDIO_RUNS_DIR)")
-    parser.add_argument("--config", metavar="FILE", help="fill the forms from this run configuration (JSON)")
-    parser.add_argument("--train", action="store_true", help="start training the configuration in the forms "
-                                                             "(the last one, or --config FILE) as the window opens")
+    for option in WINDOW_OPTIONS:
+        if option.value is None:
+            parser.add_argument(option.name, action="store_true", help=option.help)
+        else:
+            parser.add_argument(option.name, metavar=option.value, help=option.help)
     # Unknown options are Qt's own (-platform, -style, ...): pass them on to QApplication.
     return parser.parse_known_args(argv)
 
@@ -82,7 +83,7 @@ def run_gui(argv: list[str]) -> int:
         window.show()
         # --train: never the previous config when --config failed, nor an invalid one
         if args.train and config_error is None and window.config_panel.config() is not None:
-            window.train_at_launch()
+            window.run.train_at_launch()
         else:
             if args.train and config_error is None:
                 config_error = "The configuration is not valid, so training did not start: fix it and press Train."

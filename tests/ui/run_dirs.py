@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from gui_app.core import events as ev
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
 
@@ -40,6 +42,17 @@ def write_run(runs_dir: Path, name: str, status: str | None, steps: int = 10, st
     if checkpoint:
         (run / "checkpoints").mkdir()
     return run
+
+
+def listed_status(panel, run_dir: str | Path) -> str | None:
+    """A run's status as its row in the run list shows it: the Status column, without the
+    "(step/total)" of a run that can be resumed; None when the run is not listed."""
+    tree = panel.tree
+    for i in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(i)
+        if item.data(0, Qt.ItemDataRole.UserRole) == str(Path(run_dir)):
+            return item.text(0).split(" (")[0]
+    return None
 
 
 def wait_listed(qtbot, panel, timeout: int = 30_000) -> None:

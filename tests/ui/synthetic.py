@@ -186,23 +186,23 @@ def main(argv: list[str]) -> None:
     tab = argv[0] if argv else "training"
     sys.argv = [sys.argv[0], *[a for a in argv[1:] if a not in ("--gpu", "--cifar100")]]
     if tab == "replicas":
-        from gui_app.ui.tabs.replicas import ReplicaCharts
+        from gui_app.ui.tabs.replicas import ReplicasTab
 
         gpu = "--gpu" in argv
-        run_preview(ReplicaCharts, synthetic_events(steps=600, epochs=3, replicas=4 if gpu else 2, gpu=gpu))
+        run_preview(ReplicasTab, synthetic_events(steps=600, epochs=3, replicas=4 if gpu else 2, gpu=gpu))
     elif tab == "evaluation":
-        from gui_app.ui.tabs.evaluation import EvaluationView
+        from gui_app.ui.tabs.evaluation import EvaluationTab
 
-        def make() -> EvaluationView:
-            view = EvaluationView()
+        def make() -> EvaluationTab:
+            view = EvaluationTab()
             view.show_eval(*preview_eval(100 if "--cifar100" in argv else 10))
             return view
         run_preview(make)
     else:
-        from gui_app.ui.tabs.training import TrainingCharts
+        from gui_app.ui.tabs.training import TrainingTab
 
-        def make_training() -> TrainingCharts:
-            charts = TrainingCharts()
+        def make_training() -> TrainingTab:
+            charts = TrainingTab()
             previous = folded(synthetic_events(steps=600, epochs=3, replicas=2, seed=7, lr=0.05))
             charts.set_overlay(previous.training, "previous run")
             return charts

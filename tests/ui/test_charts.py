@@ -1,4 +1,4 @@
-"""TrainingCharts, ReplicaCharts and their helpers, drawing run histories of synthetic events
+"""TrainingTab, ReplicasTab and their helpers, drawing run histories of synthetic events
 (docs/events.md)."""
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from gui_app.core import events as ev  # noqa: E402
 from gui_app.core.history import RunHistory  # noqa: E402
 from gui_app.core.history.buffers import Ema, GrowableArray, ema  # noqa: E402
 from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color  # noqa: E402
-from gui_app.ui.tabs.replicas import MIB, ReplicaCharts  # noqa: E402
-from gui_app.ui.tabs.training import LR_HEADROOM, TrainingCharts  # noqa: E402
+from gui_app.ui.tabs.replicas import MIB, ReplicasTab  # noqa: E402
+from gui_app.ui.tabs.training import LR_HEADROOM, TrainingTab  # noqa: E402
 
 
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> ev.RunStarted:
@@ -63,15 +63,15 @@ def xy(item) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture
-def training(qtbot) -> TrainingCharts:
-    widget = TrainingCharts()
+def training(qtbot) -> TrainingTab:
+    widget = TrainingTab()
     qtbot.addWidget(widget)
     return widget
 
 
 @pytest.fixture
-def replica(qtbot) -> ReplicaCharts:
-    widget = ReplicaCharts()
+def replica(qtbot) -> ReplicasTab:
+    widget = ReplicasTab()
     qtbot.addWidget(widget)
     return widget
 
@@ -96,11 +96,11 @@ def test_ema_is_debiased_and_skips_nan():
         Ema(1.0)
 
 
-# --- TrainingCharts -----------------------------------------------------------------------
+# --- TrainingTab -----------------------------------------------------------------------
 def test_training_buffers_steps_and_draws_raw_and_smoothed(training):
     events = [run_started()] + [step(n, loss=float(n), accuracy=n / 100) for n in range(1, 51)]
     training.history.add(events + [ev.Checkpoint(step=50, path="x"), ev.Warning(message="mystery")])
-    assert training.point_count() == 50
+    assert len(training.history.training.steps) == 50
     training.flush()
     x, y = xy(curve(training.loss_plot, "per step"))
     assert x.tolist() == list(range(1, 51)) and y[-1] == 50.0
@@ -126,12 +126,12 @@ def test_learning_rate_axis_starts_at_zero_and_covers_the_largest_rate(training)
 
 
 def test_training_ema_values(training):
-    training.set_smoothing(0.5)
+    training.smoothing.setValue(0.5)
     training.history.add([step(1, loss=1.0), step(2, loss=2.0), step(3, loss=None), step(4, loss=3.0)])
     training.flush()
     _, smoothed = xy(curve(training.loss_plot, "smoothed"))
     assert smoothed == pytest.approx([1.0, 5 / 3, 5 / 3, 2.125 / 0.875])
-    training.set_smoothing(0.0)  # recomputed from the raw values
+    training.smoothing.setValue(0.0)  # recomputed from the raw values
     training.flush()
     _, smoothed = xy(curve(training.loss_plot, "smoothed"))
     assert smoothed == pytest.approx([1.0, 2.0, 2.0, 3.0])
@@ -153,7 +153,7 @@ def test_resumed_run_continues_the_curves(training):
     second = [run_started(start_step=30, resumed=True)] + [step(n, loss=9.0) for n in range(31, 61)]
     training.history.add(first)
     training.history.add(second)
-    assert training.point_count() == 60
+    assert len(training.history.training.steps) == 60
     training.flush()
     x, y = xy(curve(training.loss_plot, "per step"))
     assert x.tolist() == list(range(1, 61))
@@ -177,14 +177,14 @@ def test_overlay_adds_dashed_curves_and_clears(training):
     assert len(training.loss_plot.listDataItems()) == before[0]
     assert len(training.lr_plot.listDataItems()) == before[1]
     assert "run B" not in [label.text for _, label in training.loss_plot.legend.items]
-    assert training.point_count() == 10
+    assert len(training.history.training.steps) == 10
 
 
 def test_another_history_empties(training):
     training.history.add([step(n) for n in range(1, 11)] + [epoch_end(1, 10, 0.5, 0.5)])
     training.set_history(RunHistory())
     training.flush()
-    assert training.point_count() == 0
+    assert len(training.history.training.steps) == 0
     assert len(xy(curve(training.loss_plot, "per step"))[0]) == 0
     assert len(xy(curve(training.loss_plot, "validation"))[0]) == 0
 
@@ -205,7 +205,7 @@ def test_hundred_thousand_points_stay_downsampled(training):
         training.history.add([ev.Step(step=s, loss=1.0 / s, accuracy=0.5, learning_rate=0.1)
                               for s in range(first, first + 1000)])
     buffering = time.perf_counter() - started
-    assert training.point_count() == n
+    assert len(training.history.training.steps) == n
     started = time.perf_counter()
     training.flush()
     training.resize(900, 500)
@@ -219,11 +219,11 @@ def test_hundred_thousand_points_stay_downsampled(training):
     print(f"100k steps: folded {buffering:.2f} s, one redraw + paint {1000 * redraw:.0f} ms")
 
 
-# --- ReplicaCharts ------------------------------------------------------------------------
+# --- ReplicasTab ------------------------------------------------------------------------
 def test_two_replicas_give_two_curves_per_chart(replica):
     replica.history.add([run_started(2)] + [step(n) for n in range(1, 31)])
     replica.flush()
-    assert replica.replica_count() == 2 and replica.curve_count() == 2
+    assert replica.history.replicas.replicas == 2 and len(replica.loss_plot.listDataItems()) == 2
     assert len(replica.loss_plot.listDataItems()) == 2 and len(replica.grad_plot.listDataItems()) == 2
     x, y = xy(replica.grad_plot.listDataItems()[1])
     assert len(x) == 30 and y[0] == 3.0
@@ -234,7 +234,7 @@ def test_two_replicas_give_two_curves_per_chart(replica):
 def test_replica_count_comes_from_the_first_step_without_run_started(replica):
     replica.history.add([step(1, speeds=(10.0, 20.0, 30.0))])
     replica.flush()
-    assert replica.replica_count() == 3 and replica.curve_count() == 3
+    assert replica.history.replicas.replicas == 3 and len(replica.loss_plot.listDataItems()) == 3
 
 
 def test_same_colour_for_a_replica_in_every_chart(replica):
@@ -248,17 +248,19 @@ def test_same_colour_for_a_replica_in_every_chart(replica):
 
 def test_slowest_replica_is_the_lowest_recent_examples_per_sec(replica):
     replica.history.add([run_started(2)] + [step(n, speeds=(1000.0, 800.0)) for n in range(1, 41)])
-    assert replica.slowest_replica() == 1
     replica.flush()
-    assert "replica 1" in replica._slowest_label.text()
+    text = replica.slowest_label.text()
+    assert text.startswith("Slowest: ") and "replica 1</b>" in text and "800 examples/s, 20% below the fastest" in text
     # Replica 0 slows down: the mean of the last 20 steps decides.
     replica.history.add([step(n, speeds=(500.0, 800.0)) for n in range(41, 61)])
-    assert replica.slowest_replica() == 0
+    replica.flush()
+    assert "replica 0</b>" in replica.slowest_label.text()
 
 
 def test_one_replica_has_no_slowest(replica):
     replica.history.add([run_started(1)] + [step(n, speeds=(1000.0,)) for n in range(1, 5)])
-    assert replica.replica_count() == 1 and replica.slowest_replica() is None
+    replica.flush()
+    assert replica.history.replicas.replicas == 1 and replica.slowest_label.text() == "One replica: 1,000 examples/s"
 
 
 def test_memory_chart_only_with_gpu_memory(replica):
@@ -282,8 +284,9 @@ def test_replica_resume_continues_and_reset_empties(replica):
     x, _ = xy(replica.loss_plot.listDataItems()[0])
     assert x.tolist() == list(range(1, 31))
     replica.set_history(RunHistory())
-    assert replica.replica_count() == 0 and replica.curve_count() == 0
-    assert replica.loss_plot.listDataItems() == [] and replica.slowest_replica() is None
+    assert replica.history.replicas.replicas == 0 and len(replica.loss_plot.listDataItems()) == 0
+    replica.flush()
+    assert replica.slowest_label.text() == "Replicas: waiting for the first step"
 
 
 def test_replica_charts_buffer_a_long_run(replica):
@@ -299,7 +302,7 @@ def test_replica_charts_buffer_a_long_run(replica):
 
 def test_a_hidden_chart_redraws_when_shown(training, qtbot):
     training.history.add([step(n) for n in range(1, 6)])
-    qtbot.waitUntil(lambda: not training._throttle.pending, timeout=2000)  # the timer fired
+    qtbot.waitUntil(lambda: training._stale, timeout=2000)  # the timer fired, and skipped the redraw
     raw = curve(training.loss_plot, "per step")
     assert len(xy(raw)[0]) == 0  # skipped: nobody can see it
     training.show()
@@ -347,9 +350,9 @@ def test_decimate_keeps_every_peak_and_the_ends():
 def test_dense_curves_are_decimated_to_the_plot_width_and_follow_a_zoom(qtbot):
     from synthetic import synthetic_events
 
-    from gui_app.ui.tabs.training import TrainingCharts
+    from gui_app.ui.tabs.training import TrainingTab
 
-    charts = TrainingCharts()
+    charts = TrainingTab()
     qtbot.addWidget(charts)
     charts.resize(1000, 600)
     charts.show()
@@ -396,9 +399,9 @@ def test_speed_bars_keep_a_round_top_until_speeds_leave_it(replica):
 
 
 def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottleneck(qtbot):
-    from gui_app.ui.tabs.replicas import ReplicaCharts
+    from gui_app.ui.tabs.replicas import ReplicasTab
 
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     started = ev.RunStarted(run_dir="", config={}, num_replicas=2,
                             replicas=[ev.ReplicaInfo(replica=r, device=f"CPU:{r}") for r in range(2)])
@@ -410,15 +413,15 @@ def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottlene
                                                  examples_per_sec=8 / compute) for r in range(2)])
 
     charts.history.add([started] + [step(n, 0.10, 0.04, 0.01) for n in range(1, 11)])
-    assert charts.step_split.shares() == pytest.approx((0.4, 0.1, 0.5))
-    text = charts.step_split.text()
+    assert charts.history.timing.shares() == pytest.approx((0.4, 0.1, 0.5))
+    text = charts.step_split.label.text()
     assert "compute 40% · input 10% · all-reduce and optimizer 50%" in text and "larger global batch" in text
     charts.history.add([step(n, 0.10, 0.09, 0.0) for n in range(11, 61)])  # compute-bound: no advice
-    assert "compute 90%" in charts.step_split.text() and "<b>" not in charts.step_split.text()
+    assert "compute 90%" in charts.step_split.label.text() and "<b>" not in charts.step_split.label.text()
     bars = charts.history.timing.per_replica()  # replica 1 computes 10 % faster: it waits longer
     assert bars.shape == (2, 3) and bars[1, 0] < bars[0, 0] and bars[1, 2] > bars[0, 2]
     assert bars.sum(axis=1) == pytest.approx([0.10, 0.10])  # each bar is the whole step
     charts.step_split.flush()
     assert len(charts.history.timing.history) == 60
     charts.set_history(RunHistory())
-    assert charts.step_split.shares() is None and not charts.step_split.isVisible()
+    assert charts.history.timing.shares() is None and not charts.step_split.isVisible()

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QApplication
 
+from form_errors import shown_errors
+
 from gui_app.core import events as ev
 from gui_app.core.config import StrategyConfig
-from gui_app.ui.tabs.replicas import ReplicaCharts
+from gui_app.ui.tabs.replicas import ReplicasTab
 
 
 def _use(panel, name):
@@ -41,14 +43,14 @@ def test_host_list_shows_a_command_per_other_host_with_copy(panel):
     assert "no authentication" in cluster.warning.text()
     cluster.hosts.setPlainText("192.168.1.10:2222\n8.8.8.8:2222")
     assert panel.config() is None
-    assert any("not a loopback or private address" in m for m in panel.errors().values())
+    assert any("not a loopback or private address" in m for m in shown_errors(panel).values())
     cluster.allow_public.setChecked(True)
     assert panel.config().strategy.allow_public_hosts
     assert QApplication.clipboard() and cluster.worker_command(1).endswith("--allow-public-hosts")
 
 
 def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     devices = [(0, "/job:worker/replica:0/task:0/device:CPU:0"), (1, "/job:worker/replica:0/task:1/device:CPU:0")]
     charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=2, replicas=[
@@ -59,14 +61,14 @@ def test_replica_tab_labels_replicas_worker_slash_device(qtbot):
     charts.flush()
     assert charts.history.replicas.label(1) == "1/CPU:0"
     assert charts.group_by_worker.isVisibleTo(charts)
-    assert "replica 0</b> (0/CPU:0)" in charts._slowest_label.text()
+    assert "replica 0</b> (0/CPU:0)" in charts.slowest_label.text()
     charts.group_by_worker.setChecked(True)
     charts.flush()
-    assert charts.curve_count() == 2
+    assert len(charts.loss_plot.listDataItems()) == 2
 
 
 def test_parameter_server_steps_keep_each_workers_last_value(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     charts.history.add([ev.RunStarted(run_dir="", config={}, num_replicas=1, replicas=[
         ev.ReplicaInfo(replica=w, worker=w, device=f"/job:worker/replica:0/task:{w}/device:CPU:0") for w in (0, 1)])])

@@ -2,8 +2,10 @@
 acceptance test). Each engine process costs ~6 s of TensorFlow start-up, so these are slow."""
 from __future__ import annotations
 
+from PySide6.QtWidgets import QLabel, QProgressBar
+
 import pytest
-from run_dirs import train_to_end, wait_listed
+from run_dirs import listed_status, train_to_end, wait_listed
 
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
@@ -22,18 +24,20 @@ def test_train_digits_on_two_cpu_replicas(qtbot, real_window):
     with qtbot.waitSignals([window.config_panel.devices.detected, window.config_panel.inspected],
                            timeout=ENGINE_TIMEOUT_MS):
         window.start()
-    assert window.preview.class_count() == 10 and window.preview.sample_pixmaps() == 10
+    bars = window.dataset_tab.findChildren(QProgressBar)  # one row per class: its count and its samples
+    samples = [label for label in window.dataset_tab.findChildren(QLabel) if not label.pixmap().isNull()]
+    assert len(bars) == 10 and len(samples) == 10
     assert window.config_panel.model.layers.topLevelItemCount() > 3
 
     run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run.num_replicas == 2 and run.total_steps > 5
-    assert window.training_charts.point_count() == run.total_steps  # one point per step
-    matrix = window.evaluation.confusion_matrix()
+    assert len(window.training_tab.history.training.steps) == run.total_steps  # one point per step
+    matrix = window.evaluation_tab.heatmap.matrix
     assert matrix.shape == (10, 10) and matrix.sum() == run.dataset["test_examples"]
-    window.tabs.setCurrentWidget(window.replica_charts)
-    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
     wait_listed(qtbot, window.runs)
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"
 
 
 def test_stop_in_the_middle_then_resume(qtbot, real_window):
@@ -51,7 +55,7 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
         window.actions.stop.trigger()
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
-    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
+    assert status == "stopped" and listed_status(window.runs, run_dir) == "stopped"
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled()
     with qtbot.waitSignal(sup.run_started, timeout=ENGINE_TIMEOUT_MS) as started, \
@@ -59,5 +63,5 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir], finished.args[2]
     assert started.args[0].resumed is True and started.args[0].start_step > 0
-    assert window.training_charts.point_count() == started.args[0].total_steps
-    assert window.evaluation.confusion_matrix().shape == (10, 10)
+    assert len(window.training_tab.history.training.steps) == started.args[0].total_steps
+    assert window.evaluation_tab.heatmap.matrix.shape == (10, 10)

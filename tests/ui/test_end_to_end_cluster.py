@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from run_dirs import train_to_end, wait_listed
+from run_dirs import listed_status, train_to_end, wait_listed
 
 from gui_app.core.config import ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 
@@ -22,9 +22,9 @@ def test_a_two_worker_cluster_from_the_window(qtbot, real_window):
     window.config_panel.set_config(CONFIG)
     run, run_dir = train_to_end(qtbot, window, ENGINE_TIMEOUT_MS)
     assert run.num_workers == 2 and [r.worker for r in run.replicas] == [0, 1]
-    window.tabs.setCurrentWidget(window.replica_charts)
-    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
     series = window.shown.history.replicas
     assert [series.label(r) for r in range(2)] == ["0/CPU:0", "1/CPU:0"]
     wait_listed(qtbot, window.runs)
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"

@@ -11,7 +11,7 @@ from PySide6.QtCore import QMetaMethod
 import pytest
 
 from gui_app.core.events import Progress
-from gui_app.ui.workers.engine_job import CANCELLING, DONE, IDLE, RUNNING, EngineJob, ServingJob
+from gui_app.ui.workers.engine_job import CANCELLING, DONE, IDLE, RUNNING, STOPPING, EngineJob, ServingJob
 
 TIMEOUT_MS = 30_000
 
@@ -223,3 +223,37 @@ def test_a_server_that_ends_by_itself_has_failed(qtbot, server, request_, failur
     with qtbot.waitSignal(job.finished, timeout=TIMEOUT_MS):
         job.ask(request_)
     assert seen[-2:] == [("failed", failure), ("finished",)]
+
+
+# Reads words on stdin; "stop" says goodbye and ends, unless told to ignore it (then it hangs).
+STOPPABLE = """
+import json, sys, time
+print(json.dumps({"type": "ready"}), flush=True)
+for line in sys.stdin:
+    if line.strip() == "stop" and "--stubborn" not in sys.argv:
+        print(json.dumps({"type": "bye"}), flush=True)
+        sys.exit(0)
+    print(json.dumps({"type": "heard", "word": line.strip()}), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("stubborn", [False, True])
+def test_stop_is_a_word_then_the_end_of_input_then_a_kill_after_the_grace_period(qtbot, stubborn):
+    job = ServingJob(_python(STOPPABLE, *(["--stubborn"] if stubborn else [])), name="the engine")
+    seen = _record(job)
+    with qtbot.waitSignal(job.result, timeout=TIMEOUT_MS):
+        job.start()
+    with qtbot.waitSignal(job.result, timeout=TIMEOUT_MS) as heard:
+        assert job.send("pause")
+    assert heard.args == [{"type": "heard", "word": "pause"}]
+    with qtbot.waitSignal(job.finished, timeout=TIMEOUT_MS):
+        assert job.stop(0.5, word="stop") and job.state == STOPPING and job.is_running()
+        assert not job.send("pause") and not job.stop(0.5)  # stopping: no more words
+    ends = seen[2:]
+    if stubborn:  # it went on reading, answered "stop" as any word, then input ended; killed
+        assert ends == [("result", {"type": "heard", "word": "stop"}),
+                        ("failed", "the engine did not stop within 0.5 s and was killed"), ("finished",)]
+        assert job.killed
+    else:  # an end that was asked for: its last answer, then finished alone
+        assert ends == [("result", {"type": "bye"}), ("finished",)] and not job.killed

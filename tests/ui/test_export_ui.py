@@ -15,7 +15,8 @@ from run_dirs import wait_listed
 from gui_app.identity import app_command
 from gui_app.ui.dialogs import export as export_dialog_module
 from gui_app.ui.dialogs.export import ExportDialog
-from gui_app.ui.tabs.try_model import TryPanel
+from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow, TopKBars
+from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.main_window import MainWindow
 
 TIMEOUT_MS = 120_000
@@ -40,7 +41,7 @@ def export_dialog(qtbot, trained_run, tmp_path):
 def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, trained_run, tmp_path,
                                                            monkeypatch):
     assert export_dialog.output_path() == tmp_path / f"{trained_run.name}.tflite"
-    export_dialog.set_check(64)
+    export_dialog._check.setValue(64)
     fractions = []
     export_dialog._progress.valueChanged.connect(fractions.append)
     with qtbot.waitSignal(export_dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
@@ -85,7 +86,7 @@ def test_closing_the_dialog_while_it_exports_terminates_it_and_leaves_nothing(qt
 
 
 def test_an_unwritable_destination_is_shown_as_one_line(qtbot, export_dialog, tmp_path):
-    export_dialog.set_output_path(tmp_path / "missing" / "m.tflite")
+    export_dialog._output.setText(str(tmp_path / "missing" / "m.tflite"))
     with qtbot.waitSignal(export_dialog.failed, timeout=TIMEOUT_MS) as blocker:
         export_dialog.start()
     assert blocker.args == [f"{tmp_path / 'missing'}: no such folder"]
@@ -96,13 +97,13 @@ def test_an_unwritable_destination_is_shown_as_one_line(qtbot, export_dialog, tm
 
 @pytest.fixture
 def try_panel(qtbot):
-    panel = TryPanel()
+    panel = TryTab()
     qtbot.addWidget(panel)
     yield panel
     panel.shutdown()
 
 
-def _drop(panel: TryPanel, paths) -> bool:
+def _drop(panel: TryTab, paths) -> bool:
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
@@ -120,27 +121,31 @@ def test_try_panel_shows_top5_for_dropped_images_and_bad_ones_inline(qtbot, try_
     broken.write_bytes(b"not a png")
     try_panel.set_model_source(trained_run)
     assert try_panel.is_loading()
+    loaded, failed = [], []
+    try_panel.model_loaded.connect(loaded.append)
+    try_panel.image_failed.connect(lambda source, message: failed.append((source, message)))
     with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS):
         assert _drop(try_panel, [paths[0], broken, paths[1]])  # waits for the model to load
-    assert try_panel.model_info()["kind"] == "run" and try_panel.model_info()["has_test_set"]
-    rows = try_panel.rows()
+    assert len(loaded) == 1 and f"{trained_run.name}: run, " in loaded[0]
+    assert try_panel._samples_button.isEnabled()  # the run's model card names its test set
+    rows = try_panel.findChildren(PredictionRow)
     assert len(rows) == 2
     for row, image in zip(rows, raw):
-        entries = row.bars.entries()
-        assert len(entries) == 5
-        probabilities = [p for _, p in entries]
+        top = row.prediction.top(TOP_K)
+        assert row.bars.height() == len(top) * TopKBars.ROW == 5 * TopKBars.ROW  # a bar each
+        probabilities = [p for _, _, p in top]
         assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.0 + 1e-6
         assert row.prediction.probabilities.sum() == pytest.approx(1.0, abs=1e-5)
         np.testing.assert_array_equal(row.prediction.image, image)  # shown as the model sees it
-    [error] = try_panel.error_rows()
-    assert error.source == str(broken) and str(broken) in error.message
+    [error] = try_panel.findChildren(ErrorRow)
+    assert error.source == str(broken) and str(broken) in error.message and failed == [(error.source, error.message)]
     with qtbot.waitSignal(try_panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
         try_panel.add_test_samples(4)
     predictions = ready.args[0]
-    assert len(predictions) == 4 and len(try_panel.rows()) == 6
+    assert len(predictions) == 4 and len(try_panel.findChildren(PredictionRow)) == 6
     assert sum(p.top(1)[0][0] == p.label for p in predictions) >= 3  # the trained run is ~95 % right
-    try_panel.clear()
-    assert try_panel.rows() == [] and try_panel.error_rows() == []
+    try_panel.clear()  # the rows are deleted once the event loop runs
+    qtbot.waitUntil(lambda: not try_panel.findChildren(PredictionRow) and not try_panel.findChildren(ErrorRow))
 
 
 def test_try_panel_reports_what_it_cannot_use(qtbot, try_panel, tmp_path):
@@ -173,12 +178,12 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     assert not keras_entry.isEnabled()
     window.runs.select(trained_run)
     window.runs.open_button.click()
-    assert keras_entry.isEnabled() and window.try_panel.model_source() is None  # loaded when the tab shows
+    assert keras_entry.isEnabled() and window.try_tab.model_source() is None  # loaded when the tab shows
     keras_entry.trigger()
     dialog = window.models.export_dialog
     assert dialog.format_name() == "keras" and dialog.windowTitle() == f"Export {trained_run.name}"
-    dialog.set_output_path(tmp_path / "digits.keras")
-    dialog.set_check(32)
+    dialog._output.setText(str(tmp_path / "digits.keras"))
+    dialog._check.setValue(32)
     with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
         dialog.start()
     result = blocker.args[0]
@@ -187,18 +192,18 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     assert window.settings.last_export_dir == str(tmp_path)  # the next export starts there
     dialog.close()
 
-    with qtbot.waitSignal(window.try_panel.model_loaded, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.try_tab.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()
-    assert window.try_panel.model_source() == trained_run
+    assert window.try_tab.model_source() == trained_run
     paths, _ = ui_pngs
-    window.tabs.setCurrentWidget(window.evaluation)
+    window.tabs.setCurrentWidget(window.evaluation_tab)
     mime = QMimeData()  # kept here: the event does not own it
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    with qtbot.waitSignal(window.try_panel.predictions_ready, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.try_tab.predictions_ready, timeout=TIMEOUT_MS):
         # Images dropped anywhere on the window go to the Try tab.
         window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                                     Qt.KeyboardModifier.NoModifier))
-    assert window.tabs.currentWidget() is window.try_panel and len(window.try_panel.rows()) == 2
+    assert window.tabs.currentWidget() is window.try_tab and len(window.try_tab.findChildren(PredictionRow)) == 2
 
 
 STUBBORN_EXPORT = r"""

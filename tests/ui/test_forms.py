@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QApplication
 
 import numpy as np
 import pytest
+from form_errors import shown_errors
 
 from gui_app.core.config import (
     ConfigError,
@@ -44,7 +45,7 @@ def test_every_section_round_trips(panel, tmp_path):
                                 step_decay_rate=0.3, seed=None, steps_per_call=4, checkpoint_every_steps=100),
         runtime=RuntimeConfig(cpu_devices=3, gpu_memory_growth=False))
     panel.set_config(config)
-    assert panel.config() == config, panel.errors()
+    assert panel.config() == config, shown_errors(panel)
     one_device = config.replace(strategy=StrategyConfig(name="one_device", device="CPU:2"))
     panel.set_config(one_device)
     assert panel.config() == one_device
@@ -54,35 +55,35 @@ def test_every_section_round_trips(panel, tmp_path):
 def test_bad_learning_rate_is_flagged_next_to_the_field(panel, qtbot, text, message):
     with qtbot.waitSignal(panel.validity_changed, check_params_cb=lambda valid: not valid):
         panel.training.learning_rate.setText(text)
-    assert panel.errors() == {"training.learning_rate": message}
+    assert shown_errors(panel) == {"training.learning_rate": message}
     assert panel.training.learning_rate.property("invalid") is True
     with qtbot.waitSignal(panel.validity_changed, check_params_cb=bool):
         panel.training.learning_rate.setText("0.01")
-    assert panel.errors() == {} and panel.config().training.learning_rate == 0.01
+    assert shown_errors(panel) == {} and panel.config().training.learning_rate == 0.01
 
 
 def test_cross_section_errors_land_on_the_owning_field(panel):
     panel.training.global_batch_size.setValue(1)
-    assert panel.errors() == {"training.global_batch_size": "1 is smaller than the 2 replicas"}
+    assert shown_errors(panel) == {"training.global_batch_size": "1 is smaller than the 2 replicas"}
     panel.training.global_batch_size.setValue(64)
     panel.dataset.validation_split.setValue(0.0)
-    assert "dataset.validation_split" in panel.errors() and panel.config() is None
+    assert "dataset.validation_split" in shown_errors(panel) and panel.config() is None
     panel.dataset.validation.setCurrentIndex(panel.dataset.validation.findData("none"))
-    assert panel.errors() == {} and panel.config().dataset.validation == "none"
+    assert shown_errors(panel) == {} and panel.config().dataset.validation == "none"
 
 
 def test_mirrored_needs_a_ticked_device(panel):
-    panel.devices.box("CPU:0").setChecked(False)
-    panel.devices.box("CPU:1").setChecked(False)
-    assert panel.errors() == {"strategy.devices": "tick at least one device in the Devices panel"}
-    panel.devices.box("CPU:1").setChecked(True)
+    panel.devices.boxes["CPU:0"].setChecked(False)
+    panel.devices.boxes["CPU:1"].setChecked(False)
+    assert shown_errors(panel) == {"strategy.devices": "tick at least one device in the Devices panel"}
+    panel.devices.boxes["CPU:1"].setChecked(True)
     assert panel.config().strategy.devices == ("CPU:1",)
     assert panel.strategy.summary.text().startswith("1 replica ·")
 
 
 def test_fewer_cpu_replicas_untick_the_devices_that_disappear(panel):
     panel.devices.cpu_devices.setValue(4)
-    panel.devices.box("CPU:3").setChecked(True)
+    panel.devices.boxes["CPU:3"].setChecked(True)
     assert panel.config().strategy.devices == ("CPU:0", "CPU:1", "CPU:3")
     panel.devices.cpu_devices.setValue(2)
     assert panel.config().strategy.devices == ("CPU:0", "CPU:1")
@@ -91,7 +92,7 @@ def test_fewer_cpu_replicas_untick_the_devices_that_disappear(panel):
 
 def test_ticks_apply_to_the_mirrored_strategy_only(panel):
     panel.strategy.name.setCurrentIndex(panel.strategy.name.findData("default"))
-    assert not panel.devices.box("CPU:0").isEnabled()
+    assert not panel.devices.boxes["CPU:0"].isEnabled()
     assert not panel.strategy.cross_device_ops.isEnabled()
     assert panel.config().strategy == StrategyConfig(name="default")
     assert panel.strategy.summary.text() == "1 replica · global batch 64 · 64 per replica"
@@ -99,7 +100,7 @@ def test_ticks_apply_to_the_mirrored_strategy_only(panel):
 
 def test_uneven_batch_warns(panel):
     panel.devices.cpu_devices.setValue(3)
-    panel.devices.box("CPU:2").setChecked(True)
+    panel.devices.boxes["CPU:2"].setChecked(True)
     panel.training.global_batch_size.setValue(64)
     assert "does not divide evenly over 3 replicas" in panel.strategy.balance_warning.text()
     assert "Try 63 or 66" in panel.strategy.balance_warning.text()
@@ -114,11 +115,11 @@ def test_mixed_precision_only_with_a_gpu(panel, qtbot, fake_engine):
         panel.start_detection()
     assert "GPU:0" in panel.devices.available_devices()
     assert not panel.training.mixed_precision.isEnabled()  # detected, but not ticked
-    panel.devices.box("GPU:0").setChecked(True)
+    panel.devices.boxes["GPU:0"].setChecked(True)
     assert panel.training.mixed_precision.isEnabled()
     panel.training.mixed_precision.setChecked(True)
     assert panel.config().training.mixed_precision is True
-    panel.devices.box("GPU:0").setChecked(False)
+    panel.devices.boxes["GPU:0"].setChecked(False)
     assert panel.config().training.mixed_precision is False
 
 
@@ -133,9 +134,9 @@ def test_first_launch_prefers_detected_gpus(panel, qtbot, fake_engine):
 def test_missing_dataset_file_is_flagged_at_once(panel, tmp_path):
     missing = tmp_path / "nope.npz"
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
-    assert panel.errors() == {"dataset.path": "dataset 'npz' needs a path"}
+    assert shown_errors(panel) == {"dataset.path": "dataset 'npz' needs a path"}
     panel.dataset.path.setText(str(missing))
-    assert panel.errors() == {"dataset.path": f"no such file or folder: {missing}"}
+    assert shown_errors(panel) == {"dataset.path": f"no such file or folder: {missing}"}
     assert not panel.is_valid()
 
 
@@ -272,11 +273,12 @@ def test_communication_options_round_trip_and_grey_out_where_they_do_not_apply(p
 
 def test_communication_errors_land_on_their_fields(panel):
     panel.training.accumulation_steps.setValue(40)
-    assert panel.errors() == {"training.accumulation_steps": "40 micro-batches do not fit the 32 examples per replica"}
+    assert shown_errors(panel) == {
+        "training.accumulation_steps": "40 micro-batches do not fit the 32 examples per replica"}
     panel.training.accumulation_steps.setValue(0)
-    assert panel.errors() == {"training.accumulation_steps": "must be in [1, 64]; got 0"}
+    assert shown_errors(panel) == {"training.accumulation_steps": "must be in [1, 64]; got 0"}
     panel.training.accumulation_steps.setValue(2)
     _strategy(panel, "multi_worker_mirrored").cluster.workers.setValue(2)
     panel.strategy.bytes_per_pack.setValue(2**30 + 1)
-    assert panel.errors() == {"strategy.bytes_per_pack": "must be in [0, 1073741824] (1 GiB); got 1073741825"}
+    assert shown_errors(panel) == {"strategy.bytes_per_pack": "must be in [0, 1073741824] (1 GiB); got 1073741825"}
     assert panel.strategy.bytes_per_pack.property("invalid") is True

@@ -22,7 +22,7 @@ from gui_app.core.gpu_monitor import GpuSample, read_gpus
 from gui_app.core.history import RunHistory
 from gui_app.core.history.gpus import gpu_replicas
 from gui_app.ui.charts.plot import HIGHLIGHT_COLOR
-from gui_app.ui.tabs.replicas import ReplicaCharts
+from gui_app.ui.tabs.replicas import ReplicasTab
 
 NVML_ENGINE = Path(__file__).with_name("nvml_engine.py")
 
@@ -47,21 +47,21 @@ def gpu_run(gpus_by_step: dict[int, list[GpuSample]], devices=("GPU:0", "GPU:1")
 
 @pytest.fixture
 def charts(qtbot):
-    charts = ReplicaCharts()
+    charts = ReplicasTab()
     qtbot.addWidget(charts)
     charts.resize(1000, 700)
     charts.show()
     return charts
 
 
-def shown(charts: ReplicaCharts) -> bool:
+def shown(charts: ReplicasTab) -> bool:
     charts.gpus.flush()
     return charts.gpus.isVisibleTo(charts)
 
 
 def test_cpu_runs_show_no_gpu_panel(charts):
     charts.history.add(synthetic_events(steps=50, replicas=2))
-    assert not shown(charts) and charts.gpus.gpu_count() == 0
+    assert not shown(charts) and len(charts.gpus.cards) == 0
     # GPUs whose memory TensorFlow reports, but no NVML (no driver library, nvidia-ml-py missing)
     charts.history.add(synthetic_events(steps=50, replicas=2, gpu=True)[:1] +
                        [dataclasses.replace(e, gpus=None) if isinstance(e, ev.Step) else e
@@ -73,8 +73,8 @@ def test_each_gpu_shows_its_figures_and_its_replica(charts):
     events = gpu_run({1: samples(), 2: samples()})
     assert all(not [p for p in event_problems(ev.encode(e)) if "gpus" in p] for e in events[1:])  # GPU entries
     charts.history.add(events)
-    assert shown(charts) and charts.gpus.gpu_count() == 2
-    first, second = charts.gpus.card_text(0), charts.gpus.card_text(1)
+    assert shown(charts) and len(charts.gpus.cards) == 2
+    first, second = charts.gpus.cards[0].text(), charts.gpus.cards[1].text()
     assert "GPU 0" in first and "NVIDIA A100-SXM4-40GB" in first and "replica 0" in first
     assert "87 % busy" in first and "memory 30.0 / 40.0 GiB (75%)" in first and "64 °C" in first and "252 W" in first
     assert "replica 1" in second and "power: n/a" in second and "3 % busy" in second  # that card reports no power
@@ -87,13 +87,13 @@ def test_a_hot_or_full_gpu_is_named_and_the_line_follows_the_samples(charts):
     cards[1].update(mem=(int(11.8 * 2**30), 12 * 2**30))
     charts.history.add(gpu_run({1: samples(), 2: samples(), 3: samples(cards)}))
     assert shown(charts)
-    hot, full = charts.gpus.card_text(0), charts.gpus.card_text(1)
+    hot, full = charts.gpus.cards[0].text(), charts.gpus.cards[1].text()
     assert "91 °C, hot" in hot and HIGHLIGHT_COLOR in hot and "40 % busy" in hot
     assert "(98%), nearly full" in full and HIGHLIGHT_COLOR in full
     x, y = charts.gpus._curves[0].getData()
     assert list(x) == [1, 2, 3] and list(y) == [87, 87, 40]
     charts.set_history(RunHistory())
-    assert not shown(charts) and charts.gpus.gpu_count() == 0
+    assert not shown(charts) and len(charts.gpus.cards) == 0
 
 
 def test_replicas_are_placed_on_the_chief_machines_gpus_only():
@@ -108,7 +108,7 @@ def test_a_multi_worker_run_says_the_figures_are_the_chiefs(charts):
     charts.history.add(gpu_run({1: samples()}, devices=("GPU:0", "GPU:0"), workers=[0, 1],
                                strategy="multi_worker_mirrored"))
     assert shown(charts)
-    assert "replica 0" in charts.gpus.card_text(0) and "no replica of this run" in charts.gpus.card_text(1)
+    assert "replica 0" in charts.gpus.cards[0].text() and "no replica of this run" in charts.gpus.cards[1].text()
     assert "only the chief streams events" in charts.gpus.toolTip()
 
 
@@ -125,12 +125,12 @@ def test_an_opened_run_replays_its_gpu_figures(qtbot, runs_dir, fake_engine):
     window.show()
     wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(run))
-    window.tabs.setCurrentWidget(window.replica_charts)
-    panel = window.replica_charts.gpus
-    qtbot.waitUntil(lambda: panel.gpu_count() == 2 and panel.isVisibleTo(window) and bool(panel.card_text(1)))
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    panel = window.replicas_tab.gpus
+    qtbot.waitUntil(lambda: len(panel.cards) == 2 and panel.isVisibleTo(window) and bool(panel.cards[1].text()))
     last = [e for e in events if isinstance(e, ev.Step)][-1].gpus
-    assert f"{last[0].utilization:.0f} % busy" in panel.card_text(0) and "replica 1" in panel.card_text(1)
-    assert "nearly full" in panel.card_text(1)  # the synthetic run's last card is nearly full
+    assert f"{last[0].utilization:.0f} % busy" in panel.cards[0].text() and "replica 1" in panel.cards[1].text()
+    assert "nearly full" in panel.cards[1].text()  # the synthetic run's last card is nearly full
     window.files.new_run()  # nothing on screen: the panel goes with the run
     assert not panel.isVisibleTo(window)
 
@@ -151,11 +151,11 @@ def test_a_real_engine_run_sampling_a_fake_nvml_shows_the_panel(qtbot, runs_dir)
         window.actions.train.trigger()
     status, run_dir, message = finished.args
     assert status == "completed", message
-    window.tabs.setCurrentWidget(window.replica_charts)
-    panel = window.replica_charts.gpus
-    qtbot.waitUntil(lambda: panel.gpu_count() == 2 and panel.isVisibleTo(window) and bool(panel.card_text(1)))
-    assert "NVIDIA A100-SXM4-40GB" in panel.card_text(0) and "87 % busy" in panel.card_text(0)
-    assert "no replica of this run" in panel.card_text(0)  # the replicas ran on CPUs
+    window.tabs.setCurrentWidget(window.replicas_tab)
+    panel = window.replicas_tab.gpus
+    qtbot.waitUntil(lambda: len(panel.cards) == 2 and panel.isVisibleTo(window) and bool(panel.cards[1].text()))
+    assert "NVIDIA A100-SXM4-40GB" in panel.cards[0].text() and "87 % busy" in panel.cards[0].text()
+    assert "no replica of this run" in panel.cards[0].text()  # the replicas ran on CPUs
     steps = [json.loads(line) for line in (Path(run_dir) / "events.jsonl").read_text().splitlines()]
     steps = [e for e in steps if e["type"] == "step"]
     assert steps and all(event_problems(e) == [] and len(e["gpus"]) == 2 for e in steps)

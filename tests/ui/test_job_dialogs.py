@@ -10,7 +10,7 @@ import pytest
 
 import gui_app.ui.window.main_window as main_window_module
 from gui_app.core.config import DatasetConfig
-from gui_app.ui.config.form_base import ERROR_STYLE
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.dialogs.job_dialog import JobDialog
 from gui_app.ui.dialogs.prepare import PrepareDialog
 from gui_app.ui.window.tool_actions import TOOLS, Tool

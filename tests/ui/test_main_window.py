@@ -9,12 +9,14 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 
 import pytest
-from run_dirs import wait_listed, write_run
+from form_errors import shown_errors
+from run_dirs import listed_status, wait_listed, write_run
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
+from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
 
 
 @pytest.fixture
@@ -65,6 +67,22 @@ def test_shortcuts_and_first_state(window):
     assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
 
 
+def test_the_tabs_the_title_and_the_status_bar_follow_the_state(window, runs_dir):
+    state = window.state
+    state.set_tab(EVALUATION)
+    assert window.tabs.currentWidget() is window.evaluation_tab
+    window.tabs.setCurrentWidget(window.log_tab)  # a click on the tab
+    assert state.tab == LOG
+    window.actions.tabs[1].trigger()  # View → Training (Ctrl+2)
+    assert window.tabs.currentWidget() is window.training_tab and state.tab == TRAINING
+    state.set_status("Something to say")
+    assert window.state_label.text() == "Something to say"
+    state.set_shown_run(write_run(runs_dir, "first", "completed"))
+    assert window.windowTitle() == "Replica Studio — first"
+    state.set_shown_run(None)
+    assert window.windowTitle() == "Replica Studio"
+
+
 def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 
@@ -72,7 +90,7 @@ def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     dialog = window.findChild(GettingStartedDialog)
     assert dialog is not None and dialog.isVisible()
     text = dialog.browser.toPlainText()
-    assert str(window.runs_dir) in text and "tensorboard --logdir" in text
+    assert str(window.state.runs_dir) in text and "tensorboard --logdir" in text
     dialog.close()
 
 
@@ -80,15 +98,15 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     fake_engine.configure("normal", steps=40)
     status, run_dir, message = train(qtbot, window)
     assert (status, message) == ("completed", "")
-    assert window.training_charts.point_count() == 40
-    assert window.tabs.currentWidget() is window.evaluation  # shown when the run completes
-    assert window.replica_charts.replica_count() == 2
-    window.tabs.setCurrentWidget(window.replica_charts)  # hidden charts skip their redraws
-    qtbot.waitUntil(lambda: window.replica_charts.curve_count() == 2)
-    matrix = window.evaluation.confusion_matrix()
+    assert len(window.training_tab.history.training.steps) == 40
+    assert window.tabs.currentWidget() is window.evaluation_tab  # shown when the run completes
+    assert window.replicas_tab.history.replicas.replicas == 2
+    window.tabs.setCurrentWidget(window.replicas_tab)  # hidden charts skip their redraws
+    qtbot.waitUntil(lambda: len(window.replicas_tab.loss_plot.listDataItems()) == 2)
+    matrix = window.evaluation_tab.heatmap.matrix
     assert matrix.shape == (10, 10) and matrix.sum() == 50
     assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
-    assert window.runs.status_of(run_dir) == "completed"
+    assert listed_status(window.runs, run_dir) == "completed"
     assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
 
@@ -96,7 +114,7 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
 def test_invalid_config_disables_train(window):
     window.config_panel.training.learning_rate.setText("fast")
     assert not window.actions.train.isEnabled() and not window.actions.save_config.isEnabled()
-    window.train()  # the shortcut path too: nothing starts
+    window.run.train()  # the shortcut path too: nothing starts
     assert window.supervisor.state() == "idle"
     window.config_panel.training.learning_rate.setText("0.001")
     assert window.actions.train.isEnabled()
@@ -108,7 +126,7 @@ def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, wind
     assert "no such file or folder" in panel.dataset.status.text()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
     panel.dataset.path.setText(str(tmp_path / "missing.npz"))
-    assert "dataset.path" in panel.errors() and not window.actions.train.isEnabled()
+    assert "dataset.path" in shown_errors(panel) and not window.actions.train.isEnabled()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
     assert window.actions.train.isEnabled()
     fake_engine.configure("normal", steps=10)
@@ -119,14 +137,14 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     fake_engine.configure("crash")
     status, run_dir, message = train(qtbot, window)
     assert (status, message) == ("failed", "RuntimeError: fake engine crashed on purpose")
-    assert window.failure_box is not None and window.failure_box.isVisible()
-    assert window.failure_box.text() == message
-    window.failure_box.close()
-    assert window.runs.status_of(run_dir) == "interrupted"  # on disk: no run_finished, resumable
+    assert window.run.failure_box is not None and window.run.failure_box.isVisible()
+    assert window.run.failure_box.text() == message
+    window.run.failure_box.close()
+    assert listed_status(window.runs, run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
     assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
     assert window.actions.train.isEnabled()
-    assert "RuntimeError: fake engine crashed on purpose" in window.log.text()
+    assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.view.toPlainText()
 
 
 def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
@@ -144,9 +162,9 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
         a.stop.trigger()
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
-    assert status == "stopped" and window.runs.status_of(run_dir) == "stopped"
-    assert window.failure_box is None
-    steps_before = window.training_charts.point_count()
+    assert status == "stopped" and listed_status(window.runs, run_dir) == "stopped"
+    assert window.run.failure_box is None
+    steps_before = len(window.training_tab.history.training.steps)
     assert 0 < steps_before < 20
     window.runs.select(run_dir)
     assert window.runs.resume_button.isEnabled() and a.resume_run.isEnabled()
@@ -154,9 +172,9 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
         window.runs.resume_button.click()
     assert finished.args[:2] == ["completed", run_dir]
-    assert window.training_charts.point_count() == 20  # history plus the resumed steps, no duplicates
-    assert window.evaluation.confusion_matrix().sum() == 50
-    assert [r.status for r in list_runs(window.runs_dir)] == ["completed"]
+    assert len(window.training_tab.history.training.steps) == 20  # history plus the resumed steps, no duplicates
+    assert window.evaluation_tab.heatmap.matrix.sum() == 50
+    assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
 
 
 def test_closing_during_a_run_stops_the_engine(qtbot, window, fake_engine, monkeypatch):
@@ -183,17 +201,17 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
     assert window.files.open_run(str(first))
-    assert window.training_charts.point_count() == 12
-    assert window.replica_charts.replica_count() == 2
-    assert window.evaluation.confusion_matrix().sum() == 10
+    assert len(window.training_tab.history.training.steps) == 12
+    assert window.replicas_tab.history.replicas.replicas == 2
+    assert window.evaluation_tab.heatmap.matrix.sum() == 10
     assert window.windowTitle() == "Replica Studio — first"
     window.runs.select(first, second)
     main, other = window.runs.selected_paths()
     window.runs.overlay_button.click()
-    assert window.training_charts.point_count() == {str(first): 12, str(second): 5}[main]
+    assert len(window.training_tab.history.training.steps) == {str(first): 12, str(second): 5}[main]
     assert f"overlaid with {Path(other).name}" in window.progress.label.text()
     window.files.open_dropped(str(second))  # dropping a run folder opens it
-    assert window.training_charts.point_count() == 5 and window.evaluation.confusion_matrix() is None
+    assert len(window.training_tab.history.training.steps) == 5 and window.evaluation_tab.heatmap.matrix is None
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
 
@@ -229,8 +247,8 @@ def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
     image, data = tmp_path / "seven.png", tmp_path / "data.npz"
     image.write_bytes(b"png")
     data.write_bytes(b"npz")
-    window.tabs.setCurrentWidget(window.try_panel)
-    panel = window.try_panel
+    window.tabs.setCurrentWidget(window.try_tab)
+    panel = window.try_tab
 
     def drag_enter(path) -> bool:
         mime = QMimeData()
@@ -243,11 +261,11 @@ def test_drops_on_the_try_tab_and_elsewhere(qtbot, window, tmp_path):
 
     assert drag_enter(image) and drag_enter(tmp_path / "m.tflite")
     assert not drag_enter(data) and not drag_enter(tmp_path)  # datasets go on to the window
-    window.tabs.setCurrentWidget(window.training_charts)
+    window.tabs.setCurrentWidget(window.training_tab)
     window.files.open_dropped(str(image))  # an image dropped anywhere is for the Try tab's model
     assert window.tabs.currentWidget() is panel and "Open a model first" in panel._status.text()
     window.files.open_dropped(str(data))  # anything else is still a dataset
-    assert window.tabs.currentWidget() is window.preview
+    assert window.tabs.currentWidget() is window.dataset_tab
     with qtbot.waitSignal(panel.failed, timeout=10_000) as failed:
         window.files.open_dropped(str(tmp_path / "gone.tflite"))  # an exported model is for the Try tab
     assert window.tabs.currentWidget() is panel and failed.args[0].endswith("gone.tflite: no such file or folder")
@@ -314,7 +332,8 @@ def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window, tmp_pat
     with qtbot.waitSignal(dialog.failed, timeout=10_000) as failed:
         dialog.start()
     assert failed.args == [f"--output: {tmp_path / 'full'} exists and is not an empty folder"]
-    assert f"replica-studio prepare: {failed.args[0]}" in window.log.text()  # the engine's stderr: Log tab
+    log = window.log_tab.view.toPlainText()
+    assert f"replica-studio prepare: {failed.args[0]}" in log  # the engine's stderr: the Log tab
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
 
@@ -341,7 +360,7 @@ def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, run
     window.runs.select(str(run))
     assert window.runs.resume_button.isEnabled()
     window.runs.resume_button.click()
-    dialog = window.resume_dialog
+    dialog = window.run.resume_dialog
     assert dialog is not None and dialog.isVisible() and not window.supervisor.is_active()
     dialog.batch.setValue(16)
     with qtbot.waitSignal(window.supervisor.finished, timeout=15_000) as finished:

@@ -12,6 +12,7 @@ import pytest
 from pngs import digit_like_pngs
 
 from gui_app.identity import app_command
+from gui_app.ui.tabs.prediction_rows import TOP_K, PredictionRow, TopKBars
 from gui_app.ui.window.main_window import MainWindow
 
 TIMEOUT_MS = 120_000
@@ -33,8 +34,8 @@ def _export_from_the_menu(qtbot, window, fmt: str, folder):
     window.actions.export[fmt].trigger()
     dialog = window.models.export_dialog
     assert dialog.format_name() == fmt and dialog.isVisible()
-    dialog.set_output_path(folder / f"digits.{fmt}")
-    dialog.set_check(64)
+    dialog._output.setText(str(folder / f"digits.{fmt}"))
+    dialog._check.setValue(64)
     with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS) as blocker:
         dialog._run_button.click()
     result = blocker.args[0]
@@ -46,7 +47,7 @@ def _export_from_the_menu(qtbot, window, fmt: str, folder):
 def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_window, trained_run, tmp_path):
     window = real_window
     assert window.files.open_run(str(trained_run))
-    assert window.shown.model_run() == str(trained_run)
+    assert window.state.model_run() == str(trained_run)
 
     for fmt, runtime in (("tflite", "ai_edge_litert"), ("onnx", "onnxruntime")):
         result = _export_from_the_menu(qtbot, window, fmt, tmp_path)
@@ -54,18 +55,19 @@ def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_wind
         assert result.parity.runtime == runtime and result.parity.examples == 64
         assert result.parity.max_abs_diff <= 1e-5
 
-    panel = window.try_panel
+    panel = window.try_tab
     paths, images = digit_like_pngs(tmp_path)
     with qtbot.waitSignal(panel.model_loaded, timeout=TIMEOUT_MS):
         window.actions.tabs[TAB_TRY].trigger()  # the tab starts the run's predict --serve process
     with qtbot.waitSignal(panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
         window.models.try_images([str(paths[0])])
     [prediction] = ready.args[0]
-    assert (prediction.image == images[0]).all() and len(panel.rows()[0].bars.entries()) == 5
+    assert (prediction.image == images[0]).all() and len(prediction.top(TOP_K)) == 5
     with qtbot.waitSignal(panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
         panel._samples_button.click()
     assert len(ready.args[0]) == 8 and all(p.label is not None for p in ready.args[0])
-    assert all(len(row.bars.entries()) == 5 for row in panel.rows()) and len(panel.rows()) == 9
+    rows = panel.findChildren(PredictionRow)
+    assert len(rows) == 9 and all(row.bars.height() == 5 * TopKBars.ROW for row in rows)  # five bars each
     qtbot.waitUntil(lambda: window.config_panel.devices.info is not None, timeout=TIMEOUT_MS)
 
     loaded = sorted(name for name in sys.modules if name.split(".")[0] in HEAVY)

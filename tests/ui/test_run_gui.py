@@ -42,7 +42,7 @@ def test_runs_dir_and_config_options(dialogs, fake_window, tmp_path):
     config.write_text('{"training": {"epochs": 3}}')
     assert main_module.run_gui(["--runs-dir", str(tmp_path / "elsewhere"), "--config", str(config)]) == 0
     (window,) = fake_window
-    assert window.runs_dir == tmp_path / "elsewhere"
+    assert window.state.runs_dir == tmp_path / "elsewhere"
     assert window.config_panel.config().training.epochs == 3
     assert dialogs == [] and not window.isVisible()
 
@@ -71,7 +71,7 @@ def test_train_option_trains_first_and_detects_devices_after_the_first_step(dial
     made, commands = [], []
 
     def engine_command(*args):
-        steps = made[0].training_charts.point_count() if made else None
+        steps = len(made[0].shown.history.training.steps) if made else None
         commands.append((args[0], steps))
         return fake_engine(*args)
 
@@ -113,7 +113,7 @@ def test_pressing_train_during_detection_and_inspection_puts_them_after_the_firs
     window, commands = None, []
 
     def engine_command(*args):
-        commands.append((args[0], window.training_charts.point_count() if window else None))
+        commands.append((args[0], len(window.shown.history.training.steps) if window else None))
         return fake_engine(*args)
 
     window = main_window_module.MainWindow(engine_command=engine_command)
@@ -123,7 +123,7 @@ def test_pressing_train_during_detection_and_inspection_puts_them_after_the_firs
     window.config_panel.inspector.retry()  # as an edit of the dataset would
     assert window.config_panel.devices.is_detecting() and window.config_panel.inspector.is_busy()
     with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
-        window.train()
+        window.run.train()
         assert not window.config_panel.devices.is_detecting() and not window.config_panel.inspector.is_busy()
     qtbot.waitUntil(lambda: [name for name, _ in commands].count("inspect") == 1, timeout=10_000)
     names = [name for name, _ in commands]

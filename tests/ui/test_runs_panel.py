@@ -1,21 +1,25 @@
 """RunsPanel: statuses read from run directories the test writes, and what can be done with them."""
 from __future__ import annotations
 
+import gc
 import shutil
 import time
 
 from PySide6.QtCore import Qt, QTimer
 
-from run_dirs import write_run
+from run_dirs import listed_status, write_run
+from stub_run import StubRun
 
 from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel
+from gui_app.ui.window.window_state import WindowState
 
 STATUS, NOTE, ACCURACY = COLUMNS.index("Status"), COLUMNS.index("Note"), COLUMNS.index("Test accuracy")
 
 
-def listed(qtbot, runs_dir) -> RunsPanel:
-    """A panel over ``runs_dir`` once its first fill (on the reader's thread) has ended."""
-    panel = RunsPanel(runs_dir)
+def listed(qtbot, runs_dir, run: StubRun | None = None) -> RunsPanel:
+    """A panel over ``runs_dir`` once its first fill (on the reader's thread) has ended; ``run``
+    stands in for the window's run supervisor."""
+    panel = RunsPanel(WindowState(run or StubRun(), runs_dir))
     qtbot.addWidget(panel)
     qtbot.waitUntil(lambda: not panel.is_filling())
     return panel
@@ -33,7 +37,8 @@ def test_statuses_and_notes(qtbot, runs_dir):
     failed = write_run(runs_dir, "c-failed", "failed", started=1.7e9 + 20, message="training: loss is NaN at step 4")
     died = write_run(runs_dir, "d-died", None, steps=3, started=1.7e9 + 30)
     (runs_dir / "not-a-run").mkdir()
-    panel = listed(qtbot, runs_dir)
+    run = StubRun()
+    panel = listed(qtbot, runs_dir, run)
     table = rows(panel)
     assert set(table) == {str(done), str(stopped), str(failed), str(died)}
     assert table[str(done)][STATUS] == "completed" and table[str(done)][ACCURACY] == "91.23%"
@@ -44,15 +49,17 @@ def test_statuses_and_notes(qtbot, runs_dir):
     assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored ×2 (CPU:0, CPU:1)"
     # newest first
     assert panel.tree.topLevelItem(0).data(0, 256) == str(died)
-    panel.set_note(died, "the engine process crashed or was killed")  # shown at once, before the refresh
+    run.end("interrupted", died, "the engine process crashed or was killed")  # shown at once, before the refresh
     assert rows(panel)[str(died)][NOTE] == "the engine process crashed or was killed"
+    assert panel.selected_paths() == [str(died)]  # the run that ended is selected
 
 
 def test_buttons_follow_the_selection(qtbot, runs_dir):
     done = write_run(runs_dir, "a-done", "completed")
     stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
     no_checkpoint = write_run(runs_dir, "c-died", None, started=1.7e9 + 20, checkpoint=False)
-    panel = listed(qtbot, runs_dir)
+    run = StubRun()
+    panel = listed(qtbot, runs_dir, run)
     panel.select(stopped)
     assert panel.open_button.isEnabled() and panel.resume_button.isEnabled()
     assert not panel.overlay_button.isEnabled()
@@ -66,9 +73,9 @@ def test_buttons_follow_the_selection(qtbot, runs_dir):
         panel.overlay_button.click()
     assert set(got.args) == {str(done), str(stopped)}
     panel.select(stopped)
-    panel.set_busy(True)  # a run is active: one at a time
+    run.set_state("running")  # a run is active: one at a time
     assert not panel.resume_button.isEnabled() and not panel.open_button.isEnabled()
-    panel.set_busy(False)
+    run.set_state("idle")
     with qtbot.waitSignal(panel.resume_requested) as got:
         panel.resume_button.click()
     assert got.args == [str(stopped)]
@@ -78,13 +85,14 @@ def test_export_needs_a_trained_model(qtbot, runs_dir):
     trained = write_run(runs_dir, "a-done", "completed")
     (trained / "model.keras").write_bytes(b"")
     stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
-    panel = listed(qtbot, runs_dir)
+    run = StubRun()
+    panel = listed(qtbot, runs_dir, run)
     panel.select(stopped)
     assert not panel.export_button.isEnabled()
     panel.select(trained, stopped)
     assert not panel.export_button.isEnabled()
     panel.select(trained)
-    panel.set_busy(True)  # exporting a finished run does not disturb the live one
+    run.set_state("running")  # exporting a finished run does not disturb the live one
     assert panel.export_button.isEnabled()
     with qtbot.waitSignal(panel.export_requested) as got:
         panel.export_button.click()
@@ -93,11 +101,12 @@ def test_export_needs_a_trained_model(qtbot, runs_dir):
 
 def test_the_active_run_shows_as_running(qtbot, runs_dir):
     live = write_run(runs_dir, "live", None)
-    panel = listed(qtbot, runs_dir)
-    panel.set_active_run(live)
-    assert rows(panel)[str(live)][STATUS] == "running" and panel.status_of(live) == "running"
-    panel.set_active_run(None)
-    assert panel.status_of(live) == "interrupted"
+    run = StubRun()
+    panel = listed(qtbot, runs_dir, run)
+    run.start(live)
+    assert rows(panel)[str(live)][STATUS] == "running" and listed_status(panel, live) == "running"
+    run.end("stopped", live)
+    assert listed_status(panel, live) == "interrupted"
 
 
 def test_a_failed_run_with_a_checkpoint_is_resumable(qtbot, runs_dir):
@@ -132,6 +141,9 @@ def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir):
     """200 runs without summaries (about 0.4 MB of events each): the panel is built, and
     its rows arrive, while a 10 ms timer keeps firing on time."""
     runs = cold_runs(runs_dir, 200, steps=600)
+    # Earlier tests' windows are garbage that the GUI thread's collector (gc_guard) would free
+    # in the middle of the measurement (stalls of 0.6-1.3 s seen in the full suite): free it first.
+    gc.collect()
     gaps, last = [], [time.monotonic()]
 
     def tick():
@@ -143,7 +155,8 @@ def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir):
     probe.timeout.connect(tick)
     probe.start()
     made: list[RunsPanel] = []
-    QTimer.singleShot(0, lambda: made.append(RunsPanel(runs_dir)))  # built inside the running event loop
+    state = WindowState(StubRun(), runs_dir)
+    QTimer.singleShot(0, lambda: made.append(RunsPanel(state)))  # built inside the running event loop
     qtbot.waitUntil(lambda: bool(made) and not made[0].is_filling(), timeout=60_000)
     probe.stop()
     panel = made[0]

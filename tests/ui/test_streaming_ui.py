@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from form_errors import shown_errors
 
 from gui_app.core import events as ev
 from gui_app.core.config import DatasetConfig, RunConfig
@@ -14,7 +15,7 @@ from gui_app.ui.config import guess_dataset
 from gui_app.ui.config.dataset_form import DatasetForm
 from gui_app.ui.dialogs.prepare import PrepareDialog
 from gui_app.ui.tabs.input_bound import THRESHOLD
-from gui_app.ui.tabs.training import TrainingCharts
+from gui_app.ui.tabs.training import TrainingTab
 
 
 @pytest.mark.parametrize("section", [
@@ -36,24 +37,25 @@ def test_dataset_form_round_trips_the_stream_keys(qtbot, tmp_path, section):
     assert form.memory_budget.isEnabled() == (config.loading == "auto")
 
 
-STREAM_ROWS = ("dataset.image_size", "dataset.color_mode", "dataset.loading", "dataset.memory_budget_mb",
-               "dataset.cache", "dataset.test_split")
+# The fields of dataset.image_size, color_mode, loading, memory_budget_mb, cache and test_split.
+STREAM_FIELDS = ("height", "color_mode", "loading", "memory_budget", "cache", "test_split")
 
 
 def test_dataset_form_shows_only_the_rows_that_apply(qtbot):
     form = DatasetForm()
     qtbot.addWidget(form)
     form.show()
+    shown = lambda *fields: [getattr(form, field).isVisible() for field in fields]  # noqa: E731
     form.set_config_section(DatasetConfig(name="digits"))
-    assert not any(form.row_shown(k) for k in STREAM_ROWS + ("dataset.path", "dataset.tfds_name"))
-    assert form.row_shown("dataset.validation") and not form.cache.isVisible() and not form.cache.isEnabled()
+    assert not any(shown(*STREAM_FIELDS, "path", "tfds_name"))
+    assert shown("validation") == [True] and not form.cache.isEnabled()
     form.set_config_section(DatasetConfig(name="tfrecord", path="/x"))
-    assert all(form.row_shown(k) for k in STREAM_ROWS + ("dataset.path", "dataset.label_offset"))
-    assert not form.row_shown("dataset.tfds_name") and form.cache.isVisible()
+    assert all(shown(*STREAM_FIELDS, "path", "label_offset"))
+    assert shown("tfds_name") == [False]
     # An error about a row that is hidden is shown where the user can read it, naming the key.
     form.set_config_section(DatasetConfig(name="digits"))
     form.show_error("dataset.cache", "must be one of none, auto")
-    assert form.error_messages() == {"": "dataset.cache: must be one of none, auto"}
+    assert shown_errors(form) == {"dataset": "dataset.cache: must be one of none, auto"}
 
 
 def test_memory_budget_default_shows_a_quarter_of_ram(qtbot):
@@ -88,7 +90,7 @@ def test_input_wait_share_of_recent_steps():
 
 
 def test_training_tab_says_when_the_run_is_input_bound(qtbot):
-    charts = TrainingCharts()
+    charts = TrainingTab()
     qtbot.addWidget(charts)
     charts.history.add([_step(i, 0.001) for i in range(1, 20)])
     assert charts.input_bound.isHidden()

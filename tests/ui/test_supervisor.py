@@ -77,7 +77,7 @@ def test_stop_is_cooperative(qtbot, make_supervisor, fake_engine, runs_dir):
     assert run.status == "stopped" and run.resumable
 
 
-def test_pause_and_resume_change_state(qtbot, make_supervisor, fake_engine, runs_dir):
+def test_pause_and_continue_change_state(qtbot, make_supervisor, fake_engine, runs_dir):
     fake_engine.configure("wait")
     supervisor = make_supervisor()
     with qtbot.waitSignal(supervisor.run_started, timeout=10_000):
@@ -85,7 +85,7 @@ def test_pause_and_resume_change_state(qtbot, make_supervisor, fake_engine, runs
     with qtbot.waitSignal(supervisor.state_changed, check_params_cb=lambda s: s == "paused", timeout=5000):
         supervisor.pause()
     with qtbot.waitSignal(supervisor.state_changed, check_params_cb=lambda s: s == "running", timeout=5000):
-        supervisor.resume()
+        supervisor.continue_run()
     with qtbot.waitSignal(supervisor.finished, timeout=10_000):
         supervisor.stop()
 

@@ -27,10 +27,6 @@ class RedrawThrottle(QObject):
         self._timer.setInterval(REDRAW_INTERVAL_MS)
         self._timer.timeout.connect(self._on_timeout)
 
-    @property
-    def pending(self) -> bool:
-        return self._dirty
-
     def request(self) -> None:
         self._dirty = True
         if not self._timer.isActive():

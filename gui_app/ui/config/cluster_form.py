@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.cluster_hosts import is_loopback, split_host
 from gui_app.core.config import ConfigError
+from gui_app.ui.colors import WARNING_STYLE
 from gui_app.ui.config.form_base import choice_box, format_float
 
 PLACES = {
@@ -81,7 +82,7 @@ class ClusterPanel(QWidget):
         self.form.addRow(self.allow_public)
         self.warning = QLabel(NO_AUTH)
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #b26a00;")
+        self.warning.setStyleSheet(WARNING_STYLE)
         self.form.addRow(self.warning)
         self.copy_buttons: list[QPushButton] = []
         self._strategy = "multi_worker_mirrored"

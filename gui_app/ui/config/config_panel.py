@@ -121,11 +121,6 @@ class ConfigPanel(QScrollArea):
         """No edits while a run uses this configuration."""
         self.widget().setEnabled(not locked)
 
-    def errors(self) -> dict[str, str]:
-        """Visible validation messages by config key (a section name for section-wide ones)."""
-        return {(key or form.section): message for form in self.forms
-                for key, message in form.error_messages().items()}
-
     # ---- keeping the sections consistent ---------------------------------------------
     def _on_devices_changed(self) -> None:
         if self._busy:

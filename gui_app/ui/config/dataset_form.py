@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import DATASETS_OF_IMAGES, DATASETS_WITH_PATH, ConfigError, DatasetConfig
 from gui_app.core.memory import BUDGET_FRACTION, default_budget_bytes, format_bytes
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.config.form_base import FormSection, choice_box
 
 DATASET_LABELS = {
@@ -261,4 +262,4 @@ class DatasetForm(FormSection):
 
     def set_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
-        self.status.setStyleSheet("color: #c62828;" if error else "")
+        self.status.setStyleSheet(ERROR_STYLE if error else "")

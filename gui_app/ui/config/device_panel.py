@@ -13,7 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from gui_app.core.config import RuntimeConfig
-from gui_app.ui.config.form_base import ERROR_STYLE
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 CPU_COLUMNS = 4
@@ -72,7 +72,7 @@ class DevicePanel(QWidget):
         self.memory_growth.setToolTip("runtime.gpu_memory_growth: otherwise TensorFlow takes all GPU memory")
         self.memory_growth.toggled.connect(lambda _: self.changed.emit())
         layout.addWidget(self.memory_growth)
-        self._boxes: dict[str, QCheckBox] = {}
+        self.boxes: dict[str, QCheckBox] = {}  # each device's tick box, by name ("GPU:0", "CPU:1")
         self._rebuild()
 
     # ---- detection -------------------------------------------------------------------
@@ -136,7 +136,7 @@ class DevicePanel(QWidget):
     def set_ticks_enabled(self, enabled: bool) -> None:
         """Ticks only mean something for a mirrored strategy; disabled, not hidden, otherwise."""
         self._ticks_enabled = enabled
-        for box in self._boxes.values():
+        for box in self.boxes.values():
             box.setEnabled(enabled)
 
     def config_section(self) -> RuntimeConfig:
@@ -158,10 +158,10 @@ class DevicePanel(QWidget):
         self.changed.emit()
 
     def _rebuild(self) -> None:
-        for box in self._boxes.values():
+        for box in self.boxes.values():
             box.setParent(None)
             box.deleteLater()
-        self._boxes.clear()
+        self.boxes.clear()
         for gpu in (self.info or {}).get("gpus") or []:
             name = str(gpu.get("name"))
             self._gpu_box.addWidget(self._box(name, f"{name}  {describe_gpu(gpu)}"))
@@ -175,12 +175,9 @@ class DevicePanel(QWidget):
         box.setChecked(name in self._selected)
         box.setEnabled(self._ticks_enabled)
         box.toggled.connect(lambda on, n=name: self._on_toggled(n, on))
-        self._boxes[name] = box
+        self.boxes[name] = box
         return box
 
     def _on_toggled(self, name: str, on: bool) -> None:
         (self._selected.add if on else self._selected.discard)(name)
         self.changed.emit()
-
-    def box(self, name: str) -> QCheckBox:
-        return self._boxes[name]

@@ -14,9 +14,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError
+from gui_app.ui.colors import ERROR_COLOR, ERROR_STYLE
 
-ERROR_STYLE = "color: #c62828;"  # readable on light and dark palettes
 INVALID_PROPERTY = "invalid"
+ERROR_LABEL = "error:{}"  # an error label's object name: the config key it speaks of (the section's, for its own)
 
 
 def split_error(error: Exception) -> tuple[str, str]:
@@ -76,7 +77,7 @@ class FormSection(QWidget):
         self._fields: dict[str, QWidget] = {}
         self._rows: dict[str, QWidget] = {}  # the row holder of each key (for show_row)
         self._error_labels: dict[str, QLabel] = {}
-        self.section_error = self._make_error_label()  # errors that belong to no single field
+        self.section_error = self._make_error_label(self.section)  # errors that belong to no single field
         outer.addWidget(self.section_error)
 
     # ---- building --------------------------------------------------------------------
@@ -89,7 +90,7 @@ class FormSection(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
         column.addWidget(row_widget or widget)
-        error = self._make_error_label()
+        error = self._make_error_label(key)
         column.addWidget(error)
         if tip:
             widget.setToolTip(tip)
@@ -108,19 +109,14 @@ class FormSection(QWidget):
         self._fields[key].setEnabled(applies)
         self.form.setRowVisible(self._rows[key], applies)
 
-    def row_shown(self, key: str) -> bool:
-        return not self._rows[key].isHidden()
-
-    def _make_error_label(self) -> QLabel:
+    def _make_error_label(self, key: str) -> QLabel:
         label = QLabel()
+        label.setObjectName(ERROR_LABEL.format(key))
         label.setWordWrap(True)
         label.setStyleSheet(ERROR_STYLE)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         label.hide()
         return label
-
-    def field(self, key: str) -> QWidget:
-        return self._fields[key]
 
     # ---- validation ------------------------------------------------------------------
     def config_section(self) -> Any:  # pragma: no cover - every form overrides it
@@ -152,7 +148,7 @@ class FormSection(QWidget):
         widget = self._fields.get(key)
         if widget is not None:
             widget.setProperty(INVALID_PROPERTY, True)
-            widget.setStyleSheet("border: 1px solid #b3261e;")
+            widget.setStyleSheet(f"border: 1px solid {ERROR_COLOR};")
 
     def clear_errors(self) -> None:
         for label in (*self._error_labels.values(), self.section_error):
@@ -162,10 +158,3 @@ class FormSection(QWidget):
             if widget.property(INVALID_PROPERTY):
                 widget.setProperty(INVALID_PROPERTY, False)
                 widget.setStyleSheet("")
-
-    def error_messages(self) -> dict[str, str]:
-        """Visible errors by key (``""`` for the section's own); what tests and tooltips read."""
-        shown = {k: lbl.text() for k, lbl in self._error_labels.items() if not lbl.isHidden() and lbl.text()}
-        if self.section_error.text() and not self.section_error.isHidden():
-            shown[""] = self.section_error.text()
-        return shown

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.config import ConfigError, ModelConfig
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.config.form_base import FormSection, choice_box
 
 MODEL_LABELS = {
@@ -144,4 +145,4 @@ class ModelForm(FormSection):
 
     def set_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
-        self.status.setStyleSheet("color: #c62828;" if error else "")
+        self.status.setStyleSheet(ERROR_STYLE if error else "")

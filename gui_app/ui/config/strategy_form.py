@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
 
 from gui_app.core.config import ALL_REDUCING, MULTI_WORKER, ConfigError, StrategyConfig
+from gui_app.ui.colors import WARNING_STYLE
 from gui_app.ui.config.cluster_form import ClusterPanel
 from gui_app.ui.config.form_base import FormSection, choice_box
 
@@ -64,7 +65,7 @@ class StrategyForm(FormSection):
         self.form.addRow("Batch", self.summary)
         self.balance_warning = QLabel()
         self.balance_warning.setWordWrap(True)
-        self.balance_warning.setStyleSheet("color: #b26a00;")
+        self.balance_warning.setStyleSheet(WARNING_STYLE)
         self.form.addRow(self.balance_warning)
 
         self._selected: list[str] = []

@@ -1,7 +1,7 @@
 """ExportDialog: choose a format and a path, export and check in an engine process, show the result.
 
     dialog = ExportDialog(run_dir, "tflite-int8", parent=window)
-    dialog.show()                       # or dialog.set_output_path(...); dialog.start()
+    dialog.show()                       # the user picks the path and presses Export; or dialog.start()
 
 The export is ``replica-studio export RUN --format F --output P --check N --json``, an engine
 job (gui_app.ui.dialogs.job_dialog: TensorFlow and the converters never enter the window's
@@ -39,10 +39,11 @@ from gui_app.core.engine_output import EXIT_FAILED, EXIT_OK
 from gui_app.core.export_result import ExportResult
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, default_file_name, format_size, get_format
 from gui_app.identity import app_command
+from gui_app.ui.colors import ERROR_COLOR
 from gui_app.ui.dialogs.job_dialog import JobDialog
 from gui_app.ui.workers.engine_job import EngineJob
 
-PASS_COLOR, FAIL_COLOR = "#59a14f", "#e15759"
+PASS_COLOR = "#59a14f"
 
 
 class ExportDialog(JobDialog):
@@ -98,12 +99,6 @@ class ExportDialog(JobDialog):
 
     def output_path(self) -> Path:
         return Path(self._output.text().strip()).expanduser()
-
-    def set_output_path(self, path: str | Path) -> None:
-        self._output.setText(str(path))
-
-    def set_check(self, images: int) -> None:
-        self._check.setValue(images)
 
     # ---- the job ---------------------------------------------------------------------------
     def _make_job(self) -> EngineJob | None:
@@ -185,7 +180,7 @@ def _report_html(result: ExportResult) -> str:
         rows.append(("Parity check", "skipped"))
     else:
         verdict = (f"<b style='color:{PASS_COLOR}'>passed</b>" if parity.passed
-                   else f"<b style='color:{FAIL_COLOR}'>failed</b>")
+                   else f"<b style='color:{ERROR_COLOR}'>failed</b>")
         rows += [
             ("Parity check", f"{verdict} on {parity.examples} test images in {html.escape(parity.runtime)} "
                              f"(needs {html.escape(parity.criterion)})"),

@@ -6,7 +6,7 @@
 
 The base holds what each tool dialog used to wire by hand: the Run button, disabled with the
 form's inputs (``_inputs``) while the job runs; the progress bar and the status line, moved by
-the job's progress and showing its one error line in the forms' ERROR_STYLE; Cancel (SIGTERM,
+the job's progress and showing its one error line in the window's ERROR_STYLE; Cancel (SIGTERM,
 a kill after ``cancel_grace_s``); and closing: Close, Escape or the title bar's button while a
 job runs cancels it and closes once its process has ended, so nothing is left running or
 half-written. Subclasses put their form in ``form_area`` and what they show of a result in
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, Q
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Progress
-from gui_app.ui.config.form_base import ERROR_STYLE
+from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.workers.engine_job import RUNNING, EngineJob
 from gui_app.ui.workers.process import DEFAULT_GRACE_S
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.rundir import RunInfo
+from gui_app.ui.colors import ERROR_STYLE
 
 
 class ResumeDialog(QDialog):
@@ -40,7 +41,7 @@ class ResumeDialog(QDialog):
         form.addRow("Learning rate", self.learning_rate)
         form.addRow("Epochs", self.epochs)
         self._error = QLabel(wordWrap=True)
-        self._error.setStyleSheet("color: #e15759")
+        self._error.setStyleSheet(ERROR_STYLE)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         buttons.addButton("Resume", QDialogButtonBox.ButtonRole.AcceptRole).setDefault(True)
         buttons.accepted.connect(self._on_accept)

@@ -162,9 +162,6 @@ class ScalingDialog(JobDialog):
     def strategies(self) -> list[str]:
         return [name for name, box in self._strategies.items() if box.isChecked()]
 
-    def report(self) -> dict | None:
-        return self._report
-
     def open_report(self, path: str | Path) -> bool:
         """Show a report saved earlier (scaling.json); False with a message when it cannot be read."""
         try:

@@ -1,4 +1,4 @@
-"""DatasetPreview: what the chosen dataset holds, before any training.
+"""DatasetTab: what the chosen dataset holds, before any training.
 
 One row per class: its name, a bar with its number of training examples (so an unbalanced
 dataset is obvious at a glance) and a strip of sample images from the ``--samples`` npz the
@@ -11,6 +11,8 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QScrollArea, QVBoxLayout, QWidget
 
 import numpy as np
+
+from gui_app.ui.colors import ERROR_STYLE, WARNING_STYLE
 
 SAMPLE_HEIGHT = 40  # pixels on screen for one sample image (when the view cannot say)
 MAX_SAMPLE_HEIGHT = 72
@@ -51,7 +53,7 @@ def to_qimage(images: np.ndarray, height: int = SAMPLE_HEIGHT) -> QImage:
                         Qt.TransformationMode.FastTransformation)
 
 
-class DatasetPreview(QWidget):
+class DatasetTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
@@ -67,15 +69,7 @@ class DatasetPreview(QWidget):
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         layout.addWidget(self._scroll, 1)
-        self._rows: list[tuple[QLabel, QProgressBar, QLabel]] = []
-        self._set_grid(QWidget())
-
-    def _set_grid(self, body: QWidget) -> None:
-        self._scroll.setWidget(body)
-        self._rows = []
-
-    def class_count(self) -> int:
-        return len(self._rows)
+        self._scroll.setWidget(QWidget())
 
     def set_busy(self, text: str = "Inspecting the dataset…") -> None:
         self.notes.setText(text)
@@ -83,14 +77,14 @@ class DatasetPreview(QWidget):
 
     def show_error(self, message: str) -> None:
         self.notes.setText(message)
-        self.notes.setStyleSheet("color: #c62828;")
+        self.notes.setStyleSheet(ERROR_STYLE)
 
     def show_inspection(self, dataset: dict, samples_path: str | None = None) -> None:
         names = [str(n) for n in dataset.get("class_names") or []]
         self.title.setText(f"<b>{dataset.get('name', 'dataset')}</b> — {describe_dataset(dataset)}")
         warnings = [str(w) for w in dataset.get("warnings") or []]
         self.notes.setText("\n".join(warnings))
-        self.notes.setStyleSheet("color: #b26a00;" if warnings else "")
+        self.notes.setStyleSheet(WARNING_STYLE if warnings else "")
         counts = dataset.get("class_counts")
         if isinstance(counts, dict):
             counts = [counts.get(n, counts.get(str(i))) for i, n in enumerate(names)]
@@ -102,7 +96,7 @@ class DatasetPreview(QWidget):
         grid.setColumnStretch(2, 1)
         grid.setHorizontalSpacing(12)
         top = max([c for c in counts if isinstance(c, int)] or [1])
-        self._set_grid(body)
+        self._scroll.setWidget(body)  # the previous rows go with the widget it replaces
         height = self._sample_height(len(names), samples)
         for i, name in enumerate(names):
             label = QLabel(name if name == str(i) else f"{i}  {name}")
@@ -121,7 +115,6 @@ class DatasetPreview(QWidget):
             grid.addWidget(label, i, 0)
             grid.addWidget(strip, i, 1)
             grid.addWidget(bar, i, 2)
-            self._rows.append((label, bar, strip))
         grid.setRowStretch(len(names), 1)
 
     def _sample_height(self, classes: int, samples: tuple[np.ndarray, np.ndarray] | None) -> int:
@@ -143,7 +136,3 @@ class DatasetPreview(QWidget):
         except (OSError, KeyError, ValueError):
             return None
         return (x, y) if len(x) == len(y) else None
-
-    def sample_pixmaps(self) -> int:
-        """How many classes show sample images (for tests)."""
-        return sum(1 for _, _, strip in self._rows if strip.pixmap() is not None and not strip.pixmap().isNull())

@@ -108,7 +108,7 @@ class PerClassModel(QAbstractTableModel):
         return None
 
 
-class EvaluationView(QWidget, RunView):
+class EvaluationTab(QWidget, RunView):
     """Test loss/accuracy, a confusion-matrix heat map, a per-class precision/recall/F1 table
     and a gallery of misclassified test images with true and predicted labels. ``failed(str)``
     says, in one line naming the file or the key, why the run's evaluation cannot be shown."""
@@ -215,9 +215,6 @@ class EvaluationView(QWidget, RunView):
 
     def has_evaluation(self) -> bool:
         return self.heatmap.matrix is not None
-
-    def confusion_matrix(self) -> np.ndarray | None:
-        return None if self.heatmap.matrix is None else self.heatmap.matrix.copy()
 
     # --- parts ------------------------------------------------------------------------
     @staticmethod

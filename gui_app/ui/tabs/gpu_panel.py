@@ -82,7 +82,7 @@ CHIEF_NOTE = (" In a multi-worker run only the chief streams events: these are t
 class GpuPanel(ChartPanel, RunView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._labels: list[QLabel] = []
+        self.cards: list[QLabel] = []  # one per GPU, in the order of the history's gpus.indices
         self._curves: list[pg.PlotDataItem] = []
         self._drawn: tuple | None = None  # what the colours and the tooltip were made for
         self._colours: list[str] = []
@@ -105,23 +105,14 @@ class GpuPanel(ChartPanel, RunView):
         self._apply_palette()
         self.setVisible(False)  # until a step carries GPU samples
 
-    # --- public API -------------------------------------------------------------------
-    def gpu_count(self) -> int:
-        return len(self.history.gpus.indices)
-
-    def card_text(self, index: int) -> str:
-        """The shown text of GPU ``index`` (NVML numbering), as rich text; "" until it is drawn."""
-        i = self.history.gpus.indices.index(index)
-        return self._labels[i].text() if i < len(self._labels) else ""
-
     # --- drawing ----------------------------------------------------------------------
     def _history_replaced(self) -> None:
         """The next run may have other GPUs: the cards and lines go."""
         for curve in self._curves:
             self.util_plot.removeItem(curve)
-        for label in self._labels:
+        for label in self.cards:
             label.deleteLater()
-        self._curves, self._labels, self._drawn = [], [], None
+        self._curves, self.cards, self._drawn = [], [], None
 
     def _history_changed(self, changed: int) -> None:
         if changed & Part.GPUS:
@@ -134,7 +125,7 @@ class GpuPanel(ChartPanel, RunView):
         for _index in series.indices[len(self._curves):]:  # one card and one line per GPU, made once
             label = QLabel(textFormat=Qt.TextFormat.RichText)
             self._cards.addWidget(label)
-            self._labels.append(label)
+            self.cards.append(label)
             self._curves.append(make_curve(self.util_plot, "#4e79a7"))
         drawn = (list(series.indices), placement, len(series.replicas), multi_process)
         if drawn != self._drawn:  # colours and the tooltip change only with the GPUs or the replicas
@@ -149,7 +140,7 @@ class GpuPanel(ChartPanel, RunView):
                 self._colours.append(colour.name())
         steps = series.steps.column(0)
         for i, index in enumerate(series.indices):
-            self._labels[i].setText(describe(series.latest[index], placement.get(index, []), bool(series.replicas),
+            self.cards[i].setText(describe(series.latest[index], placement.get(index, []), bool(series.replicas),
                                              self._colours[i]))
             set_line_data(self._curves[i], steps, series.utilization.data[:, i])
 

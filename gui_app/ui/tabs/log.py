@@ -1,4 +1,4 @@
-"""LogPanel: the engine's stderr (TensorFlow, absl and our warnings) and the app's own notes.
+"""LogTab: the engine's stderr (TensorFlow, absl and our warnings) and the app's own notes.
 
 Lines are appended as they come and the view keeps the last ``MAX_LINES``; warnings and
 errors are coloured by a syntax highlighter so they stand out in TensorFlow's chatter.
@@ -12,6 +12,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor, QFontDatabase, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
+
 MAX_LINES = 20_000
 _ERROR = re.compile(r"\b(error|exception|traceback|fatal|failed)\b", re.IGNORECASE)
 _WARNING = re.compile(r"\bwarn(ing)?\b|^W\d{4} ", re.IGNORECASE)
@@ -21,8 +23,8 @@ class _Highlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
         self._error, self._warning, self._note = QTextCharFormat(), QTextCharFormat(), QTextCharFormat()
-        self._error.setForeground(QColor("#c62828"))
-        self._warning.setForeground(QColor("#b26a00"))
+        self._error.setForeground(QColor(ERROR_COLOR))
+        self._warning.setForeground(QColor(WARNING_COLOR))
         self._note.setForeground(QColor("#1565c0"))
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
@@ -32,7 +34,7 @@ class _Highlighter(QSyntaxHighlighter):
             self.setFormat(0, len(text), fmt)
 
 
-class LogPanel(QWidget):
+class LogTab(QWidget):
     warnings_seen = Signal(int)  # total warning/error lines so far (the tab shows a count)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -63,9 +65,6 @@ class LogPanel(QWidget):
     def note(self, text: str) -> None:
         """A line from the app itself (run started, stopped, failed), marked and timestamped."""
         self.view.appendPlainText(f"▸ {time.strftime('%H:%M:%S')}  {text}")
-
-    def text(self) -> str:
-        return self.view.toPlainText()
 
     def clear(self) -> None:
         self.view.clear()

@@ -15,12 +15,12 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 import numpy as np
 
 from gui_app.core.predictions import Prediction
+from gui_app.ui.colors import ERROR_COLOR
 
 TOP_K = 5
 THUMBNAIL = 96
 BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
 TRUE_CLASS_COLOR = "#59a14f"
-ERROR_COLOR = "#e15759"
 
 
 def to_qimage(image: np.ndarray) -> QImage:
@@ -47,9 +47,6 @@ class TopKBars(QWidget):
         self._true_name = true_name
         self.setFixedHeight(self.ROW * max(len(self._entries), 1))
         self.update()
-
-    def entries(self) -> list[tuple[str, float]]:
-        return list(self._entries)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
         return QSize(280, self.ROW * max(len(self._entries), 1))

@@ -2,7 +2,7 @@
 on GPUs, memory per device and each card's NVML figures (:mod:`.gpu_panel`), with the slowest
 replica highlighted.
 
-``ReplicaCharts`` draws the run history's ``replicas`` (gui_app.core.history.replicas).
+``ReplicasTab`` draws the run history's ``replicas`` (gui_app.core.history.replicas).
 Replica ``i`` has the same colour in every chart (``plot.replica_color``). In a
 multi-worker run replicas are labelled ``worker/device`` (``1/CPU:0``) and "Group by worker"
 colours them by their worker; parameter-server runs report one worker per step, and each
@@ -41,7 +41,7 @@ MIB = 1024.0 ** 2
 MIN_CHARTS_HEIGHT = 380  # px for the 2x2 replica charts: below it their axes crowd out the curves
 
 
-class ReplicaCharts(ChartPanel, RunView):
+class ReplicasTab(ChartPanel, RunView):
     """Per-replica panel: one curve per replica for local loss and for gradient norm (step on
     x); bars of examples/s per replica (mean of the last 20 steps) and, when ``memory_bytes``
     is reported (GPUs), memory per device; the slowest replica is outlined in red and named."""
@@ -56,9 +56,9 @@ class ReplicaCharts(ChartPanel, RunView):
         self.group_by_worker.setVisible(False)
         self.group_by_worker.toggled.connect(self._on_grouping_toggled)
 
-        self._slowest_label = QLabel()
-        self._slowest_label.setContentsMargins(8, 4, 8, 0)
-        self._slowest_label.setTextFormat(Qt.TextFormat.RichText)
+        self.slowest_label = QLabel()
+        self.slowest_label.setContentsMargins(8, 4, 8, 0)
+        self.slowest_label.setTextFormat(Qt.TextFormat.RichText)
         self._graphics = pg.GraphicsLayoutWidget()
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
         self.grad_plot = make_plot("Gradient norm per replica (before all-reduce)", "step",
@@ -105,7 +105,7 @@ class ReplicaCharts(ChartPanel, RunView):
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
-        top.addWidget(self._slowest_label, 1)
+        top.addWidget(self.slowest_label, 1)
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
         self.gpus = GpuPanel()  # NVML figures per GPU, shown only when the events carry them
@@ -127,17 +127,6 @@ class ReplicaCharts(ChartPanel, RunView):
         super().flush()
         self.step_split.flush()
         self.gpus.flush()
-
-    def replica_count(self) -> int:
-        return self.history.replicas.replicas
-
-    def curve_count(self) -> int:
-        """Curves in each per-replica line chart (loss and gradient norm have as many)."""
-        return len(self._loss_curves)
-
-    def slowest_replica(self) -> int | None:
-        """Index of the replica with the lowest examples/s; None with fewer than two replicas."""
-        return self.history.replicas.slowest()
 
     # --- drawing ----------------------------------------------------------------------
     def _history_replaced(self) -> None:
@@ -215,14 +204,14 @@ class ReplicaCharts(ChartPanel, RunView):
             self._slowest_text.setPos(slowest, height[slowest])
             fastest = float(np.nanmax(speed))
             behind = 100.0 * (1.0 - speed[slowest] / fastest) if fastest > 0 else 0.0
-            self._slowest_label.setText(
+            self.slowest_label.setText(
                 f"Slowest: <b style='color:{HIGHLIGHT_COLOR}'>replica {slowest}</b> "
                 f"({series.label(slowest)}), {speed[slowest]:,.0f} examples/s, "
                 f"{behind:.0f}% below the fastest (mean of the last {SPEED_WINDOW} steps)")
         elif series.replicas == 1 and np.isfinite(speed).all():
-            self._slowest_label.setText(f"One replica: {speed[0]:,.0f} examples/s")
+            self.slowest_label.setText(f"One replica: {speed[0]:,.0f} examples/s")
         else:
-            self._slowest_label.setText("Replicas: " + (str(series.replicas) if series.replicas
+            self.slowest_label.setText("Replicas: " + (str(series.replicas) if series.replicas
                                                         else "waiting for the first step"))
 
     def _draw_memory(self) -> None:

@@ -53,12 +53,6 @@ class StepSplitPanel(ChartPanel, RunView):
         self._apply_palette()
         self.setVisible(False)  # until a run reports step timings
 
-    def shares(self) -> tuple[float, float, float] | None:
-        return self.history.timing.shares()
-
-    def text(self) -> str:
-        return self.label.text()
-
     def _history_changed(self, changed: int) -> None:
         if not changed & Part.TIMING:
             return

@@ -55,7 +55,7 @@ def learning_rate_top(*series: np.ndarray) -> float | None:
     return float(values.max()) * LR_HEADROOM
 
 
-class TrainingCharts(ChartPanel, RunView):
+class TrainingTab(ChartPanel, RunView):
     """Loss and accuracy per step (raw thin line + EMA-smoothed line), validation points per
     epoch (plotted at their step), and the learning rate per step."""
 
@@ -66,18 +66,18 @@ class TrainingCharts(ChartPanel, RunView):
 
         self._summary = QLabel()
         self._summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._smoothing = QDoubleSpinBox()
-        self._smoothing.setRange(0.0, 0.999)
-        self._smoothing.setDecimals(3)
-        self._smoothing.setSingleStep(0.05)
-        self._smoothing.setValue(smoothing)
-        self._smoothing.setToolTip("Weight of the history in the smoothed curves (0 = raw values)")
-        self._smoothing.valueChanged.connect(self._on_smoothing_changed)
+        self.smoothing = QDoubleSpinBox()
+        self.smoothing.setRange(0.0, 0.999)
+        self.smoothing.setDecimals(3)
+        self.smoothing.setSingleStep(0.05)
+        self.smoothing.setValue(smoothing)
+        self.smoothing.setToolTip("Weight of the history in the smoothed curves (0 = raw values)")
+        self.smoothing.valueChanged.connect(self._on_smoothing_changed)
         header = QHBoxLayout()
         header.setContentsMargins(8, 4, 8, 0)
         header.addWidget(self._summary, 1)
         header.addWidget(QLabel("Smoothing"))
-        header.addWidget(self._smoothing)
+        header.addWidget(self.smoothing)
 
         self._graphics = pg.GraphicsLayoutWidget()
         self.loss_plot = make_plot("Loss", "step", "loss (cross-entropy)")
@@ -130,7 +130,7 @@ class TrainingCharts(ChartPanel, RunView):
         self._overlay_curves.clear()
         self._overlay = series
         if series is not None:
-            series.set_smoothing(self._smoothing.value())
+            series.set_smoothing(self.smoothing.value())
             name = label or "other run"
             dash = Qt.PenStyle.DashLine
             specs = ((self.loss_plot, f"{name}", False), (self.loss_plot, f"{name} validation", True),
@@ -142,16 +142,9 @@ class TrainingCharts(ChartPanel, RunView):
                 self._overlay_curves.append((plot, curve))
         self.flush()
 
-    def point_count(self) -> int:
-        """Number of step points of the run on screen."""
-        return len(self.history.training.steps)
-
-    def set_smoothing(self, smoothing: float) -> None:
-        self._smoothing.setValue(smoothing)
-
     # --- drawing ----------------------------------------------------------------------
     def _history_replaced(self) -> None:
-        self.history.training.set_smoothing(self._smoothing.value())
+        self.history.training.set_smoothing(self.smoothing.value())
         follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))
 
     def _history_changed(self, changed: int) -> None:

@@ -1,6 +1,6 @@
-"""TryPanel: try a model on your own images, or on samples of its test set.
+"""TryTab: try a model on your own images, or on samples of its test set.
 
-    panel = TryPanel()
+    panel = TryTab()
     panel.set_model_source(run_dir)          # or a .keras / SavedModel / .tflite / .onnx path
     panel.add_image_files(["seven.png"])     # or drag and drop files onto the panel
 
@@ -14,7 +14,7 @@ model and predicting happen in a long-lived engine process, ``replica-studio pre
 --serve MODEL``, a :class:`~gui_app.ui.workers.engine_job.ServingJob` (TensorFlow, LiteRT and
 ONNX Runtime never enter the window's process): it is started when a model is set, replaced
 when the model changes (the older one's late answers reach nobody) and ended with the panel
-(:meth:`TryPanel.shutdown`). An image the model cannot read is shown inline, in red, and the
+(:meth:`TryTab.shutdown`). An image the model cannot read is shown inline, in red, and the
 others are still classified. Signals: ``model_loaded(str)`` (a one-line description),
 ``predictions_ready(list)`` (the new :class:`~gui_app.core.predictions.Prediction` objects),
 ``image_failed(str, str)`` (path, one line), ``failed(str)`` (one line), ``log_line(str)``
@@ -40,11 +40,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.predictions import Prediction
-from gui_app.core.rundir import is_image_file, model_kind, model_source
 from gui_app.identity import app_command
-from gui_app.ui.tabs.prediction_rows import ERROR_COLOR, TOP_K, ErrorRow, PredictionRow
+from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow
 from gui_app.ui.workers.engine_job import ServingJob
 
 TEST_SAMPLES = 8
@@ -52,7 +53,7 @@ _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tfli
                "onnx": "ONNX"}
 
 
-class TryPanel(QWidget):
+class TryTab(QWidget):
     model_loaded = Signal(str)
     predictions_ready = Signal(list)
     image_failed = Signal(str, str)
@@ -137,11 +138,6 @@ class TryPanel(QWidget):
                         .on_result(self._on_answer).on_failure(self._on_server_failed).on_log_line(self.log_line)
                         .start(replacing=self._server))
 
-    def model_info(self) -> dict | None:
-        """The loaded model's ``ready`` line: model, kind, class_names, input_shape, warnings,
-        has_test_set; None while none is loaded."""
-        return self._info
-
     def model_source(self) -> Path | None:
         """The run folder or file last given to :meth:`set_model_source` (loaded or loading)."""
         return self._source
@@ -159,12 +155,6 @@ class TryPanel(QWidget):
             self._fail("The model's card names no dataset, so there are no test samples to draw.")
             return
         self._request({"test_samples": int(count)}, f"Classifying {_count(count, 'test image')}…")
-
-    def rows(self) -> list[PredictionRow]:
-        return list(self._rows)
-
-    def error_rows(self) -> list[ErrorRow]:
-        return list(self._error_rows)
 
     def clear(self) -> None:
         for row in [*self._rows, *self._error_rows]:
@@ -314,7 +304,7 @@ class TryPanel(QWidget):
         self.failed.emit(line)
 
     def _say(self, text: str, error: bool = False) -> None:
-        self._status.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")  # the red of the error rows
+        self._status.setStyleSheet(ERROR_STYLE if error else "")
         self._status.setText(text)
 
     def open_model_file_dialog(self) -> None:

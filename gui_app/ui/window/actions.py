@@ -1,6 +1,9 @@
-"""The window's actions, menus and toolbar, and which of them apply in each run state.
+"""The window's actions, menus and toolbar, and which of them apply.
 
-Actions that do not apply are disabled, never hidden, so the menus always look the same.
+They follow the window's state (gui_app.ui.window.window_state): the run state, whether the
+forms are valid, the runs selected in the run list and the run on screen. Actions that do not
+apply are disabled, never hidden, so the menus always look the same. The View menu's entries
+show a tab by setting the state's tab.
 """
 from __future__ import annotations
 
@@ -12,14 +15,15 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
+from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, WindowState
 
 if TYPE_CHECKING:
     from gui_app.ui.window.tool_actions import Tool
 
 
 class WindowActions:
-    def __init__(self, window: QMainWindow, tab_names: list[str], tools: Sequence[Tool]) -> None:
-        self._window = window
+    def __init__(self, window: QMainWindow, state: WindowState, tools: Sequence[Tool]) -> None:
+        self._window, self._state = window, state
         self._tools = tuple(tools)
         icon = window.style().standardIcon
         pixmap = QStyle.StandardPixmap
@@ -60,7 +64,9 @@ class WindowActions:
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
-        self.tabs = [act(f"&{name}", f"Ctrl+{i + 1}") for i, name in enumerate(tab_names)]
+        self.tabs = [act(f"&{name}", f"Ctrl+{i + 1}") for i, name in enumerate(TABS)]
+        for name, action in zip(TABS, self.tabs):
+            action.triggered.connect(lambda _=False, name=name: state.set_tab(name))
 
         bar = window.menuBar()
         file_menu = bar.addMenu("&File")
@@ -93,21 +99,26 @@ class WindowActions:
         self.toolbar.addSeparator()
         self.toolbar.addActions([self.open_run, self.save_config])
         window.addToolBar(self.toolbar)
+        for signal in (state.run_state_changed, state.forms_valid_changed, state.selection_changed,
+                       state.shown_run_changed):
+            signal.connect(self._update)
+        self._update()
 
-    def update(self, state: str, config_valid: bool, resumable_selected: bool, exportable: bool = False) -> None:
+    def _update(self) -> None:
         """Enable what applies: one run at a time; forms and files only while idle; exports
         when the run on screen has a trained model (an export does not disturb a training run:
         it reads a finished run's files)."""
-        idle = state == "idle"
-        live = state in ("running", "paused")
+        state = self._state.run_state
+        idle, config_valid, exportable = self._state.is_idle(), self._state.forms_valid, bool(self._state.model_run())
+        live = state in (RUNNING, PAUSED)
         self.train.setEnabled(idle and config_valid)
         self.train.setToolTip("Start training with this configuration (Ctrl+R)" if config_valid or not idle
                               else "Fix the fields marked in red first")
         self.pause.setEnabled(live)
-        self.pause.setText("&Continue" if state == "paused" else "&Pause")
-        self.stop.setEnabled(state in ("starting", "running", "paused"))
+        self.pause.setText("&Continue" if state == PAUSED else "&Pause")
+        self.stop.setEnabled(state in (STARTING, RUNNING, PAUSED))
         self.checkpoint.setEnabled(live)
-        self.resume_run.setEnabled(idle and resumable_selected)
+        self.resume_run.setEnabled(self._state.resumable_selection() is not None)
         for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)

@@ -1,11 +1,11 @@
 """ModelActions: the Export menu and dialog, and what the Try tab tries.
 
-The contract: it follows :class:`ShownRun` (``changed``) and the tab widget; it owns the
-export dialogs it opens and the Try tab's model choice. The model run (the run on screen,
-when it has a ``model.keras``) is what the Export menu exports and what the Try tab tries;
-the Try tab starts its ``predict --serve`` engine process only when the tab is shown (a
-TensorFlow start nobody who never opens the tab should pay for), and a model the user opened
-in the Try tab stays until another run comes on screen.
+The contract: it follows the window's state -- the run on screen and the tab on show -- and owns
+the export dialogs it opens and the Try tab's model choice. The model run (the run on screen,
+when it has a ``model.keras``: ``WindowState.model_run``) is what the Export menu exports and
+what the Try tab tries; the Try tab starts its ``predict --serve`` engine process only when the
+tab is shown (a TensorFlow start nobody who never opens the tab should pay for), and a model the
+user opened in the Try tab stays until another run comes on screen.
 """
 from __future__ import annotations
 
@@ -14,36 +14,32 @@ from typing import Callable
 
 import shiboken6
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtWidgets import QWidget
 
 from gui_app.core.export_result import ExportResult
 from gui_app.ui.dialogs.export import ExportDialog
 from gui_app.ui.settings import Settings
-from gui_app.ui.tabs.try_model import TryPanel
-from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.tabs.try_model import TryTab
+from gui_app.ui.window.window_state import TRY, WindowState
 
 
 class ModelActions(QObject):
     note = Signal(str)  # a line for the Log tab
     log_line = Signal(str)  # engine stderr of an export, for the Log tab
 
-    def __init__(self, window: QWidget, shown: ShownRun, tabs: QTabWidget, try_panel: TryPanel, settings: Settings,
+    def __init__(self, window: QWidget, state: WindowState, try_tab: TryTab, settings: Settings,
                  engine_command: Callable[..., list[str]]) -> None:
         super().__init__(window)
-        self._window, self._shown, self._tabs, self._try = window, shown, tabs, try_panel
+        self._window, self._state, self._try = window, state, try_tab
         self._settings, self._engine_command = settings, engine_command
         self.export_dialog: ExportDialog | None = None  # the last export dialog opened
         self._try_pending: str | None = None  # a model run the Try tab loads when it is next shown
-        shown.changed.connect(self._on_shown_changed)
-        tabs.currentChanged.connect(self._on_tab_changed)
-
-    @property
-    def try_panel(self) -> TryPanel:
-        return self._try
+        state.shown_run_changed.connect(self._on_shown_run_changed)
+        state.tab_changed.connect(self._on_tab_changed)
 
     def export_model(self, fmt: str = "keras", run_dir: str | None = None) -> ExportDialog | None:
         """Open the export dialog for ``run_dir`` (default: the run on screen) in format ``fmt``."""
-        run_dir = run_dir or self._shown.model_run()
+        run_dir = run_dir or self._state.model_run()
         if run_dir is None:
             return None
         folder = self._settings.last_export_dir
@@ -59,18 +55,18 @@ class ModelActions(QObject):
     def try_model_file(self) -> None:
         """File → Try a model file…: the Try tab, then its file dialog."""
         self._try_pending = None
-        self._tabs.setCurrentWidget(self._try)
+        self._state.set_tab(TRY)
         self._try.open_model_file_dialog()
 
     def try_images(self, paths: list[str]) -> None:
         """Images dropped anywhere on the window are for the Try tab's model."""
-        self._tabs.setCurrentWidget(self._try)  # loads the model run first, if it is pending
+        self._state.set_tab(TRY)  # loads the model run first, if it is pending
         self._try.add_image_files(paths)
 
     def try_model(self, path: str | Path) -> None:
         """An exported model (dropped or opened) goes to the Try tab."""
         self._try_pending = None
-        self._tabs.setCurrentWidget(self._try)
+        self._state.set_tab(TRY)
         self._try.set_model_source(path)
 
     def close(self) -> None:
@@ -81,15 +77,15 @@ class ModelActions(QObject):
             dialog.shutdown()
         self._try.shutdown()
 
-    def _on_shown_changed(self, _run: str) -> None:
-        run = self._shown.model_run()
+    def _on_shown_run_changed(self, _run: str) -> None:
+        run = self._state.model_run()
         if run is not None:
             self._try_pending = run
-            if self._tabs.currentWidget() is self._try:
+            if self._state.tab == TRY:
                 self._load_pending_model()
 
-    def _on_tab_changed(self, _index: int) -> None:
-        if self._tabs.currentWidget() is self._try:
+    def _on_tab_changed(self, tab: str) -> None:
+        if tab == TRY:
             self._load_pending_model()
 
     def _load_pending_model(self) -> None:

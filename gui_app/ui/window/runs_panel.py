@@ -9,6 +9,10 @@ the older fill. While a fill runs the panel says how many runs it is reading.
 Open one to see its charts and evaluation again, select two to overlay them, resume a run
 that was stopped, whose process died, or that failed after writing a checkpoint, export a
 finished run's model. A failed run shows its one-line reason. The buttons are also in the list's context menu.
+
+It follows the window's state (gui_app.ui.window.window_state): while a run is active nothing else
+is opened or resumed (one run at a time), the active run shows as running, and a run that ended
+shows why and is selected. It sets the state's selection: the runs selected, as read.
 """
 from __future__ import annotations
 
@@ -33,10 +37,12 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.rundir import RunInfo
+from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
+from gui_app.ui.window.window_state import ListedRun, WindowState
 
 COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note"]
-STATUS_COLOURS = {"completed": "#2e7d32", "stopped": "#b26a00", "interrupted": "#b26a00", "failed": "#c62828",
+STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
                   "running": "#1565c0"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
@@ -69,11 +75,10 @@ class RunsPanel(QWidget):
     export_requested = Signal(str)
     filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
 
-    def __init__(self, runs_dir: str | Path, parent: QWidget | None = None) -> None:
+    def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.runs_dir = Path(runs_dir)
-        self._active_run: str | None = None
-        self._busy = False
+        self._state = state
+        self._drawn_running: str | None = None  # the row last drawn as running (the state's active run)
         self._runs: dict[str, RunInfo] = {}
         self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -127,6 +132,9 @@ class RunsPanel(QWidget):
         self._reader.counted.connect(self._on_counted)
         self._reader.batch.connect(self._on_batch)
         self._reader.done.connect(self._on_done)
+        state.run_state_changed.connect(self._update_buttons)
+        state.active_run_changed.connect(self._on_active_run_changed)
+        state.run_ended.connect(self._on_run_ended)
         self.refresh()
 
     @staticmethod
@@ -138,35 +146,9 @@ class RunsPanel(QWidget):
         return button
 
     # ---- public ----------------------------------------------------------------------
-    def set_runs_dir(self, runs_dir: str | Path) -> None:
-        self.runs_dir = Path(runs_dir)
-        self.tree.clear()  # another folder: none of these rows stays
-        for table in (self._items, self._runs, self._resumable):
-            table.clear()
-        self.refresh()
-
-    def set_active_run(self, run_dir: str | None) -> None:
-        """The run the engine is working on shows as running (on disk it looks interrupted)."""
-        before, self._active_run = self._active_run, str(Path(run_dir)) if run_dir else None
-        for path in (before, self._active_run):
-            self._show_again(path)
-        self.refresh()
-
-    def set_note(self, run_dir: str | Path, note: str) -> None:
-        """Show why a run ended when its events.jsonl cannot: a process that crashed or was
-        killed wrote no run_finished (on disk it is "interrupted", and stays resumable)."""
-        self._notes[str(Path(run_dir))] = note
-        self._show_again(str(Path(run_dir)))
-        self.refresh()
-
-    def set_busy(self, busy: bool) -> None:
-        """While a run is active nothing else is opened or resumed: one run at a time."""
-        self._busy = busy
-        self._update_buttons()
-
     def refresh(self) -> None:
         """Read the runs folder again, on the reader's thread; the rows change as runs are read."""
-        self._reader.read(self.runs_dir)
+        self._reader.read(self._state.runs_dir)
         if self._reader.is_filling():
             self._seen, self._read, self._total = set(), 0, None
             self._show_reading()
@@ -180,15 +162,6 @@ class RunsPanel(QWidget):
         self._reader.stop()
         self.reading_label.clear()
 
-    def runs(self) -> list[RunInfo]:
-        return list(self._runs.values())
-
-    def status_of(self, run_dir: str | Path) -> str | None:
-        info = self._runs.get(str(Path(run_dir)))
-        if info is None:
-            return None
-        return "running" if str(info.path) == self._active_run else info.status
-
     def selected_paths(self) -> list[str]:
         return [item.data(0, PATH_ROLE) for item in self.tree.selectedItems()]
 
@@ -197,6 +170,27 @@ class RunsPanel(QWidget):
         wanted = {str(Path(p)) for p in run_dirs}
         self._wanted = wanted - set(self._items) if self.is_filling() else set()
         self._set_selection([item for path, item in self._items.items() if path in wanted])
+
+    # ---- following the state ---------------------------------------------------------
+    def _on_active_run_changed(self, run_dir: str) -> None:
+        """The run the engine is working on shows as running (on disk it looks interrupted)."""
+        before, self._drawn_running = self._drawn_running, run_dir or None
+        for path in (before, self._drawn_running):
+            self._show_again(path)
+        self._update_buttons()
+        self.refresh()
+
+    def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
+        """Select the run that ended, and show why it ended when its events.jsonl cannot: a
+        process that crashed or was killed wrote no run_finished (on disk it is "interrupted",
+        and stays resumable)."""
+        if not run_dir:
+            return
+        if status in ("failed", "interrupted") and message:
+            self._notes[str(Path(run_dir))] = message
+            self._show_again(str(Path(run_dir)))
+            self.refresh()
+        self.select(run_dir)
 
     # ---- filling ---------------------------------------------------------------------
     def _show_reading(self) -> None:
@@ -303,7 +297,7 @@ class RunsPanel(QWidget):
     def _fill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
         config = info.config
         path = str(info.path)
-        status = "running" if path == self._active_run else info.status
+        status = "running" if path == self._state.active_run else info.status
         if status in ("stopped", "interrupted", "failed") and info.total_steps and self._resumable.get(path):
             shown_status = f"{status} ({info.step}/{info.total_steps})"
         else:
@@ -324,15 +318,18 @@ class RunsPanel(QWidget):
         item.setToolTip(1, "config.json is missing or unreadable" if config is None else "")
 
     def _update_buttons(self) -> None:
+        """Enable what applies to the selection, and give the state the runs selected."""
         paths = self.selected_paths()
-        one = len(paths) == 1
-        self.open_button.setEnabled(one and not self._busy)
-        self.overlay_button.setEnabled(len(paths) == 2 and not self._busy)
+        self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False))
+                                   for p in paths if p in self._runs])
+        one, idle = len(paths) == 1, self._state.is_idle()
+        self.open_button.setEnabled(one and idle)
+        self.overlay_button.setEnabled(len(paths) == 2 and idle)
         self.folder_button.setEnabled(one)
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0]))
         self.export_button.setEnabled(bool(info and info.has_model))
-        self.resume_button.setEnabled(resumable and not self._busy and str(info.path) != self._active_run)
+        self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
             "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
@@ -340,7 +337,7 @@ class RunsPanel(QWidget):
             "Continue a stopped, interrupted or failed run from its checkpoint")
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
-        if not self._busy:  # the charts belong to the live run
+        if self._state.is_idle():  # the charts belong to the live run
             self.open_requested.emit(item.data(0, PATH_ROLE))
 
     def _on_context_menu(self, position) -> None:

@@ -1,13 +1,14 @@
-"""EngineJob: one engine command the window runs beside training, from its start to ``finished``.
+"""EngineJob: one engine command the window runs, from its start to ``finished``.
 
     self._job = (EngineJob(engine_command("devices", "--json"), name="device detection", timeout_s=300,
                            parent=self)
                  .on_result(self._on_detected).on_failure(self._on_failed)
                  .start(replacing=self._job))
 
-Every tool -- device detection, inspection, export, the scaling benchmark, dataset preparation,
-the Try tab's model -- runs its command through the one process runner (:class:`EngineProcess`)
-and reads it through this one lifecycle (Orange's TaskState, Anki's QueryOp):
+Every engine process -- device detection, inspection, export, the scaling benchmark, dataset
+preparation, the Try tab's model and the run itself (:class:`~gui_app.ui.workers.run_job.RunJob`)
+-- runs its command through the one process runner (:class:`EngineProcess`) and reads it through
+this one lifecycle (Orange's TaskState, Anki's QueryOp):
 
     progress(Progress)  a ``progress`` line (gui_app.core.events), only when it says something new
     result(object)      the command's answer: its line of type ``answer`` (without one, the JSON
@@ -19,16 +20,17 @@ and reads it through this one lifecycle (Orange's TaskState, Anki's QueryOp):
     finished()          always, last, once: after the result, the failure or a cancel
     log_line(str)       the engine's stderr, for the Log tab
 
-States: idle -> running -> (cancelling ->) done; a job runs once. :meth:`EngineJob.cancel` asks
+States: idle -> running -> (stopping or cancelling ->) done; a job runs once. :meth:`EngineJob.cancel` asks
 the process to end (SIGTERM: the engine removes its temporaries) and kills it after a grace
 period; a cancelled job emits neither ``result`` nor ``failed``, and ``finished`` still comes.
 ``timeout_s`` turns a hung engine (a stuck GPU driver, a network mount) into a failure.
 ``start(replacing=old)`` disconnects the older job's slots before anything else (napari's rule),
 so its late answer is never shown, then ends and deletes it.
 
-:class:`ServingJob` is the long-lived kind (``predict --serve``, the Try tab): its stdin stays open
-for :meth:`ServingJob.ask`, every answer line is a ``result`` as it comes, and any end that was
-not asked for is a failure.
+:class:`ServingJob` is the long-lived kind (``predict --serve``, the Try tab; a run): its stdin stays
+open for lines (:meth:`ServingJob.send`, :meth:`ServingJob.ask`), every answer line is a ``result``
+as it comes, and any end that was not asked for is a failure. :meth:`ServingJob.stop` asks it to
+end with a word on stdin and kills it after a grace period (a run checkpoints in between).
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from gui_app.core.engine_output import EXIT_INTERRUPTED, EXIT_OK, without_comman
 from gui_app.core.events import Progress, decode
 from gui_app.ui.workers.process import DEFAULT_GRACE_S, EngineProcess
 
-IDLE, RUNNING, CANCELLING, DONE = "idle", "running", "cancelling", "done"
+IDLE, RUNNING, STOPPING, CANCELLING, DONE = "idle", "running", "stopping", "cancelling", "done"
 # A question the window waits on (devices, inspect): a hung engine (a stuck GPU driver, a network
 # mount) must not leave "Detecting devices…" or "Inspecting…" on screen forever.
 QUERY_TIMEOUT_S = 300.0
@@ -66,6 +68,7 @@ class EngineJob(QObject):
         self.command = list(command)
         self.name = name  # how failures name it: "the export exited with code 3"
         self.cancelled = False
+        self.kill_reason: str | None = None  # why it is killed, when a kill was asked for (ServingJob.stop)
         self._answer_type, self._read, self._ok_codes = answer, read, tuple(ok_codes)
         self._state = IDLE
         self._answer: dict | None = None
@@ -108,8 +111,8 @@ class EngineJob(QObject):
         return self._state
 
     def is_running(self) -> bool:
-        """Started and not finished yet (cancelling counts: its process may still be there)."""
-        return self._state in (RUNNING, CANCELLING)
+        """Started and not finished yet (stopping and cancelling count: its process may still be there)."""
+        return self._state in (RUNNING, STOPPING, CANCELLING)
 
     @property
     def killed(self) -> bool:
@@ -132,7 +135,7 @@ class EngineJob(QObject):
         """End the process: SIGTERM, then a kill after ``grace_s``. ``wait``: block until it has
         ended (the window is closing: a process left running would be killed with the
         application, before it could remove its temporaries); ``finished`` is emitted from here."""
-        if self._state == RUNNING:
+        if self._state in (RUNNING, STOPPING):
             self._state = CANCELLING
             self.cancelled = True
             self._stop_timer()
@@ -237,13 +240,35 @@ class ServingJob(EngineJob):
 
     keeps_stdin = True
 
-    def ask(self, request: dict) -> bool:
-        """Send one request line; False when the process is not (or no longer) running."""
-        return self._state == RUNNING and self._process.write_line(json.dumps(request))
+    def send(self, line: str) -> bool:
+        """Write one line on its stdin (a request, a control word); False when the process is not
+        running, or was asked to stop."""
+        return self._state == RUNNING and self._process.write_line(line)
 
-    def _take_answer(self, value: dict) -> None:
-        if self._state == RUNNING:
+    def ask(self, request: dict) -> bool:
+        """Send one request as a JSON line; False when the process is not (or no longer) running."""
+        return self.send(json.dumps(request))
+
+    def stop(self, grace_s: float, word: str | None = None) -> bool:
+        """Ask the process to end: ``word`` on its stdin, then the end of its input; kill it if it
+        has not ended after ``grace_s`` (then ``killed`` is True and ``kill_reason`` says so). Its
+        answers keep coming until it ends. False when it is not running (or already stopping)."""
+        if self._state != RUNNING:
+            return False
+        if word is not None:
+            self._process.write_line(word)
+        self._process.close_stdin()
+        self._state = STOPPING
+        self.kill_reason = f"{self.name} did not stop within {grace_s:g} s and was killed"
+        self._process.kill_after(grace_s)
+        return True
+
+    def _take_answer(self, value: Any) -> None:
+        if self._state in (RUNNING, STOPPING):
             self.result.emit(value)
 
     def _report_end(self, code: int, crashed: bool, line: str) -> None:
-        self._fail(line or (f"{self.name} crashed" if crashed else f"{self.name} ended (exit code {code})"))
+        if self.killed and self.kill_reason:
+            self._fail(self.kill_reason)
+        elif self._state != STOPPING:  # an end that was not asked for
+            self._fail(line or (f"{self.name} crashed" if crashed else f"{self.name} ended (exit code {code})"))

@@ -1,8 +1,8 @@
 """The one process runner: every engine process the window starts goes through :class:`EngineProcess`.
 
-Training (the RunSupervisor's worker) and every other engine job -- device detection,
-inspection, export, prediction (the Try tab's ``predict --serve``), the scaling benchmark,
-dataset preparation, each an :class:`~gui_app.ui.workers.engine_job.EngineJob` -- run
+Every engine job -- training (the RunSupervisor's :class:`~gui_app.ui.workers.run_job.RunJob`),
+device detection, inspection, export, prediction (the Try tab's ``predict --serve``), the scaling
+benchmark, dataset preparation, each an :class:`~gui_app.ui.workers.engine_job.EngineJob` -- runs
 ``gui_app.identity.app_command(...)`` here, so TensorFlow never enters the window's process.
 
 A QProcess is asynchronous by construction: the event loop of the thread it lives on reports
@@ -112,10 +112,6 @@ class EngineProcess(QObject):
         if not self.is_running():
             return True
         return self._process.waitForFinished(timeout_ms)
-
-    def stderr_lines(self) -> list[str]:
-        """The last lines of stderr (up to STDERR_TAIL)."""
-        return list(self._stderr_lines)
 
     # ---- the line reader ---------------------------------------------------------------------
     def _on_stdout(self) -> None:

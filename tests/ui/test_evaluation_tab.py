@@ -1,4 +1,4 @@
-"""EvaluationView: eval events, live or from a run directory (eval.json + misclassified.npz), as
+"""EvaluationTab: eval events, live or from a run directory (eval.json + misclassified.npz), as
 the run's history holds them."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from gui_app.core import events as ev  # noqa: E402
 from gui_app.core.history import RunHistory  # noqa: E402
 from gui_app.core.metrics import per_class_metrics  # noqa: E402
 from gui_app.core.rundir import read_history  # noqa: E402
-from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationView  # noqa: E402
+from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationTab  # noqa: E402
 
 NAMES = [f"digit {i}" for i in range(10)]
 
@@ -46,19 +46,19 @@ def misclassified(n: int) -> dict:
 
 
 @pytest.fixture
-def view(qtbot) -> EvaluationView:
-    widget = EvaluationView()
+def view(qtbot) -> EvaluationTab:
+    widget = EvaluationTab()
     qtbot.addWidget(widget)
     return widget
 
 
-def failures(view: EvaluationView) -> list[str]:
+def failures(view: EvaluationTab) -> list[str]:
     messages: list[str] = []
     view.failed.connect(messages.append)
     return messages
 
 
-def table_column(view: EvaluationView, column: int) -> list:
+def table_column(view: EvaluationTab, column: int) -> list:
     model = view.table.model()
     return [model.index(r, column).data(Qt.ItemDataRole.UserRole) for r in range(model.rowCount())]
 
@@ -66,7 +66,7 @@ def table_column(view: EvaluationView, column: int) -> list:
 def test_shows_the_matrix_table_and_summary(view):
     event = eval_event()
     view.show_eval(as_eval(event))
-    matrix = view.confusion_matrix()
+    matrix = view.heatmap.matrix
     assert matrix.shape == (10, 10)
     assert (matrix == np.array(event["confusion_matrix"])).all()
     assert matrix.sum() == event["examples"]
@@ -127,7 +127,7 @@ def test_gallery_has_one_item_per_misclassified_image(view):
 
 def test_hundred_classes_have_no_cell_text(view):
     view.show_eval(as_eval(eval_event(classes=100)))
-    assert view.confusion_matrix().shape == (100, 100)
+    assert view.heatmap.matrix.shape == (100, 100)
     assert view.heatmap._texts == [] and view.table.model().rowCount() == 100
 
 
@@ -137,7 +137,7 @@ def test_a_run_folder_shows_its_eval_json_and_misclassified(view, tmp_path):
     np.savez(tmp_path / "misclassified.npz", **misclassified(7))
     view.set_history(read_history(tmp_path))
     assert view.has_evaluation()
-    assert (view.confusion_matrix() == np.array(event["confusion_matrix"])).all()
+    assert (view.heatmap.matrix == np.array(event["confusion_matrix"])).all()
     assert view.gallery.count() == 7
 
 
@@ -154,7 +154,7 @@ def test_the_live_eval_event_is_shown_with_the_runs_misclassified_images(view, t
 def test_a_run_without_an_evaluation_shows_none(view, tmp_path):
     view.show_eval(as_eval(eval_event()))
     view.set_history(read_history(tmp_path))
-    assert view.confusion_matrix() is None and view.table.model().rowCount() == 0
+    assert view.heatmap.matrix is None and view.table.model().rowCount() == 0
 
 
 def test_bad_files_give_one_line_errors_naming_them(view, tmp_path):
@@ -172,12 +172,12 @@ def test_bad_files_give_one_line_errors_naming_them(view, tmp_path):
     np.savez(tmp_path / "misclassified.npz", **{**misclassified(3), "y_pred": np.zeros(2)})
     view.set_history(read_history(tmp_path))
     assert re.search(r"misclassified.npz: array 'y_pred': expected 3 numbers", failed[-1])
-    assert len(failed) == 3 and view.confusion_matrix() is None  # nothing half-shown
+    assert len(failed) == 3 and view.heatmap.matrix is None  # nothing half-shown
     bad = {**misclassified(2), "x": np.zeros((2, 4, 4, 2), np.uint8)}
     view.clear()
     with pytest.raises(ValueError, match=r"misclassified: array 'x': .*\[2, 4, 4, 2\]"):
         view.show_eval(as_eval(eval_event()), bad)
-    assert view.confusion_matrix() is None  # nothing half-shown
+    assert view.heatmap.matrix is None  # nothing half-shown
 
 
 def test_class_names_must_match_the_matrix(view):
@@ -190,7 +190,7 @@ def test_class_names_must_match_the_matrix(view):
 def test_clear(view):
     view.show_eval(as_eval(eval_event()), misclassified(3))
     view.clear()
-    assert view.confusion_matrix() is None
+    assert view.heatmap.matrix is None
     assert view.table.model().rowCount() == 0 and view.gallery.count() == 0
 
 

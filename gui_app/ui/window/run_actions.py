@@ -1,0 +1,144 @@
+"""RunActions: the Run side of the main window -- train, resume, pause and continue -- and what a
+run's start and end show.
+
+The contract: it starts and steers runs through the RunSupervisor and follows them. The live run
+goes on screen (ShownRun) and its batches are folded there; when it ends, the status line and the
+progress line say how, a completed run's evaluation comes on show and a failure opens a dialog
+(window-modal, not blocking). It works on the window's state, the supervisor, the forms (the
+configuration to train; device detection and the dataset inspection, put off while a run starts)
+and the run on screen; ``note(str)`` carries a line for the Log tab.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from gui_app.core.events import Error, Event, RunStarted, Step
+from gui_app.ui.config.config_panel import ConfigPanel
+from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.window_state import EVALUATION, PAUSED, TRAINING, WindowState
+from gui_app.ui.workers.supervisor import RunSupervisor
+
+
+class RunActions(QObject):
+    note = Signal(str)
+
+    def __init__(self, window: QWidget, state: WindowState, *, supervisor: RunSupervisor, forms: ConfigPanel,
+                 shown: ShownRun) -> None:
+        super().__init__(window)
+        self._window, self._state, self._supervisor, self._forms, self._shown = window, state, supervisor, forms, shown
+        self.failure_box: QMessageBox | None = None
+        self.resume_dialog: ResumeDialog | None = None
+        self.closing = False  # the run is being stopped so that the window can close
+        # Background work put off until the run's first step (see _defer_background_work).
+        self._deferred_detection = self._deferred_inspection = False
+        supervisor.events.connect(self._on_events)
+        supervisor.run_started.connect(self._on_run_started)
+        state.run_ended.connect(self._on_run_ended)
+
+    # ---- starting and steering -------------------------------------------------------------------
+    def train(self) -> None:
+        config = self._forms.config()
+        if config is None or not self._state.is_idle():
+            return
+        self._shown.clear()
+        self.note.emit(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})")
+        self._defer_background_work()
+        self._supervisor.start_train(config, self._state.runs_dir)
+        self._state.set_tab(TRAINING)
+
+    def train_at_launch(self) -> None:
+        """``--train``: start the run now; device detection (not started yet) and the dataset
+        inspection (asked for when the forms were filled) follow its first step."""
+        self._deferred_detection = True
+        self.train()
+
+    def resume_run(self, run_dir: str, overrides: Sequence[str] | None = None) -> None:
+        """Resume a run from its checkpoint; a failed one first asks what to change (ResumeDialog),
+        since resuming it unchanged would fail the same way."""
+        if not self._state.is_idle():
+            return
+        info = next((r.info for r in self._state.selection if r.path == str(run_dir)), None)
+        if overrides is None and info is not None and info.status == "failed":
+            self.resume_dialog = ResumeDialog(info, self._window)
+            self.resume_dialog.accepted.connect(lambda: self.resume_run(run_dir, self.resume_dialog.overrides()))
+            self.resume_dialog.open()
+            return
+        # The history first: the resumed engine appends to the same events.jsonl, and the
+        # charts drop any steps after the checkpoint when its run_started arrives.
+        self._shown.show_history(run_dir)
+        self.note.emit(f"Resuming {Path(run_dir).name}")
+        self._defer_background_work()
+        self._supervisor.start_resume(run_dir, overrides or ())
+        self._state.set_tab(TRAINING)
+
+    def resume_selected(self) -> None:
+        selected = self._state.resumable_selection()
+        if selected is not None:
+            self.resume_run(selected.path)
+
+    def pause_or_continue(self) -> None:
+        if self._state.run_state == PAUSED:
+            self._supervisor.continue_run()
+        else:
+            self._supervisor.pause()
+
+    def stop_to_close(self) -> None:
+        """Stop the run cooperatively and close the window once it has ended (the supervisor
+        kills the engine after its grace period)."""
+        self.closing = True
+        self._supervisor.stop()
+        self._state.set_status("Stopping the run before closing…")
+
+    # ---- background work put off while a run starts ---------------------------------------------
+    def _defer_background_work(self) -> None:
+        """A run starting while device detection or the dataset inspection still runs: stop them
+        and run them again once its first step has arrived. Started together, three TensorFlow
+        processes share the cores, and the first step came 3x later (docs/benchmarks.md, Start-up)."""
+        forms = self._forms
+        if forms.devices.is_detecting():
+            forms.devices.cancel_detection()
+            self._deferred_detection = True
+        if forms.inspector.is_busy():
+            forms.inspector.cancel()
+            self._deferred_inspection = True
+
+    def _start_deferred(self) -> None:
+        if self._deferred_detection:
+            self._deferred_detection = False
+            self._forms.start_detection()
+        if self._deferred_inspection:
+            self._deferred_inspection = False
+            self._forms.inspector.retry()
+
+    # ---- following the run -------------------------------------------------------------------------
+    def _on_events(self, events: list[Event]) -> None:
+        self._shown.add_events(events)
+        if (self._deferred_detection or self._deferred_inspection) and any(isinstance(e, Step) for e in events):
+            self._start_deferred()
+        for event in events:
+            if isinstance(event, Error):
+                self.note.emit(f"Engine error: {event.message}")
+
+    def _on_run_started(self, event: RunStarted) -> None:
+        self._shown.set_path(event.run_dir or self._shown.path)
+
+    def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
+        self._start_deferred()  # a run that ended before its first step
+        text = f"Run {status}" + (f": {message}" if message else "")
+        self._state.set_status(text)
+        if status != "completed":  # a completed run keeps its test accuracy on show
+            self._shown.say(text)
+        self.note.emit(text)
+        if run_dir and status == "completed" and self._shown.has_evaluation():  # drawn when its event came
+            self._state.set_tab(EVALUATION)
+        if self.closing:
+            QTimer.singleShot(0, self._window.close)
+        elif status in ("failed", "interrupted"):
+            self.failure_box = QMessageBox(QMessageBox.Icon.Warning, f"Run {status}", message or f"The run {status}.",
+                                           QMessageBox.StandardButton.Ok, self._window)
+            self.failure_box.open()  # window-modal but not blocking: the event loop keeps going

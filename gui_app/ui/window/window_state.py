@@ -1,0 +1,182 @@
+"""WindowState: what the window is in, each part known once, with a signal when a part changes.
+
+napari's ``ViewerModel`` is the model: the widgets do not push state into one another; whoever
+changes a part changes it here, and the views subscribe to the parts they show.
+
+    run_state    idle | starting | running | paused | stopping: the RunSupervisor's own, read
+                 through it (the one object that runs the engine tracks it; nothing keeps a copy)
+    active_run   the folder of the run the engine works on (None until its run_started says where)
+    run_ended    (status, run_dir, message) when a run has ended, after active_run is cleared
+    shown_run    the run on screen (ShownRun draws it; None: none, or a live run that has not said
+                 where yet) and whether it has a trained model (:meth:`WindowState.model_run`)
+    selection    the runs selected in the run list, as the list read them (:class:`ListedRun`)
+    forms_valid  whether the forms describe a valid RunConfig
+    tab          the tab on show (``TABS``)
+    status       the status bar's line (each run state has its own until something else is said)
+
+``runs_dir``, the folder of run directories, is fixed for the window's life.
+
+Who subscribes: the menus and toolbar (WindowActions: what is enabled), the run list (RunsPanel:
+busy, the active run, why a run ended), the tab widget, the title and the status bar
+(MainWindow), the Try tab's model (ModelActions), the recent runs (FileActions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from PySide6.QtCore import QObject, Signal
+
+from gui_app.core.events import RunStarted
+from gui_app.core.rundir import MODEL_FILE, RunInfo
+from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
+
+if TYPE_CHECKING:
+    from gui_app.ui.workers.supervisor import RunSupervisor
+
+TABS = DATASET, TRAINING, REPLICAS, EVALUATION, TRY, LOG = (
+    "Dataset", "Training", "Replicas", "Evaluation", "Try", "Log")
+STATE_TEXT = {IDLE: "Ready", STARTING: "Starting the engine (TensorFlow loads in a few seconds)…",
+              RUNNING: "Training", PAUSED: "Paused", STOPPING: "Stopping: writing a checkpoint…"}
+
+
+@dataclass(frozen=True)
+class ListedRun:
+    """A run as the run list read it; ``resumable`` was checked there, off the GUI thread (it
+    stats the run's folder)."""
+
+    info: RunInfo
+    resumable: bool
+
+    @property
+    def path(self) -> str:
+        return str(self.info.path)
+
+
+class WindowState(QObject):
+    run_state_changed = Signal(str)
+    active_run_changed = Signal(str)  # "" when no run is active
+    run_ended = Signal(str, str, str)  # status, run_dir, message (RunSupervisor.finished)
+    shown_run_changed = Signal(str)  # "" when none is shown
+    selection_changed = Signal(list)  # of ListedRun
+    forms_valid_changed = Signal(bool)
+    tab_changed = Signal(str)
+    status_changed = Signal(str)
+
+    def __init__(self, run: RunSupervisor, runs_dir: str | Path, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.runs_dir = Path(runs_dir)
+        self._run = run
+        self._active_run: str | None = None
+        self._shown_run: str | None = None
+        self._shown_has_model = False
+        self._selection: tuple[ListedRun, ...] = ()
+        self._forms_valid = False
+        self._tab = TABS[0]
+        self._status = STATE_TEXT[run.state()]
+        run.state_changed.connect(self._on_run_state)
+        run.run_started.connect(self._on_run_started)
+        run.finished.connect(self._on_run_finished)
+
+    # ---- the run -------------------------------------------------------------------------------
+    @property
+    def run_state(self) -> str:
+        return self._run.state()
+
+    def is_idle(self) -> bool:
+        """No run is active: forms, files and tools are open (one run at a time)."""
+        return self._run.state() == IDLE
+
+    @property
+    def active_run(self) -> str | None:
+        return self._active_run
+
+    def _on_run_state(self, state: str) -> None:
+        self.set_status(STATE_TEXT.get(state, state))
+        self.run_state_changed.emit(state)
+
+    def _on_run_started(self, event: RunStarted) -> None:
+        self._set_active_run(event.run_dir or self._shown_run)  # a resumed run is on screen already
+
+    def _on_run_finished(self, status: str, run_dir: str, message: str) -> None:
+        self._set_active_run(None)
+        self._check_model()  # a completed run has its model.keras now
+        self.run_ended.emit(status, run_dir, message)
+
+    def _set_active_run(self, run_dir: str | None) -> None:
+        run_dir = str(Path(run_dir)) if run_dir else None
+        if run_dir != self._active_run:
+            self._active_run = run_dir
+            self.active_run_changed.emit(run_dir or "")
+
+    # ---- the run on screen ---------------------------------------------------------------------
+    @property
+    def shown_run(self) -> str | None:
+        return self._shown_run
+
+    def model_run(self) -> str | None:
+        """The run on screen when it has a trained model: what the Export menu exports and the
+        Try tab tries."""
+        return self._shown_run if self._shown_has_model else None
+
+    def set_shown_run(self, run_dir: str | Path | None) -> None:
+        """A run came on screen (ShownRun), or none did. Said even when it is the run shown
+        before: it was read again."""
+        self._shown_run = str(run_dir) if run_dir else None
+        self._shown_has_model = _has_model(self._shown_run)
+        self.shown_run_changed.emit(self._shown_run or "")
+
+    def _check_model(self) -> None:
+        if _has_model(self._shown_run) != self._shown_has_model:
+            self._shown_has_model = not self._shown_has_model
+            self.shown_run_changed.emit(self._shown_run or "")
+
+    # ---- the run list, the forms, the tabs, the status bar -------------------------------------
+    @property
+    def selection(self) -> tuple[ListedRun, ...]:
+        return self._selection
+
+    def set_selection(self, runs: Sequence[ListedRun]) -> None:
+        runs = tuple(runs)
+        if runs != self._selection:
+            self._selection = runs
+            self.selection_changed.emit(list(runs))
+
+    def resumable_selection(self) -> ListedRun | None:
+        """The one run selected, when it can be resumed (and the window is idle to do it)."""
+        one = self._selection[0] if len(self._selection) == 1 else None
+        return one if one is not None and one.resumable and self.is_idle() else None
+
+    @property
+    def forms_valid(self) -> bool:
+        return self._forms_valid
+
+    def set_forms_valid(self, valid: bool) -> None:
+        if valid != self._forms_valid:
+            self._forms_valid = valid
+            self.forms_valid_changed.emit(valid)
+
+    @property
+    def tab(self) -> str:
+        return self._tab
+
+    def set_tab(self, tab: str) -> None:
+        if tab not in TABS:
+            raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS)}")
+        if tab != self._tab:
+            self._tab = tab
+            self.tab_changed.emit(tab)
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    def set_status(self, text: str) -> None:
+        if text != self._status:
+            self._status = text
+            self.status_changed.emit(text)
+
+
+def _has_model(run_dir: str | None) -> bool:
+    return bool(run_dir) and (Path(run_dir) / MODEL_FILE).is_file()
