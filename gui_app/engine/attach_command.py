@@ -144,19 +144,21 @@ def _write(out, lines: list[bytes]) -> bool:
 
 def _forward_stdin(run_dir: Path, detached: threading.Event) -> None:
     """Send each line of stdin to the run; the end of stdin detaches. A line cut off by the end
-    of input (a dropped connection) is never sent: only a whole line can stop a run."""
+    of input (a dropped connection) is never sent: only a whole line can stop a run. Reads the
+    descriptor itself: a thread blocked in ``sys.stdin``'s buffered reader makes the interpreter
+    abort at exit (it cannot take the reader's lock)."""
+    pending = b""
     try:
-        for line in sys.stdin.buffer:
-            if not line.endswith(b"\n"):
-                break
-            word = line.decode("utf-8", "replace").strip()
-            if not word:
-                continue
-            try:
-                send(run_dir, word)
-            except ChannelError as exc:
-                _say("attach", f"{word!r} not sent: {exc}")
-    except (OSError, ValueError):
+        while data := os.read(0, 4096):
+            *lines, pending = (pending + data).split(b"\n")
+            for line in lines:
+                word = line.decode("utf-8", "replace").strip()
+                if word:
+                    try:
+                        send(run_dir, word)
+                    except ChannelError as exc:
+                        _say("attach", f"{word!r} not sent: {exc}")
+    except OSError:
         pass
     detached.set()
 
