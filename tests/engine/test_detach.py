@@ -214,3 +214,32 @@ def test_a_detached_run_refused_is_its_own_one_line_and_exit_2(tmp_path, write_c
     assert not list(runs.iterdir())  # refused before it trained: nothing half-made is left
     done = run_cli("train", str(missing), "--detach", "--control", "stdin", timeout=60)
     assert done.returncode == 2 and "a detached run reads no stdin" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_killed_run_is_interrupted_and_resume_detach_goes_on_with_each_step_once(tmp_path, write_config):
+    """kill -9 of the run between checkpoints: attach says so in one line and exits 1, ``runs``
+    says interrupted; ``resume --detach`` goes on from the checkpoint, and the file -- read
+    itself -- holds each step once."""
+    runs = tmp_path / "runs"
+    config = {**LONG, "training": {**LONG["training"], "checkpoint_every_steps": 10}}
+    run_dir = _detach(write_config(config), runs)
+    pid = read_process(run_dir).pid
+    proc, reader = _attach(run_dir, "--control", "none")
+    seen: list[dict] = []
+    saved = _until_event(reader, seen, lambda e: e["type"] == "checkpoint" and e["step"] >= 10)["step"]
+    _until_event(reader, seen, lambda e: e["type"] == "step" and e["step"] >= saved + 3)
+    os.kill(pid, signal.SIGKILL)
+    seen += list(reader.events(timeout=60))
+    assert _wait(proc) == 1
+    assert proc.stderr.read().splitlines()[-1] == (
+        f"replica-studio attach: {run_dir}: its process is gone without finishing the run (killed, crashed, or "
+        f"its machine went down): the run is interrupted; resume it with: replica-studio resume {run_dir}")
+    assert _runs(runs)[0]["status"] == "interrupted"
+    done = run_cli("resume", str(run_dir), "--detach", timeout=180)
+    assert (done.returncode, done.stdout) == (0, f"{run_dir}\n"), done.stderr[-2000:]
+    assert run_cli("stop", str(run_dir), timeout=120).returncode == 0
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    resumed = [e for e in events if e["type"] == "run_started"][-1]
+    assert resumed["resumed"] and resumed["start_step"] >= saved
+    assert _steps(events) == list(range(1, events[-1]["step"] + 1)) and events[-1]["status"] == "stopped"
