@@ -60,7 +60,7 @@ from gui_app.core.ssh import (
     remote_argv,
     remote_folders,
 )
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,10 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
             there[remote.config] = STDIN_FILE
         app_args = [args.command, *command_arguments(parser, _as_run_there(remote, host, args), there)]
         brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
-        code = _Session(host, remote, args, brought, app_args, config).run()
+        session = _Session(host, remote, args, brought, app_args, config)
+        code = session.run()
+        if session.detached_here:  # Ctrl+C or SIGTERM ended an attachment here: the run there goes on
+            return EXIT_OK
         if code == SSH_FAILED:
             how = ("; the run there stops with a checkpoint: resume it with --host" if remote.run else
                    "; the run there goes on: attach to it again with --host" if remote.control else "")
@@ -194,6 +197,7 @@ class _Session:
         self.piped = config is not None or remote.run
         self._lock = threading.Lock()
         self._stop_sent = False
+        self.detached_here = False
         stdin = subprocess.PIPE if self.piped else None if self.forward_stdin else subprocess.DEVNULL
         # A session of its own: the terminal's Ctrl+C comes to us, and we decide what the host gets.
         self.proc = subprocess.Popen(remote_argv(host, app_args), stdin=stdin, start_new_session=True,
@@ -259,6 +263,7 @@ class _Session:
             self._stop_sent = True
             self._send(b"stop\n")
         else:
+            self.detached_here = self.remote.control
             self.proc.terminate()  # ssh closes the session; the command there sees its input end
 
     # ---- stdout ---------------------------------------------------------------------------

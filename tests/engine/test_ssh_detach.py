@@ -4,6 +4,7 @@ directory there, ``attach --host`` streams it, a dropped connection ends only th
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -134,6 +135,10 @@ def test_a_dropped_connection_ends_the_attachment_only(ssh_host, host_config, tm
 @pytest.mark.slow
 def test_stop_and_runs_there(ssh_host, host_config, tmp_path):
     run_dir = _detach_there(ssh_host, host_config, tmp_path, LONG)
+    attached, reader = _attach_there(ssh_host, host_config, run_dir)
+    _until_event(reader, [], lambda e: e["type"] == "step")
+    attached.send_signal(signal.SIGINT)  # Ctrl+C here ends the attachment, not the run
+    assert attached.wait(timeout=60) == 0, attached.stderr.read()[-2000:]
     (listed,) = _runs_there(ssh_host, host_config)
     assert (listed["status"], listed["run_dir"], listed["detached"]) == ("running", str(run_dir), True)
     assert listed["total_steps"] > 1000
