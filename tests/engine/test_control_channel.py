@@ -7,6 +7,8 @@ import queue
 import shutil
 import stat
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -53,17 +55,33 @@ def test_words_reach_the_run_and_only_its_owner_can_open_the_channel(channel, tm
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="switching users needs root")
-def test_another_user_cannot_write_to_the_channel(channel, tmp_path):
-    _, control = channel
-    tmp_path.chmod(0o755)  # the run directory itself may be readable by others; the channel's folder is not
-    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    done = subprocess.run([*as_nobody, "sh", "-c", f"echo stop > '{fifo_path(tmp_path)}'"], capture_output=True,
-                          text=True, timeout=30)
-    assert done.returncode != 0 and "Permission denied" in done.stderr
-    listed = subprocess.run([*as_nobody, "ls", str(fifo_path(tmp_path).parent)], capture_output=True, text=True,
-                            timeout=30)
-    assert listed.returncode != 0
-    assert control.words.empty() and not control.stop_requested
+def test_another_user_cannot_write_to_the_channel():
+    """In a run directory every user can reach (pytest's own folders are 0700: useless here),
+    another user lists the run directory but neither opens the pipe nor lists its folder."""
+    run_dir = Path(tempfile.mkdtemp(prefix="rs-channel-", dir="/tmp"))
+    try:
+        run_dir.chmod(0o755)
+        control = _Words()
+        opened = ControlChannel(run_dir, control).open()
+        try:
+            as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            listed = subprocess.run([*as_nobody, "ls", "-a", str(run_dir)], capture_output=True, text=True, timeout=30)
+            assert listed.returncode == 0 and ".control" in listed.stdout.split()  # the run directory: readable
+            done = subprocess.run([*as_nobody, "sh", "-c", f"echo stop > '{fifo_path(run_dir)}'"],
+                                  capture_output=True, text=True, timeout=30)
+            assert done.returncode != 0 and "Permission denied" in done.stderr
+            listed = subprocess.run([*as_nobody, "ls", str(fifo_path(run_dir).parent)], capture_output=True,
+                                    text=True, timeout=30)
+            assert listed.returncode != 0 and "Permission denied" in listed.stderr
+            fifo_path(run_dir).parent.chmod(0o711)  # even with the folder open, the pipe's own mode keeps it out
+            done = subprocess.run([*as_nobody, "sh", "-c", f"echo stop > '{fifo_path(run_dir)}'"],
+                                  capture_output=True, text=True, timeout=30)
+            assert done.returncode != 0 and "Permission denied" in done.stderr
+            assert control.words.empty() and not control.stop_requested
+        finally:
+            opened.close()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def test_no_reader_is_not_running(tmp_path):
