@@ -189,9 +189,13 @@ def test_a_run_started_without_detach_is_attached_to_and_stopped(tmp_path, write
     proc, reader = _attach(run_dir, "--control", "none")
     seen: list[dict] = []
     _until_event(reader, seen, lambda e: e["type"] == "step")
-    assert read_process(run_dir).detached is False
-    stopped = run_cli("stop", str(run_dir), timeout=120)
-    assert stopped.returncode == 0, stopped.stderr
+    process = read_process(run_dir)
+    assert process.detached is False and process.pid == engine.pid
+    # stop's wait is bounded: with no time to wait it says so in one line; the run stops all the same.
+    stopped = run_cli("stop", str(run_dir), "--timeout", "0", timeout=120)
+    assert stopped.returncode == 1 and stopped.stdout == ""
+    assert stopped.stderr.startswith(f"replica-studio stop: {run_dir} is still running 0 s after 'stop' was sent "
+                                     f"(process {engine.pid} on {socket.gethostname()})")
     own += list(out.events(timeout=60))
     seen += list(reader.events(timeout=60))
     assert _wait(engine) == 0 and _wait(proc) == 0
