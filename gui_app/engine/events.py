@@ -11,6 +11,7 @@ print.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ from gui_app.core.events import (
     encode,
 )
 from gui_app.core.events_file import EventsFile
-from gui_app.core.rundir import EVENTS_FILE
+from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
 
 
 class EventWriter:
@@ -133,6 +134,10 @@ class EventWriter:
         except OSError as exc:  # the old file stays whole; readers keep the last of each step
             self.emit(Warning(message=f"{file.path}: cannot drop the steps after {step} that the resumed "
                                       f"run writes again ({exc.strerror or exc}); it may hold them twice"))
+            return
+        # The run list's cache of the old file goes too: its key, the file's inode, may be reused.
+        with contextlib.suppress(OSError):
+            (file.path.parent / SUMMARY_FILE).unlink(missing_ok=True)
 
 
 def _num(v: Any, fmt: str = ".4f") -> str:
