@@ -130,6 +130,8 @@ def test_attachments_come_and_go_and_stop_ends_the_run_with_a_checkpoint(tmp_pat
     _say(second, "continue")
     _until_event(reader, seen, lambda e: e["type"] == "continued")
     assert _runs(runs)[0]["status"] == "running"
+    brief = run_cli("attach", str(run_dir), stdin="", timeout=60)  # its stdin ends at once: it detaches
+    assert brief.returncode == 0 and _runs(runs)[0]["status"] == "running"
     stopped = run_cli("stop", str(run_dir), timeout=120)
     assert stopped.returncode == 0, stopped.stderr
     seen += list(reader.events(timeout=60))
