@@ -104,6 +104,8 @@ def test_attach_cuts_a_torn_last_line(tmp_path):
     from gui_app.engine.events import EventWriter
 
     (tmp_path / "events.jsonl").write_text('{"type":"step","step":1}\n{"type":"step","st')
+    rundir.summarize_events(tmp_path)  # the run list's cache of this file
+    assert (tmp_path / rundir.SUMMARY_FILE).exists()
     writer = EventWriter("none")
     writer.attach(tmp_path)
     writer.emit(RunStarted(run_dir=str(tmp_path), config={}, resumed=True, start_step=1))
@@ -111,6 +113,7 @@ def test_attach_cuts_a_torn_last_line(tmp_path):
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert lines[0] == '{"type":"step","step":1}' and [json.loads(line)["type"] for line in lines] == [
         "step", "run_started"]
+    assert not (tmp_path / rundir.SUMMARY_FILE).exists()  # the file was replaced: its cache is gone
 
 
 def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
