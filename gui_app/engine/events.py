@@ -11,6 +11,7 @@ print.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -33,7 +34,8 @@ from gui_app.core.events import (
     Warning,
     encode,
 )
-from gui_app.core.rundir import EVENTS_FILE
+from gui_app.core.events_file import EventsFile
+from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
 
 
 class EventWriter:
@@ -42,29 +44,15 @@ class EventWriter:
             raise ValueError(f"--events: must be jsonl, text or none; got {mode!r}")
         self.mode = mode
         self.stream = stream or sys.stdout
-        self._file: TextIO | None = None
+        self._file: EventsFile | None = None
         self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
         self.on_stdout_lost: Callable[[], None] | None = None
 
     def attach(self, run_dir: str | Path) -> None:
-        """Start appending to ``run_dir/events.jsonl`` (and write what came before).
-
-        A process killed mid-write leaves a torn last line; appending onto it would glue our
-        first event (the resumed ``run_started``) to the fragment and lose both."""
-        path = Path(run_dir) / EVENTS_FILE
-        torn = False
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                if f.tell():
-                    f.seek(-1, os.SEEK_END)
-                    torn = f.read(1) != b"\n"
-        except FileNotFoundError:
-            pass
-        self._file = open(path, "a", encoding="utf-8")
-        if torn:
-            self._file.write("\n")
+        """Start appending to ``run_dir/events.jsonl`` (and write what came before); a torn last
+        line left by a killed process is cut off first (gui_app/core/events_file.py)."""
+        self._file = EventsFile(Path(run_dir) / EVENTS_FILE)
         pending, self._pending = self._pending, []
         for event in pending:
             self._append(event)
@@ -72,15 +60,11 @@ class EventWriter:
     def sync(self) -> None:
         """Make every event so far durable (at checkpoints and at the end of the run)."""
         if self._file:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            self._file.sync()
 
     def close(self) -> None:
         if self._file:
-            try:
-                self._file.close()
-            except OSError:  # a full disk: the flush of the last bytes failed; nothing to add
-                pass
+            self._file.close()
             self._file = None
 
     def progress(self, report: dict[str, Any]) -> None:
@@ -101,6 +85,8 @@ class EventWriter:
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)
+        if isinstance(event, RunStarted) and event.resumed and durable and self._file:
+            self._keep_history_until(self._file, event.start_step)
         if durable:
             self._append(data)
         if self.mode == "jsonl":
@@ -138,8 +124,20 @@ class EventWriter:
         if self._file is None:
             self._pending.append(event)
             return
-        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
-        self._file.flush()
+        self._file.append((json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
+
+    def _keep_history_until(self, file: EventsFile, step: int) -> None:
+        """A resumed run goes on from its checkpoint: the history after it is dropped from the
+        file before the run says it started (docs/events.md, "The events file")."""
+        try:
+            file.keep_history_until(step)
+        except OSError as exc:  # the old file stays whole; readers keep the last of each step
+            self.emit(Warning(message=f"{file.path}: cannot drop the steps after {step} that the resumed "
+                                      f"run writes again ({exc.strerror or exc}); it may hold them twice"))
+            return
+        # The run list's cache of the old file goes too: its key, the file's inode, may be reused.
+        with contextlib.suppress(OSError):
+            (file.path.parent / SUMMARY_FILE).unlink(missing_ok=True)
 
 
 def _num(v: Any, fmt: str = ".4f") -> str:
