@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
+from gui_app.core import wording
 from gui_app.core.events import Event, Step
 
 REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
@@ -88,22 +89,41 @@ class Burst:
     devices: list[str] = field(default_factory=list)
 
 
-# What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report.
-INPUT_ADVICE = ("cache the dataset (dataset.cache), decode in parallel (more CPU cores), use smaller images, "
-                "or Tools → Prepare dataset to stream TFRecord shards")
-ALL_REDUCE_ADVICE = ("try a larger global batch (training.accumulation_steps keeps its memory that of a "
-                     "micro-batch), all-reduce in float16, NCCL on GPUs, or fewer replicas")
+# What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report,
+# naming settings as the forms label them (gui_app.core.wording).
+SMALL_IMAGE_PIXELS = 64 * 64  # decoding images this small is cheap: smaller ones would not help
 
 
-def bottleneck(compute: float, waited: float, rest: float, replicas: int) -> str | None:
-    """What to try when one part dominates the step, or None when nothing stands out."""
+def input_advice(input_shape: Sequence[int] | None = None) -> str:
+    """What to try when the replicas wait for input; smaller images only when they are not
+    small already (8x8 digits were told to use smaller images)."""
+    tips = [f"keep the decoded examples in memory ({wording.field('dataset.cache')})", "decode on more CPU cores",
+            "convert the set to TFRecord shards (Tools → Prepare dataset, or replica-studio prepare)"]
+    if input_shape and len(input_shape) >= 2 and input_shape[0] * input_shape[1] > SMALL_IMAGE_PIXELS:
+        tips.insert(2, f"train on smaller images ({wording.field('dataset.image_size')})")
+    return ", ".join(tips[:-1]) + ", or " + tips[-1]
+
+
+INPUT_ADVICE = input_advice()  # where the images' size is not known
+ALL_REDUCE_ADVICE = (f"try a larger global batch ({wording.field('training.accumulation_steps')} keeps its "
+                     f"memory that of a micro-batch), the all-reduce in float16 "
+                     f"({wording.field('strategy.all_reduce_dtype')}), NCCL on GPUs, or fewer replicas")
+UPDATES_ADVICE = (f"try a larger global batch (fewer updates per example), more parameter servers "
+                  f"({wording.field('strategy.ps')}), or fewer workers")
+
+
+def bottleneck(compute: float, waited: float, rest: float, replicas: int, strategy: str | None = None,
+               input_shape: Sequence[int] | None = None) -> str | None:
+    """What to try when one part dominates the step, or None when nothing stands out. Under
+    parameter servers the rest of a step is the worker's updates to the servers, not an all-reduce."""
     total = compute + waited + rest
     if total <= 0:
         return None
     if waited / total > 0.3:
-        return f"input is {waited / total:.0%} of the step: {INPUT_ADVICE}"
+        return f"input is {waited / total:.0%} of the step: {input_advice(input_shape)}"
     if replicas > 1 and rest / total > 0.4:
-        return f"all-reduce and optimizer are {rest / total:.0%} of the step: {ALL_REDUCE_ADVICE}"
+        advice = UPDATES_ADVICE if strategy == "parameter_server" else ALL_REDUCE_ADVICE
+        return f"{wording.reduction(strategy)} and optimizer are {rest / total:.0%} of the step: {advice}"
     return None
 
 
@@ -169,7 +189,8 @@ def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
     text = f"Fastest here: {best['label']} ({best['examples_per_sec']:,.0f} examples/s"
     text += f", {best['speedup']:.2f}x one replica)." if best.get("speedup") else ")."
     split = best.get("time_split") or {}
-    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"])
+    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"],
+                        (best.get("strategy") or {}).get("name"))
     if advice:
         text += f" Where the time goes: {advice}."
     if not on_gpus:

@@ -23,7 +23,10 @@ def test_local_multi_worker_round_trip_and_summary(panel):
     strategy = panel.config().strategy
     assert (strategy.name, strategy.workers, strategy.cluster, strategy.max_restarts) == (
         "multi_worker_mirrored", 3, None, 2)
-    assert form.summary.text().startswith("3 replicas ·")
+    # Every worker runs runtime.cpu_devices replicas (2 here): the run has 3 x 2.
+    assert form.summary.text() == "6 replicas (3 workers × 2) · global batch 64: 4 replicas get 11 examples, 2 get 10"
+    panel.training.global_batch_size.setValue(60)
+    assert form.summary.text() == "6 replicas (3 workers × 2) · global batch 60 · 10 per replica"
     assert "127.0.0.1" in form.cluster.warning.text()
     config = panel.config().replace(strategy=StrategyConfig(name="parameter_server", workers=2, ps=2))
     panel.set_config(config)

@@ -167,13 +167,15 @@ def test_a_newer_inspection_replaces_the_one_in_flight(qtbot, fake_engine):
 
     inspector = Inspector(engine_command, delay_ms=0)
     answers = []
-    inspector.inspected.connect(lambda answer, _samples: answers.append(answer))
+    inspector.inspected.connect(lambda pair, answer, _samples: answers.append((pair, answer)))
     with qtbot.waitSignal(inspector.started, timeout=10_000):
         inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mlp"))
     first = inspector._job
     with qtbot.waitSignals([inspector.inspected, first.destroyed], timeout=10_000):  # deleted once it has ended
         inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mnist_cnn"))
-    assert [a["model"]["name"] for a in answers] == ["mnist_cnn"] and not inspector.is_busy()
+    # Each answer names the sections it is about.
+    assert [(pair[1].name, a["model"]["name"]) for pair, a in answers] == [("mnist_cnn", "mnist_cnn")]
+    assert not inspector.is_busy()
 
 
 def test_inspection_failure_is_shown_under_the_dataset(panel, qtbot, tmp_path):

@@ -46,7 +46,7 @@ def test_statuses_and_notes(qtbot, runs_dir):
     assert table[str(failed)][STATUS] == "failed"
     assert table[str(failed)][NOTE] == "training: loss is NaN at step 4"
     assert table[str(died)][STATUS] == "interrupted (3/20)"
-    assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored ×2 (CPU:0, CPU:1)"
+    assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored, 2 replicas (CPU:0, CPU:1)"
     # newest first
     assert panel.tree.topLevelItem(0).data(0, 256) == str(died)
     run.end("interrupted", died, "the engine process crashed or was killed")  # shown at once, before the refresh

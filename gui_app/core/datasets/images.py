@@ -28,8 +28,7 @@ from gui_app.core.datasets.base import (
     stratified_split,
 )
 from gui_app.core.datasets.image_header import MAX_IMAGE_BYTES, too_large
-
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
+from gui_app.core.image_files import IMAGE_EXTENSIONS
 
 
 def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:

@@ -71,6 +71,12 @@ class DatasetTab(QWidget):
         layout.addWidget(self._scroll, 1)
         self._scroll.setWidget(QWidget())
 
+    def clear(self) -> None:
+        """The dataset on the forms changed: what the tab showed is about another one."""
+        self.title.setText("Choose a dataset: its classes and sample images appear here.")
+        self.notes.clear()
+        self._scroll.setWidget(QWidget())
+
     def set_busy(self, text: str = "Inspecting the dataset…") -> None:
         self.notes.setText(text)
         self.notes.setStyleSheet("")

@@ -11,6 +11,8 @@ changes a part changes it here, and the views subscribe to the parts they show.
                  where yet) and whether it has a trained model (:meth:`WindowState.model_run`)
     selection    the runs selected in the run list, as the list read them (:class:`ListedRun`)
     forms_valid  whether the forms describe a valid RunConfig
+    train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
+                 the check of the dataset and model on the forms has not passed (ConfigPanel)
     tab          the tab on show (``TABS``)
     status       the status bar's line (each run state has its own until something else is said)
 
@@ -61,6 +63,7 @@ class WindowState(QObject):
     shown_run_changed = Signal(str)  # "" when none is shown
     selection_changed = Signal(list)  # of ListedRun
     forms_valid_changed = Signal(bool)
+    train_blocker_changed = Signal(str)
     tab_changed = Signal(str)
     status_changed = Signal(str)
 
@@ -73,6 +76,7 @@ class WindowState(QObject):
         self._shown_has_model = False
         self._selection: tuple[ListedRun, ...] = ()
         self._forms_valid = False
+        self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
         self._status = STATE_TEXT[run.state()]
         run.state_changed.connect(self._on_run_state)
@@ -156,6 +160,15 @@ class WindowState(QObject):
         if valid != self._forms_valid:
             self._forms_valid = valid
             self.forms_valid_changed.emit(valid)
+
+    @property
+    def train_blocker(self) -> str:
+        return self._train_blocker
+
+    def set_train_blocker(self, text: str) -> None:
+        if text != self._train_blocker:
+            self._train_blocker = text
+            self.train_blocker_changed.emit(text)
 
     @property
     def tab(self) -> str:
