@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ui"))
 
-import common  # noqa: E402
+import common
 
 REPEATS = 15
 TARGET_MS = 16.0

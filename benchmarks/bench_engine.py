@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
-import workloads  # noqa: E402
+import common
+import workloads
 
 TARGETS = {"mirrored": 1.25, "one_device": 1.0}
 QUICK_EXAMPLES = {"mnist": 12_800, "cifar": 6_400}

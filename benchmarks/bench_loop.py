@@ -89,8 +89,9 @@ def main() -> None:
             epoch(e + 1)
         return args.epochs * n / (time.perf_counter() - t)
 
-    mirrored = lambda: tf.distribute.MirroredStrategy(  # noqa: E731
-        ["CPU:0", "CPU:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+    def mirrored():
+        return tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+
     runs = [lambda: fit(tf.distribute.get_strategy()), lambda: fit(mirrored()),
             lambda: loop(mirrored(), 1), lambda: loop(mirrored(), 10)]
     print(runs[args.only]())

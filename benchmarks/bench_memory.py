@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
 CLASSES = 10
 TRAIN_SHARDS, TEST_SHARDS = 16, 4

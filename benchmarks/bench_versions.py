@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
 sys.path.insert(0, str(common.ROOT))
 
-from gui_app.core.events import EpochEnd, RunFinished, Step  # noqa: E402
-from gui_app.core.rundir import read_raw_events  # noqa: E402
+from gui_app.core.events import EpochEnd, RunFinished, Step
+from gui_app.core.rundir import read_raw_events
 
 
 def one_run(config: str, root: Path) -> dict:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gui_app.core.export import FORMATS, default_file_name, format_size  # noqa: E402
-from gui_app.identity import app_command, app_env  # noqa: E402
+from gui_app.core.export import FORMATS, default_file_name, format_size
+from gui_app.identity import app_command, app_env
 
 
 def main() -> int:

@@ -33,7 +33,7 @@ def _frozen_setup() -> None:
     # (multiprocessing.freeze_support() is called by the bundle's entry script, before this.)
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # open as long as the process
 
 
 def _print_help() -> int:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 APP_ID = "replica-studio"
 CONFIG_DIR_ENV = "REPLICA_STUDIO_CONFIG_DIR"
-APP_NAME = "Replica Studio"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 
 _HERE = Path(__file__).resolve().parent

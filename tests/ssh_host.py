@@ -129,7 +129,7 @@ class SshHost:
                         "XDG_RUNTIME_DIR": str(self.runtime_dir),
                         "REPLICA_STUDIO_CONFIG_DIR": str(config_dir), "TF_CPP_MIN_LOG_LEVEL": "2", **extra})
 
-    def cli(self, config_dir: Path | str, *args: str, input: str | None = None,  # noqa: A002 - subprocess's name
+    def cli(self, config_dir: Path | str, *args: str, input: str | None = None,
             timeout: float = 300) -> subprocess.CompletedProcess:
         """``replica-studio ARGS`` here (stdout and stderr captured as text)."""
         return subprocess.run(app_command(*args), input=input, capture_output=True, text=True, timeout=timeout,

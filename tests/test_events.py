@@ -89,6 +89,18 @@ def test_what_is_not_an_event_decodes_to_none(value):
     assert ev.decode(value) is None
 
 
+@pytest.mark.parametrize("line", ["", "\n", '{"type":"step","time":1,"st', "Epoch 1/5", "[" * 100_000 + "]" * 100_000,
+                                  b'{"type": "brand_new_event", "time": 1}'])
+def test_a_line_that_holds_no_event_decodes_to_none(line):
+    assert ev.decode_line(line) is None  # blank, torn, another program's, nested too deep, a newer type
+
+
+def test_a_line_decodes_as_its_event_with_or_without_its_parts():
+    line = json.dumps(ev.encode(ev.Step(step=3, replicas=[ev.ReplicaStats(replica=0, loss=0.5)]))) + "\n"
+    assert ev.decode_line(line) == ev.Step(step=3, replicas=[ev.ReplicaStats(replica=0, loss=0.5)])
+    assert ev.decode_line(line.encode(), parts=False) == ev.Step(step=3)
+
+
 def test_mistyped_values_take_their_default_and_bad_list_items_are_dropped():
     event = ev.decode({"type": "step", "time": 1, "step": 2.0, "loss": "0.5", "accuracy": True,
                        "replicas": [{"replica": 0}, {"no_replica": 1}, "x", None]})

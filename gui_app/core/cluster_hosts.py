@@ -68,7 +68,7 @@ def check_resolved(hosts: tuple[str, ...], allow_public: bool) -> None:
         except OSError as exc:
             raise ValueError(f"cannot resolve {host}: {exc}") from None
         for info in infos:
-            ip = ipaddress.ip_address(info[4][0].split("%")[0])
+            ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])  # an IP family's sockaddr starts with the address
             if not (ip.is_loopback or ip.is_private or ip.is_link_local):
                 raise ValueError(f"{host} resolves to the public address {ip}; set strategy.allow_public_hosts "
                                  "to allow it")

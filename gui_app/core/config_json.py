@@ -13,7 +13,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -22,7 +22,7 @@ class ConfigError(ValueError):
     """A configuration value is wrong; the message starts with the dotted key."""
 
 
-def fail(key: str, message: str) -> None:
+def fail(key: str, message: str) -> NoReturn:
     raise ConfigError(f"{key}: {message}")
 
 
@@ -102,7 +102,7 @@ def _fields(tp: type) -> tuple[dict[str, Any], frozenset[str]]:
 def _convert(tp: Any, value: Any, key: str) -> Any:
     """Convert JSON data to ``tp``, naming ``key`` in any error."""
     where = key or "config"
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             fail(where, f"must be an object; got {type(value).__name__}")
         hints, names = _fields(tp)

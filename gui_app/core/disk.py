@@ -41,11 +41,6 @@ def require_free(folder: str | Path, need: int, what: str) -> None:
                         "free some space or choose another runs folder")
 
 
-def checkpoint_bytes(parameters: int, optimizer_slots: int, bytes_per_value: int = 4) -> int:
-    """One checkpoint (weights and optimizer slots) plus the saved model, with a margin."""
-    return parameters * bytes_per_value * (1 + optimizer_slots) + parameters * bytes_per_value + MARGIN_BYTES
-
-
 def is_disk_full(exc: BaseException) -> bool:
     """ENOSPC/EDQUOT from Python, or TensorFlow's wording of it (any exception type)."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):

@@ -16,13 +16,14 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from gui_app.core.json_values import finite_or_null
 
 _OMIT = "omit"
 _MISSING = object()
 INVALID = object()  # what a converter returns for a value it cannot use
+T = TypeVar("T")
 
 
 def optional(default: Any = None) -> Any:
@@ -63,7 +64,7 @@ def fields(cls: type) -> list[Field]:
     return rows
 
 
-def build(cls: type, value: dict[str, Any], parts: bool = True) -> Any:
+def build(cls: type[T], value: dict[str, Any], parts: bool = True) -> T | None:
     """An instance of ``cls`` from a JSON object, or None when a required key is missing or
     unusable. ``parts=False`` leaves the fields that hold dataclasses at their defaults."""
     rows = fields(cls)
@@ -145,7 +146,7 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
         return lambda value: float(value) if value.__class__ in (int, float) else INVALID
     if hint in (bool, str):
         return lambda value: value if value.__class__ is hint else INVALID
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda value: build(hint, value) if value.__class__ is dict else INVALID
     raise TypeError(f"events: no JSON form for {hint!r}")
 
@@ -166,7 +167,7 @@ def _part(hint: Any) -> type | None:
     args = _union_args(hint) or (typing.get_args(hint) if typing.get_origin(hint) is list else None)
     if args is not None:
         return next((part for part in map(_part, args) if part is not None), None)
-    return hint if dataclasses.is_dataclass(hint) else None
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
 
 
 def _json_types(hint: Any) -> tuple[type, ...]:

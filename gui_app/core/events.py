@@ -16,6 +16,7 @@ Qt-free and TensorFlow-free: every layer may import it.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -265,6 +266,15 @@ def decode(value: Any, parts: bool = True) -> Event | None:
     return build(cls, value, parts)
 
 
+def decode_line(line: str | bytes, parts: bool = True) -> Event | None:
+    """The event one JSON line holds; None for a line that is not one (blank, torn by a process
+    that died mid-write, another program's output, a newer type). ``parts`` as for :func:`decode`."""
+    try:
+        return decode(json.loads(line), parts)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than any event
+        return None
+
+
 # ---- the schema: what the engine must write -----------------------------------------------------
 def required_keys(cls: type) -> dict[str, tuple[type, ...]]:
     """The keys an event (or a part of one) always carries, with their JSON types."""
@@ -304,7 +314,7 @@ def event_problems(event: Any) -> list[str]:
     if cls is None:
         return [f"unknown event type {kind!r}"]
     written = {f.wire: f.json_types for f in fields(cls) if f.omit and f.wire in event}  # optional, when set
-    problems = _check_keys(kind, event, {"time": (int, float), **required_keys(cls), **written})
+    problems = _check_keys(cls.TYPE, event, {"time": (int, float), **required_keys(cls), **written})
     if kind == "error" and event.get("kind") not in ERROR_KINDS:
         problems.append(f"error: kind must be one of {ERROR_KINDS}")
     if kind == "run_finished" and event.get("status") not in FINISHED_STATUSES:

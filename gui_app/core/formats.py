@@ -63,7 +63,7 @@ class ExportFormat:
 
     @property
     def kind(self) -> str:
-        """The model kind of the written file (:func:`gui_app.core.rundir.model_kind`):
+        """The model kind of the written file (:func:`gui_app.core.file_kinds.model_kind`):
         tflite-fp16 is a tflite."""
         return self.name.split("-", 1)[0]
 

@@ -16,7 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
+from gui_app.core.file_kinds import IMAGE_SUFFIXES
+
 FILES_PER_CLASS = 4  # a few headers per class tell the size and colour of a folder of thousands
 MAX_FILES = 64  # bounded: the form reads them on the GUI thread (64 headers: ~2 ms on a local disk)
 HEADER_BYTES = 64 << 10  # a JPEG's frame header may follow an EXIF block
@@ -95,7 +96,7 @@ def _some_images(root: Path) -> list[Path]:
             with os.scandir(folder) as entries:
                 found = 0
                 for entry in entries:
-                    if entry.name.lower().endswith(IMAGE_EXTENSIONS) and entry.is_file():
+                    if entry.name.lower().endswith(IMAGE_SUFFIXES) and entry.is_file():
                         picked.append(Path(entry.path))
                         found += 1
                         if found == FILES_PER_CLASS:

@@ -1,9 +1,17 @@
-"""Figures derived from an evaluation's confusion matrix: numpy only, so the engine (which
-writes them into the ``eval`` event) and the window (which recomputes them for an old
-``eval.json``) share one definition."""
+"""Figures the engine and the window both derive: numpy only, so they share one definition --
+per-class figures of an evaluation's confusion matrix (written into the ``eval`` event, and
+recomputed by the window for an old ``eval.json``), and means that may have nothing to average.
+"""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+
+
+def mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean of ``values``; None when there are none (a figure no step reported)."""
+    return float(np.mean(values)) if len(values) else None
 
 
 def per_class_metrics(cm: np.ndarray, class_names: list[str]) -> list[dict]:

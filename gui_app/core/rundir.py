@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from gui_app.core import atomic_io
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
-from gui_app.core.events import EpochEnd, Eval, Event, Step, decode
+from gui_app.core.events import EpochEnd, Eval, Event, Step, decode_line
 from gui_app.core.history import RunHistory
 from gui_app.core.history.status import RunStatus
 
@@ -49,11 +50,6 @@ TENSORBOARD_DIR = "tensorboard"
 SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 
 RESUMABLE = ("stopped", "interrupted", "failed")
-
-# What the app can open as a model, by file name ending (folders: SavedModel or run).
-MODEL_SUFFIXES = {".keras": "keras", ".tflite": "tflite", ".onnx": "onnx"}
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
-SAVED_MODEL_FILE = "saved_model.pb"
 
 
 def default_runs_dir() -> Path:
@@ -86,33 +82,6 @@ def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 
 
-def is_image_file(path: str | Path) -> bool:
-    path = Path(path)
-    return path.suffix.lower() in IMAGE_SUFFIXES and not path.is_dir()
-
-
-def model_kind(path: str | Path) -> str | None:
-    """What kind of model ``path`` is, by its name and folder layout: ``run`` (a run folder
-    with a trained model), ``savedmodel``, ``keras``, ``tflite``, ``onnx``; None when it is
-    none of these (or a run that has not finished training)."""
-    path = Path(path)
-    if path.is_dir():
-        if (path / SAVED_MODEL_FILE).is_file():
-            return "savedmodel"
-        return "run" if is_run_dir(path) and (path / MODEL_FILE).is_file() else None
-    return MODEL_SUFFIXES.get(path.suffix.lower())
-
-
-def model_source(path: str | Path) -> Path:
-    """What to load for a chosen file: a SavedModel's ``saved_model.pb`` means its folder, and
-    a run's ``model.keras`` means the run (which adds the softmax and the class names the bare
-    file lacks: it outputs logits and has no model card)."""
-    path = Path(path)
-    if path.name == SAVED_MODEL_FILE or (path.name == MODEL_FILE and is_run_dir(path.parent)):
-        return path.parent
-    return path
-
-
 def read_raw_events(run_dir: str | Path) -> Iterator[Event]:
     """Every event as written; torn or damaged lines (the process died mid-write) and lines that
     are not events are skipped."""
@@ -121,13 +90,7 @@ def read_raw_events(run_dir: str | Path) -> Iterator[Event]:
         return
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                event = decode(json.loads(line))
-            except (ValueError, RecursionError):
-                continue
+            event = decode_line(line)
             if event is not None:
                 yield event
 
@@ -228,7 +191,9 @@ def _read_summary(run_dir: Path) -> tuple[RunStatus, int]:
     try:
         cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
         if cached.get("version") == _SUMMARY_VERSION and set(cached["state"]) == _STATUS_FIELDS:
-            return build(RunStatus, cached["state"]), int(cached["offset"])
+            status = build(RunStatus, cached["state"])
+            if status is not None:
+                return status, int(cached["offset"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     return RunStatus(), 0
@@ -252,10 +217,7 @@ def summarize_events(run_dir: str | Path) -> RunStatus:
         return status
     end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
     for line in data[:end].splitlines():
-        try:
-            event = decode(json.loads(line), parts=False)  # the status needs no replicas
-        except ValueError:
-            continue
+        event = decode_line(line, parts=False)  # the status needs no replicas
         if event is not None:
             status.add(event)
     if end:
@@ -264,13 +226,11 @@ def summarize_events(run_dir: str | Path) -> RunStatus:
 
 
 def _write_summary(run_dir: Path, status: RunStatus, offset: int) -> None:
-    tmp = run_dir / f".{SUMMARY_FILE}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps({"version": _SUMMARY_VERSION, "offset": offset, "state": dataclasses.asdict(status)}),
-                       encoding="utf-8")
-        tmp.replace(run_dir / SUMMARY_FILE)
+    summary = {"version": _SUMMARY_VERSION, "offset": offset, "state": dataclasses.asdict(status)}
+    try:  # not fsynced: a cache lost with a power cut is rebuilt from the events
+        atomic_io.write_text(run_dir / SUMMARY_FILE, json.dumps(summary), durable=False)
     except OSError:  # a read-only or full disk: the cache is only a cache
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def read_run(run_dir: str | Path) -> RunInfo:
@@ -289,10 +249,17 @@ def read_run(run_dir: str | Path) -> RunInfo:
     return info
 
 
-def list_runs(runs_dir: str | Path) -> list[RunInfo]:
-    """Every run under ``runs_dir``, newest first."""
-    runs_dir = Path(runs_dir)
-    if not runs_dir.is_dir():
+def run_dirs(runs_dir: str | Path) -> list[Path]:
+    """The run folders under ``runs_dir``, newest name first (names start with the start time),
+    so the rows a user looks for first arrive first."""
+    try:
+        found = [p for p in Path(runs_dir).iterdir() if (p / CONFIG_FILE).is_file()]
+    except OSError:  # missing, or not readable: no runs to show
         return []
-    runs = [read_run(p) for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
-    return sorted(runs, key=lambda r: r.started or 0.0, reverse=True)
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def list_runs(runs_dir: str | Path) -> list[RunInfo]:
+    """Every run under ``runs_dir``, read as the run list reads them, newest first (for scripts
+    and tests: the window reads :func:`run_dirs` in batches, off its GUI thread)."""
+    return [read_run(p) for p in run_dirs(runs_dir)]

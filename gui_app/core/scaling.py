@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from gui_app.core import wording
+from gui_app.core.bottleneck import bottleneck
 from gui_app.core.events import Event, Step
+from gui_app.core.metrics import mean_or_none
 
 REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
 
@@ -89,44 +90,6 @@ class Burst:
     devices: list[str] = field(default_factory=list)
 
 
-# What to try, worded once for the Training tab's input-bound line, the Replicas tab and the report,
-# naming settings as the forms label them (gui_app.core.wording).
-SMALL_IMAGE_PIXELS = 64 * 64  # decoding images this small is cheap: smaller ones would not help
-
-
-def input_advice(input_shape: Sequence[int] | None = None) -> str:
-    """What to try when the replicas wait for input; smaller images only when they are not
-    small already (8x8 digits were told to use smaller images)."""
-    tips = [f"keep the decoded examples in memory ({wording.field('dataset.cache')})", "decode on more CPU cores",
-            "convert the set to TFRecord shards (Tools → Prepare dataset, or replica-studio prepare)"]
-    if input_shape and len(input_shape) >= 2 and input_shape[0] * input_shape[1] > SMALL_IMAGE_PIXELS:
-        tips.insert(2, f"train on smaller images ({wording.field('dataset.image_size')})")
-    return ", ".join(tips[:-1]) + ", or " + tips[-1]
-
-
-INPUT_ADVICE = input_advice()  # where the images' size is not known
-ALL_REDUCE_ADVICE = (f"try a larger global batch ({wording.field('training.accumulation_steps')} keeps its "
-                     f"memory that of a micro-batch), the all-reduce in float16 "
-                     f"({wording.field('strategy.all_reduce_dtype')}), NCCL on GPUs, or fewer replicas")
-UPDATES_ADVICE = (f"try a larger global batch (fewer updates per example), more parameter servers "
-                  f"({wording.field('strategy.ps')}), or fewer workers")
-
-
-def bottleneck(compute: float, waited: float, rest: float, replicas: int, strategy: str | None = None,
-               input_shape: Sequence[int] | None = None) -> str | None:
-    """What to try when one part dominates the step, or None when nothing stands out. Under
-    parameter servers the rest of a step is the worker's updates to the servers, not an all-reduce."""
-    total = compute + waited + rest
-    if total <= 0:
-        return None
-    if waited / total > 0.3:
-        return f"input is {waited / total:.0%} of the step: {input_advice(input_shape)}"
-    if replicas > 1 and rest / total > 0.4:
-        advice = UPDATES_ADVICE if strategy == "parameter_server" else ALL_REDUCE_ADVICE
-        return f"{wording.reduction(strategy)} and optimizer are {rest / total:.0%} of the step: {advice}"
-    return None
-
-
 def burst_figures(events: list[Event], warmup_steps: int, last_step: int | None = None) -> dict[str, Any]:
     """Examples/s, the per-step time split and the mean training loss of the steps after
     ``warmup_steps`` (tracing and the first step groups excluded) up to ``last_step`` (a burst
@@ -142,14 +105,13 @@ def burst_figures(events: list[Event], warmup_steps: int, last_step: int | None 
     seconds = sum(e.step_time or 0.0 for e in timed)
     examples = sum(r.examples for e in timed for r in e.replicas)
     splits = [s for s in (e.time_split() for e in timed) if s is not None]
-    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
-    compute_s, other = mean([s[0] for s in splits]), mean([s[2] for s in splits])
-    input_s = mean([e.input_wait for e in timed if e.input_wait is not None])
+    compute_s, other = mean_or_none([s[0] for s in splits]), mean_or_none([s[2] for s in splits])
+    input_s = mean_or_none([e.input_wait for e in timed if e.input_wait is not None])
     devices = [r.device or "" for r in timed[-1].replicas]
     losses = [e.loss for e in timed if e.loss is not None]
     return {"examples_per_sec": examples / seconds if seconds > 0 else None, "steps": len(timed),
             "compute_s": compute_s, "input_s": input_s, "other_s": other, "devices": devices,
-            "loss": mean(losses)}
+            "loss": mean_or_none(losses)}
 
 
 def time_split(b: Burst) -> dict[str, float] | None:
@@ -165,8 +127,7 @@ def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
     against the fastest one-replica burst, and a recommendation. Option bursts are left to
     :func:`gui_app.core.scaling_options.report`, which calls this for the rest."""
     bursts = [b for b in bursts if b.candidate.option is None]
-    ok = [b for b in bursts if b.examples_per_sec]
-    singles = [b.examples_per_sec for b in ok if b.candidate.replicas == 1]
+    singles = [b.examples_per_sec for b in bursts if b.examples_per_sec and b.candidate.replicas == 1]
     base = max(singles) if singles else None
     rows = []
     for b in bursts:
@@ -206,13 +167,18 @@ def to_json(data: dict[str, Any]) -> str:
 def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tuple[list[str], int] = ([], 0)) -> str:
     """Speed-up against replicas: measured points and the ideal line, as a standalone SVG;
     ``below``: more SVG parts and the height they take under the chart (the options' bars)."""
-    below, extra = below
+    below_parts, extra = below
     rows = [r for r in data["rows"] if r.get("speedup")]
     left, right, top, bottom = 60, 20, 30, 50
     max_x = max([r["replicas"] for r in rows] + [1])
     max_y = max([r["speedup"] for r in rows] + [float(max_x), 1.0])
-    sx = lambda x: left + (x - 1) / max(max_x - 1, 1) * (width - left - right)  # noqa: E731
-    sy = lambda y: height - bottom - y / max_y * (height - top - bottom)  # noqa: E731
+
+    def sx(x: float) -> float:  # replicas -> pixels
+        return left + (x - 1) / max(max_x - 1, 1) * (width - left - right)
+
+    def sy(y: float) -> float:  # speed-up -> pixels
+        return height - bottom - y / max_y * (height - top - bottom)
+
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" '
              'font-family="sans-serif" '
              f'font-size="12"><rect width="100%" height="100%" fill="white"/>',
@@ -234,6 +200,6 @@ def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tup
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="{colour}"/>' for x, y in points]
         parts.append(f'<text x="{left + 10}" y="{top + 16 * (n + 1)}" fill="{colour}">{family}</text>')
-    parts += below
+    parts += below_parts
     parts.append("</svg>")
     return "\n".join(parts)

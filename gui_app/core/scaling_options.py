@@ -34,7 +34,8 @@ def option_candidates(config: dict[str, Any], max_replicas: int, strategies: tup
     batch = int(training.get("global_batch_size") or 64)
     seed = training.get("seed")
     seed = 1 if seed is None else seed
-    groups = []
+    # (label, strategy, runtime, replicas, collective): the configurations the options vary
+    groups: list[tuple[str, dict[str, Any], dict[str, Any], int, bool]] = []
     mirrored = min(max_replicas, gpus) if gpus else max_replicas
     if "mirrored" in strategies and mirrored >= 2:
         groups.append((f"mirrored, {mirrored} replicas",

@@ -50,12 +50,12 @@ class HostError(ValueError):
     """A host cannot run the command: one line saying what is wrong and what to do (exit 2)."""
 
 
-class _StdinFile:
+class StdinFile:
     def __repr__(self) -> str:
         return "STDIN_FILE"
 
 
-STDIN_FILE = _StdinFile()  # the argument that is the file sent as stdin's first line
+STDIN_FILE = StdinFile()  # the argument that is the file sent as stdin's first line
 
 # The remote shell's side of STDIN_FILE: the first line into a temporary file, removed at exit.
 _READ_STDIN_FILE = ('rs_file=$(mktemp) && trap \'rm -f "$rs_file"\' EXIT && IFS= read -r rs_line && '
@@ -102,8 +102,8 @@ def ssh_argv(host: Host, shell_command: str) -> list[str]:
     return ["ssh", *ssh_options(host), "--", host.name, shell_command]
 
 
-def _quote(arg: str | _StdinFile) -> str:
-    if arg is STDIN_FILE:
+def _quote(arg: str | StdinFile) -> str:
+    if isinstance(arg, StdinFile):
         return '"$rs_file"'
     if arg == "~" or arg.startswith("~/"):  # the home there: left for the remote shell to expand
         rest = arg[2:]
@@ -111,7 +111,7 @@ def _quote(arg: str | _StdinFile) -> str:
     return shlex.quote(arg)
 
 
-def shell_command(host: Host, app_args: Sequence[str | _StdinFile]) -> str:
+def shell_command(host: Host, app_args: Sequence[str | StdinFile]) -> str:
     """``HOST_COMMAND ARG...`` for the remote shell, every argument quoted (a leading ``~/`` is
     the home there)."""
     words = " ".join(_quote(arg) for arg in app_args)
@@ -119,7 +119,7 @@ def shell_command(host: Host, app_args: Sequence[str | _StdinFile]) -> str:
     return _READ_STDIN_FILE + command if any(arg is STDIN_FILE for arg in app_args) else command
 
 
-def remote_argv(host: Host, app_args: Sequence[str | _StdinFile]) -> list[str]:
+def remote_argv(host: Host, app_args: Sequence[str | StdinFile]) -> list[str]:
     """The ssh command line that runs the app with ``app_args`` on ``host`` (its stdout, stderr
     and exit code are the app's; 255 is ssh's own failure). With :data:`STDIN_FILE` among the
     arguments, write :func:`config_line` to its stdin first."""

@@ -15,6 +15,7 @@ import traceback
 from typing import Callable
 
 from gui_app.core.formats import ConversionError, ExportCancelled, ExportError
+from gui_app.core.messages import typed_line
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
 
 
@@ -37,17 +38,12 @@ def run_reporting_errors(command: str, body: Callable[[argparse.Namespace], int]
     except Exception as exc:  # noqa: BLE001 - our bug or a broken install: still one line
         if args.debug:
             traceback.print_exc()
-        print(f"replica-studio {command}: internal error: {one_line(exc)} "
+        print(f"replica-studio {command}: internal error: {typed_line(exc)} "
               "(run again with --debug for the traceback)", file=sys.stderr, flush=True)
         return EXIT_FAILED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def one_line(exc: BaseException) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {first}"
 
 
 def _stop_on_sigterm():

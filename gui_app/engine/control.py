@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from types import FrameType
 from typing import Protocol, TextIO
 
 WINDOW_GONE = "the window went away"
@@ -37,16 +38,26 @@ class RunControl(Protocol):
 
 
 class Control:
+    @classmethod
+    def listening(cls, read_stdin: bool) -> Control:
+        """This process's control: stopped by SIGINT and SIGTERM and, with ``read_stdin``
+        (``--control stdin``), driven by the lines of stdin."""
+        control = cls()
+        control.install_signal_handlers()
+        if read_stdin:
+            control.read_stream(sys.stdin)
+        return control
+
     def __init__(self) -> None:
         self._stop = threading.Event()
         self._running = threading.Event()  # cleared while paused
         self._running.set()
         self._checkpoint = threading.Event()
-        self.unknown: list[str] = []
         self.stop_reason: str | None = None  # why the run stopped, when not asked by a user's "stop"
 
     # ---- commands ---------------------------------------------------------------------
     def command(self, word: str, reason: str | None = None) -> None:
+        """Act on one control word; other words are ignored (a newer window's, a stray line)."""
         word = word.strip().lower()
         if word == "stop":
             if not self._stop.is_set():
@@ -59,8 +70,6 @@ class Control:
             self._running.set()
         elif word == "checkpoint":
             self._checkpoint.set()
-        elif word:
-            self.unknown.append(word)
 
     # ---- what the loop asks -----------------------------------------------------------
     @property
@@ -99,7 +108,7 @@ class Control:
         return thread
 
     def install_signal_handlers(self) -> None:
-        def handler(signum, frame):  # noqa: ARG001
+        def handler(signum: int, frame: FrameType | None) -> None:
             self.command("stop", f"stopped by {signal.Signals(signum).name}")
 
         for sig in (signal.SIGINT, signal.SIGTERM):

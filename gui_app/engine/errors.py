@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gui_app.core.config import ConfigError
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full
+from gui_app.core.messages import first_line, typed_line
 from gui_app.core.run_lock import RunInUse
 from gui_app.core.wording import ref
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED
@@ -50,14 +51,10 @@ class BatchShape:
 def one_line(exc: BaseException, run_dir: Path | None = None, batch: BatchShape | None = None) -> str:
     if is_disk_full(exc):
         return disk_full_message(run_dir)  # before the OOM wording: TF reports ENOSPC as ResourceExhausted
-    text = str(exc).strip()
-    if type(exc).__module__.startswith("tensorflow"):
-        # TensorFlow errors carry the op and a graph trace after the first line.
-        name = type(exc).__name__
-        text = f"{name}: {text.splitlines()[0] if text else ''}"
-        if name == "ResourceExhaustedError":
-            text = out_of_memory(text, run_dir, batch)
-    return text.splitlines()[0] if text else type(exc).__name__
+    if type(exc).__module__.startswith("tensorflow"):  # its type says what failed
+        text = typed_line(exc)
+        return out_of_memory(text, run_dir, batch) if type(exc).__name__ == "ResourceExhaustedError" else text
+    return first_line(exc)
 
 
 def out_of_memory(text: str, run_dir: Path | None, batch: BatchShape | None) -> str:

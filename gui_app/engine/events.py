@@ -45,7 +45,7 @@ class EventWriter:
         self.mode = mode
         self.stream = stream or sys.stdout
         self._file: TextIO | None = None
-        self._pending: list[dict] = []  # events emitted before the run directory exists
+        self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
         self._announced = False  # a run_started was written: the run's end is news on stdout
         self.on_stdout_lost: Callable[[], None] | None = None
@@ -68,9 +68,9 @@ class EventWriter:
         self._file = open(path, "a", encoding="utf-8")
         if torn:
             self._file.write("\n")
-        for event in self._pending:
-            self._write_file(event)
-        self._pending.clear()
+        pending, self._pending = self._pending, []
+        for event in pending:
+            self._append(event)
 
     def sync(self) -> None:
         """Make every event so far durable (at checkpoints and at the end of the run)."""
@@ -86,6 +86,10 @@ class EventWriter:
                 pass
             self._file = None
 
+    def progress(self, report: dict[str, Any]) -> None:
+        """A reader's report as a ``progress`` event: the ``core.datasets.base.ProgressCallback`` of a run."""
+        self.emit(Progress(**report))
+
     def emit_final(self, event: Event, durable: bool = True) -> None:
         """``emit`` for the error path: never raises (the disk may be full, stderr dead)."""
         try:
@@ -94,18 +98,14 @@ class EventWriter:
         except Exception:  # noqa: BLE001 - nothing is left to tell; the exit code still says it
             pass
 
-    def emit(self, event: Event, durable: bool = True) -> dict:
-        """Write one typed event (gui_app.core.events) and return its JSON object; ``durable=False``
-        keeps it out of events.jsonl (stdout only)."""
+    def emit(self, event: Event, durable: bool = True) -> None:
+        """Write one typed event (gui_app.core.events); ``durable=False`` keeps it out of
+        events.jsonl (stdout only)."""
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)
-        if not durable:
-            pass
-        elif self._file:
-            self._write_file(data)
-        else:
-            self._pending.append(data)
+        if durable:
+            self._append(data)
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
@@ -115,7 +115,6 @@ class EventWriter:
             line = None if refused else format_text(event)
             if line:
                 self._write_stream(line + "\n")
-        return data
 
     def _write_stream(self, text: str) -> None:
         if self.stdout_lost:
@@ -140,7 +139,11 @@ class EventWriter:
         if self.on_stdout_lost is not None:
             self.on_stdout_lost()
 
-    def _write_file(self, event: dict) -> None:
+    def _append(self, event: dict[str, Any]) -> None:
+        """One event into events.jsonl, or kept for it until the run directory exists."""
+        if self._file is None:
+            self._pending.append(event)
+            return
         self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
         self._file.flush()
 

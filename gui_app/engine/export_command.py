@@ -7,9 +7,10 @@ model card's ``weights`` says so). Without ``--json`` it prints where the file w
 and the parity figures on stdout, progress on stderr. With ``--json`` stdout carries JSON lines
 only (what the window reads): ``progress`` events (gui_app.core.events.Progress: ``stage``
 "export", ``fraction``, ``message``) while it works, then one ``{"type": "export_result", ...}``
-(:meth:`ExportResult.to_dict`). Errors are one line on stderr either way. Exit codes: 0 written and checked, 1 the check failed (nothing written
-unless --keep-failed) or a converter failed, 2 bad input, 130 interrupted (Ctrl+C, SIGTERM:
-the temporaries are removed, nothing half-written is left).
+(:meth:`ExportResult.to_dict`). Errors are one line on stderr either way. Exit codes: 0 written
+and checked, 1 the check failed (nothing written unless --keep-failed) or a converter failed,
+2 bad input, 130 interrupted (Ctrl+C, SIGTERM: the temporaries are removed, nothing
+half-written is left).
 """
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
         print(f"parity: {result.parity.summary()}" if result.parity else "parity: not checked (--check 0)")
     if model_file is not None and not args.json:
         print(f"exported from {weights}")
-    if not result.passed:
+    if result.parity is not None and not result.parity.passed:
         hint = "" if result.written else "; nothing was written (--keep-failed keeps it)"
         print(f"replica-studio export: {result.path.name} failed its parity check ({result.parity.criterion}){hint}",
               file=sys.stderr, flush=True)
@@ -124,7 +125,7 @@ def checkpoint_model(run_dir: Path, folder: Path) -> tuple[Path, str]:
 
     try:
         config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
-        ctx = context.prepare(context.single_process(config), data_dir=run_dir / context.DATA_DIR)
+        ctx = context.prepare(context.single_process(config), None, run_dir / context.DATA_DIR)
         state = context.build_model_state(ctx, run_dir)
         if not context.restore_latest(ctx, state, []):
             raise ExportError(f"{run_dir}: the run has no trained model ({rundir.MODEL_FILE}) and no checkpoint")

@@ -26,7 +26,8 @@ import sys
 from typing import Any, TextIO
 
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG, ExportError
-from gui_app.engine.command_errors import one_line, run_reporting_errors
+from gui_app.core.messages import typed_line
+from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_OK
 
 COMMAND = "predict"
@@ -165,7 +166,7 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
     except (KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:  # noqa: BLE001 - one bad request must not end the session
-        return [error(f"internal error: {one_line(exc)}")]
+        return [error(f"internal error: {typed_line(exc)}")]
 
 
 def _predictions(request_id, predictions, top: int) -> dict[str, Any]:

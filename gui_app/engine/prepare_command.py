@@ -75,19 +75,20 @@ def _parts(cfg):
     import tensorflow as tf
 
     from gui_app.core.datasets import load_dataset
+    from gui_app.core.datasets.stream_read import decoded
     from gui_app.core.datasets.streamed import OPENERS, open_stream
-    from gui_app.core.training import streaming
 
     if cfg.name in OPENERS:
         source = open_stream(cfg)
         pool = source.pool or source.train
-        train = streaming.decoded(source, pool, file_seed=ORDER_SEED)
+        train = decoded(source, pool, file_seed=ORDER_SEED)
         return (source.class_names, source.input_shape,
-                {"train": train, "test": streaming.decoded(source, source.test)},
+                {"train": train, "test": decoded(source, source.test)},
                 {"train": pool.examples, "test": source.test.examples}, source.warnings)
     data = load_dataset(cfg)
     order = np.random.default_rng(ORDER_SEED).permutation(len(data.y_train))
     # Slices of the arrays, a batch at a time: no from_tensor_slices copy of the whole set.
+
     def gen(x, y, idx):
         def g():
             for i in range(0, len(idx), 1024):
@@ -105,7 +106,8 @@ def _parts(cfg):
 def prepare(cfg, output: Path, shards: int | None, progress) -> dict:
     import tensorflow as tf
 
-    from gui_app.core.datasets.shards import LABELS_TXT, MANIFEST, _file_key
+    from gui_app.core.config_json import to_plain
+    from gui_app.core.datasets.shards import LABELS_TXT, MANIFEST, file_key
 
     class_names, shape, parts, counts, warnings = _parts(cfg)
     output.mkdir(parents=True, exist_ok=True)
@@ -141,10 +143,10 @@ def prepare(cfg, output: Path, shards: int | None, progress) -> dict:
             if k == 0:  # more shards than examples: no empty files for the reader to trip on
                 (output / name).unlink()
             else:
-                files.append({"name": name, "split": split, "examples": k, "key": _file_key(str(output / name))})
+                files.append({"name": name, "split": split, "examples": k, "key": file_key(str(output / name))})
     report(done, final=True)
     manifest = {"format": FORMAT, "version": 1, "classes": list(class_names), "image_shape": list(shape),
-                "counts": counts, "files": files, "source": cfg.to_dict() if hasattr(cfg, "to_dict") else None,
+                "counts": counts, "files": files, "source": to_plain(cfg),
                 "warnings": list(warnings)}
     (output / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     (output / LABELS_TXT).write_text("".join(f"{c}\n" for c in class_names), encoding="utf-8")

@@ -35,7 +35,7 @@ def silence_tensorflow_logs() -> None:
         read_end, write_end = os.pipe()
         os.dup2(write_end, 2)
         os.close(write_end)
-        sys.stderr = open(real, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.stderr = open(real, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
     except (OSError, ValueError, AttributeError):  # no fd 2 (a windowed bundle), or a test's captured stream
         return
     _installed = True

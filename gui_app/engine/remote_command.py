@@ -37,14 +37,18 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import IO, Iterator
 
 from gui_app.core.config import ConfigError
+from gui_app.core.events import Error, RunFinished
 from gui_app.core.formats import ExportError
 from gui_app.core.hosts import Host, HostsFileError, find_host
 from gui_app.core.ssh import (
     SSH_FAILED,
     STDIN_FILE,
     HostError,
+    StdinFile,
     check_app,
     config_line,
     fetch,
@@ -96,7 +100,6 @@ def run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.
 
 
 def _run_failed(mode: str, message: str, kind: str) -> None:
-    from gui_app.core.events import Error, RunFinished
     from gui_app.engine.events import EventWriter
 
     events = EventWriter(mode)
@@ -112,12 +115,13 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
         local.parent.mkdir(parents=True, exist_ok=True)
     check_app(host)
     with remote_folders(host, len(outputs)) as folders:
-        there = {dest: f"{folder}/{local.name}" for (dest, local), folder in zip(outputs.items(), folders)}
+        there: dict[str, str | StdinFile] = {dest: f"{folder}/{local.name}"
+                                            for (dest, local), folder in zip(outputs.items(), folders)}
         if remote.config:
             there[remote.config] = STDIN_FILE
         app_args = [args.command, *command_arguments(parser, _as_run_there(remote, host, args), there)]
         brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
-        code = _Session(host, remote, args, brought).run(app_args, config)
+        code = _Session(host, remote, args, brought, app_args, config).run()
         if code == SSH_FAILED:
             how = "; the run there stops with a checkpoint: resume it with --host" if remote.run else ""
             raise HostError(f"{host.name}: the connection ended (ssh exit 255){how}")
@@ -137,14 +141,16 @@ def _as_run_there(remote: Remote, host: Host, args: argparse.Namespace) -> argpa
     return there
 
 
-def command_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, replace: dict) -> list:
+def command_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                      replace: dict[str, str | StdinFile]) -> list[str | StdinFile]:
     """The arguments of ``args`` again, for the same command there (``replace`` gives other
     values by dest): options by their long name (``--name=value`` when the value starts with
     '-', so it cannot read as an option), then ``--`` and the positionals. Each value stays a
     word of its own otherwise, so a leading ``~/`` can be the home there. Built from the
     parser's actions (argparse has no public list of them): every option of the command is
     carried, abbreviated or not as the user typed it."""
-    options, positionals = [], []
+    options: list[str | StdinFile] = []
+    positionals: list[str | StdinFile] = []
     for action in parser._actions:
         if action.default == argparse.SUPPRESS or action.dest == "host":
             continue
@@ -165,40 +171,41 @@ def command_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
 
 
 class _Session:
-    """One ssh process running the command: its stdin fed, its stdout passed on, signals relayed;
-    :meth:`run` returns ssh's exit code (the command's, or 255)."""
+    """One ssh process running the command (started here): its stdin fed, its stdout passed on,
+    signals relayed; :meth:`run` returns ssh's exit code (the command's, or 255)."""
 
-    def __init__(self, host: Host, remote: Remote, args: argparse.Namespace, rewrite: dict[str, Path]):
-        self.host, self.remote, self.rewrite = host, remote, rewrite
+    def __init__(self, host: Host, remote: Remote, args: argparse.Namespace, rewrite: dict[str, Path],
+                 app_args: list[str | StdinFile], config: bytes | None):
+        self.remote, self.rewrite, self.config = remote, rewrite, config
         self.forward_stdin = ((remote.run and args.control == "stdin")
                               or bool(remote.stdin_flag and getattr(args, remote.stdin_flag)))
+        self.piped = config is not None or remote.run
         self._lock = threading.Lock()
         self._stop_sent = False
-        self.proc: subprocess.Popen | None = None
-
-    def run(self, app_args: list, config: bytes | None) -> int:
-        piped = config is not None or self.remote.run
-        stdin = subprocess.PIPE if piped else None if self.forward_stdin else subprocess.DEVNULL
+        stdin = subprocess.PIPE if self.piped else None if self.forward_stdin else subprocess.DEVNULL
         # A session of its own: the terminal's Ctrl+C comes to us, and we decide what the host gets.
-        self.proc = subprocess.Popen(remote_argv(self.host, app_args), stdin=stdin, start_new_session=True,
-                                     stdout=subprocess.PIPE if self.rewrite else None)
+        self.proc = subprocess.Popen(remote_argv(host, app_args), stdin=stdin, start_new_session=True,
+                                     stdout=subprocess.PIPE if rewrite else None)
+
+    def run(self) -> int:
         try:
             copier = None
             if self.rewrite:
-                copier = threading.Thread(target=self._copy_stdout, name="remote-stdout", daemon=True)
+                copier = threading.Thread(target=self._copy_stdout, args=(self.proc.stdout,), name="remote-stdout",
+                                          daemon=True)
                 copier.start()
-            if config is not None:
-                self._send(config)
-            if piped and self.forward_stdin:
+            if self.config is not None:
+                self._send(self.config)
+            if self.piped and self.forward_stdin:
                 threading.Thread(target=self._forward_stdin, name="remote-stdin", daemon=True).start()
-            elif piped and not self.remote.run:
+            elif self.piped and not self.remote.run:
                 self._close_stdin()
             with self._relaying_signals():
                 code = self.proc.wait()
         finally:
             if self.proc.poll() is None:  # we failed, not ssh: end the session, the command there sees its input end
                 self.proc.terminate()
-            if piped:
+            if self.piped:
                 self._close_stdin()
         if copier is not None:
             copier.join()
@@ -206,14 +213,15 @@ class _Session:
 
     # ---- stdin ----------------------------------------------------------------------------
     def _send(self, data: bytes) -> None:
-        with self._lock:
-            with contextlib.suppress(OSError, ValueError):  # it ended, or stdin was closed
+        with self._lock, contextlib.suppress(OSError, ValueError):  # it ended, or stdin was closed
+            if self.proc.stdin is not None:  # a piped session: the only kind sent anything
                 self.proc.stdin.write(data)
                 self.proc.stdin.flush()
 
     def _close_stdin(self) -> None:
         with self._lock, contextlib.suppress(OSError):
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
 
     def _forward_stdin(self) -> None:
         for line in sys.stdin.buffer:
@@ -222,7 +230,7 @@ class _Session:
 
     # ---- signals --------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _relaying_signals(self):
+    def _relaying_signals(self) -> Iterator[None]:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -233,7 +241,7 @@ class _Session:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.remote.run and not self._stop_sent:
             # The main thread never holds the lock while it waits, so taking it here cannot deadlock.
             self._stop_sent = True
@@ -242,9 +250,9 @@ class _Session:
             self.proc.terminate()  # ssh closes the session; the command there sees its input end
 
     # ---- stdout ---------------------------------------------------------------------------
-    def _copy_stdout(self) -> None:
+    def _copy_stdout(self, stdout: IO[bytes]) -> None:
         out = sys.stdout.buffer
-        for line in self.proc.stdout:
+        for line in stdout:
             for there, here in self.rewrite.items():
                 text = json.dumps(str(here))[1:-1] if line.lstrip().startswith(b"{") else str(here)
                 line = line.replace(f"{there}/".encode(), f"{text}/".encode())

@@ -19,6 +19,7 @@ import numpy as np
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.gpu_monitor import GpuMonitor
+from gui_app.core.metrics import mean_or_none
 from gui_app.core.training.evaluation import Evaluator
 from gui_app.engine.control import RunControl
 from gui_app.engine.events import EventWriter
@@ -126,6 +127,5 @@ class RunController:
         if validation is not None:
             result = self.evaluator.evaluate(validation)
             val_loss, val_accuracy = result.loss, result.accuracy
-        mean = lambda v: float(np.mean(v)) if v else None  # noqa: E731
-        self._each("on_epoch_end", EpochSummary(epoch, step, mean(losses), mean(accuracies), val_loss, val_accuracy,
-                                                duration))
+        self._each("on_epoch_end", EpochSummary(epoch, step, mean_or_none(losses), mean_or_none(accuracies),
+                                                val_loss, val_accuracy, duration))

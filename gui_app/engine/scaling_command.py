@@ -25,10 +25,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode, encode
+from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode_line, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
 
@@ -143,7 +144,7 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     return burst
 
 
-def _lines(stream, into: queue.Queue) -> None:
+def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
     for line in stream:
         into.put(line)
     into.put(None)
@@ -154,10 +155,11 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
     proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(runs), "--events", "jsonl",
                                         "--control", "stdin"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=app_env())
-    lines: queue.Queue = queue.Queue()
+    assert proc.stdin is not None and proc.stderr is not None  # pipes
+    lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
     stderr: list[str] = []
-    threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
+    threading.Thread(target=stderr.extend, args=(proc.stderr,), daemon=True).start()
     events, deadline, stopped = [], time.monotonic() + BURST_TIMEOUT_S, False
     while time.monotonic() < deadline:
         try:
@@ -166,7 +168,7 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
             continue
         if line is None:
             break
-        event = _event(line)
+        event = decode_line(line)
         if event is None:
             continue
         events.append(event)
@@ -187,17 +189,9 @@ def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str
 def _eval_speed(run_dir: Path) -> float | None:
     done = subprocess.run(app_command("evaluate", str(run_dir), "--events", "jsonl"), capture_output=True, text=True,
                           timeout=BURST_TIMEOUT_S, env=app_env())
-    evaluation = next((e for e in map(_event, done.stdout.splitlines()) if isinstance(e, Eval)), None)
+    evaluation = next((e for e in map(decode_line, done.stdout.splitlines()) if isinstance(e, Eval)), None)
     speed = evaluation.examples_per_sec if evaluation is not None else None  # the engine times its evaluation
     return float(speed) if speed else None
-
-
-def _event(line: str) -> Event | None:
-    """The event of one stdout line of a ``train`` or ``evaluate`` process; None for anything else."""
-    try:
-        return decode(json.loads(line))
-    except ValueError:
-        return None
 
 
 def _print_table(data: dict) -> None:

@@ -12,7 +12,7 @@ from typing import Sequence
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.disk import require_free
-from gui_app.core.events import Progress, ReplicaInfo, RunStarted, Warning
+from gui_app.core.events import ReplicaInfo, RunStarted, Warning
 from gui_app.engine.control import RunControl
 from gui_app.engine.errors import BatchShape
 from gui_app.engine.events import EventWriter
@@ -48,8 +48,7 @@ class TrainingSession:
 
         if self.resume and rundir.read_run(self.run_dir).status == "completed":
             raise ConfigError(f"run_dir: {self.run_dir} has already completed; nothing to resume")
-        progress = lambda p: self.events.emit(Progress(**p))  # noqa: E731
-        ctx = context.prepare(self.config, progress, self.data_seed, self.run_dir / context.DATA_DIR)
+        ctx = context.prepare(self.config, self.events.progress, self.run_dir / context.DATA_DIR, self.data_seed)
         self.batch = ctx.batch
         state = self.state = context.build_model_state(ctx, self.run_dir)
         require_free(self.run_dir, context.state_bytes(state), "one checkpoint and the saved model")

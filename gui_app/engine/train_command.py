@@ -14,7 +14,8 @@ from pathlib import Path
 from gui_app.core import atomic_io, rundir
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_writable
-from gui_app.core.events import Error, Progress, RunFinished, Warning
+from gui_app.core.events import Error, RunFinished, Warning
+from gui_app.core.messages import typed_line
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunLock
 from gui_app.engine.cluster.topology import load_config
@@ -57,7 +58,7 @@ def _say(text: str) -> None:
     """One line on stderr, which may be gone with the window: never raises."""
     try:
         print(text, file=sys.stderr, flush=True)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a closed or broken stderr: nobody is left to tell
         pass
 
 
@@ -65,23 +66,20 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     """Run one engine command; ``control`` and ``stream`` let tests drive it in-process."""
     events = EventWriter(args.events, stream)
     if control is None:
-        control = Control()
-        control.install_signal_handlers()
-        if args.control == "stdin":
-            control.read_stream(sys.stdin)
+        control = Control.listening(args.control == "stdin")
     events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
     run_dir: Path | None = None
     lock: RunLock | None = None
-    created = False  # run_dir is new, made by this process
+    created: Path | None = None  # run_dir, when this process made it
     session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
         if args.command == "train":
-            config = load_config(args.config, getattr(args, "allow_public_hosts", False))
+            config = load_config(args.config, args.allow_public_hosts)
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             require_writable(runs_dir)
             try:
                 run_dir = rundir.create_run_dir(runs_dir, config)
-                created = True
+                created = run_dir
             except OSError as exc:
                 if is_disk_full(exc):
                     raise DiskError(disk_full_message(runs_dir)) from None
@@ -130,7 +128,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             # An internal error is our bug: keep its traceback on stderr for the report.
             try:
                 traceback.print_exc(file=sys.stderr)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a closed or broken stderr: nobody is left to tell
                 pass
         _say(f"replica-studio {args.command}: {message}")
         # Only a run that trained in this process (or a new one) gets the failure in its history:
@@ -142,10 +140,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.emit_final(RunFinished(status="failed", run_dir=str(run_dir) if run_dir else None, step=step,
                                       message=message, resumable=bool(cluster and cluster.resumable)),
                           durable=touch_run)
-        if created and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run_dir):
+        if created is not None and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(created):
             # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
             events.close()
-            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(created, ignore_errors=True)
         return code
     finally:
         events.close()
@@ -159,8 +157,7 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     from gui_app.engine.training.final_evaluation import evaluate_test_set
     from gui_app.engine.training.steps import evaluator
 
-    ctx = context.prepare(context.single_process(config), lambda p: events.emit(Progress(**p)),
-                          data_dir=run_dir / context.DATA_DIR)
+    ctx = context.prepare(context.single_process(config), events.progress, run_dir / context.DATA_DIR)
     state = context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE
     warnings: list[str] = []
@@ -170,8 +167,7 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
         try:
             state.model.set_weights(keras.saving.load_model(model_file, compile=False).get_weights())
         except Exception as exc:  # noqa: BLE001 - Keras raises many types for a damaged or foreign file
-            raise InputError(f"{model_file}: cannot load it ({type(exc).__name__}: "
-                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else 'damaged'})") from None
+            raise InputError(f"{model_file}: cannot load it ({typed_line(exc)})") from None
     elif not context.restore_latest(ctx, state, warnings):
         raise InputError(f"run_dir: {run_dir} has neither {rundir.MODEL_FILE} nor a checkpoint to evaluate")
     for warning in warnings:

@@ -22,6 +22,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 # Debian/Ubuntu packages of the system libraries Qt's wheels expect (docs/architecture.md, "Qt facts").
 DEBIAN_PACKAGES = {
@@ -76,18 +77,18 @@ def _library_problem(what: str, error: str) -> Problem:
 def check_qt_libraries() -> Problem | None:
     """Import the Qt modules the window needs (this loads their shared libraries)."""
     try:
-        import PySide6  # noqa: F401
+        import PySide6  # noqa: F401 - imported to see that it loads
     except ImportError as exc:
         return Problem("PySide6", f"not installed for {sys.executable} ({exc})",
                        "pip install 'PySide6-Essentials>=6.8,<6.12'")
     try:
-        from PySide6 import QtCore, QtGui, QtWidgets  # noqa: F401
+        from PySide6 import QtCore, QtGui, QtWidgets  # noqa: F401 - loaded for their shared libraries
     except ImportError as exc:
         return _library_problem("Qt cannot be loaded", str(exc))
     return None
 
 
-def platform_candidates(argv: list[str], env: dict[str, str] | None = None, system: str = sys.platform) -> list[str]:
+def platform_candidates(argv: list[str], env: Mapping[str, str] | None = None, system: str = sys.platform) -> list[str]:
     """The platform plugins Qt will try, in order (it uses the first that starts)."""
     env = os.environ if env is None else env
     for i, arg in enumerate(argv):
@@ -110,7 +111,7 @@ def _split_platforms(value: str) -> list[str]:
     return [part.split(":", 1)[0].strip() for part in value.split(";") if part.strip()]
 
 
-def plugin_dirs(env: dict[str, str] | None = None) -> list[Path]:
+def plugin_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     """Folders Qt searches for platform plugins, in Qt's order."""
     env = os.environ if env is None else env
     dirs = [Path(env["QT_QPA_PLATFORM_PLUGIN_PATH"])] if env.get("QT_QPA_PLATFORM_PLUGIN_PATH") else []
@@ -144,7 +145,7 @@ def find_plugin(name: str, dirs: list[Path]) -> Path | None:
     return None
 
 
-def check_platform(name: str, dirs: list[Path], env: dict[str, str] | None = None) -> Problem | None:
+def check_platform(name: str, dirs: list[Path], env: Mapping[str, str] | None = None) -> Problem | None:
     """Can the platform plugin ``name`` load, and reach its display server?"""
     env = os.environ if env is None else env
     what = f'Qt platform plugin "{name}"'
@@ -177,7 +178,7 @@ def _dlopen(path: str) -> None:
         _ctypes.dlopen(path, os.RTLD_NOW | os.RTLD_LOCAL)
 
 
-def _check_x11(what: str, env: dict[str, str]) -> Problem | None:
+def _check_x11(what: str, env: Mapping[str, str]) -> Problem | None:
     display = env.get("DISPLAY", "")
     if not display:
         return Problem(what, "no X display: DISPLAY is not set",
@@ -199,7 +200,7 @@ def _check_x11(what: str, env: dict[str, str]) -> Problem | None:
     return Problem(what, f"cannot connect to the X display {display}") if failed else None
 
 
-def _check_wayland(what: str, env: dict[str, str]) -> Problem | None:
+def _check_wayland(what: str, env: Mapping[str, str]) -> Problem | None:
     socket = env.get("WAYLAND_DISPLAY") or "wayland-0"
     path = Path(socket) if os.path.isabs(socket) else Path(env.get("XDG_RUNTIME_DIR", "/nonexistent")) / socket
     if not path.exists():
@@ -207,7 +208,7 @@ def _check_wayland(what: str, env: dict[str, str]) -> Problem | None:
     return None
 
 
-def check_qt(argv: list[str], env: dict[str, str] | None = None) -> Problem | None:
+def check_qt(argv: list[str], env: Mapping[str, str] | None = None) -> Problem | None:
     """None when Qt should start with these arguments; else the problem of the first
     candidate platform (the one the user most likely expects)."""
     problem = check_qt_libraries()

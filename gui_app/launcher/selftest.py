@@ -93,8 +93,9 @@ def check_qt(env: dict[str, str] | None = None) -> str:
         raise CheckFailed("a chart could not be drawn offscreen")
     detail = f"PySide6 {pyside_version}, a chart drawn offscreen"
     if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY") or sys.platform in ("win32", "darwin"):
-        problems = [preflight.check_platform(name, dirs, env) for name in preflight.platform_candidates([], env)]
-        if all(problems):
+        candidates = preflight.platform_candidates([], env)
+        problems = [p for name in candidates if (p := preflight.check_platform(name, dirs, env)) is not None]
+        if len(problems) == len(candidates):  # none of them can start
             raise CheckFailed(f"the desktop cannot show the window: {problems[0].message()}")
         detail += "; the desktop's display accepts windows"
     else:
@@ -154,24 +155,26 @@ def check_training(info: dict, workdir: Path, engine: EngineCommand = app_comman
         events = [decode(json.loads(line)) for line in done.stdout.splitlines() if line.strip()]
     except ValueError:
         raise CheckFailed("the engine wrote something that is not an event on stdout") from None
-    by_type: dict[type, list[Event]] = {}
-    for event in events:
-        by_type.setdefault(type(event), []).append(event)
-    errors = by_type.get(Error, [])
+    errors = _of(Error, events)
     if done.returncode != 0 or errors:
         reason = errors[-1].message if errors else _reason(done.stderr, done.returncode)
         raise CheckFailed(f"engine exited with code {done.returncode}: {reason}")
-    return _verify_run(by_type)
+    return _verify_run(events)
 
 
-def _verify_run(by_type: dict[type, list[Event]]) -> str:
+def _of(kind: type[E], events: list[Event | None]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def _verify_run(events: list[Event | None]) -> str:
     def one(kind: type[E]) -> E:
-        if not by_type.get(kind):
+        found = _of(kind, events)
+        if not found:
             raise CheckFailed(f"the engine sent no {kind.TYPE} event")
-        return by_type[kind][-1]
+        return found[-1]
 
     started, finished, evaluation = one(RunStarted), one(RunFinished), one(Eval)
-    steps, replicas = by_type.get(Step, []), started.num_replicas
+    steps, replicas = _of(Step, events), started.num_replicas
     if finished.status != "completed":
         raise CheckFailed(f"the run ended {finished.status}: {finished.message}")
     if len(steps) != started.total_steps - started.start_step:

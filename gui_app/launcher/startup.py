@@ -24,9 +24,13 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from gui_app.core.engine_output import error_line
 from gui_app.identity import APP_ID, app_command
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
 
 TITLE = "Replica Studio cannot start"
 EXIT_CANNOT_START = 1
@@ -123,7 +127,7 @@ def _qt_message_handler(kind, context, message: str) -> None:
         report_plain("Qt failed to start: " + message.strip().splitlines()[0])
 
 
-def create_application(argv: list[str]):
+def create_application(argv: list[str]) -> QApplication:
     """The QApplication, with Qt's fatal errors reported plainly while it starts up.
 
     argv[0] becomes the app id: Qt's xcb plugin uses it as the WM_CLASS instance, which is
@@ -132,7 +136,7 @@ def create_application(argv: list[str]):
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
-    if app is None:
+    if not isinstance(app, QApplication):  # none yet (a test's is reused)
         qInstallMessageHandler(_qt_message_handler)
         try:
             app = QApplication([APP_ID, *argv])

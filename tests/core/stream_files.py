@@ -69,8 +69,10 @@ def bomb_png(width: int = 30000, height: int = 30000) -> bytes:
     import struct
     import zlib
 
+    def chunk(kind: bytes, data: bytes) -> bytes:  # length, type, data, CRC
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))  # noqa: E731
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 1000))
             + chunk(b"IEND", b""))
 

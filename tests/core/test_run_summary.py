@@ -63,4 +63,4 @@ def test_a_summary_that_cannot_be_read_or_written_is_only_a_missed_cache(tmp_pat
     run = _run(tmp_path, [_started(2)])
     (run / rundir.SUMMARY_FILE).mkdir()  # neither readable as a file nor replaceable by one
     assert rundir.read_run(run).status == "interrupted"
-    assert not list(run.glob(".*.tmp"))
+    assert not list(run.glob(".*.partial*"))

@@ -20,7 +20,7 @@ def _indices(ds) -> list[int]:
 
 
 def _pipelines_cover(source, part, expected: set[int]) -> None:
-    from gui_app.core.training.streaming import decoded
+    from gui_app.core.datasets.stream_read import decoded
 
     seen = [_indices(decoded(source, part, 2, pid, file_seed=5)) for pid in (0, 1)]
     assert seen[0] and seen[1]
@@ -37,7 +37,7 @@ def test_tfrecord_two_pipelines_are_disjoint_and_cover_the_set(tmp_path, shards)
     source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), validation="none", **GREY8))
     assert source.class_names == ["class0", "class1", "class2"]  # from image/class/text
     assert source.train.examples + source.test.examples == 300
-    from gui_app.core.training.streaming import decoded
+    from gui_app.core.datasets.stream_read import decoded
 
     train = set(_indices(decoded(source, source.train)))
     test = set(_indices(decoded(source, source.test)))
@@ -47,8 +47,8 @@ def test_tfrecord_two_pipelines_are_disjoint_and_cover_the_set(tmp_path, shards)
 
 
 def test_hashed_validation_split_has_exact_counts(tmp_path):
+    from gui_app.core.datasets.stream_read import decoded
     from gui_app.core.datasets.streamed import open_stream
-    from gui_app.core.training.streaming import decoded
 
     write_tfrecords(tmp_path / "s", 400, shards=3)
     source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), validation_split=0.25, **GREY8))
@@ -100,16 +100,19 @@ def test_stream_config_keys_are_validated():
 
 
 def test_auto_loading_streams_above_the_memory_budget(tmp_path, monkeypatch):
-    from gui_app.core.datasets.loading import BUDGET_ENV, open_input
+    from gui_app.core.datasets.base import Dataset
+    from gui_app.core.datasets.loading import open_input
+    from gui_app.core.datasets.streamed import StreamSource
+    from gui_app.core.memory import BUDGET_ENV
 
     write_tfrecords(tmp_path / "s", 200, shards=2)
     cfg = DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), **GREY8)
     monkeypatch.setenv(BUDGET_ENV, "1")  # 1 MB: 200 x 8 x 8 bytes fit
-    data, stream = open_input(cfg)
-    assert stream is None and len(data.y_train) + len(data.y_test) == 200
+    data = open_input(cfg)
+    assert isinstance(data, Dataset) and len(data.y_train) + len(data.y_test) == 200
     big = DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), image_size=(128, 128))  # 200 x 49 kB > 1 MB
-    data, stream = open_input(big)
-    assert data is None and stream.train.examples > 0
+    stream = open_input(big)
+    assert isinstance(stream, StreamSource) and stream.train.examples > 0
 
 
 def test_in_memory_loading_is_aligned_and_the_auto_cache_counts_what_it_holds(tmp_path):
@@ -164,8 +167,9 @@ def test_prepare_converts_a_format_into_shards_that_stream_back(tmp_path, name):
     assert sum(manifest["counts"].values()) == 120
     assert len([f for f in manifest["files"] if f["split"] == "train"]) == 3
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == manifest["classes"]
+    assert manifest["source"]["name"] == name and manifest["source"]["path"] == cfg.path  # where the shards came from
     back = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "out"), validation="none", **GREY8))
-    from gui_app.core.training.streaming import decoded
+    from gui_app.core.datasets.stream_read import decoded
 
     seen = _indices(decoded(back, back.train)) + _indices(decoded(back, back.test))
     assert sorted(seen) == list(range(120))  # every image once, pixels intact (PNG is lossless)
@@ -191,8 +195,8 @@ def tiny_tfds(tmp_path_factory):
 
 
 def test_tfds_streams_a_prepared_dataset(tiny_tfds):
+    from gui_app.core.datasets.stream_read import decoded
     from gui_app.core.datasets.streamed import open_stream
-    from gui_app.core.training.streaming import decoded
 
     source = open_stream(DatasetConfig(name="tfds", tfds_name="tiny_indexed", data_dir=str(tiny_tfds), **GREY8))
     assert source.class_names == ["a", "b", "c"]

@@ -127,7 +127,8 @@ def test_control_words_and_end_of_input():
     assert control.take_checkpoint_request() and not control.take_checkpoint_request()
     control.command("resume")
     assert not control.paused
+    control.command("bogus")  # an unknown word changes nothing
+    assert not (control.paused or control.stop_requested or control.take_checkpoint_request())
     thread = control.read_stream(io.StringIO("pause\nbogus\n"))
     thread.join(5)
     assert control.stop_requested and not control.paused  # end of input stops, and wakes a paused run
-    assert control.unknown == ["bogus"]

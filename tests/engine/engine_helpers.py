@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from reference_run import REFERENCE  # noqa: F401 - re-exported for the engine tests
+from reference_run import REFERENCE
 
 from gui_app.identity import app_command, app_env
 

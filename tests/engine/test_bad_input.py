@@ -54,8 +54,10 @@ def _npz(tmp: Path, **arrays) -> list[str]:
 def _idx(tmp: Path, damage: Callable[[dict[str, bytes]], None]) -> list[str]:
     folder = tmp / "idx"
     folder.mkdir()
+
     def images(n):
         return struct.pack(">IIII", 0x803, n, 8, 8) + bytes(n * 64)
+
     def labels(n):
         return struct.pack(">II", 0x801, n) + bytes(i % 3 for i in range(n))
     files = {"train-images-idx3-ubyte": images(30), "train-labels-idx1-ubyte": labels(30),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
+from gui_app.core.events import stream_problems
 from gui_app.core.ssh import STDIN_FILE
 from gui_app.engine.cli import build_parser
 from gui_app.engine.remote_command import REMOTE_COMMANDS, command_arguments
@@ -55,3 +57,16 @@ def test_every_remote_command_has_the_host_option_and_names_its_own_arguments():
         assert "host" in dests, name
         named = [remote.config, *remote.outputs, remote.stdin_flag]
         assert {d for d in named if d} <= dests, name
+
+
+def test_a_run_refused_here_ends_as_the_engine_ends_a_refused_run(tmp_path, capsys):
+    """A run that cannot go to its host (its config file is missing: no connection is made) writes
+    its ``error`` and ``run_finished`` events, one line on stderr, and exits 2."""
+    from gui_app.engine.cli import main
+
+    code = main(["train", str(tmp_path / "missing.json"), "--host", "gpu1", "--events", "jsonl"])
+    out, err = capsys.readouterr()
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [e["type"] for e in events] == ["error", "run_finished"] and stream_problems(events) == []
+    assert events[0]["kind"] == "config" and events[1]["status"] == "failed"
+    assert err == f"replica-studio train: {events[1]['message']}\n" and "missing.json" in err

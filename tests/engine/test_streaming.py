@@ -13,7 +13,7 @@ from gui_app.core import rundir
 from gui_app.engine.control import Control
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from stream_files import bomb_png, example, indexed_image, png, write_image_folder, write_tfrecords  # noqa: E402
+from stream_files import bomb_png, example, indexed_image, png, write_image_folder, write_tfrecords
 
 TRAIN = {"epochs": 2, "global_batch_size": 16, "seed": 3, "steps_per_call": 3}
 MIRRORED = {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]}

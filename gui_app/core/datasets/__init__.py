@@ -16,14 +16,14 @@ from typing import Callable
 
 from gui_app.core.config import DatasetConfig
 from gui_app.core.datasets.arrays import load_idx_folder, load_npz
-from gui_app.core.datasets.base import Dataset, DatasetError, Progress
+from gui_app.core.datasets.base import Dataset, DatasetError, ProgressCallback
 from gui_app.core.datasets.bundled import load_digits
 from gui_app.core.datasets.images import load_image_folder
 from gui_app.core.datasets.standard import load_cifar_named, load_mnist_like
 
 __all__ = ["Dataset", "DatasetError", "load_dataset"]
 
-_LOADERS: dict[str, Callable[[DatasetConfig, Progress | None], Dataset]] = {
+_LOADERS: dict[str, Callable[[DatasetConfig, ProgressCallback | None], Dataset]] = {
     "digits": lambda cfg, progress: load_digits(),
     "mnist": load_mnist_like,
     "fashion_mnist": load_mnist_like,
@@ -37,7 +37,7 @@ _LOADERS: dict[str, Callable[[DatasetConfig, Progress | None], Dataset]] = {
 }
 
 
-def _decoded_stream(cfg: DatasetConfig, progress: Progress | None) -> Dataset:
+def _decoded_stream(cfg: DatasetConfig, progress: ProgressCallback | None) -> Dataset:
     """tfrecord and tfds in memory: the streamed reader, decoded whole (core/datasets/loading.py)."""
     from gui_app.core.datasets.stream_read import load_into_memory
     from gui_app.core.datasets.streamed import open_stream
@@ -45,7 +45,7 @@ def _decoded_stream(cfg: DatasetConfig, progress: Progress | None) -> Dataset:
     return load_into_memory(open_stream(cfg, progress))
 
 
-def load_dataset(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:
+def load_dataset(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset:
     if cfg.name not in _LOADERS:
         raise DatasetError(f"dataset.name: unknown dataset {cfg.name!r}")
     try:

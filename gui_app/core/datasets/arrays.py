@@ -19,7 +19,7 @@ from gui_app.core.datasets.base import Dataset, DatasetError, make_dataset, requ
 NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
 
 # IDX type codes (third byte of the magic number); values are stored big-endian.
-IDX_DTYPES = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
+IDX_DTYPES: dict[int, np.dtype] = {0x08: np.dtype("u1"), 0x09: np.dtype("i1"), 0x0B: np.dtype(">i2"),
               0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 # The four files of an IDX dataset. Some copies of MNIST (Kaggle's, for one) spell them with a
@@ -32,7 +32,7 @@ IDX_FILES = {
 }
 
 
-def load_npz(path: str | Path, name: str = "npz", class_names: Sequence[str] | None = None) -> Dataset:
+def load_npz(path: str | Path | None, name: str = "npz", class_names: Sequence[str] | None = None) -> Dataset:
     path = require_path(path, f"dataset {name!r}")
     if path.is_dir():
         raise DatasetError(f"{path}: is a folder; expected an .npz file with {', '.join(NPZ_KEYS)}")
@@ -43,11 +43,11 @@ def load_npz(path: str | Path, name: str = "npz", class_names: Sequence[str] | N
                            f"(found: {', '.join(sorted(arrays)) or 'none'})")
     names = class_names
     if names is None and "class_names" in arrays:
-        names = arrays["class_names"]
-        if names.ndim != 1 or names.dtype.kind not in "USiu":
-            raise DatasetError(f"{path}: class_names must be a 1-D array of strings; got {names.dtype} {names.shape}")
-        names = [str(n) for n in names.tolist()]
-    return make_dataset(name, str(path), *(arrays[k] for k in NPZ_KEYS), class_names=names)
+        stored = arrays["class_names"]
+        if stored.ndim != 1 or stored.dtype.kind not in "USiu":
+            raise DatasetError(f"{path}: class_names must be a 1-D array of strings; got {stored.dtype} {stored.shape}")
+        names = [str(n) for n in stored.tolist()]
+    return _dataset(name, str(path), arrays, names)
 
 
 def read_npz(path: Path) -> dict[str, np.ndarray]:
@@ -70,7 +70,7 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         raise DatasetError(f"{path}: not a valid .npz file or truncated ({exc})") from None
 
 
-def load_idx_folder(path: str | Path, name: str = "idx", class_names: Sequence[str] | None = None) -> Dataset:
+def load_idx_folder(path: str | Path | None, name: str = "idx", class_names: Sequence[str] | None = None) -> Dataset:
     folder = require_path(path, f"dataset {name!r}")
     if not folder.is_dir():
         raise DatasetError(f"{folder}: expected a folder holding {', '.join(IDX_FILES.values())} (each may be .gz)")
@@ -88,8 +88,12 @@ def load_idx_folder(path: str | Path, name: str = "idx", class_names: Sequence[s
         if n_x != n_y:
             raise DatasetError(f"{folder}: {find_idx_file(folder, IDX_FILES['x_' + part]).name} holds {n_x} "
                                f"images but {find_idx_file(folder, IDX_FILES['y_' + part]).name} holds {n_y} labels")
-    return make_dataset(name, str(folder), *(arrays[k] for k in ("x_train", "y_train", "x_test", "y_test")),
-                        class_names=class_names)
+    return _dataset(name, str(folder), arrays, class_names)
+
+
+def _dataset(name: str, source: str, arrays: dict[str, np.ndarray], class_names: Sequence[str] | None) -> Dataset:
+    return make_dataset(name, source, arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
+                        class_names)
 
 
 def find_idx_file(folder: Path, stem: str) -> Path:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-Progress = Callable[[dict], None]
+ProgressCallback = Callable[[dict], None]  # hears a reader's reports: stage, what, done, total
 
 # The held-out test split of digits and of image folders without a test folder must not move
 # with the training seed: runs with different seeds are compared on the same test images.
@@ -93,10 +93,10 @@ def as_images(x: Any, where: str) -> np.ndarray:
     if x.dtype.kind == "f":
         if not np.isfinite(x).all():
             raise DatasetError(f"{where}: pixel values include NaN or infinity")
-        lo, hi = float(x.min()), float(x.max())
-        if lo < 0 or hi > 255:
-            raise DatasetError(f"{where}: float pixel values must be in [0, 1] or [0, 255]; found {lo:g}..{hi:g}")
-        scale = np.float32(255.0 if hi <= 1.0 else 1.0)
+        low, high = float(x.min()), float(x.max())
+        if low < 0 or high > 255:
+            raise DatasetError(f"{where}: float pixel values must be in [0, 1] or [0, 255]; found {low:g}..{high:g}")
+        scale = np.float32(255.0 if high <= 1.0 else 1.0)
         return np.rint(x.astype(np.float32) * scale).astype(np.uint8)
     raise DatasetError(f"{where}: pixel values must be numbers; got dtype {x.dtype}")
 
@@ -175,7 +175,7 @@ class Throttle:
     """Forwards progress events at most every ``interval`` seconds, plus the first and the last
     (``done == total``), so a fast loop cannot flood the engine's event stream."""
 
-    def __init__(self, progress: Progress | None, interval: float = 0.25) -> None:
+    def __init__(self, progress: ProgressCallback | None, interval: float = 0.25) -> None:
         self._progress = progress
         self._interval = interval
         self._last = -float("inf")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gui_app.core.datasets.base import Dataset, DatasetError, Progress, Throttle, make_dataset, require_path
+from gui_app.core.datasets.base import Dataset, DatasetError, ProgressCallback, Throttle, make_dataset, require_path
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
-def load_cifar(path: str | Path, layout: CifarLayout, progress: Progress | None = None) -> Dataset:
+def load_cifar(path: str | Path, layout: CifarLayout, progress: ProgressCallback | None = None) -> Dataset:
     """``path``: the ``cifar-10-batches-py`` / ``cifar-100-python`` folder, a folder holding it,
     or the ``.tar.gz`` (also Keras's cache copy, which has no extension)."""
     path = require_path(path, f"dataset {layout.name!r}")
@@ -98,7 +98,7 @@ def _read_folder(path: Path, layout: CifarLayout) -> dict[str, tuple[str, bytes]
     return blobs
 
 
-def _read_tarball(path: Path, layout: CifarLayout, progress: Progress | None) -> dict[str, tuple[str, bytes]]:
+def _read_tarball(path: Path, layout: CifarLayout, progress: ProgressCallback | None) -> dict[str, tuple[str, bytes]]:
     report = Throttle(progress)
     blobs: dict[str, tuple[str, bytes]] = {}
     try:
@@ -108,7 +108,9 @@ def _read_tarball(path: Path, layout: CifarLayout, progress: Progress | None) ->
                 if member.isfile() and len(parts) == 2 and parts[0] == layout.folder and parts[1] in layout.files:
                     if member.size > MAX_MEMBER_BYTES:
                         raise _too_big(f"{path}: {member.name}", member.size)
-                    blob = tar.extractfile(member).read(MAX_MEMBER_BYTES + 1)
+                    data = tar.extractfile(member)
+                    assert data is not None  # None only for what is not a regular file
+                    blob = data.read(MAX_MEMBER_BYTES + 1)
                     if len(blob) > MAX_MEMBER_BYTES:
                         raise _too_big(f"{path}: {member.name}", len(blob))
                     blobs[parts[1]] = (f"{path}: {member.name}", blob)

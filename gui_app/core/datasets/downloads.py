@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_app.core.atomic_io import replace_durably
-from gui_app.core.datasets.base import DatasetError, Progress, Throttle
+from gui_app.core.atomic_io import atomic_path
+from gui_app.core.datasets.base import DatasetError, ProgressCallback, Throttle
 
 CHUNK = 1 << 20
 TIMEOUT = 30  # seconds without data before a download is given up
@@ -67,7 +66,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(remote: Remote, progress: Progress | None = None, hint: str = "",
+def fetch(remote: Remote, progress: ProgressCallback | None = None, hint: str = "",
           cache_dir: Path | None = None) -> Path:
     """The cached copy of ``remote``, downloaded first if missing or if its hash is wrong."""
     dest = (cache_dir or keras_cache_dir()) / remote.cache_name
@@ -77,25 +76,23 @@ def fetch(remote: Remote, progress: Progress | None = None, hint: str = "",
     return dest
 
 
-def download(url: str, dest: Path, sha256: str | None = None, progress: Progress | None = None,
+def download(url: str, dest: Path, sha256: str | None = None, progress: ProgressCallback | None = None,
              hint: str = "") -> None:
     """Stream ``url`` to ``dest``, verifying ``sha256``; reports ``stage: download`` progress.
 
     ``hint`` ends the error message of a failed download (what to do without a network).
     """
     hint = hint or "set dataset.path to files you already have"
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    except OSError as exc:
-        raise DatasetError(f"{dest.parent}: cannot write the download cache ({exc.strerror or exc})") from None
-    tmp = Path(tmp_name)
     report = Throttle(progress)
     what = url.rsplit("/", 1)[-1] or dest.name
     digest = hashlib.sha256()
-    done = False
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(dest) as tmp:  # renamed into place (fsynced) only once complete and verified
+        try:  # the cache folder is checked before the network
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            out = open(tmp, "xb")
+        except OSError as exc:
+            raise DatasetError(f"{dest.parent}: cannot write the download cache ({exc.strerror or exc})") from None
+        with out:
             try:
                 with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
                     length = response.headers.get("Content-Length")
@@ -120,8 +117,3 @@ def download(url: str, dest: Path, sha256: str | None = None, progress: Progress
         if sha256 is not None and digest.hexdigest() != sha256:
             raise DatasetError(f"{url}: the downloaded file has SHA-256 {digest.hexdigest()}, expected "
                                f"{sha256}; the download was corrupted or the file changed")
-        replace_durably(tmp, dest)  # fsync the data, rename, fsync the folder
-        done = True
-    finally:
-        if not done:
-            tmp.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from gui_app.core.config import MAX_IMAGE_PIXELS, DatasetConfig
 from gui_app.core.datasets.base import (
     Dataset,
     DatasetError,
-    Progress,
+    ProgressCallback,
     Throttle,
     few,
     make_dataset,
@@ -28,16 +29,16 @@ from gui_app.core.datasets.base import (
     stratified_split,
 )
 from gui_app.core.datasets.image_header import MAX_IMAGE_BYTES, too_large
-from gui_app.core.image_files import IMAGE_EXTENSIONS
+from gui_app.core.file_kinds import IMAGE_SUFFIXES
 
 
-def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:
+def load_image_folder(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset:
     root = require_path(cfg.path, "dataset 'image_folder'")
-    train_files, class_names, ignored = _scan(root)
+    train_files, class_names, ignored = scan_class_folders(root)
     test_root = None
     if cfg.test_path:
         test_root = require_path(cfg.test_path, "dataset.test_path")
-        test_files, test_classes, test_ignored = _scan(test_root)
+        test_files, test_classes, test_ignored = scan_class_folders(test_root)
         if test_classes != class_names:
             missing = sorted(set(class_names) - set(test_classes))
             extra = sorted(set(test_classes) - set(class_names))
@@ -50,7 +51,7 @@ def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> D
     if ignored:
         warnings.append(f"ignored {len(ignored)} files that are not images (by extension): {few(ignored)}")
     channels = 3 if cfg.color_mode == "rgb" else 1
-    decode = _Decoder(tuple(cfg.image_size), channels, Throttle(progress), cfg.max_image_pixels)
+    decode = _Decoder(cfg.image_size, channels, Throttle(progress), cfg.max_image_pixels)
     n_train = sum(map(len, train_files.values()))
     total = n_train + (sum(map(len, test_files.values())) if test_root else 0)
     x, y, failed = decode(root, train_files, class_names, 0, total)
@@ -76,14 +77,14 @@ def load_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> D
     return make_dataset("image_folder", str(root), x, y, x_test, y_test, class_names, warnings)
 
 
-def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
+def scan_class_folders(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
     """The image files of each class folder (sorted), the class names, ignored non-images."""
     if not root.is_dir():
         raise DatasetError(f"{root}: expected a folder with one sub-folder of images per class")
     entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
     class_dirs = [p for p in entries if p.is_dir()]
     if not class_dirs:
-        if any(p.suffix.lower() in IMAGE_EXTENSIONS for p in entries):
+        if any(p.suffix.lower() in IMAGE_SUFFIXES for p in entries):
             raise DatasetError(f"{root}: holds images but no class sub-folders; put each class's images "
                                f"in a sub-folder named after the class")
         if entries:
@@ -98,14 +99,14 @@ def _scan(root: Path) -> tuple[dict[str, list[Path]], list[str], list[str]]:
     ignored = [p.name for p in entries if p.is_file()]
     for folder in class_dirs:
         found = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-        files[folder.name] = [p for p in found if p.suffix.lower() in IMAGE_EXTENSIONS]
-        ignored += [str(p.relative_to(root)) for p in found if p.suffix.lower() not in IMAGE_EXTENSIONS]
+        files[folder.name] = [p for p in found if p.suffix.lower() in IMAGE_SUFFIXES]
+        ignored += [str(p.relative_to(root)) for p in found if p.suffix.lower() not in IMAGE_SUFFIXES]
         if not files[folder.name]:
-            raise DatasetError(f"{folder}: class folder has no images ({', '.join(IMAGE_EXTENSIONS)})")
+            raise DatasetError(f"{folder}: class folder has no images ({', '.join(IMAGE_SUFFIXES)})")
     return files, [d.name for d in class_dirs], ignored
 
 
-def _check_every_class(y: np.ndarray, class_names: list[str], root: Path, large: list[str] = ()) -> None:
+def _check_every_class(y: np.ndarray, class_names: list[str], root: Path, large: Sequence[str] = ()) -> None:
     empty = [name for i, name in enumerate(class_names) if not np.any(y == i)]
     if empty:
         too_big = sum(1 for name in large if Path(name).parts[0] == empty[0])
@@ -127,7 +128,7 @@ class _Decoder:
         self._size = size
         self._channels = channels
         self._report = report
-        self._decode = image_decoder(tuple(size), channels)
+        self._decode = image_decoder(size, channels)
 
     def __call__(self, root: Path, files: dict[str, list[Path]], class_names: list[str],
                  done: int, total: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -166,7 +167,7 @@ def image_decoder(size: tuple[int, int], channels: int):
     """The traced ``bytes -> (H, W, channels) uint8`` function, one trace per size and channels."""
     import tensorflow as tf
 
-    return tf.function(_decode_fn(tf, size, channels), autograph=False,
+    return tf.function(decode_image_fn(size, channels), autograph=False,
                        input_signature=[tf.TensorSpec([], tf.string)])
 
 
@@ -187,9 +188,11 @@ def decode_image(data: bytes, size: tuple[int, int], channels: int,
         raise ValueError("not a PNG, JPEG, BMP or GIF image") from None
 
 
-def _decode_fn(tf, size: tuple[int, int], channels: int):
-    """bytes -> (H, W, channels) uint8: decode any supported format (first frame of a GIF),
-    drop alpha, convert grey <-> RGB, resize with antialiasing (a no-op at the same size)."""
+def decode_image_fn(size: tuple[int, int], channels: int):
+    """bytes -> (H, W, channels) uint8 in TensorFlow ops (for ``tf.function`` and ``Dataset.map``):
+    decode any supported format (first frame of a GIF), drop alpha, convert grey <-> RGB, resize
+    with antialiasing (a no-op at the same size)."""
+    import tensorflow as tf
 
     def with_channels(image, c):
         return tf.ensure_shape(image, [None, None, c])

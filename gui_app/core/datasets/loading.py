@@ -9,15 +9,16 @@ them into shards). The budget itself is in ``gui_app.core.memory`` (the form sho
 from __future__ import annotations
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets.base import Dataset, Progress
-from gui_app.core.memory import BUDGET_ENV, budget_bytes  # noqa: F401 - BUDGET_ENV re-exported for tests
+from gui_app.core.datasets.base import Dataset, ProgressCallback
+from gui_app.core.datasets.streamed import OPENERS, StreamSource, open_stream
+from gui_app.core.memory import budget_bytes
 
 
 def memory_budget_bytes(cfg: DatasetConfig) -> int:
     return budget_bytes(cfg.memory_budget_mb)
 
 
-def decoded_bytes(source, parts: tuple = ("train", "val", "test")) -> int:
+def decoded_bytes(source: StreamSource, parts: tuple[str, ...] = ("train", "val", "test")) -> int:
     h, w, c = source.input_shape
     seen, total = set(), 0
     for name in parts:
@@ -28,7 +29,7 @@ def decoded_bytes(source, parts: tuple = ("train", "val", "test")) -> int:
     return total * h * w * c
 
 
-def resolve_cache(cfg: DatasetConfig, source) -> str:
+def resolve_cache(cfg: DatasetConfig, source: StreamSource) -> str:
     """``auto``: cache decoded examples in memory when what that holds fits the budget, else none.
     A memory cache holds the training examples and, between epochs, the validation ones
     (core/training/streaming.py), so both count."""
@@ -37,29 +38,28 @@ def resolve_cache(cfg: DatasetConfig, source) -> str:
     return "memory" if decoded_bytes(source, ("train", "val")) <= memory_budget_bytes(cfg) else "none"
 
 
-def open_input(cfg: DatasetConfig, progress: Progress | None = None) -> tuple[Dataset | None, object | None]:
-    """(dataset in memory, None) or (None, StreamSource) as ``dataset.loading`` decides."""
+def open_input(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset | StreamSource:
+    """The set decoded into memory, or the StreamSource to stream it, as ``dataset.loading`` decides."""
     from gui_app.core.datasets import load_dataset
-    from gui_app.core.datasets.streamed import OPENERS, open_stream
 
     if cfg.loading == "memory" or (cfg.loading == "auto" and cfg.name not in OPENERS):
-        return load_dataset(cfg, progress), None
+        return load_dataset(cfg, progress)
     source = open_stream(cfg, progress)
     # In memory the decoded set is held once, as uint8 (core/training/pipeline.py): exactly this many bytes.
     if cfg.loading == "stream" or decoded_bytes(source) > memory_budget_bytes(cfg):
-        return None, source
+        return source
     if cfg.name == "image_folder":
-        return load_dataset(cfg, progress), None
+        return load_dataset(cfg, progress)
     from gui_app.core.datasets.stream_read import load_into_memory
 
-    return load_into_memory(source), None
+    return load_into_memory(source)
 
 
 class StreamPreview:
     """What ``replica-studio inspect`` shows of a set that would stream: the scan's summary and a
     bounded sample of decoded images (``x_train``/``y_train``), never the whole set."""
 
-    def __init__(self, source, sample: int = 512) -> None:
+    def __init__(self, source: StreamSource, sample: int = 512) -> None:
         import numpy as np
 
         from gui_app.core.datasets.stream_read import decoded
@@ -77,7 +77,7 @@ class StreamPreview:
         return self.source.summary()
 
 
-def inspect_dataset(cfg: DatasetConfig):
+def inspect_dataset(cfg: DatasetConfig) -> Dataset | StreamPreview:
     """The in-memory Dataset, or a StreamPreview when ``dataset.loading`` would stream."""
-    dataset, source = open_input(cfg)
-    return dataset if source is None else StreamPreview(source)
+    opened = open_input(cfg)
+    return StreamPreview(opened) if isinstance(opened, StreamSource) else opened

@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gui_app.core.datasets.base import MAX_CLASSES, DatasetError, Progress, Throttle
+from gui_app.core.datasets.base import MAX_CLASSES, DatasetError, ProgressCallback, Throttle
+from gui_app.core.messages import first_line, typed_line
 
 MANIFEST = "manifest.json"
 SCAN_CACHE = ".replica-studio-scan.json"
@@ -99,7 +100,9 @@ def _known_classes(files: list[str]) -> list[str] | None:
     return None
 
 
-def _file_key(path: str) -> list:
+def file_key(path: str) -> list[int]:
+    """What tells whether a shard changed since it was counted: its size and modification time
+    (the key of its entry in the manifest and in the scan cache)."""
     st = os.stat(path)
     return [st.st_size, int(st.st_mtime_ns)]
 
@@ -118,13 +121,13 @@ def _counts_from_cache(files: list[str]) -> tuple[dict[str, dict], dict]:
     entries.update(cache.get("files", {}))
     for f in files:
         e = entries.get(Path(f).name)
-        if e and e.get("key") == _file_key(f) and isinstance(e.get("examples"), int):
+        if e and e.get("key") == file_key(f) and isinstance(e.get("examples"), int):
             known[f] = e
     return known, cache
 
 
 def scan(spec: str, label_offset: int = 0, split: str | None = None, class_names: list[str] | None = None,
-         progress: Progress | None = None) -> ShardSet:
+         progress: ProgressCallback | None = None) -> ShardSet:
     """Count and check every record of the shards of ``spec``; DatasetError names a bad file."""
     files = list_shards(spec, split)
     classes = class_names or _known_classes(files)
@@ -145,7 +148,7 @@ def scan(spec: str, label_offset: int = 0, split: str | None = None, class_names
             top = max(top, file_top)
             texts.update(file_texts)
             cache.setdefault("files", {})[Path(f).name] = {
-                "examples": n, "key": _file_key(f), "top": file_top, "offset": label_offset,
+                "examples": n, "key": file_key(f), "top": file_top, "offset": label_offset,
                 "texts": {str(k): v for k, v in list(file_texts.items())[:MAX_TEXTS]}}
         report("scan", spec, i + 1, len(files))
     if classes is None:
@@ -196,10 +199,9 @@ def _scan_file(path: str, label_offset: int, classes: list[str] | None) -> tuple
             n += len(labels)
     except tf.errors.DataLossError as exc:
         raise DatasetError(f"{path}: truncated or corrupt TFRecord file after {n} records "
-                           f"({str(exc).splitlines()[0][:120]})") from None
+                           f"({first_line(exc, 120)})") from None
     except tf.errors.OpError as exc:
-        raise DatasetError(f"{path}: cannot be read as TFRecord ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0][:120]})") from None
+        raise DatasetError(f"{path}: cannot be read as TFRecord ({typed_line(exc, 120)})") from None
     if n == 0:
         raise DatasetError(f"{path}: holds no records")
     return n, top, texts

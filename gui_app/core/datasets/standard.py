@@ -11,7 +11,7 @@ from pathlib import Path
 from gui_app.core.config import DatasetConfig
 from gui_app.core.datasets import downloads
 from gui_app.core.datasets.arrays import IDX_FILES, load_idx_folder, load_npz
-from gui_app.core.datasets.base import Dataset, DatasetError, Progress, require_path
+from gui_app.core.datasets.base import Dataset, DatasetError, ProgressCallback, require_path
 from gui_app.core.datasets.cifar import CIFAR10, CIFAR100, CifarLayout, load_cifar
 
 DIGIT_NAMES = [str(i) for i in range(10)]
@@ -20,7 +20,7 @@ FASHION_NAMES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                  "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 
 
-def load_mnist_like(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:
+def load_mnist_like(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset:
     """MNIST or Fashion-MNIST: an .npz in the Keras layout, or a folder of the four IDX files."""
     names = FASHION_NAMES if cfg.name == "fashion_mnist" else DIGIT_NAMES
     if cfg.path:
@@ -45,14 +45,14 @@ def _read_mnist_like(path: Path, name: str, class_names: list[str]) -> Dataset:
                        f"with {', '.join(IDX_FILES.values())}")
 
 
-def load_cifar_named(cfg: DatasetConfig, progress: Progress | None = None) -> Dataset:
+def load_cifar_named(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> Dataset:
     layout, remote = (CIFAR10, downloads.CIFAR10_TAR) if cfg.name == "cifar10" else (CIFAR100, downloads.CIFAR100_TAR)
     if cfg.path:
         return load_cifar(cfg.path, layout, progress)
     return load_cifar(_cached_cifar(layout, remote, progress), layout, progress)
 
 
-def _cached_cifar(layout: CifarLayout, remote: downloads.Remote, progress: Progress | None) -> Path:
+def _cached_cifar(layout: CifarLayout, remote: downloads.Remote, progress: ProgressCallback | None) -> Path:
     """Keras extracts its verified archive to ``<name>-target/<folder>``; reading that is the
     fastest. Otherwise the archive itself (ours or Keras's), downloaded if needed."""
     cache = downloads.keras_cache_dir()

@@ -10,7 +10,7 @@ Every parallel stage is deterministic, so the same seed gives the same order.
 """
 from __future__ import annotations
 
-from gui_app.core.datasets.streamed import Part, StreamSource
+from gui_app.core.datasets.streamed import Keep, Part, StreamSource
 
 SAMPLE_FOR_STATS = 2048  # examples used for the normalization layer's mean and variance
 READ_PARALLEL_FILES = 8
@@ -19,7 +19,7 @@ READ_PARALLEL_FILES = 8
 ALIGN = 64
 
 
-def _keep_fn(tf, keep: tuple):
+def _keep_fn(tf, keep: tuple[Keep, ...]):
     def keep_fn(index):
         ok = tf.constant(True)
         for prime, threshold, wanted in keep:
@@ -91,10 +91,10 @@ def decode_fn(source: StreamSource):
     """(payload, label) -> ((H, W, C) uint8, label) at the configured size and channels."""
     import tensorflow as tf
 
-    from gui_app.core.datasets.images import _decode_fn
+    from gui_app.core.datasets.images import decode_image_fn
 
     h, w, c = source.input_shape
-    decode_bytes = _decode_fn(tf, (h, w), c)
+    decode_bytes = decode_image_fn((h, w), c)
     if source.name != "tfds":
         return lambda data, y: (decode_bytes(data), y)
 

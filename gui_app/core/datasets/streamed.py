@@ -21,9 +21,13 @@ from typing import Any
 import numpy as np
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets.base import DatasetError, Progress, Throttle, few, stratified_split
+from gui_app.core.datasets import shards
+from gui_app.core.datasets.base import DatasetError, ProgressCallback, Throttle, few, stratified_split
+from gui_app.core.datasets.shards import ShardSet
+from gui_app.core.messages import first_line
 
 TEST_PRIME, VAL_PRIME = 7919, 104729  # both coprime to 1000: each residue class is hit equally
+Keep = tuple[int, int, bool]  # (prime, threshold, wanted): index * prime % 1000 < threshold is wanted
 
 
 @dataclass
@@ -33,8 +37,8 @@ class Part:
     examples: int
     files: list[str] = field(default_factory=list)  # shards, or image paths
     counts: list[int] = field(default_factory=list)  # records per shard
-    labels: np.ndarray | None = None  # files: the label of each image
-    keep: tuple = ()  # records/tfds: ((prime, threshold, wanted), ...) on the global index
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # files: the label of each image
+    keep: tuple[Keep, ...] = ()  # records: the hashed hold-outs on the global index, all of them met
     tfds_split: str = ""
     class_counts: list[int] | None = None
     bytes_per_example: float = 0.0  # records: encoded size on disk, to bound the shuffle buffer's memory
@@ -72,7 +76,7 @@ class StreamSource:
         return out
 
 
-def _hashed_count(total: int, keep: tuple) -> int:
+def _hashed_count(total: int, keep: tuple[Keep, ...]) -> int:
     i = np.arange(total, dtype=np.int64)
     mask = np.ones(total, bool)
     for prime, threshold, wanted in keep:
@@ -84,9 +88,11 @@ def _thousandths(fraction: float) -> int:
     return int(round(fraction * 1000))
 
 
-def _record_parts(cfg: DatasetConfig, train_set, test_set, channels: int) -> tuple[Part, Part | None, Part]:
+def _record_parts(cfg: DatasetConfig, train_set: ShardSet, test_set: ShardSet | None
+                  ) -> tuple[Part, Part | None, Part, Part]:
+    """train, validation, test, and the pool (train and validation) of a set of shards."""
     total = train_set.examples
-    holdout = ()
+    holdout: tuple[Keep, ...] = ()
     if test_set is None:
         holdout = ((TEST_PRIME, _thousandths(cfg.test_split), False),)
         test = Part("records", 0, train_set.files, train_set.counts,
@@ -111,19 +117,19 @@ def _record_parts(cfg: DatasetConfig, train_set, test_set, channels: int) -> tup
     return train, val, test, pool
 
 
-def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
-    from gui_app.core.datasets import shards
-
-    train_set = shards.scan(cfg.path, cfg.label_offset, "train", progress=progress)
+def open_tfrecord(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
+    spec = cfg.path
+    assert spec is not None  # DatasetConfig requires a path for tfrecord
+    train_set = shards.scan(spec, cfg.label_offset, "train", progress=progress)
     test_set = None
-    root = Path(cfg.path).expanduser()
+    root = Path(spec).expanduser()
+    manifest = shards.read_manifest(root) if root.is_dir() else None
     if cfg.test_path:
         test_set = shards.scan(cfg.test_path, cfg.label_offset, "test", train_set.class_names, progress)
-    elif root.is_dir() and shards.read_manifest(root) is not None and any(
-            f.get("split") == "test" for f in shards.read_manifest(root)["files"]):
-        test_set = shards.scan(cfg.path, cfg.label_offset, "test", train_set.class_names, progress)
+    elif manifest is not None and any(f.get("split") == "test" for f in manifest["files"]):
+        test_set = shards.scan(spec, cfg.label_offset, "test", train_set.class_names, progress)
     channels = 3 if cfg.color_mode == "rgb" else 1
-    train, val, test, pool = _record_parts(cfg, train_set, test_set, channels)
+    train, val, test, pool = _record_parts(cfg, train_set, test_set)
     per = sum(Path(f).stat().st_size for f in train_set.files) / max(train_set.examples, 1)
     for part in (train, val, test, pool):
         if part is not None:
@@ -134,10 +140,10 @@ def open_tfrecord(cfg: DatasetConfig, progress: Progress | None = None) -> Strea
                         cfg.label_offset, pool=pool)
 
 
-def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_image_folder(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     from gui_app.core.datasets.base import require_path
     from gui_app.core.datasets.image_header import check_file
-    from gui_app.core.datasets.images import _scan
+    from gui_app.core.datasets.images import scan_class_folders
 
     root = require_path(cfg.path, "dataset 'image_folder'")
     report = Throttle(progress)
@@ -145,7 +151,7 @@ def open_image_folder(cfg: DatasetConfig, progress: Progress | None = None) -> S
     skipped: list[str] = []
 
     def listing(folder: Path, classes: list[str] | None):
-        files, names, ignored = _scan(folder)
+        files, names, ignored = scan_class_folders(folder)
         if classes is not None and names != classes:
             raise DatasetError(f"{folder}: its class folders differ from those of {root}")
         if ignored:
@@ -193,7 +199,7 @@ def _files_part(paths: list[str], labels: np.ndarray, k: int) -> Part:
                 class_counts=np.bincount(labels, minlength=k).tolist())
 
 
-def open_tfds(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_tfds(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     """A TFDS set already prepared in ``data_dir``; held-out parts are TFDS sub-splits
     (``train[:72%]``), which TFDS reads exactly and counts from its metadata."""
     try:
@@ -208,7 +214,7 @@ def open_tfds(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSou
         prepared = builder.is_prepared() if hasattr(builder, "is_prepared") else True
     except Exception as exc:  # noqa: BLE001 - TFDS raises many kinds for "not prepared"
         raise DatasetError(f"{where}: no prepared TFDS dataset {cfg.tfds_name!r} "
-                           f"({str(exc).splitlines()[0][:160]})") from None
+                           f"({first_line(exc, 160)})") from None
     if not prepared or "train" not in splits:
         raise DatasetError(f"{where}: TFDS dataset {cfg.tfds_name!r} has no prepared 'train' split "
                            "(this app never downloads)")
@@ -241,7 +247,7 @@ def open_tfds(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSou
 OPENERS = {"tfrecord": open_tfrecord, "image_folder": open_image_folder, "tfds": open_tfds}
 
 
-def open_stream(cfg: DatasetConfig, progress: Progress | None = None) -> StreamSource:
+def open_stream(cfg: DatasetConfig, progress: ProgressCallback | None = None) -> StreamSource:
     if cfg.name not in OPENERS:
         raise DatasetError(f"dataset.loading: dataset {cfg.name!r} cannot stream (only "
                            f"{', '.join(OPENERS)}); use loading 'memory', or prepare it as TFRecord shards")

@@ -28,7 +28,7 @@ from gui_app.core.export.writers import REPRESENTATIVE_EXAMPLES, write_export
 from gui_app.core.export_result import ExportResult
 from gui_app.core.formats import DEFAULT_CHECK, ExportCancelled, ExportError, ExportFormat, get_format
 
-Progress = Callable[[float, str], None]
+ExportProgress = Callable[[float, str], None]  # (fraction done, what it is doing)
 
 
 def _size(path: Path) -> int:
@@ -55,7 +55,7 @@ def _check_output(fmt: ExportFormat, output: Path) -> None:
 
 
 def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = DEFAULT_CHECK,
-               progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+               progress: ExportProgress | None = None, cancel: Callable[[], bool] | None = None,
                keep_failed: bool = False, model_file: str | Path | None = None,
                weights: str = "model.keras: the model at the end of the run") -> ExportResult:
     """Export the trained model of ``run_dir`` as ``fmt`` to ``output`` and check it on

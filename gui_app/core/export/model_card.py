@@ -108,7 +108,6 @@ def _preprocessing(input_quantization: tuple[float, int] | None) -> str:
     return text
 
 
-
 def write_card(path: Path, card: dict[str, Any]) -> None:
     path.write_text(json.dumps(finite_or_null(card), indent=2, allow_nan=False) + "\n", encoding="utf-8")
 

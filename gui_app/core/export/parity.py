@@ -37,8 +37,8 @@ def compare(fmt: ExportFormat, runtime: str, probabilities: np.ndarray, referenc
         reference_accuracy = float(np.mean(ref_top1 == labels))
     if fmt.max_abs_diff is not None:
         passed = bool(np.isfinite(max_diff) and max_diff <= fmt.max_abs_diff)
-    else:
-        passed = agreement >= fmt.min_top1_agreement
+    else:  # a quantised format: judged by its top-1 agreement
+        passed = fmt.min_top1_agreement is not None and agreement >= fmt.min_top1_agreement
     return ParityReport(fmt.name, runtime, len(reference), max_diff, float(diff.mean()) if diff.size else 0.0,
                         agreement, accuracy, reference_accuracy, fmt.criterion, passed)
 

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from gui_app.core import rundir
+from gui_app.core.file_kinds import SAVED_MODEL_FILE, model_kind
 from gui_app.core.formats import OUTPUT_NAME, PIXEL_SCALE, SIGNATURE, ExportError
+from gui_app.core.messages import first_line
 
 BATCH = 64  # images per call: bounded memory for big inputs, few calls for small ones
 
@@ -56,13 +58,13 @@ def detect_kind(path: str | Path) -> str:
     path = Path(path)
     if not path.exists():
         raise ExportError(f"{path}: no such file or folder")
-    kind = rundir.model_kind(path)
+    kind = model_kind(path)
     if kind is not None:
         return kind
     if path.is_dir():
         if rundir.is_run_dir(path):
             raise ExportError(f"{path}: the run has no trained model ({rundir.MODEL_FILE}) yet")
-        raise ExportError(f"{path}: neither a run folder nor a SavedModel folder (no {rundir.SAVED_MODEL_FILE})")
+        raise ExportError(f"{path}: neither a run folder nor a SavedModel folder (no {SAVED_MODEL_FILE})")
     raise ExportError(f"{path}: not a run folder, .keras file, SavedModel folder, .tflite or .onnx file")
 
 
@@ -111,7 +113,7 @@ def load_keras_model(path: Path):
         # safe_mode=True (the default, stated for the reader): never run a file's lambdas.
         return keras.saving.load_model(str(path), compile=False, safe_mode=True)
     except Exception as exc:  # noqa: BLE001 - any load failure is a bad input file
-        raise ExportError(f"{path}: cannot load the Keras model: {str(exc).strip().splitlines()[0]}") from None
+        raise ExportError(f"{path}: cannot load the Keras model: {first_line(exc)}") from None
 
 
 class KerasRuntime(Runtime):
@@ -142,8 +144,8 @@ class SavedModelRuntime(Runtime):
         try:
             # Keep the loaded object: its signatures stop working once it is garbage collected.
             self._loaded = tf.saved_model.load(str(path))
-        except Exception as exc:  # noqa: BLE001
-            raise ExportError(f"{path}: cannot load the SavedModel: {str(exc).strip().splitlines()[0]}") from None
+        except Exception as exc:  # noqa: BLE001 - any load failure is a bad input file
+            raise ExportError(f"{path}: cannot load the SavedModel: {first_line(exc)}") from None
         signatures = dict(self._loaded.signatures)
         name = SIGNATURE if SIGNATURE in signatures else next(iter(signatures), None)
         if name is None:
@@ -174,7 +176,7 @@ class LiteRuntime(Runtime):
             self._interpreter = Interpreter(model_path=str(path))
         except (ValueError, RuntimeError) as exc:
             raise ExportError(f"{path}: not a valid TensorFlow Lite file "
-                              f"({str(exc).strip().splitlines()[0]})") from None
+                              f"({first_line(exc)})") from None
         inputs, outputs = self._interpreter.get_input_details(), self._interpreter.get_output_details()
         if len(inputs) != 1 or len(outputs) != 1:
             raise ExportError(f"{path}: expected one input and one output; got {len(inputs)} and {len(outputs)}")
@@ -221,7 +223,7 @@ class OnnxRuntime(Runtime):
         try:
             self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
-            raise ExportError(f"{path}: not a valid ONNX model ({str(exc).strip().splitlines()[0]})") from None
+            raise ExportError(f"{path}: not a valid ONNX model ({first_line(exc)})") from None
         inputs, outputs = self._session.get_inputs(), self._session.get_outputs()
         if len(inputs) != 1 or len(outputs) != 1:
             raise ExportError(f"{path}: expected one input and one output; got {len(inputs)} and {len(outputs)}")

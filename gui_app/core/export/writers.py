@@ -92,8 +92,8 @@ def _write_tflite(fmt: ExportFormat, model, path: Path, input_shape: tuple[int, 
             flatbuffer = converter.convert()
         except ExportCancelled:  # raised by representative() between calibration images
             raise
-        except Exception as exc:  # noqa: BLE001 - ConverterError and friends: report, do not crash
-            raise ConversionError(f"{fmt.name}: the TensorFlow Lite converter failed: {_first_line(exc)}") from exc
+        except Exception as exc:  # ConverterError and friends: a failed conversion, reported
+            raise ConversionError(f"{fmt.name}: the TensorFlow Lite converter failed: {_error_line(exc)}") from exc
     path.write_bytes(flatbuffer)
     return {}
 
@@ -120,8 +120,8 @@ def _write_onnx(model, path: Path, input_shape: tuple[int, int, int]) -> dict[st
                 str(saved), None, None, signatures=[SIGNATURE], return_tensors_to_rename=True)
             graph_model, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs,
                                                             tensors_to_rename=renames)
-        except Exception as exc:  # noqa: BLE001 - an op tf2onnx cannot convert
-            raise ConversionError(f"onnx: tf2onnx could not convert the model: {_first_line(exc)}") from exc
+        except Exception as exc:  # an op tf2onnx cannot convert
+            raise ConversionError(f"onnx: tf2onnx could not convert the model: {_error_line(exc)}") from exc
     graph = graph_model.graph
     if [i.name for i in graph.input] != [INPUT_NAME] or [o.name for o in graph.output] != [OUTPUT_NAME]:
         raise ConversionError(f"onnx: expected one input {INPUT_NAME!r} and one output {OUTPUT_NAME!r}; got "
@@ -146,7 +146,7 @@ def _patch_tf2onnx_for_numpy2() -> None:
         patch_tf2onnx()
 
 
-def _first_line(exc: BaseException) -> str:
+def _error_line(exc: BaseException) -> str:
     """The line of a converter's many-line message that says what went wrong."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     errors = [line for line in lines if "error:" in line.lower()]

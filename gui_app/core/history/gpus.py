@@ -50,15 +50,15 @@ class GpuSeries:
     Steps stay increasing, as in ReplicaSeries: a replayed step drops the points after it."""
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
         self.steps = GrowableArray(1)
         self.utilization = GrowableArray(0)
         self.indices: list[int] = []
         self.latest: dict[int, GpuSample] = {}
         self.replicas: dict[int, tuple[str, int]] = {}  # replica -> (device, worker)
         self.strategy = ""
-
-    def clear(self) -> None:
-        self.__init__()
 
     def start(self, run: RunStarted) -> bool:
         """Learn where the replicas run; True when GPUs are shown (their placement may change)."""

@@ -139,7 +139,7 @@ class ReplicaSeries:
     def latest_memory(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(in use, peak) bytes per replica at the last step that reported any; None on CPUs."""
         memory = self.metrics["memory_bytes"].data
-        rows = np.flatnonzero(np.isfinite(memory).any(axis=1)) if len(memory) else []
+        rows = np.flatnonzero(np.isfinite(memory).any(axis=1)) if len(memory) else np.zeros(0, np.intp)
         if not len(rows):
             return None
         last = rows[-1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from gui_app.core.events import EpochEnd, Eval, Event, Progress, RunFinished, RunStarted, Step
 from gui_app.core.history.gpus import GpuSeries
@@ -140,6 +140,6 @@ class RunHistory:
 # The fold of each event type (the others change nothing shown). A table of the class's own
 # functions, not of bound methods: a history holding its bound methods would be a reference
 # cycle, freed only by the garbage collector.
-_FOLDS: dict[type, Callable[[RunHistory, Event], int]] = {
+_FOLDS: dict[type[Event], Callable[[RunHistory, Any], int]] = {  # each takes its key's events
     Step: RunHistory._step, EpochEnd: RunHistory._epoch_end, RunStarted: RunHistory._start,
     Progress: RunHistory._stage, Eval: RunHistory._evaluated, RunFinished: RunHistory._finished}

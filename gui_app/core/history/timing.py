@@ -11,9 +11,9 @@ from collections import deque
 
 import numpy as np
 
+from gui_app.core.bottleneck import bottleneck
 from gui_app.core.events import RunStarted, Step
 from gui_app.core.history.buffers import GrowableArray
-from gui_app.core.scaling import bottleneck
 
 WINDOW = 50  # recent steps
 
@@ -45,10 +45,9 @@ class StepSplit:
         return True
 
     def add_step(self, event: Step) -> bool:
-        split = event.time_split()
-        if split is None:
+        split, wall = event.time_split(), event.step_time
+        if split is None or wall is None:  # one is None when the other is
             return False
-        wall = event.step_time
         computes = [r.step_time or 0.0 for r in event.replicas]
         self._recent.append((wall, split[1], computes))
         self._splits.append(split)
@@ -61,11 +60,12 @@ class StepSplit:
         total = sum(sum(s) for s in self._splits)
         if total <= 0:
             return None
-        return tuple(sum(s[i] for s in self._splits) / total for i in range(3))  # type: ignore[return-value]
+        compute, waited, rest = (sum(s[i] for s in self._splits) / total for i in range(3))
+        return compute, waited, rest
 
     def advice(self) -> str | None:
-        """What to try when one part dominates the recent steps (core.scaling.bottleneck), for
-        this run's strategy and images."""
+        """What to try when one part dominates the recent steps (core/bottleneck.py), for this
+        run's strategy and images."""
         shares = self.shares()
         return bottleneck(*shares, self.replicas, self.strategy, self.input_shape) if shares else None
 

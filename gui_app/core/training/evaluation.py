@@ -66,8 +66,13 @@ class Evaluator:
         import tensorflow as tf
 
         loss_sum, cm, count, index, y, pred, conf = self.strategy.run(self._replica_fn, args=batch)
-        total = lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)  # noqa: E731
-        gather = lambda v: self.strategy.gather(v, axis=0)  # noqa: E731
+
+        def total(v):  # over the replicas
+            return self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+
+        def gather(v):  # every replica's rows, in replica order
+            return self.strategy.gather(v, axis=0)
+
         return total(loss_sum), total(cm), gather(count), gather(index), gather(y), gather(pred), gather(conf)
 
     def evaluate(self, dataset, keep_predictions: bool = False) -> EvalResult:

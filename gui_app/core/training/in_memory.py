@@ -34,6 +34,7 @@ class InMemoryInput:
             self._pool_tensors = pipeline.host_tensor(self._pool), tf.constant(dataset.y_train.astype(np.int32))
             self._test_tensors = pipeline.host_tensor(self._test), tf.constant(dataset.y_test.astype(np.int32))
         self._test_rows = np.arange(len(dataset.y_test), dtype=np.int64)
+        self._validation: tuple[Any, Any, np.ndarray] | None  # images, labels, rows
         if val_rows is not None:
             self._validation = (*self._pool_tensors, val_rows)
         elif cfg.validation == "test":
@@ -52,10 +53,6 @@ class InMemoryInput:
     @property
     def validation_examples(self) -> int:
         return 0 if self._validation is None else len(self._validation[2])
-
-    @property
-    def test_examples(self) -> int:
-        return len(self._test_rows)
 
     def summary(self) -> dict[str, Any]:
         return {**self._summary, "train_examples": self.train_examples,

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from gui_app.core.config import RunConfig
-from gui_app.core.datasets.base import Dataset, Progress
+from gui_app.core.datasets.base import Dataset, ProgressCallback
+from gui_app.core.datasets.streamed import StreamSource
 
 
 class InputSource(Protocol):
@@ -32,9 +33,6 @@ class InputSource(Protocol):
     @property
     def validation_examples(self) -> int:
         """0 without a validation set."""
-
-    @property
-    def test_examples(self) -> int: ...
 
     def summary(self) -> dict[str, Any]:
         """The ``dataset`` section of ``run_started``."""
@@ -59,8 +57,8 @@ class InputSource(Protocol):
         """The uint8 test images at ``indices`` (for misclassified.npz)."""
 
 
-def open_source(config: RunConfig, progress: Progress | None = None, data_dir: Path | None = None,
-                dataset: Dataset | None = None) -> InputSource:
+def open_source(config: RunConfig, progress: ProgressCallback | None, data_dir: Path, dataset: Dataset | None = None
+                ) -> InputSource:
     """The run's input: ``dataset`` (already read) in memory, else as ``dataset.loading`` decides.
     ``data_dir``: the run's data folder (``dataset.cache: file``). Raises DatasetError for bad
     files, ValueError for a split that leaves nothing to train on."""
@@ -69,9 +67,9 @@ def open_source(config: RunConfig, progress: Progress | None = None, data_dir: P
     from gui_app.core.training.streaming import StreamedInput
 
     batch = config.training.global_batch_size
-    stream = None
     if dataset is None:
-        dataset, stream = open_input(config.dataset, progress)
-    if stream is not None:
-        return StreamedInput(stream, config.dataset, batch, data_dir)
+        opened = open_input(config.dataset, progress)
+        if isinstance(opened, StreamSource):
+            return StreamedInput(opened, config.dataset, batch, data_dir)
+        dataset = opened
     return InMemoryInput(dataset, config.dataset, batch)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.config import ModelConfig
+from gui_app.core.messages import first_line
 
 
 class ModelError(ValueError):
@@ -81,6 +82,7 @@ def build_model(cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
 
     shape = "x".join(map(str, input_shape))
     if cfg.name == "keras_file":
+        assert cfg.path is not None  # ModelConfig requires one for keras_file
         return _load_keras_file(keras, cfg.path, tuple(input_shape), num_classes)
     try:
         if cfg.name == "mobilenet_v2":
@@ -88,7 +90,9 @@ def build_model(cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
                 raise ModelError(f"model.name: mobilenet_v2 needs images of at least 32x32; the dataset has {shape}")
             base = keras.applications.MobileNetV2(input_shape=tuple(input_shape), weights=None, include_top=True,
                                                   classes=num_classes, classifier_activation=None)
-            builder = lambda keras, x, n: base(x)  # noqa: E731
+
+            def builder(keras, x, n):  # the application has its own head for n classes
+                return base(x)
         else:
             builder = _BUILDERS[cfg.name]
         inputs = keras.Input(shape=tuple(input_shape), name="image")
@@ -103,7 +107,7 @@ def build_model(cfg: ModelConfig, input_shape: tuple[int, ...], num_classes: int
     except ModelError:
         raise
     except ValueError as exc:  # e.g. a negative dimension after pooling a too-small image
-        raise ModelError(f"model.name: {cfg.name} cannot take {shape} inputs ({_first_line(exc)})") from None
+        raise ModelError(f"model.name: {cfg.name} cannot take {shape} inputs ({first_line(exc)})") from None
     return model
 
 
@@ -133,10 +137,6 @@ def channel_stats(images, rows=None) -> tuple:
     return mean.astype("float32").tolist(), variance.astype("float32").tolist()
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes: int):
     if not Path(path).is_file():
         raise ModelError(f"model.path: {path} does not exist")
@@ -144,7 +144,7 @@ def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes
         # safe_mode=True (the default, stated for the reader): never run a file's lambdas.
         model = keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:  # noqa: BLE001 - any load failure is a bad input file
-        raise ModelError(f"model.path: cannot load {path}: {_first_line(exc)}") from None
+        raise ModelError(f"model.path: cannot load {path}: {first_line(exc)}") from None
     want = tuple(model.input_shape[1:]) if not isinstance(model.input_shape, list) else None
     if want is None:
         raise ModelError(f"model.path: {path} has several inputs; Replica Studio trains single-input classifiers")

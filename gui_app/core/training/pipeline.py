@@ -81,12 +81,10 @@ def options(tf):
 def _batches(tf, images, labels, rows: np.ndarray, indices: np.ndarray | None = None):
     """The dataset of the batches whose rows are ``rows`` ([batches, batch] into ``images``),
     with the position of each example in its part when ``indices`` is given (evaluation)."""
-    if indices is None:
-        ds = tf.data.Dataset.from_tensor_slices(rows)
-        fetch = lambda r: (tf.gather(images, r), tf.gather(labels, r))  # noqa: E731
-    else:
-        ds = tf.data.Dataset.from_tensor_slices((rows, indices))
-        fetch = lambda r, i: (tf.gather(images, r), tf.gather(labels, r), i)  # noqa: E731
+    def fetch(r, *index):  # the rows' images and labels (and their positions, when given)
+        return (tf.gather(images, r), tf.gather(labels, r), *index)
+
+    ds = tf.data.Dataset.from_tensor_slices(rows if indices is None else (rows, indices))
     ds = ds.map(fetch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE).with_options(options(tf))
 

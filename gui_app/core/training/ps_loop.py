@@ -40,7 +40,7 @@ def worker_ids(coordinator):
     import tensorflow as tf
 
     try:
-        workers = coordinator._cluster.workers  # noqa: SLF001 - no public per-worker constant
+        workers = coordinator._cluster.workers  # private: TensorFlow has no public per-worker constant
         # A tf.function, so that the RemoteValue has a type spec and can be a scheduled function's input.
         values = [w.create_resource(tf.function(lambda i=i: tf.constant(float(i)))) for i, w in enumerate(workers)]
         return tf.distribute.experimental.coordinator.PerWorkerValues(tuple(values))

@@ -10,23 +10,21 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from gui_app.core.config import StrategyConfig
 
 
 @dataclass
 class BuiltStrategy:
-    strategy: object  # tf.distribute.Strategy
+    strategy: Any  # tf.distribute.Strategy
     devices: list[str]  # the full device name of each replica, in replica order
     cross_device_ops: str | None = None
     warnings: list[str] = field(default_factory=list)
-    worker_index: int = 0  # this process's task index (multi-worker); 0 otherwise
     num_workers: int = 1
-    is_chief: bool = True  # writes the real run directory; the other workers write temporary ones
     replica_workers: list[int] = field(default_factory=list)  # the worker of each replica in ``devices``
     local_devices: list[str] = field(default_factory=list)  # this worker's replicas (memory is asked here)
-    coordinator: object = None  # parameter_server: the ClusterCoordinator
-    num_ps: int = 0
+    coordinator: Any = None  # parameter_server: the ClusterCoordinator
     # What the gradient all-reduce really uses (run_started's strategy section): the dtype, and for
     # collective all-reduce (multi_worker_mirrored) the implementation and bytes per pack.
     communication: dict = field(default_factory=dict)
@@ -180,8 +178,7 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
     used = getattr(strategy.extended, "_communication_options", options)
     communication = {"all_reduce_dtype": cfg.all_reduce_dtype, "bytes_per_pack": int(used.bytes_per_pack),
                      "implementation": used.implementation.name.lower()}
-    _MULTI_WORKER = BuiltStrategy(strategy, devices, cfg.communication, warnings, worker_index=task,
-                                  num_workers=num_workers, is_chief=bool(strategy.extended.should_checkpoint),
+    _MULTI_WORKER = BuiltStrategy(strategy, devices, cfg.communication, warnings, num_workers=num_workers,
                                   replica_workers=owners, local_devices=local, communication=communication)
     return _MULTI_WORKER
 
@@ -196,7 +193,5 @@ def build_parameter_server_strategy(cfg: StrategyConfig) -> BuiltStrategy:
     workers, num_ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
     strategy, coordinator = build_parameter_server(num_ps)
     devices = [f"/job:worker/replica:0/task:{w}/device:CPU:0" for w in range(workers)]
-    built = BuiltStrategy(strategy, devices, None, [], worker_index=0, num_workers=workers, is_chief=True,
-                          replica_workers=list(range(workers)), local_devices=[], coordinator=coordinator,
-                          num_ps=num_ps)
-    return built
+    return BuiltStrategy(strategy, devices, None, [], num_workers=workers, replica_workers=list(range(workers)),
+                         local_devices=[], coordinator=coordinator)

@@ -32,15 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets.stream_read import (  # noqa: F401
-    SAMPLE_FOR_STATS,
-    decode_fn,
-    decoded,
-    images_at,
-    load_into_memory,
-    raw_elements,
-    sample_images,
-)
+from gui_app.core.datasets.stream_read import decode_fn, decoded, images_at, raw_elements, sample_images
 from gui_app.core.datasets.streamed import Part, StreamSource
 
 # The shuffle buffer holds encoded records (or decoded images with a cache): bound its memory,
@@ -64,8 +56,7 @@ def _options(tf):
 class TrainStream:
     """The training input of one run; holds the warmed caches between epochs."""
 
-    def __init__(self, source: StreamSource, global_batch: int, shuffle_buffer: int,
-                 cache: str = "none", cache_dir: Path | None = None):
+    def __init__(self, source: StreamSource, global_batch: int, shuffle_buffer: int, cache: str, cache_dir: Path):
         self.source, self.global_batch = source, global_batch
         self.shuffle_buffer, self.cache, self.cache_dir = shuffle_buffer, cache, cache_dir
         self._cached: dict[tuple[int, int], object] = {}
@@ -191,7 +182,7 @@ class StreamedInput:
     """A set read from its files as it trains (``dataset.loading: stream``): the streamed
     :class:`~gui_app.core.training.inputs.InputSource`."""
 
-    def __init__(self, source: StreamSource, cfg: DatasetConfig, global_batch: int, cache_dir: Path | None):
+    def __init__(self, source: StreamSource, cfg: DatasetConfig, global_batch: int, cache_dir: Path):
         from gui_app.core.datasets.loading import resolve_cache
 
         self.source = source
@@ -213,10 +204,6 @@ class StreamedInput:
     @property
     def validation_examples(self) -> int:
         return self.source.val.examples if self.source.val else 0
-
-    @property
-    def test_examples(self) -> int:
-        return self.source.test.examples
 
     def summary(self) -> dict[str, Any]:
         return {**self.source.summary(), "train_examples": self.train_examples,

@@ -13,6 +13,7 @@ training loop: 8 % of the main thread's samples in a py-spy profile of an MNIST-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 
 class ScalarWriter:
@@ -24,7 +25,7 @@ class ScalarWriter:
         self._writer = tf.summary.create_file_writer(str(logdir))
         self._metadata = summary_pb2.SummaryMetadata(
             plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
-        self._row_writers: dict[tuple[str, ...], object] = {}
+        self._row_writers: dict[tuple[str, ...], Callable[[Any, Any], None]] = {}  # tf.functions by tags
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         tf = self._tf

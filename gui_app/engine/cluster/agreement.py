@@ -26,7 +26,6 @@ class ClusterControl:
 
         self.local, self.strategy = local, strategy
         self._stop = self._pause = self._checkpoint = False
-        self.unknown = local.unknown
 
         @tf.function
         def agree(flags):

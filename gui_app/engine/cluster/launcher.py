@@ -11,7 +11,6 @@ process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9
 """
 from __future__ import annotations
 
-import json
 import queue
 import random
 import subprocess
@@ -19,36 +18,32 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.core.events import Error, RunFinished, Step, Warning, decode
-from gui_app.engine.cluster.processes import Worker, die_with_parent, pump_stderr
+from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode_line
+from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.control import Control
 from gui_app.engine.errors import ClusterFailed
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_BAD_INPUT
-from gui_app.identity import app_command, app_env
+from gui_app.identity import app_command
 
 POLL_S = 0.1
 STOP_GRACE_S = 60.0  # a stopped cluster that has not ended by then is killed (a worker hangs in TensorFlow)
 FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take to end
 
 
-def _pump_events(stream, out: queue.Queue) -> None:
+def _pump_events(stream: IO[str], out: queue.Queue[Event | None]) -> None:
     """The chief's events, decoded; a line that is no event goes to stderr."""
     for line in stream:
-        line = line.strip()
-        if line:
-            try:
-                event = decode(json.loads(line))
-            except ValueError:
-                event = None
-            if event is None:
-                sys.stderr.write(f"[worker 0] {line}\n")
-            else:
-                out.put(event)
+        event = decode_line(line)
+        if event is not None:
+            out.put(event)
+        elif line.strip():
+            sys.stderr.write(f"[worker 0] {line.strip()}\n")
     out.put(None)  # the chief's stdout closed
 
 
@@ -61,12 +56,12 @@ class _Attempt:
         self.step = 0
         self.error: Error | None = None  # the chief's: the launcher decides how the run ends
         self.finished: RunFinished | None = None
-        self.queue: queue.Queue = queue.Queue()
+        self.queue: queue.Queue[Event | None] = queue.Queue()  # the chief's events; None: its stdout closed
         cfg = config.strategy
         local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
         ports = free_ports(local) if cfg.cluster is None else []
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-        self.workers: list[Worker] = []
+        self.workers: list[WorkerProcess] = []
         config_file = str(run_dir / rundir.CONFIG_FILE)
         for i in range(local):
             cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
@@ -81,19 +76,15 @@ class _Attempt:
                 if resume:
                     cmd += ["--resume", "--restore-from", str(run_dir / rundir.CHECKPOINT_DIR)]
             extra = {"TF_CONFIG": tf_config(cluster, "worker", i)} if cfg.cluster is None else None
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE if i == 0 else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if i == 0 else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                bufsize=1, env=app_env(extra), preexec_fn=die_with_parent if sys.platform == "linux" else None)
             address = cluster["worker"][i] if ports else (cfg.cluster[0] if isinstance(cfg.cluster, tuple)
                                                           else "this machine")
-            worker = Worker(i, address, proc)
-            worker.threads.append(threading.Thread(target=pump_stderr, args=(worker,), daemon=True))
+            pipe = subprocess.PIPE if i == 0 else subprocess.DEVNULL  # the chief's events and control lines
+            worker = start_process(i, address, cmd, extra, stdin=pipe, stdout=pipe)
             if i == 0:
-                worker.threads.append(threading.Thread(target=_pump_events, args=(proc.stdout, self.queue),
-                                                       daemon=True))
-            for t in worker.threads:
-                t.start()
+                events_reader = threading.Thread(target=_pump_events, args=(worker.proc.stdout, self.queue),
+                                                 daemon=True)
+                worker.threads.append(events_reader)
+                events_reader.start()
             self.workers.append(worker)
         self._sent = {"stop": False, "pause": False}
 
@@ -118,9 +109,11 @@ class _Attempt:
                 self.events.emit(event)
 
     def _tell_chief(self, word: str) -> None:
+        stdin = self.workers[0].proc.stdin
+        assert stdin is not None  # the chief's stdin is a pipe
         try:
-            self.workers[0].proc.stdin.write(word + "\n")
-            self.workers[0].proc.stdin.flush()
+            stdin.write(word + "\n")
+            stdin.flush()
         except (OSError, ValueError):
             pass  # the chief is gone; the watch loop sees it
 
@@ -136,16 +129,6 @@ class _Attempt:
             self._tell_chief("checkpoint")
 
     # ---- watching ---------------------------------------------------------------------------
-    def kill_all(self) -> None:
-        for w in self.workers:
-            if w.proc.poll() is None:
-                w.proc.kill()
-        for w in self.workers:
-            try:
-                w.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-
     def watch(self) -> tuple[str, str | None]:
         """Until the chief finished or a worker failed: (status, failure message or None)."""
         chief = self.workers[0]
@@ -157,7 +140,7 @@ class _Attempt:
             if self.control.stop_requested:
                 stop_at = stop_at or time.monotonic()
                 if time.monotonic() - stop_at > STOP_GRACE_S:
-                    self.kill_all()
+                    kill_all(self.workers)
                     return "failed", f"the cluster did not stop within {STOP_GRACE_S:g} s of the stop; killed it"
             failed = [w for w in self.workers if w.proc.poll() not in (None, 0)]
             if failed:
@@ -165,7 +148,7 @@ class _Attempt:
                 # error (UnavailableError) are its victims, whichever the poll saw first.
                 culprit = min(failed, key=lambda w: (w.proc.returncode >= 0, w.index))
                 stopped = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
-                self.kill_all()
+                kill_all(self.workers)
                 self._relay()
                 return "failed", self._describe(culprit, stopped)
             if chief.proc.poll() == 0 and not open_stream:
@@ -176,11 +159,11 @@ class _Attempt:
                         w.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                     except subprocess.TimeoutExpired:
                         pass
-                self.kill_all()
+                kill_all(self.workers)
                 return status, self.finished.message if self.finished else None
             time.sleep(POLL_S)
 
-    def _describe(self, culprit: Worker, stopped: list[int]) -> str:
+    def _describe(self, culprit: WorkerProcess, stopped: list[int]) -> str:
         # Let the chief's last lines arrive: its error names the TensorFlow failure.
         for t in culprit.threads:
             t.join(timeout=2)
@@ -201,7 +184,7 @@ class _Attempt:
         return self.error.kind if self.error else None
 
 
-def _is_stopped(proc: subprocess.Popen) -> bool:
+def _is_stopped(proc: subprocess.Popen[str]) -> bool:
     """Alive but stopped (SIGSTOP, a debugger, a frozen container): state T in /proc (Linux)."""
     if proc.poll() is not None:
         return False
@@ -217,7 +200,8 @@ def _checkpoint_step(run_dir: Path) -> int:
     return max(steps, default=0)
 
 
-def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool):
+def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool
+                ) -> tuple[str, int]:
     """Train on a cluster; returns (status, step) like ``TrainingSession.run`` or raises ClusterFailed."""
     cfg = config.strategy
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
@@ -228,9 +212,10 @@ def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: 
         try:
             status, message = attempt.watch()
         finally:
-            attempt.kill_all()
-        if status in ("completed", "stopped"):
-            return status, attempt.step if status == "stopped" else attempt.finished.step
+            kill_all(attempt.workers)
+        finished = attempt.finished  # the chief's run_finished: how a completed or stopped run ended
+        if finished is not None and status in ("completed", "stopped"):
+            return status, attempt.step if status == "stopped" else finished.step
         kind = attempt.chief_error_kind
         if kind in ("config", "input"):
             raise ClusterFailed(message or "the chief failed", attempt.step, kind, EXIT_BAD_INPUT)

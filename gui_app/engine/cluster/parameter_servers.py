@@ -12,67 +12,37 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import threading
 import time
 
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.events import Warning
-from gui_app.engine.cluster.processes import Worker, die_with_parent, pump_stderr
-from gui_app.engine.cluster.topology import reachable
+from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
+from gui_app.engine.cluster.topology import wait_until_reachable
 from gui_app.engine.errors import ClusterFailed, JoinTimeout, one_line
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.engine.session import TrainingSession
 from gui_app.engine.training.actions.base import Action, StepGroup
-from gui_app.identity import app_command, app_env
+from gui_app.identity import app_command
 
 
 class _Servers:
     """The worker and ps processes started here."""
 
     def __init__(self, config_file: str, cluster: dict[str, list[str]]):
-        self.procs: dict[str, list[Worker]] = {"worker": [], "ps": []}
+        command = app_command("worker", config_file, "--events", "none")
+        self.procs: dict[str, list[WorkerProcess]] = {
+            job: [start_process(i, address, command, {"TF_CONFIG": tf_config(cluster, job, i)})
+                  for i, address in enumerate(cluster[job])]
+            for job in ("ps", "worker")}
         self.reported: set[tuple[str, int]] = set()
-        for job in ("ps", "worker"):
-            for i, address in enumerate(cluster[job]):
-                proc = subprocess.Popen(
-                    app_command("worker", config_file, "--events", "none"), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1,
-                    env=app_env({"TF_CONFIG": tf_config(cluster, job, i)}),
-                    preexec_fn=die_with_parent if sys.platform == "linux" else None)
-                w = Worker(i, address, proc)
-                threading.Thread(target=pump_stderr, args=(w,), daemon=True).start()
-                self.procs[job].append(w)
 
-    def dead(self, job: str) -> list[Worker]:
+    def dead(self, job: str) -> list[WorkerProcess]:
         return [w for w in self.procs[job] if w.proc.poll() is not None]
 
     def kill_all(self) -> None:
-        for ws in self.procs.values():
-            for w in ws:
-                if w.proc.poll() is None:
-                    w.proc.kill()
-        for ws in self.procs.values():
-            for w in ws:
-                try:
-                    w.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-
-
-def _wait_until_serving(cluster: dict[str, list[str]], timeout_s: float) -> None:
-    started = time.monotonic()
-    missing = [(job, i, a) for job in ("worker", "ps") for i, a in enumerate(cluster.get(job, []))]
-    while missing:
-        missing = [(job, i, a) for job, i, a in missing if not reachable(a)]
-        if missing and time.monotonic() - started > timeout_s:
-            names = ", ".join(f"{job} {i} ({a})" for job, i, a in missing)
-            raise JoinTimeout(f"{names} never joined within {timeout_s:g} s (strategy.join_timeout_s)")
-        if missing:
-            time.sleep(0.3)
+        kill_all(w for ws in self.procs.values() for w in ws)
 
 
 class ServerWatch(Action):
@@ -116,7 +86,8 @@ def run_parameter_servers(session: TrainingSession) -> tuple[str, int]:
     watch = ServerWatch(servers, events, cfg.workers)
     try:
         started = time.monotonic()
-        _wait_until_serving(cluster, cfg.join_timeout_s)
+        wait_until_reachable([(f"{job} {i}", address) for job in ("worker", "ps")
+                              for i, address in enumerate(cluster.get(job, []))], cfg.join_timeout_s)
         events.emit(Warning(message=f"parameter-server cluster of {len(cluster.get('worker', []))} worker(s) and "
                                     f"{len(cluster.get('ps', []))} ps serving after "
                                     f"{time.monotonic() - started:.1f} s"))

@@ -13,10 +13,13 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from gui_app.core.cluster_hosts import check_resolved, split_host, tf_config
 from gui_app.core.config import ConfigError, RunConfig, StrategyConfig
 from gui_app.engine.errors import JoinTimeout
+
+Joined = Callable[[dict[str, Any]], None]  # hears a progress report: how many peers joined
 
 
 @dataclass
@@ -82,29 +85,35 @@ def reachable(address: str) -> bool:
         return False
 
 
-def wait_for_peers(task: Task, timeout_s: float, progress=None) -> float:
+def wait_until_reachable(peers: list[tuple[str, str]], timeout_s: float, advice: str = "",
+                         progress: Joined | None = None) -> float:
+    """Block until the port of every ``(name, address)`` accepts connections; returns the
+    seconds waited. :class:`JoinTimeout` names those still missing after ``timeout_s``, then
+    ``advice``; ``progress`` hears how many joined whenever that changes."""
+    started = time.monotonic()
+    missing, shown = peers, None
+    while missing:
+        missing = [(name, address) for name, address in missing if not reachable(address)]
+        if not missing:
+            break
+        if time.monotonic() - started > timeout_s:
+            names = ", ".join(f"{name} ({address})" for name, address in missing)
+            raise JoinTimeout(f"{names} never joined within {timeout_s:g} s (strategy.join_timeout_s){advice}")
+        if progress and shown != len(missing):
+            shown = len(missing)
+            progress({"stage": "joining", "what": "workers", "done": len(peers) - len(missing), "total": len(peers)})
+        time.sleep(0.3)
+    return time.monotonic() - started
+
+
+def wait_for_peers(task: Task, timeout_s: float, progress: Joined | None = None) -> float:
     """Block until every peer's gRPC port accepts connections; returns the seconds waited.
 
     Only the chief waits: the others start their servers at once and wait for the chief, who
     starts its own after this (a peer that is not there yet would make TensorFlow retry for
     minutes before failing with a message that names no host)."""
-    started = time.monotonic()
-    missing, shown = task.peers(), None
-    while missing:
-        missing = [(name, address) for name, address in missing if not reachable(address)]
-        if not missing:
-            break
-        waited = time.monotonic() - started
-        if waited > timeout_s:
-            names = ", ".join(f"{name} ({address})" for name, address in missing)
-            raise JoinTimeout(f"{names} never joined within {timeout_s:g} s (strategy.join_timeout_s); start "
-                              "`replica-studio worker CONFIG --index N` there, and check that the port is open")
-        if progress and shown != len(missing):
-            shown = len(missing)
-            progress({"stage": "joining", "what": "workers", "done": len(task.peers()) - len(missing),
-                      "total": len(task.peers())})
-        time.sleep(0.5)
-    return time.monotonic() - started
+    return wait_until_reachable(task.peers(), timeout_s, "; start `replica-studio worker CONFIG --index N` there, "
+                                "and check that the port is open", progress)
 
 
 def load_config(path: str, allow_public_hosts: bool = False, cluster: str | None = None) -> RunConfig:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.events import Error, Progress, RunFinished
+from gui_app.core.events import Error, RunFinished
 from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import Control
 from gui_app.engine.errors import JoinTimeout, classify, one_line
@@ -102,12 +102,9 @@ def run(args) -> int:
                 shutil.copytree(args.restore_from, run_dir / rundir.CHECKPOINT_DIR)
         if not args.no_events_file:
             events.attach(run_dir)
-        control = Control()
-        control.install_signal_handlers()
-        if args.control == "stdin":
-            control.read_stream(sys.stdin)
+        control = Control.listening(args.control == "stdin")
         join = config.strategy.join_timeout_s
-        waited = wait_for_peers(task, join, lambda p: events.emit(Progress(**p))) if chief else 0.0
+        waited = wait_for_peers(task, join, events.progress) if chief else 0.0
         limit = join if chief else join + 60  # a non-chief may start long before the chief
         print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
               f"{limit:g} s (strategy.join_timeout_s)", file=sys.stderr, flush=True)
@@ -127,6 +124,7 @@ def run(args) -> int:
         session = TrainingSession(config, run_dir, events, ClusterControl(control, built.strategy), args.resume,
                                   data_seed=args.data_seed)
         status, step = session.run()
+        assert session.state is not None  # run() built it
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
         print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
         events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step))

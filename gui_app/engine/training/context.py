@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
-from gui_app.core.datasets.base import Progress
+from gui_app.core.datasets.base import ProgressCallback
+from gui_app.core.messages import first_line
 from gui_app.core.rundir import CHECKPOINT_DIR
 from gui_app.core.training.inputs import InputSource
 from gui_app.core.training.strategies import BuiltStrategy
@@ -84,8 +85,8 @@ def single_process(config: RunConfig) -> RunConfig:
                                     "communication": "auto", "timeout_s": None, "max_restarts": 0})
 
 
-def prepare(config: RunConfig, progress: Progress | None = None, data_seed: int | None = None,
-            data_dir: Path | None = None) -> RunContext:
+def prepare(config: RunConfig, progress: ProgressCallback | None, data_dir: Path,
+            data_seed: int | None = None) -> RunContext:
     """Configure TensorFlow, check devices, open the input, build the strategy. ``data_dir``:
     the run's data folder (a streamed set's file cache).
 
@@ -188,8 +189,7 @@ def kept_checkpoints(state: ModelState) -> list[str]:
         for index in folder.glob("ckpt-*.index"):
             if re.fullmatch(r"ckpt-\d+", index.stem):
                 on_disk.append(str(index.with_suffix("")))
-    number = lambda p: int(p.rsplit("-", 1)[-1])  # noqa: E731
-    return sorted(set(state.manager.checkpoints) | set(on_disk), key=number, reverse=True)
+    return sorted(set(state.manager.checkpoints) | set(on_disk), key=lambda p: int(p.rsplit("-", 1)[-1]), reverse=True)
 
 
 def restore_latest(ctx: RunContext, state: ModelState, warnings: list[str]) -> bool:
@@ -209,7 +209,7 @@ def restore_latest(ctx: RunContext, state: ModelState, warnings: list[str]) -> b
             status = state.checkpoint.restore(path)
             status.assert_consumed()
         except Exception as exc:  # noqa: BLE001 - a damaged bundle raises OpError, IndexError, ValueError, ...
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            reason = first_line(exc, 200)
             failures.append((path, reason))
             warnings.append(f"skipped checkpoint {Path(path).name}: it is damaged or does not fit the "
                             f"model ({reason})")

@@ -140,9 +140,9 @@ def step_runner(ctx: RunContext, state: ModelState) -> StepRunner:
     cfg, built = ctx.config.training, ctx.built
     logits = outputs_logits(state.model)
     if built.coordinator is not None:
-        trainer = PSTrainer(built.strategy, built.coordinator, state.model, state.optimizer, cfg.global_batch_size,
-                            logits)
-        return ScheduledSteps(trainer, ctx.input, built, cfg.steps_per_call)
+        scheduled = PSTrainer(built.strategy, built.coordinator, state.model, state.optimizer, cfg.global_batch_size,
+                              logits)
+        return ScheduledSteps(scheduled, ctx.input, built, cfg.steps_per_call)
     trainer = Trainer(built.strategy, state.model, state.optimizer, cfg.global_batch_size, logits,
                       accumulation_steps=cfg.accumulation_steps, all_reduce_dtype=ctx.config.strategy.all_reduce_dtype)
     return SyncSteps(trainer, ctx.input, built, ctx.data_seed, cfg.steps_per_call)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QWidget
 
+from gui_app.core.bottleneck import INPUT_ADVICE
 from gui_app.core.history import Part
-from gui_app.core.scaling import INPUT_ADVICE
 from gui_app.ui.charts.run_view import RunView
 
 THRESHOLD = 0.2  # below a fifth of the time waiting, faster input would not change much

@@ -40,9 +40,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.predictions import Prediction
-from gui_app.core.rundir import is_image_file, model_kind, model_source
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow

@@ -15,7 +15,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.rundir import CONFIG_FILE, is_image_file, is_run_dir, model_kind
+from gui_app.core.file_kinds import is_image_file, model_kind
+from gui_app.core.rundir import CONFIG_FILE, is_run_dir
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.model_actions import ModelActions

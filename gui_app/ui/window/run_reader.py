@@ -21,7 +21,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
-from gui_app.core.rundir import CONFIG_FILE, RunInfo, read_run
+from gui_app.core.rundir import RunInfo, read_run, run_dirs
 
 BATCH_RUNS = 200  # rows handed over at most per batch: each batch costs the GUI thread a few ms
 BATCH_SECONDS = 0.1  # ... and at least this often while reading (cold runs read at ~15 ms each)
@@ -33,16 +33,6 @@ class _Latest:
     request without waiting for its own event loop."""
 
     generation = 0
-
-
-def run_dirs(runs_dir: Path) -> list[Path]:
-    """The run folders under ``runs_dir``, newest name first (names start with the start time),
-    so the rows a user looks for first arrive first."""
-    try:
-        found = [p for p in runs_dir.iterdir() if (p / CONFIG_FILE).is_file()]
-    except OSError:  # missing, or not readable: no runs to show
-        return []
-    return sorted(found, key=lambda p: p.name, reverse=True)
 
 
 def read_row(path: Path) -> tuple[RunInfo, bool]:

@@ -10,17 +10,16 @@ import numpy as np
 
 from gui_app.core import rundir
 from gui_app.core.training.loop import GRAD_NORM, LOSS
+from gui_app.core.training.tensorboard import ScalarWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 
 
 class TensorBoard(Action):
     def __init__(self, run_dir: Path):
         self._folder = run_dir / rundir.TENSORBOARD_DIR
-        self._writers = None
+        self._writers: tuple[ScalarWriter, ScalarWriter] | None = None  # train, validation
 
-    def _open(self):
-        from gui_app.core.training.tensorboard import ScalarWriter
-
+    def _open(self) -> tuple[ScalarWriter, ScalarWriter]:
         if self._writers is None:
             self._writers = (ScalarWriter(self._folder / "train"), ScalarWriter(self._folder / "validation"))
         return self._writers
@@ -47,7 +46,7 @@ class TensorBoard(Action):
 
     def on_epoch_end(self, summary: EpochSummary) -> None:
         train, validation = self._open()
-        if summary.val_loss is not None:
+        if summary.val_loss is not None and summary.val_accuracy is not None:
             validation.scalars(summary.step, {"loss": summary.val_loss, "accuracy": summary.val_accuracy})
             validation.flush()
         train.flush()
