@@ -316,7 +316,9 @@ class RunsPanel(QWidget):
         self.folder_button.setEnabled(one)
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0]))
-        self.export_button.setEnabled(bool(info and info.has_model))
+        # A run stopped early exports its last checkpoint (replica-studio export restores it).
+        active = bool(info) and str(info.path) == self._state.active_run
+        self.export_button.setEnabled(bool(info and (info.has_model or resumable and not active)))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(

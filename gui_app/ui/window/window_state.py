@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
-from gui_app.core.rundir import MODEL_FILE, RunInfo
+from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
 
 if TYPE_CHECKING:
@@ -123,6 +123,15 @@ class WindowState(QObject):
         """The run on screen when it has a trained model: what the Export menu exports and the
         Try tab tries."""
         return self._shown_run if self._shown_has_model else None
+
+    def export_run(self) -> str | None:
+        """The run on screen when Export can write it: its trained model, or the last checkpoint
+        of a run that stopped before its end (replica-studio export restores it); not the run
+        training now, whose checkpoints are still being written."""
+        run = self._shown_run
+        if run is None or self._shown_has_model:
+            return run
+        return run if run != self._active_run and has_checkpoint(run) else None
 
     def set_shown_run(self, run_dir: str | Path | None) -> None:
         """A run came on screen (ShownRun), or none did. Said even when it is the run shown
