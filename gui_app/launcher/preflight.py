@@ -222,3 +222,26 @@ def check_qt(argv: list[str], env: Mapping[str, str] | None = None) -> Problem |
             return None
         problems.append(problem)
     return problems[0] if problems else Problem("Qt", "no platform plugin was requested")
+
+
+def explain_qt_failure(message: str, argv: list[str], env: Mapping[str, str] | None = None) -> str:
+    """What really failed when Qt aborted saying ``message``, Qt's words after it. Qt's xcb
+    plugin says "xcb-cursor0 or libxcb-cursor0 is needed" whenever it does not start -- also
+    with that library installed and the X display refusing the connection -- so the checks run
+    again now and the one that fails is named first."""
+    said = message.strip().splitlines()[0] if message.strip() else "no message"
+    problem = check_qt(argv, env)
+    if problem is not None:
+        return f"{problem.message()} (Qt said: {said})"
+    if "xcb-cursor" in said and _loads("libxcb-cursor.so.0"):
+        return (f"the X display refused or dropped the connection while Qt started; libxcb-cursor0 is "
+                f"installed (Qt said: {said})")
+    return said
+
+
+def _loads(library: str) -> bool:
+    try:
+        _dlopen(library)
+    except OSError:
+        return False
+    return True
