@@ -32,6 +32,9 @@ def test_local_multi_worker_round_trip_and_summary(panel):
     panel.set_config(config)
     assert panel.config().strategy == config.strategy
     assert form.cluster.ps.isVisibleTo(form)
+    # Each step trains one worker on the whole global batch: no replicas to split it over.
+    assert form.summary.text() == "2 workers, asynchronous · each step: one worker trains on the global batch of 60"
+    assert not form.balance_warning.isVisibleTo(form)
 
 
 def test_host_list_shows_a_command_per_other_host_with_copy(panel):

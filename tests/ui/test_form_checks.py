@@ -126,3 +126,23 @@ def test_an_answer_about_sections_no_longer_on_the_forms_is_never_shown(shown_pa
     with qtbot.waitSignal(panel.inspected, timeout=10_000):
         pass
     assert panel.train_blocker() == ""
+
+
+def test_an_image_folder_sets_its_images_size_and_colour_or_offers_them(shown_panel, qtbot, tmp_path):
+    """8x8 grey PNGs trained at the default 32x32 RGB had 24 times the parameters for nothing."""
+    panel = shown_panel
+    form = panel.dataset
+    folder = _image_folder(tmp_path / "digits", size=(8, 8))
+    _choose(form.name, "image_folder")
+    with qtbot.waitSignal(panel.inspected, timeout=10_000):
+        _type_into(qtbot, form.path, str(folder))
+    assert (panel.config().dataset.image_size, panel.config().dataset.color_mode) == ((8, 8), "grayscale")
+    assert form.source_images.note.text() == "The images are 8×8 grey: size and colour set from them."
+    # A size the user types stays; the images' own is offered with one button.
+    with qtbot.waitSignal(panel.inspected, timeout=10_000):
+        _type_into(qtbot, form.height, "16")
+    assert panel.config().dataset.image_size == (16, 8)
+    assert form.source_images.use_button.isVisible() and form.source_images.use_button.text() == "Use 8×8 grey"
+    with qtbot.waitSignal(panel.inspected, timeout=10_000):
+        qtbot.mouseClick(form.source_images.use_button, Qt.MouseButton.LeftButton)
+    assert panel.config().dataset.image_size == (8, 8) and not form.source_images.use_button.isVisible()

@@ -99,6 +99,8 @@ def test_ticks_apply_to_the_mirrored_strategy_only(panel):
 
 
 def test_uneven_batch_warns(panel):
+    panel.training.global_batch_size.setValue(65)  # over the first launch's 2 replicas
+    assert panel.strategy.summary.text() == "2 replicas · global batch 65: 33 and 32 examples"
     panel.devices.cpu_devices.setValue(3)
     panel.devices.boxes["CPU:2"].setChecked(True)
     panel.training.global_batch_size.setValue(64)
