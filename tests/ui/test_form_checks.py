@@ -146,3 +146,19 @@ def test_an_image_folder_sets_its_images_size_and_colour_or_offers_them(shown_pa
     with qtbot.waitSignal(panel.inspected, timeout=10_000):
         qtbot.mouseClick(form.source_images.use_button, Qt.MouseButton.LeftButton)
     assert panel.config().dataset.image_size == (8, 8) and not form.source_images.use_button.isVisible()
+
+
+def test_open_asks_for_what_the_chosen_type_is(panel, qtbot, tmp_path, monkeypatch):
+    """Open… popped a menu of formats although the type was chosen above it."""
+    from gui_app.ui.config import dataset_form
+
+    asked = []
+    monkeypatch.setattr(dataset_form.QFileDialog, "getExistingDirectory",
+                        lambda _parent, title, _start: asked.append(("folder", title)) or str(tmp_path))
+    monkeypatch.setattr(dataset_form.QFileDialog, "getOpenFileName",
+                        lambda _parent, title, _start, _filter: asked.append(("file", title)) or ("", ""))
+    for name in ("image_folder", "npz"):
+        _choose(panel.dataset.name, name)
+        qtbot.mouseClick(panel.dataset.open_button, Qt.MouseButton.LeftButton)
+    assert asked == [("folder", "Open a folder with one sub-folder per class"), ("file", "Open a NumPy dataset")]
+    assert panel.dataset.open_button.menu() is None

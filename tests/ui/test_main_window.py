@@ -14,6 +14,7 @@ from run_dirs import listed_status, wait_listed, write_run
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
+from gui_app.ui.config.strategy_form import STRATEGY_LABELS
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
@@ -91,6 +92,10 @@ def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     assert dialog is not None and dialog.isVisible()
     text = dialog.browser.toPlainText()
     assert str(window.state.runs_dir) in text and "tensorboard --logdir" in text
+    # Every strategy of the form, by the first words of its label; and what really gates Train.
+    for label in STRATEGY_LABELS.values():
+        assert label.split(" (")[0].lower() in text.lower(), label
+    assert "the last check of the dataset and model on the forms passed" in " ".join(text.split())
     dialog.close()
 
 
