@@ -92,6 +92,15 @@ def test_qts_xcb_cursor_message_is_not_taken_for_the_cause():
                          "platform plugin.)")
 
 
+def test_what_qt_said_about_the_display_before_it_gave_up_is_the_cause():
+    """As seen under Xvfb: the display went away between the check and Qt's start."""
+    earlier = ["could not connect to display :42",
+               "From 6.5.0, xcb-cursor0 or libxcb-cursor0 is needed to load the Qt xcb platform plugin."]
+    fatal = "This application failed to start because no Qt platform plugin could be initialized."
+    text = preflight.explain_qt_failure(fatal, ["-platform", "offscreen"], earlier=earlier)  # it passes now
+    assert text == f"the display connection failed: could not connect to display :42 (Qt said: {fatal})"
+
+
 def test_probe_in_a_child_confirms_or_clears_a_suspicion(monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert startup.probe_qt_in_child([]) is None

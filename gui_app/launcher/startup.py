@@ -119,7 +119,7 @@ def probe_qt(argv: list[str]) -> int:
     return 0
 
 
-def _qt_message_handler(argv: list[str], kind, context, message: str) -> None:
+def _qt_message_handler(argv: list[str], earlier: list[str], kind, context, message: str) -> None:
     from PySide6.QtCore import QtMsgType
 
     category = getattr(context, "category", None)
@@ -127,7 +127,8 @@ def _qt_message_handler(argv: list[str], kind, context, message: str) -> None:
     if kind == QtMsgType.QtFatalMsg:
         from gui_app.launcher import preflight
 
-        report_plain("Qt failed to start: " + preflight.explain_qt_failure(message, argv))
+        report_plain("Qt failed to start: " + preflight.explain_qt_failure(message, argv, earlier=earlier))
+    earlier.append(message.strip())  # the cause often comes before the fatal line
 
 
 def create_application(argv: list[str]) -> QApplication:
@@ -140,7 +141,7 @@ def create_application(argv: list[str]) -> QApplication:
 
     app = QApplication.instance()
     if not isinstance(app, QApplication):  # none yet (a test's is reused)
-        qInstallMessageHandler(functools.partial(_qt_message_handler, argv))
+        qInstallMessageHandler(functools.partial(_qt_message_handler, argv, []))
         try:
             app = QApplication([APP_ID, *argv])
         finally:

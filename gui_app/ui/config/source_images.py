@@ -49,6 +49,7 @@ class SourceImagesRow(QWidget):
         self.note.clear()
         self._proposal = None
         self.use_button.hide()
+        self.hide()  # an empty row would leave a gap in the form
 
     def follow(self, info: dict[str, Any] | None, current: tuple[int, int, str], may_fill: bool = True) -> None:
         self.clear()
@@ -60,6 +61,7 @@ class SourceImagesRow(QWidget):
         wanted = (height, width, colour) if fits else (*current[:2], colour)
         source = self._source = ("sizes vary, mostly " if info.get("varied") else "") + describe((height, width),
                                                                                                   colour)
+        self.show()
         if wanted == current:
             self.note.setText(f"The images are {source}: size and colour set from them." if current == self._filled
                               else f"The images are {source}.")
@@ -69,6 +71,7 @@ class SourceImagesRow(QWidget):
             self._fill(wanted)
             return
         self._proposal = wanted
+        self.show()
         self.note.setText(f"The images are {source}; training resizes them to {describe(current[:2], current[2])}.")
         self.use_button.setText(f"Use {describe(wanted[:2], wanted[2])}")
         self.use_button.show()
@@ -77,6 +80,7 @@ class SourceImagesRow(QWidget):
         self.clear()
         self._filled = wanted
         self._apply(*wanted)
+        self.show()
         self.note.setText(f"The images are {self._source}: size and colour set from them.")
 
     def _on_use(self) -> None:
