@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core.rundir import RunInfo
+from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
@@ -318,7 +318,7 @@ class RunsPanel(QWidget):
         resumable = bool(info and self._resumable.get(paths[0]))
         # A run stopped early exports its last checkpoint (replica-studio export restores it).
         active = bool(info) and str(info.path) == self._state.active_run
-        self.export_button.setEnabled(bool(info and (info.has_model or resumable and not active)))
+        self.export_button.setEnabled(bool(info and (info.has_model or not active and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
