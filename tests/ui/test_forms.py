@@ -286,3 +286,11 @@ def test_communication_errors_land_on_their_fields(panel):
     panel.strategy.bytes_per_pack.setValue(2**30 + 1)
     assert shown_errors(panel) == {"strategy.bytes_per_pack": "must be in [0, 1073741824] (1 GiB); got 1073741825"}
     assert panel.strategy.bytes_per_pack.property("invalid") is True
+
+
+def test_every_field_is_labelled_as_messages_name_it(panel):
+    """Messages name a setting by its form label (gui_app.core.wording): every field has one."""
+    from gui_app.core.wording import LABELS
+
+    keys = [key for form in panel.forms for key in form._fields]
+    assert len(keys) > 30 and [key for key in keys if key not in LABELS] == []
