@@ -170,9 +170,10 @@ class FormSection(QWidget):
         label = self._error_labels.get(key, self.section_error)
         if key in self._rows and self._rows[key].isHidden():
             label = self.section_error  # a config file set a field this dataset hides: say it where it shows
+        message = wording.for_people(message)
         if label is self.section_error and key and (key not in self._fields or self._rows[key].isHidden()):
-            message = f"{key}: {message}"
-        label.setText(wording.for_people(message))
+            message = f"{key}: {message}"  # no field on show to name it by: the config file's key
+        label.setText(message)
         label.show()
         widget = self._fields.get(key)
         if widget is not None:
