@@ -185,4 +185,4 @@ def test_the_run_list_decodes_only_what_it_needs_and_rebuilds_an_old_cache(tmp_p
     (run / rundir.SUMMARY_FILE).write_text(json.dumps({"version": 2, "offset": 10, "state": old}))
     info = rundir.read_run(run)
     assert (info.status, info.step, info.total_steps) == ("stopped", 2, 40)
-    assert json.loads((run / rundir.SUMMARY_FILE).read_text())["version"] == 3
+    assert json.loads((run / rundir.SUMMARY_FILE).read_text())["version"] == 4

@@ -11,6 +11,10 @@ Layout of one run::
         misclassified.npz  x, y_true, y_pred, confidence, index of wrong test predictions
         tensorboard/     train/ and validation/ summaries for TensorBoard
         summary.json     the run list's cache of the events (status, step, accuracy)
+        process.json     the process that runs (or last ran) it: id, host (gui_app/core/live_runs.py)
+        engine.log       a detached run's stdout and stderr
+        .control/fifo    the running process's control channel (engine/control_channel.py)
+        .lock            held by the process working on the run (gui_app/core/run_lock.py)
 
 Events are decoded once, here, into the types of gui_app.core.events; :func:`read_history`
 folds them into the run model (gui_app.core.history) the window shows. A run's status is read
@@ -18,8 +22,9 @@ from its events (gui_app.core.history.status); ``stopped``, ``interrupted`` and 
 with a checkpoint can be resumed (a failed one after lowering the batch or the rate:
 ``resume --set``).
 
-A resumed run replays the steps after its last checkpoint, so ``events.jsonl`` may hold a step
-twice; :func:`read_events` keeps the last one written (the one the continued run built on).
+``events.jsonl`` holds each step once (a resumed run drops the steps after its checkpoint from
+it: gui_app/core/events_file.py); one written before that rule may hold a step twice, of which
+:func:`read_events` keeps the last one written (the one the continued run built on).
 """
 from __future__ import annotations
 
@@ -48,6 +53,7 @@ EVAL_FILE = "eval.json"
 MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for the gallery
 TENSORBOARD_DIR = "tensorboard"
 SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
+LOG_FILE = "engine.log"  # a detached run's stdout and stderr
 
 RESUMABLE = ("stopped", "interrupted", "failed")
 
@@ -180,17 +186,19 @@ def has_checkpoint(run_dir: str | Path) -> bool:
 
 
 # The run list's status of each run (history.status.RunStatus), cached in SUMMARY_FILE with the
-# byte offset read so far, so listing 1,000 runs reads only what was appended since. Version 3:
-# the fold of the typed events.
-_SUMMARY_VERSION = 3
+# byte offset read so far and the events file's inode, so listing 1,000 runs reads only what was
+# appended since. Version 4: the inode (a resumed run replaces the file: events_file.py).
+_SUMMARY_VERSION = 4
 _STATUS_FIELDS = {f.name for f in dataclasses.fields(RunStatus)}
 
 
-def _read_summary(run_dir: Path) -> tuple[RunStatus, int]:
-    """The cached status and its offset, or a fresh status at 0 when the cache is missing or unusable."""
+def _read_summary(run_dir: Path, inode: int) -> tuple[RunStatus, int]:
+    """The cached status and its offset, or a fresh status at 0 when the cache is missing,
+    unusable, or of another events file."""
     try:
         cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-        if cached.get("version") == _SUMMARY_VERSION and set(cached["state"]) == _STATUS_FIELDS:
+        if (cached.get("version") == _SUMMARY_VERSION and cached.get("inode") == inode
+                and set(cached["state"]) == _STATUS_FIELDS):
             status = build(RunStatus, cached["state"])
             if status is not None:
                 return status, int(cached["offset"])
@@ -201,32 +209,32 @@ def _read_summary(run_dir: Path) -> tuple[RunStatus, int]:
 
 def summarize_events(run_dir: str | Path) -> RunStatus:
     """How the run stands by its events. Reads only the bytes appended since the cached summary
-    (rebuilt from the start when the events file is shorter than the cache says: rewritten or
-    replaced)."""
+    (rebuilt from the start when the events file was replaced, or is shorter than the cache says)."""
     run_dir = Path(run_dir)
-    status, offset = _read_summary(run_dir)
     path = run_dir / EVENTS_FILE
     try:
         with path.open("rb") as f:
+            inode = os.fstat(f.fileno()).st_ino
+            status, offset = _read_summary(run_dir, inode)
             size = f.seek(0, os.SEEK_END)
             if offset > size:
                 status, offset = RunStatus(), 0
             f.seek(offset)
             data = f.read()
-    except OSError:
-        return status
+    except OSError:  # no events yet
+        return RunStatus()
     end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
     for line in data[:end].splitlines():
         event = decode_line(line, parts=False)  # the status needs no replicas
         if event is not None:
             status.add(event)
     if end:
-        _write_summary(run_dir, status, offset + end)
+        _write_summary(run_dir, status, offset + end, inode)
     return status
 
 
-def _write_summary(run_dir: Path, status: RunStatus, offset: int) -> None:
-    summary = {"version": _SUMMARY_VERSION, "offset": offset, "state": dataclasses.asdict(status)}
+def _write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:
+    summary = {"version": _SUMMARY_VERSION, "offset": offset, "inode": inode, "state": dataclasses.asdict(status)}
     try:  # not fsynced: a cache lost with a power cut is rebuilt from the events
         atomic_io.write_text(run_dir / SUMMARY_FILE, json.dumps(summary), durable=False)
     except OSError:  # a read-only or full disk: the cache is only a cache

@@ -164,7 +164,8 @@ def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
     text = f"Fastest here: {best['label']} ({best['examples_per_sec']:,.0f} examples/s"
     text += f", {best['speedup']:.2f}x one replica)." if best.get("speedup") else ")."
     split = best.get("time_split") or {}
-    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"])
+    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"],
+                        (best.get("strategy") or {}).get("name"))
     if advice:
         text += f" Where the time goes: {advice}."
     if not on_gpus:

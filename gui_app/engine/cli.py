@@ -10,6 +10,7 @@ import argparse
 
 from gui_app import __version__
 from gui_app.engine import (
+    attach_command,
     devices_command,
     export_command,
     hosts_command,
@@ -23,8 +24,8 @@ from gui_app.engine import (
 from gui_app.engine.cluster import script_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
 
-_MODULES = (train_command, inspect_command, devices_command, scaling_command, export_command, predict_command,
-            prepare_command, worker_command, script_command, hosts_command)
+_MODULES = (train_command, attach_command, inspect_command, devices_command, scaling_command, export_command,
+            predict_command, prepare_command, worker_command, script_command, hosts_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 
@@ -58,5 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if getattr(args, "host", None):  # before the log filter: the host's stderr passes unchanged
         return args.on_host(args)
+    if getattr(args, "detach", False):  # before the log filter's thread, which a fork would not copy
+        from gui_app.engine.detach import start
+
+        return start(args)
     _quiet_tensorflow(bool(getattr(args, "debug", False)))
     return args.handler(args)

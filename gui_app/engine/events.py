@@ -11,6 +11,7 @@ print.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from gui_app.core.config import MULTI_WORKER
 from gui_app.core.events import (
     Checkpoint,
     Continued,
@@ -33,7 +35,9 @@ from gui_app.core.events import (
     Warning,
     encode,
 )
-from gui_app.core.rundir import EVENTS_FILE
+from gui_app.core.events_file import EventsFile
+from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
+from gui_app.core.wording import count, example_counts, strategy_text
 
 
 class EventWriter:
@@ -42,29 +46,16 @@ class EventWriter:
             raise ValueError(f"--events: must be jsonl, text or none; got {mode!r}")
         self.mode = mode
         self.stream = stream or sys.stdout
-        self._file: TextIO | None = None
+        self._file: EventsFile | None = None
         self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
+        self._announced = False  # a run_started was written: the run's end is news on stdout
         self.on_stdout_lost: Callable[[], None] | None = None
 
     def attach(self, run_dir: str | Path) -> None:
-        """Start appending to ``run_dir/events.jsonl`` (and write what came before).
-
-        A process killed mid-write leaves a torn last line; appending onto it would glue our
-        first event (the resumed ``run_started``) to the fragment and lose both."""
-        path = Path(run_dir) / EVENTS_FILE
-        torn = False
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                if f.tell():
-                    f.seek(-1, os.SEEK_END)
-                    torn = f.read(1) != b"\n"
-        except FileNotFoundError:
-            pass
-        self._file = open(path, "a", encoding="utf-8")
-        if torn:
-            self._file.write("\n")
+        """Start appending to ``run_dir/events.jsonl`` (and write what came before); a torn last
+        line left by a killed process is cut off first (gui_app/core/events_file.py)."""
+        self._file = EventsFile(Path(run_dir) / EVENTS_FILE)
         pending, self._pending = self._pending, []
         for event in pending:
             self._append(event)
@@ -72,15 +63,11 @@ class EventWriter:
     def sync(self) -> None:
         """Make every event so far durable (at checkpoints and at the end of the run)."""
         if self._file:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            self._file.sync()
 
     def close(self) -> None:
         if self._file:
-            try:
-                self._file.close()
-            except OSError:  # a full disk: the flush of the last bytes failed; nothing to add
-                pass
+            self._file.close()
             self._file = None
 
     def progress(self, report: dict[str, Any]) -> None:
@@ -101,12 +88,17 @@ class EventWriter:
         if not event.time:
             event.time = round(time.time(), 3)
         data = encode(event)
+        if isinstance(event, RunStarted) and event.resumed and durable and self._file:
+            self._keep_history_until(self._file, event.start_step)
         if durable:
             self._append(data)
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
-            line = format_text(event)
+            self._announced |= isinstance(event, RunStarted)
+            # A run refused before it started is the stderr line alone (README: one line).
+            refused = isinstance(event, RunFinished) and event.status == "failed" and not self._announced
+            line = None if refused else format_text(event)
             if line:
                 self._write_stream(line + "\n")
 
@@ -138,8 +130,20 @@ class EventWriter:
         if self._file is None:
             self._pending.append(event)
             return
-        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
-        self._file.flush()
+        self._file.append((json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
+
+    def _keep_history_until(self, file: EventsFile, step: int) -> None:
+        """A resumed run goes on from its checkpoint: the history after it is dropped from the
+        file before the run says it started (docs/events.md, "The events file")."""
+        try:
+            file.keep_history_until(step)
+        except OSError as exc:  # the old file stays whole; readers keep the last of each step
+            self.emit(Warning(message=f"{file.path}: cannot drop the steps after {step} that the resumed "
+                                      f"run writes again ({exc.strerror or exc}); it may hold them twice"))
+            return
+        # The run list's cache of the old file goes too: its key, the file's inode, may be reused.
+        with contextlib.suppress(OSError):
+            (file.path.parent / SUMMARY_FILE).unlink(missing_ok=True)
 
 
 def _num(v: Any, fmt: str = ".4f") -> str:
@@ -153,11 +157,11 @@ def _short(device: str | None) -> str:
 def format_text(event: Event) -> str | None:
     """A readable line for ``--events text``; step events are shown every 10th step."""
     match event:
-        case RunStarted(dataset=d, model=model, strategy=strategy):
-            return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')} "
-                    f"({d.get('train_examples')} train / {d.get('test_examples')} test) with {strategy.get('name')} "
-                    f"over {event.num_replicas} replica(s): {', '.join(_short(r.device) for r in event.replicas)}; "
-                    f"{event.total_steps} steps, run directory {event.run_dir}")
+        case RunStarted(dataset=d, model=model):
+            counts = example_counts(d)
+            return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')}"
+                    f"{f' ({counts})' if counts else ''} with {_strategy(event)}; {event.total_steps:,} steps, "
+                    f"run directory {event.run_dir}")
         case Step():
             if event.step % 10:
                 return None
@@ -175,11 +179,24 @@ def format_text(event: Event) -> str | None:
         case Progress():
             total = f"/{_num(event.total, 'g')}" if event.total else ""
             return f"{event.stage} {event.what or ''}: {_num(event.done, 'g')}{total}"
-        case Warning() | Error():
+        case Warning():
             return f"{event.TYPE}: {event.message}"
+        case Error():
+            return None  # the one line on stderr says it (engine/train_command.py)
         case Paused() | Continued():
             return f"{event.TYPE} at step {event.step}"
         case RunFinished():
-            message = f": {event.message}" if event.message else ""
-            return f"run {event.status} at step {event.step}{message} ({event.run_dir})"
+            # A failure's reason is the stderr line; saying it here too printed it three times.
+            message = f": {event.message}" if event.message and event.status != "failed" else ""
+            where = f" ({event.run_dir})" if event.run_dir else ""
+            return f"run {event.status} at step {event.step}{message}{where}"
     return None
+
+
+def _strategy(event: RunStarted) -> str:
+    """``mirrored, 2 replicas (CPU:0, CPU:1)``; a cluster with its replicas in all."""
+    config = event.config.get("strategy") or {}
+    name = (event.strategy or {}).get("name") or config.get("name") or "default"
+    text = strategy_text(name, devices=[_short(r.device) for r in event.replicas], workers=event.num_workers or 0,
+                         ps=config.get("ps") or 0, cluster=config.get("cluster"), device=config.get("device"))
+    return f"{text} ({count(event.num_replicas, 'replica')})" if name in MULTI_WORKER else text

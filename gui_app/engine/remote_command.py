@@ -19,6 +19,10 @@ shared connection); then the command runs there as ``HOST_COMMAND COMMAND ARG...
   here sends ``stop`` (it checkpoints and ends; a second one drops the connection),
   ``--control stdin`` forwards this stdin, and a dropped connection ends its input, which
   stops it as a window that went away does (docs/architecture.md, "Stop is cooperative").
+- A detached run (``train --detach``, ``resume --detach``) is not tied to the connection: the
+  command there prints its run directory and ends, and ``attach --host`` follows it, this stdin
+  forwarded as its control lines; a dropped connection ends that attachment only
+  (docs/detached.md).
 
 A command gets ``--host`` from its row in :data:`REMOTE_COMMANDS`.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -55,7 +60,7 @@ from gui_app.core.ssh import (
     remote_argv,
     remote_folders,
 )
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class Remote:
     run: bool = False  # a run: it reads control lines there, and Ctrl+C here sends "stop"
     stdin_flag: str | None = None  # the flag with which it reads our stdin (predict --serve)
     runs_dir: bool = False  # the host's runs folder, when set, is its --runs-dir
+    control: bool = False  # it sends our stdin's lines to a run there (attach, unless --control none)
 
 
 REMOTE_COMMANDS: dict[str, Remote] = {
@@ -77,6 +83,9 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "devices": Remote(),
     "export": Remote(outputs=("output",)),
     "predict": Remote(stdin_flag="serve"),
+    "attach": Remote(control=True),
+    "stop": Remote(),
+    "runs": Remote(runs_dir=True),
 }
 
 
@@ -90,6 +99,8 @@ def add_host_option(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if getattr(args, "detach", False):  # the run there is on its own: this is a command that prints a line
+        remote = dataclasses.replace(remote, run=False)
     try:
         return _run_on_host(remote, parser, args)
     except (HostError, HostsFileError, ConfigError, ExportError, OSError) as exc:
@@ -121,9 +132,13 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
             there[remote.config] = STDIN_FILE
         app_args = [args.command, *command_arguments(parser, _as_run_there(remote, host, args), there)]
         brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
-        code = _Session(host, remote, args, brought, app_args, config).run()
+        session = _Session(host, remote, args, brought, app_args, config)
+        code = session.run()
+        if session.detached_here:  # Ctrl+C or SIGTERM ended an attachment here: the run there goes on
+            return EXIT_OK
         if code == SSH_FAILED:
-            how = "; the run there stops with a checkpoint: resume it with --host" if remote.run else ""
+            how = ("; the run there stops with a checkpoint: resume it with --host" if remote.run else
+                   "; the run there goes on: attach to it again with --host" if remote.control else "")
             raise HostError(f"{host.name}: the connection ended (ssh exit 255){how}")
         if code < 0:  # ssh ended by a second Ctrl+C
             return EXIT_INTERRUPTED
@@ -177,11 +192,12 @@ class _Session:
     def __init__(self, host: Host, remote: Remote, args: argparse.Namespace, rewrite: dict[str, Path],
                  app_args: list[str | StdinFile], config: bytes | None):
         self.remote, self.rewrite, self.config = remote, rewrite, config
-        self.forward_stdin = ((remote.run and args.control == "stdin")
+        self.forward_stdin = (((remote.run or remote.control) and args.control == "stdin")
                               or bool(remote.stdin_flag and getattr(args, remote.stdin_flag)))
         self.piped = config is not None or remote.run
         self._lock = threading.Lock()
         self._stop_sent = False
+        self.detached_here = False
         stdin = subprocess.PIPE if self.piped else None if self.forward_stdin else subprocess.DEVNULL
         # A session of its own: the terminal's Ctrl+C comes to us, and we decide what the host gets.
         self.proc = subprocess.Popen(remote_argv(host, app_args), stdin=stdin, start_new_session=True,
@@ -247,6 +263,7 @@ class _Session:
             self._stop_sent = True
             self._send(b"stop\n")
         else:
+            self.detached_here = self.remote.control
             self.proc.terminate()  # ssh closes the session; the command there sees its input end
 
     # ---- stdout ---------------------------------------------------------------------------

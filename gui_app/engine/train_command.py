@@ -23,6 +23,7 @@ from gui_app.engine.control import WINDOW_GONE, Control
 from gui_app.engine.errors import ClusterFailed, InputError, classify, one_line
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
+from gui_app.engine.presence import RunPresence
 from gui_app.engine.session import TrainingSession
 
 COMMANDS = RUN_COMMANDS
@@ -37,18 +38,25 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--debug", action="store_true", help="print tracebacks")
         p.set_defaults(handler=run_command)
 
+    def detach_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--detach", action="store_true",
+                       help="run in a session of its own (it outlives this terminal and a logout): print the run "
+                            "directory once it has started and exit; follow it with 'attach RUN_DIR'")
+
     p = subparsers.add_parser("train", help="train a model from a run configuration (JSON)")
     p.add_argument("config", help="run configuration file (JSON)")
     p.add_argument("--allow-public-hosts", action="store_true",
                    help="allow strategy.cluster hosts that are not loopback or private (gRPC has no authentication)")
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
+    detach_option(p)
     p = subparsers.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
     p.add_argument("run_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="change a training setting that keeps the model, e.g. training.learning_rate=0.0005 "
                         "or training.global_batch_size=32 (repeatable)")
     run_options(p)
+    detach_option(p)
     p = subparsers.add_parser("evaluate", help="evaluate a run's model on its test set again")
     p.add_argument("run_dir")
     run_options(p)
@@ -63,13 +71,17 @@ def _say(text: str) -> None:
 
 
 def run_command(args, control: Control | None = None, stream=None) -> int:
-    """Run one engine command; ``control`` and ``stream`` let tests drive it in-process."""
+    """Run one engine command; ``control`` and ``stream`` let tests drive it in-process. With
+    ``args.detach`` this process is the detached run (engine/detach.py): it stops only when asked."""
     events = EventWriter(args.events, stream)
+    detached = getattr(args, "detach", False)
     if control is None:
         control = Control.listening(args.control == "stdin")
-    events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
+    if not detached:  # the process that started it reads its output: it stops when that one goes away
+        events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
     run_dir: Path | None = None
     lock: RunLock | None = None
+    presence: RunPresence | None = None
     created: Path | None = None  # run_dir, when this process made it
     session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
@@ -91,9 +103,13 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
                 raise ConfigError(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
             config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
         lock = RunLock(run_dir).acquire()
+        if args.command != "evaluate":
+            presence = RunPresence(run_dir, args.command, detached, args.debug).open(control)
         if getattr(args, "set", None):
             config = apply_overrides(config, args.set)
         events.attach(run_dir)
+        for warning in presence.warnings if presence else ():
+            events.emit(Warning(message=warning))
         if args.command == "evaluate":
             return _evaluate(config, run_dir, events)
         if getattr(args, "set", None):
@@ -146,6 +162,8 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             shutil.rmtree(created, ignore_errors=True)
         return code
     finally:
+        if presence is not None:
+            presence.close()
         events.close()
         if lock is not None:
             lock.release()
@@ -157,10 +175,7 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     from gui_app.engine.training.final_evaluation import evaluate_test_set
     from gui_app.engine.training.steps import evaluator
 
-    if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
-        config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
-                                          "communication": "auto", "timeout_s": None, "max_restarts": 0})
-    ctx = context.prepare(config, events.progress, run_dir / context.DATA_DIR)
+    ctx = context.prepare(context.single_process(config), events.progress, run_dir / context.DATA_DIR)
     state = context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE
     warnings: list[str] = []

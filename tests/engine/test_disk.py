@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import subprocess
 from pathlib import Path
 
@@ -85,3 +86,31 @@ def test_disk_full_mid_run_names_the_disk_and_resume_works_once_freed(tmpfs, wri
     proc = run_cli("resume", str(run_dir), "--events", "jsonl", "--set", "training.epochs=1", timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert rundir.read_run(run_dir).status == "completed"
+
+
+def test_the_events_file_after_a_full_disk_and_resume_holds_each_step_once(tmpfs, write_config):
+    """The file itself, read line by line (not through rundir's readers, which would hide a torn
+    line or a step twice): after the disk filled mid-run, no line is torn; after resume, each
+    step and each epoch's end is there once, in order."""
+    disk = tmpfs("disk", "size=16m")
+    config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
+    proc, reader = start_engine("train", str(config), "--runs-dir", str(disk), "--events", "jsonl", stdin=False)
+    filler = saved = None
+    for event in reader.events(timeout=120):
+        if event["type"] == "checkpoint" and filler is None:
+            saved = event["step"]
+            filler = _fill(disk)
+    assert proc.wait(timeout=60) == 1, proc.stderr.read()[-2000:]
+    run_dir = rundir.list_runs(disk)[0].path
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]  # none torn
+    written = [e["step"] for e in events if e["type"] == "step"]
+    assert written == list(range(1, written[-1] + 1)) and written[-1] >= saved
+    filler.unlink()
+    proc = run_cli("resume", str(run_dir), "--events", "jsonl", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    started = json.loads(proc.stdout.splitlines()[0])
+    assert started["start_step"] == saved
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in events if e["type"] == "step"] == list(range(1, started["total_steps"] + 1))
+    assert [e["epoch"] for e in events if e["type"] == "epoch_end"] == [1, 2]
+    assert [e["type"] for e in events].count("run_started") == 2 and events[-1]["status"] == "completed"

@@ -99,21 +99,27 @@ def test_checkpoint_word_and_hierarchical_copy(tmp_path, write_config):
     assert events[-1]["status"] == "completed"
 
 
-def test_attach_starts_a_fresh_line_after_a_torn_one(tmp_path):
+def test_attach_cuts_a_torn_last_line(tmp_path):
     from gui_app.core.events import RunStarted
     from gui_app.engine.events import EventWriter
 
     (tmp_path / "events.jsonl").write_text('{"type":"step","step":1}\n{"type":"step","st')
+    rundir.summarize_events(tmp_path)  # the run list's cache of this file
+    assert (tmp_path / rundir.SUMMARY_FILE).exists()
     writer = EventWriter("none")
     writer.attach(tmp_path)
-    writer.emit(RunStarted(run_dir=str(tmp_path), config={}, resumed=True))
+    writer.emit(RunStarted(run_dir=str(tmp_path), config={}, resumed=True, start_step=1))
     writer.close()
-    assert [type(e) for e in rundir.read_events(tmp_path)] == [ev.Step, ev.RunStarted]
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert lines[0] == '{"type":"step","step":1}' and [json.loads(line)["type"] for line in lines] == [
+        "step", "run_started"]
+    assert not (tmp_path / rundir.SUMMARY_FILE).exists()  # the file was replaced: its cache is gone
 
 
 def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
-    """kill -9 between checkpoints, then resume: the replayed steps are in events.jsonl twice,
-    and every reader (run list, charts, TensorBoard via the same helper) sees each step once."""
+    """kill -9 between checkpoints (and a torn last line, as if it died mid-write), then resume:
+    events.jsonl itself -- read line by line, not through rundir's readers -- holds each step and
+    each epoch's end once, in order, and no torn line."""
     from engine_helpers import run_in_process
 
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}))
@@ -131,14 +137,12 @@ def test_killed_run_resumed_has_one_point_per_step(tmp_path, write_config):
         f.write('{"type":"step","step":99')  # as if it died mid-write
     code, tap = run_in_process("resume", run_dir)
     assert code == 0
-    raw = [e.step for e in rundir.read_raw_events(run_dir) if isinstance(e, ev.Step)]
-    assert len(raw) > len(set(raw))  # the replayed steps were written twice
-    steps = [e.step for e in rundir.read_events(run_dir) if isinstance(e, ev.Step)]
+    assert tap.of("run_started")[0]["start_step"] >= checkpoint  # the newest one before the kill
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]  # no torn line
     total = tap.of("run_started")[0]["total_steps"]
-    assert steps == list(range(1, total + 1))
-    epochs = [e.epoch for e in rundir.read_events(run_dir) if isinstance(e, ev.EpochEnd)]
-    assert epochs == [1, 2]
-    assert [type(e) for e in rundir.read_events(run_dir)].count(ev.RunStarted) == 2
+    assert [e["step"] for e in events if e["type"] == "step"] == list(range(1, total + 1))
+    assert [e["epoch"] for e in events if e["type"] == "epoch_end"] == [1, 2]
+    assert [e["type"] for e in events].count("run_started") == 2
     assert rundir.read_run(run_dir).status == "completed"
 
 

@@ -32,6 +32,9 @@ def isolated_dirs(tmp_path, monkeypatch):
     config_dir, runs_dir = tmp_path / "config", tmp_path / "runs"
     monkeypatch.setenv("REPLICA_STUDIO_CONFIG_DIR", str(config_dir))
     monkeypatch.setenv("REPLICA_STUDIO_RUNS_DIR", str(runs_dir))
+    # No desktop notifications from the tests on a developer's session bus (tests/ui/test_notifications.py
+    # brings its own bus).
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     return config_dir, runs_dir
 
 

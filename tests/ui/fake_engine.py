@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gui_app.core import events as ev  # noqa: E402  (the checkout first on the path)
+from gui_app.core.image_files import source_images  # noqa: E402  (as the real inspect reports them)
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 STEPS = int(os.environ.get("FAKE_ENGINE_STEPS", "20"))
@@ -80,7 +81,8 @@ def inspect(config_path, samples_path):
     print(json.dumps({
         "dataset": {"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
                     "train_examples": 1000, "test_examples": TEST_EXAMPLES, "class_counts": [100] * 10,
-                    "warnings": []},
+                    "warnings": [],
+                    "source_images": source_images(config["dataset"]["name"], config["dataset"].get("path"))},
         "model": {"name": config["model"]["name"], "parameters": 1234, "trainable_parameters": 1200,
                   "layers": [{"name": "conv", "type": "Conv2D", "output_shape": [None, 6, 6, 8], "parameters": 80},
                              {"name": "dense", "type": "Dense", "output_shape": [None, 10], "parameters": 1154}]},

@@ -46,7 +46,7 @@ def test_statuses_and_notes(qtbot, runs_dir):
     assert table[str(failed)][STATUS] == "failed"
     assert table[str(failed)][NOTE] == "training: loss is NaN at step 4"
     assert table[str(died)][STATUS] == "interrupted (3/20)"
-    assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored ×2 (CPU:0, CPU:1)"
+    assert table[str(done)][COLUMNS.index("Strategy")] == "mirrored, 2 replicas (CPU:0, CPU:1)"
     # newest first
     assert panel.tree.topLevelItem(0).data(0, 256) == str(died)
     run.end("interrupted", died, "the engine process crashed or was killed")  # shown at once, before the refresh
@@ -81,14 +81,18 @@ def test_buttons_follow_the_selection(qtbot, runs_dir):
     assert got.args == [str(stopped)]
 
 
-def test_export_needs_a_trained_model(qtbot, runs_dir):
+def test_export_needs_a_trained_model_or_a_checkpoint(qtbot, runs_dir):
     trained = write_run(runs_dir, "a-done", "completed")
     (trained / "model.keras").write_bytes(b"")
     stopped = write_run(runs_dir, "b-stopped", "stopped", started=1.7e9 + 10)
     run = StubRun()
     panel = listed(qtbot, runs_dir, run)
     panel.select(stopped)
-    assert not panel.export_button.isEnabled()
+    assert not panel.export_button.isEnabled()  # an empty checkpoints folder
+    (stopped / "checkpoints" / "ckpt-5.index").write_bytes(b"")
+    panel.select(trained)
+    panel.select(stopped)
+    assert panel.export_button.isEnabled()  # stopped early: its last checkpoint is exported
     panel.select(trained, stopped)
     assert not panel.export_button.isEnabled()
     panel.select(trained)

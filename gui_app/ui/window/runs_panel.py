@@ -35,8 +35,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core.config import RunConfig
-from gui_app.core.rundir import RunInfo
+from gui_app.core.rundir import RunInfo, has_checkpoint
+from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.window_state import ListedRun, WindowState
@@ -48,18 +48,6 @@ PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
 STARTED = COLUMNS.index("Started")
 MIN_ROWS = 5
-
-
-def describe_strategy(config: RunConfig | None) -> str:
-    if config is None:
-        return "?"
-    strategy = config.strategy
-    if strategy.name == "mirrored":
-        devices = strategy.devices
-        return f"mirrored ×{len(devices)} ({', '.join(devices)})" if devices else "mirrored (all GPUs)"
-    if strategy.name == "one_device":
-        return f"one device ({strategy.device or 'auto'})"
-    return strategy.name
 
 
 def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
@@ -311,9 +299,9 @@ class RunsPanel(QWidget):
             shown_status = status
         accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
-        note = info.message or self._notes.get(path, "")
+        note = for_people(info.message or self._notes.get(path, ""))
         texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-                 describe_strategy(config), accuracy, started, note]
+                 describe_strategy(config.strategy) if config else "?", accuracy, started, note]
         for column, text in enumerate(texts):
             item.setText(column, text)
         item.setData(0, PATH_ROLE, path)
@@ -335,7 +323,9 @@ class RunsPanel(QWidget):
         self.folder_button.setEnabled(one)
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0]))
-        self.export_button.setEnabled(bool(info and info.has_model))
+        # A run stopped early exports its last checkpoint (replica-studio export restores it).
+        active = bool(info) and str(info.path) == self._state.active_run
+        self.export_button.setEnabled(bool(info and (info.has_model or not active and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(

@@ -1,0 +1,91 @@
+"""Which runs are running now, and where: what ``replica-studio runs`` lists (and the window's
+run list can show) beside each run's status.
+
+A run is running while its ``train`` or ``resume`` process holds the run's lock: the kernel
+drops a flock when its process dies, however it dies (gui_app/core/run_lock.py), so a run whose
+process was killed, crashed or went down with its machine is told apart from a live one without
+guessing from process ids or clocks. The process records who and where it is in
+``RUN_DIR/process.json`` (written once, atomically, as it takes the run); the step it reached
+and the total come from the events (the run list's summary cache, gui_app/core/rundir.py).
+TensorFlow-free.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gui_app.core import atomic_io, run_lock, rundir
+
+PROCESS_FILE = "process.json"
+RUN_COMMANDS = ("train", "resume")  # the processes that run a run (evaluate and export hold the lock too)
+
+
+@dataclass(frozen=True)
+class RunProcess:
+    """The process of a run, as it recorded itself."""
+
+    pid: int
+    host: str  # the machine it runs on (a runs folder may be shared)
+    command: str  # train | resume
+    detached: bool  # in a session of its own, its output in RUN_DIR/engine.log
+    started: float  # Unix time
+
+
+def record_process(run_dir: str | Path, command: str, detached: bool) -> RunProcess:
+    """Write this process's ``process.json`` (it holds the run's lock)."""
+    process = RunProcess(pid=os.getpid(), host=socket.gethostname(), command=command, detached=detached,
+                         started=round(time.time(), 3))
+    atomic_io.write_text(Path(run_dir) / PROCESS_FILE, json.dumps(dataclasses.asdict(process)) + "\n")
+    return process
+
+
+def read_process(run_dir: str | Path) -> RunProcess | None:
+    """The process the run last recorded (it may be long gone); None when there is none or it is unreadable."""
+    try:
+        value = json.loads((Path(run_dir) / PROCESS_FILE).read_text(encoding="utf-8"))
+        return RunProcess(**{f.name: value[f.name] for f in dataclasses.fields(RunProcess)})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def live_process(run_dir: str | Path) -> RunProcess | None:
+    """The run's process when one runs it now: the holder of its lock is the process it recorded.
+    None when no process holds it, or another command does (evaluate, export)."""
+    pid = run_lock.holder(run_dir)
+    if pid is None:
+        return None
+    process = read_process(run_dir)
+    return process if process is not None and process.pid == pid and process.command in RUN_COMMANDS else None
+
+
+@dataclass
+class LiveRun:
+    """A run as ``runs`` lists it: its status by its events, ``running`` while its process runs it."""
+
+    info: rundir.RunInfo
+    process: RunProcess | None
+
+    @property
+    def status(self) -> str:
+        return "running" if self.process is not None else self.info.status
+
+    def to_json(self) -> dict:
+        info, process = self.info, self.process
+        return {"run_dir": str(info.path), "name": info.name, "status": self.status, "step": info.step,
+                "total_steps": info.total_steps, "started": info.started, "test_accuracy": info.test_accuracy,
+                "message": info.message, "pid": process.pid if process else None,
+                "host": process.host if process else None, "detached": process.detached if process else None}
+
+
+def read_live_run(run_dir: str | Path) -> LiveRun:
+    return LiveRun(rundir.read_run(run_dir), live_process(run_dir))
+
+
+def list_live_runs(runs_dir: str | Path) -> list[LiveRun]:
+    """Every run under ``runs_dir``, newest first, with the process of each running one."""
+    return [LiveRun(info, live_process(info.path)) for info in rundir.list_runs(runs_dir)]

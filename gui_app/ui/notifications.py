@@ -1,0 +1,130 @@
+"""Desktop notifications when a run ends (completed, stopped, failed -- a NaN loss fails the run).
+
+Two ways to reach the desktop, the first that exists:
+
+- the freedesktop notification service (``org.freedesktop.Notifications`` on the session bus:
+  GNOME, KDE, Xfce, dunst, mako), called through ``gdbus`` (GLib's command-line D-Bus client,
+  installed wherever GLib is). PySide6's QtDBus cannot marshal the call's ``u`` and ``a{sv}``
+  arguments from Python (docs/architecture.md, "Qt facts"), and gdbus takes them typed;
+- the system tray's message (``QSystemTrayIcon``: Windows and macOS, and Linux panels with a tray).
+
+The call never blocks the window: gdbus runs as a QProcess that nobody waits for. A notification
+is sent only while the window is not the active one (the user is elsewhere); a setting turns them
+off (Run -> Notify when a run ends).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+
+from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QSystemTrayIcon, QWidget
+
+from gui_app.core.rundir import read_eval
+
+log = logging.getLogger(__name__)
+
+SERVICE = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+# The freedesktop spec's urgency hint: 1 normal, 2 critical (a critical one stays until clicked).
+NORMAL, CRITICAL = 1, 2
+
+
+def gvariant_string(text: str) -> str:
+    """``text`` as a GVariant text-format string literal (what gdbus parses)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def freedesktop_command(app_name: str, summary: str, body: str, urgency: int) -> list[str]:
+    """gdbus's ``Notify`` call, every argument typed as the spec's signature ``susssasa{sv}i``."""
+    return ["call", "--session", "--dest", SERVICE, "--object-path", PATH, "--method", f"{SERVICE}.Notify",
+            gvariant_string(app_name), "uint32 0", gvariant_string(""), gvariant_string(summary),
+            gvariant_string(body), "@as []", f"{{'urgency': <byte {urgency}>}}", "int32 -1"]
+
+
+def session_bus_available() -> bool:
+    # Desktop sessions export the address (dbus-launch, or systemd's user bus via pam_systemd).
+    return bool(os.environ.get("DBUS_SESSION_BUS_ADDRESS"))
+
+
+class DesktopNotifier(QObject):
+    """Sends notifications the first way the desktop has (see the module docstring)."""
+
+    def __init__(self, icon: QIcon, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._icon = icon
+        self._tray: QSystemTrayIcon | None = None
+        self._gdbus = shutil.which("gdbus") if sys.platform.startswith("linux") else None
+
+    def way(self) -> str:
+        """``freedesktop``, ``tray`` or "" (none: nothing is sent)."""
+        if self._gdbus and session_bus_available():
+            return "freedesktop"
+        if QSystemTrayIcon.isSystemTrayAvailable() and QSystemTrayIcon.supportsMessages():
+            return "tray"
+        return ""
+
+    def notify(self, summary: str, body: str, urgent: bool = False) -> bool:
+        way = self.way()
+        if way == "freedesktop":
+            process = QProcess(self)
+            process.setProcessEnvironment(QProcessEnvironment.systemEnvironment())
+            process.setStandardOutputFile(QProcess.nullDevice())
+            process.finished.connect(lambda code, _status, p=process: self._on_gdbus_done(p, code))
+            process.errorOccurred.connect(lambda _error, p=process: p.deleteLater())
+            urgency = CRITICAL if urgent else NORMAL
+            process.start(self._gdbus or "gdbus",
+                          freedesktop_command(QCoreApplication.applicationName(), summary, body, urgency))
+        elif way == "tray":
+            if self._tray is None:
+                self._tray = QSystemTrayIcon(self._icon, self)
+            self._tray.show()  # a tray message needs a visible icon
+            level = QSystemTrayIcon.MessageIcon.Critical if urgent else QSystemTrayIcon.MessageIcon.Information
+            self._tray.showMessage(summary, body, level)
+        else:
+            log.info("no desktop notification service; not sent: %s", summary)
+            return False
+        return True
+
+    @staticmethod
+    def _on_gdbus_done(process: QProcess, code: int) -> None:
+        if code != 0:  # no service on the bus, or it refused the call: say so in the log, once per call
+            error = bytes(process.readAllStandardError().data()).decode(errors="replace").strip()
+            log.info("desktop notification not shown: %s", error.splitlines()[-1] if error else f"gdbus exit {code}")
+        process.deleteLater()
+
+
+def run_notice(status: str, run_dir: str, message: str, test_accuracy: float | None = None) -> tuple[str, str, bool]:
+    """The summary, body and urgency of the notice for a run that ended."""
+    name = os.path.basename(os.path.normpath(run_dir)) if run_dir else "the run"
+    if status == "completed":
+        accuracy = "" if test_accuracy is None else f": test accuracy {100 * test_accuracy:.2f} %"
+        return "Training completed", f"{name}{accuracy}", False
+    if status == "stopped":
+        return "Training stopped", f"{name}: stopped with a checkpoint" + (f" ({message})" if message else ""), False
+    return "Training failed", f"{name}: {message}" if message else name, True
+
+
+class RunNotifications(QObject):
+    """Notifies when a run the window follows ends, while the window is not the active one."""
+
+    def __init__(self, window: QWidget, notifier: DesktopNotifier, enabled: bool) -> None:
+        super().__init__(window)
+        self._window, self.notifier, self.enabled = window, notifier, enabled
+
+    def on_run_ended(self, status: str, run_dir: str, message: str) -> None:
+        if not self.enabled or (self._window.isActiveWindow() and not self._window.isMinimized()):
+            return
+        self.notifier.notify(*run_notice(status, run_dir, message, _test_accuracy(run_dir) if status == "completed"
+                                         else None))
+
+
+def _test_accuracy(run_dir: str) -> float | None:
+    try:
+        evaluation = read_eval(run_dir) if run_dir else None
+    except ValueError:  # an unreadable eval.json: the notice goes without the figure
+        return None
+    return evaluation.accuracy if evaluation else None
