@@ -85,3 +85,32 @@ def real_window(qtbot):
     window.supervisor.close()
     window.settings.confirm_close_during_run = False
     window.close()
+
+
+@pytest.fixture
+def make_window(qtbot, fake_engine):
+    """Makes main windows over the fake engine, shown and started (devices detected)."""
+    from gui_app.ui.window.main_window import MainWindow
+
+    windows = []
+
+    def make() -> MainWindow:
+        window = MainWindow(engine_command=fake_engine)
+        qtbot.addWidget(window)
+        window.show()
+        with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
+            window.start()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.supervisor.close()  # kills anything a failed test left running
+        window.settings.confirm_close_during_run = False
+        window.close()
+
+
+@pytest.fixture
+def window(make_window):
+    """One main window over the fake engine."""
+    return make_window()

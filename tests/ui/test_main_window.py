@@ -11,6 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 import pytest
 from form_errors import shown_errors
 from run_dirs import listed_status, wait_listed, write_run
+from windows import train
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs
@@ -18,38 +19,6 @@ from gui_app.ui.config.strategy_form import STRATEGY_LABELS
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
-
-
-@pytest.fixture
-def make_window(qtbot, fake_engine):
-    windows = []
-
-    def make() -> MainWindow:
-        window = MainWindow(engine_command=fake_engine)
-        qtbot.addWidget(window)
-        window.show()
-        with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
-            window.start()
-        windows.append(window)
-        return window
-
-    yield make
-    for window in windows:
-        window.supervisor.close()  # kills anything a failed test left running
-        window.settings.confirm_close_during_run = False
-        window.close()
-
-
-@pytest.fixture
-def window(make_window) -> MainWindow:
-    return make_window()
-
-
-def train(qtbot, window: MainWindow, timeout: int = 15_000) -> tuple[str, str, str]:
-    with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
-        window.actions.train.trigger()
-    wait_listed(qtbot, window.runs)  # the run list reads the finished run again, off the GUI thread
-    return tuple(finished.args)
 
 
 def test_shortcuts_and_first_state(window):

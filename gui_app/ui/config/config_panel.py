@@ -59,6 +59,9 @@ def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
                      runtime=RuntimeConfig(cpu_devices=2))
 
 
+MIN_LIST_CHARACTERS = 14  # the width a list asks for; longer entries show whole in its drop-down
+
+
 class _WheelGuard(QObject):
     """Gives the wheel of an unfocused field to the form's scroll bar."""
 
@@ -99,14 +102,20 @@ class ConfigPanel(QScrollArea):
             QVBoxLayout(box).addWidget(widget)
             column.addWidget(box)
         column.addStretch(1)
+        # A list as wide as its longest entry made the forms 520 px wide at least (the window
+        # then did not fit a 1280 px screen): lists ask for a few characters and elide the rest.
+        # Before anything asks for a size: a list keeps the minimum size it computed first.
+        for box in body.findChildren(QComboBox):
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(MIN_LIST_CHARACTERS)
         self.setWidget(body)
-        self.setMinimumWidth(body.sizeHint().width() + self.verticalScrollBar().sizeHint().width())
         self._wheel_guard = _WheelGuard(self.verticalScrollBar(), self)
         # Scrolling the form must not change the spin box or list the pointer passes over
         # (it turned 30 epochs into 21): they take the wheel only once clicked into.
         for field in body.findChildren(QAbstractSpinBox) + body.findChildren(QComboBox):
             field.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             field.installEventFilter(self._wheel_guard)
+        self._fit_width()
         self.forms: list[FormSection] = [self.dataset, self.model, self.strategy, self.training]
 
         self._engine_command = engine_command
@@ -135,6 +144,17 @@ class ConfigPanel(QScrollArea):
         for form in self.forms:
             form.changed.connect(self._on_changed)
         self._on_devices_changed()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self._fit_width()  # a field shown or hidden may change how narrow the forms can be
+        return super().eventFilter(watched, event)
+
+    def _fit_width(self) -> None:
+        """Never narrower than the forms can be: the panel scrolls vertically only, and a form
+        wider than the panel would scroll sideways out of sight when a field takes the focus."""
+        self.setMinimumWidth(self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
     # ---- public ----------------------------------------------------------------------
     def config(self) -> RunConfig | None:

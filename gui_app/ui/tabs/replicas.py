@@ -19,6 +19,7 @@ import pyqtgraph as pg
 
 from gui_app.core.history import Part, RunHistory
 from gui_app.core.history.replicas import SPEED_WINDOW
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     HIGHLIGHT_COLOR,
     ChartPanel,
@@ -56,10 +57,10 @@ class ReplicasTab(ChartPanel, RunView):
         self.group_by_worker.setVisible(False)
         self.group_by_worker.toggled.connect(self._on_grouping_toggled)
 
-        self.slowest_label = QLabel()
+        self.slowest_label = QLabel(wordWrap=True)  # wraps rather than widen the window
         self.slowest_label.setContentsMargins(8, 4, 8, 0)
         self.slowest_label.setTextFormat(Qt.TextFormat.RichText)
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics = ChartCanvas()
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
         self.grad_plot = make_plot("Gradient norm per replica (before all-reduce)", "step",
                                    "global L2 norm", legend=None)

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QMenu,
     QMessageBox,
     QPushButton,
@@ -102,6 +103,9 @@ class TryTab(QWidget):
 
         self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self._list = QVBoxLayout()
+        # Rows keep their height and the list scrolls: the scroll area otherwise squeezed eight
+        # rows into a 720 px high window, each cut to a third of its thumbnail and bars.
+        self._list.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         self._placeholder = QLabel("Drop PNG, JPEG or BMP images here to see what the model makes of them\n"
                                    "(or a .keras, .tflite, .onnx file or a SavedModel folder to try that model).",
                                    alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.notifications import DesktopNotifier, RunNotifications
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
@@ -61,7 +62,7 @@ class MainWindow(QMainWindow):
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
         self.runs = RunsPanel(self.state)
-        self.progress = RunProgress()
+        self.progress = RunProgress(self.state)
         self.tabs = QTabWidget()
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
                                        self.try_tab, self.log_tab)):
@@ -77,7 +78,8 @@ class MainWindow(QMainWindow):
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
                                               self.settings.notify_when_run_ends)
         self._build_layout()
-        self.state_label, self.devices_label = QLabel(self.state.status), QLabel("Detecting devices…")
+        # Elided, not wrapped: "Run failed: <the engine's message>" must not widen the window.
+        self.state_label, self.devices_label = ElidedLabel(self.state.status), ElidedLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
         self.statusBar().addPermanentWidget(self.devices_label)
         self._connect()

@@ -21,6 +21,7 @@ from gui_app.core.events import Error, Event, RunStarted, Step
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import EVALUATION, PAUSED, TRAINING, WindowState
 from gui_app.ui.workers.supervisor import RunSupervisor
@@ -141,10 +142,13 @@ class RunActions(QObject):
     def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
         self._start_deferred()  # a run that ended before its first step
         message = for_people(message)  # the form's words, not the config keys the engine names
-        text = f"Run {status}" + (f": {message}" if message else "")
+        if status == "completed":
+            text = "Run completed" + (f": {message}" if message else "")
+        else:  # at which step: "Run failed at step 12 of 200: <why>"
+            told = describe_end(status, message, self._shown.history)
+            text = f"Run {told[0].lower()}{told[1:]}"
         self._state.set_status(text)
-        if status != "completed":  # a completed run keeps its test accuracy on show
-            self._shown.say(text)
+        self._shown.show_end(status, message)
         self.note.emit(text)
         if run_dir and status == "completed" and self._shown.has_evaluation():  # drawn when its event came
             self._state.set_tab(EVALUATION)

@@ -47,6 +47,7 @@ STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
 STARTED = COLUMNS.index("Started")
+MIN_ROWS = 5
 
 
 def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
@@ -96,6 +97,9 @@ class RunsPanel(QWidget):
         self.tree.itemDoubleClicked.connect(self._on_double_clicked)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_context_menu)
+        # Five rows at least, so a 720 px high screen still lists a few runs beside the tabs.
+        self.tree.setMinimumHeight(self.tree.header().sizeHint().height() + MIN_ROWS * (self.fontMetrics().height() + 6)
+                                   + 2 * self.tree.frameWidth())
         layout.addWidget(self.tree, 1)
         row = QHBoxLayout()
         self.open_button = self._button(row, "Open", "Show the selected run's charts and evaluation",
@@ -169,15 +173,16 @@ class RunsPanel(QWidget):
         self.refresh()
 
     def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
-        """Select the run that ended, and show why it ended when its events.jsonl cannot: a
-        process that crashed or was killed wrote no run_finished (on disk it is "interrupted",
-        and stays resumable)."""
+        """List the run that ended at once (a run that failed before its first step has a row
+        only from now on: the engine said where only in its run_finished) and select it; show why
+        it ended when its events.jsonl cannot: a process that crashed or was killed wrote no
+        run_finished (on disk it is "interrupted", and stays resumable)."""
         if not run_dir:
             return
         if status in ("failed", "interrupted") and message:
             self._notes[str(Path(run_dir))] = message
             self._show_again(str(Path(run_dir)))
-            self.refresh()
+        self.refresh()
         self.select(run_dir)
 
     # ---- filling ---------------------------------------------------------------------
@@ -209,6 +214,7 @@ class RunsPanel(QWidget):
                 self._refill(item, info)
         self._read += len(rows)
         self._show_reading()
+        self._state.set_listed_runs(len(self._items))
         self._update_buttons()
 
     def _on_done(self) -> None:
@@ -220,6 +226,7 @@ class RunsPanel(QWidget):
             self._resumable.pop(path, None)
         self._wanted = set()
         self.reading_label.clear()
+        self._state.set_listed_runs(len(self._items))
         self._update_buttons()
         self.filled.emit()
 

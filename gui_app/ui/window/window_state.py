@@ -10,6 +10,7 @@ changes a part changes it here, and the views subscribe to the parts they show.
     shown_run    the run on screen (ShownRun draws it; None: none, or a live run that has not said
                  where yet) and whether it has a trained model (:meth:`WindowState.model_run`)
     selection    the runs selected in the run list, as the list read them (:class:`ListedRun`)
+    listed_runs  how many runs the run list shows (the progress line invites to open one)
     forms_valid  whether the forms describe a valid RunConfig
     train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
                  the check of the dataset and model on the forms has not passed (ConfigPanel)
@@ -19,8 +20,9 @@ changes a part changes it here, and the views subscribe to the parts they show.
 ``runs_dir``, the folder of run directories, is fixed for the window's life.
 
 Who subscribes: the menus and toolbar (WindowActions: what is enabled), the run list (RunsPanel:
-busy, the active run, why a run ended), the tab widget, the title and the status bar
-(MainWindow), the Try tab's model (ModelActions), the recent runs (FileActions).
+busy, the active run, why a run ended), the progress line (RunProgress: the run state, the runs
+listed), the tab widget, the title and the status bar (MainWindow), the Try tab's model
+(ModelActions), the recent runs (FileActions).
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class WindowState(QObject):
     run_ended = Signal(str, str, str)  # status, run_dir, message (RunSupervisor.finished)
     shown_run_changed = Signal(str)  # "" when none is shown
     selection_changed = Signal(list)  # of ListedRun
+    listed_runs_changed = Signal(int)
     forms_valid_changed = Signal(bool)
     train_blocker_changed = Signal(str)
     tab_changed = Signal(str)
@@ -75,6 +78,7 @@ class WindowState(QObject):
         self._shown_run: str | None = None
         self._shown_has_model = False
         self._selection: tuple[ListedRun, ...] = ()
+        self._listed_runs = 0
         self._forms_valid = False
         self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
@@ -160,6 +164,15 @@ class WindowState(QObject):
         """The one run selected, when it can be resumed (and the window is idle to do it)."""
         one = self._selection[0] if len(self._selection) == 1 else None
         return one if one is not None and one.resumable and self.is_idle() else None
+
+    @property
+    def listed_runs(self) -> int:
+        return self._listed_runs
+
+    def set_listed_runs(self, count: int) -> None:
+        if count != self._listed_runs:
+            self._listed_runs = count
+            self.listed_runs_changed.emit(count)
 
     @property
     def forms_valid(self) -> bool:
