@@ -13,6 +13,7 @@ import pyqtgraph as pg
 
 from gui_app.core.history import Part
 from gui_app.core.history.timing import WINDOW
+from gui_app.core.wording import reduction
 from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     ChartPanel,
@@ -66,8 +67,9 @@ class StepSplitPanel(ChartPanel, RunView):
         self.setVisible(bool(split.steps()))  # shown once a run reports step timings
         if split.steps():
             compute, waited, rest = split.shares() or (0.0, 0.0, 0.0)
+            joined = reduction(split.strategy)
             text = (f"Where each step's time goes (last {split.steps()} steps): compute {compute:.0%} · "
-                    f"input {waited:.0%} · all-reduce and optimizer {rest:.0%}")
+                    f"input {waited:.0%} · {joined} and optimizer {rest:.0%}")
             advice = split.advice()
             self.label.setText(text + (f". <b>{advice[0].upper() + advice[1:]}</b>." if advice else ""))
         self.request_redraw()
