@@ -56,6 +56,28 @@ class RunLock:
         self.release()
 
 
+def held_by(run_dir: str | Path) -> int | None:
+    """The process that holds ``run_dir`` now (its pid, or -1 when the file names none); None when
+    no process does. Only for folders this process does not hold (a flock taken here would count).
+    A sweep asks this of its trials' runs, which no one else starts."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locks, so none is held
+        return None
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: never locked
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return _read_pid(fd) or -1
+    else:
+        return None
+    finally:
+        os.close(fd)  # drops the shared lock at once
+
+
 def _read_pid(fd: int) -> int | None:
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
