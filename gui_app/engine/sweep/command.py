@@ -20,7 +20,6 @@ import traceback
 from pathlib import Path
 
 from gui_app.core.config_json import ConfigError
-from gui_app.core.run_lock import held_by
 from gui_app.core.sweep_config import MAX_PARALLEL, SweepConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
@@ -156,19 +155,20 @@ def _status(args: argparse.Namespace, folder) -> int:
 def _stop(args: argparse.Namespace, folder) -> int:
     """Ask the sweep's process to stop its trials; with none running, stop the trials directly.
     Returns once they have all stopped, each with a checkpoint."""
-    from gui_app.engine.sweep.trial_process import stop_run
+    from gui_app.engine.sweep.folder import TrialRecord
+    from gui_app.engine.sweep.trial_process import live_pid, stop_run
 
     folder.ask_stop()
     runner = folder.runner_pid()
-    runs: list[str] = []
+    trials: list[tuple[str | None, TrialRecord]] = []
     if runner is not None:
         _say(f"asked the sweep (process {runner}) to stop its trials")
     else:
-        runs = [r.run_dir for r in folder.records().values() if r.run_dir]
-        for run_dir in runs:
-            stop_run(_pid(held_by(run_dir)))
+        trials = [(r.run_dir or folder.run_dir_of(n), r) for n, r in folder.records().items()]
+        for run_dir, record in trials:
+            stop_run(live_pid(run_dir, record))
     deadline = time.monotonic() + STOP_WAIT_S
-    while (busy := _busy(folder, runs)) and time.monotonic() < deadline:
+    while (busy := _busy(folder, trials)) and time.monotonic() < deadline:
         time.sleep(0.2)
     if busy:
         raise ConfigError(f"sweep_dir: still stopping after {STOP_WAIT_S:.0f} s: {busy}")
@@ -176,12 +176,10 @@ def _stop(args: argparse.Namespace, folder) -> int:
     return EXIT_OK
 
 
-def _busy(folder, runs: list[str]) -> str | None:
-    """What still runs: the sweep's process, or a trial's run."""
+def _busy(folder, trials: list) -> str | None:
+    """What still runs: the sweep's process, or a trial's."""
     if folder.runner_pid() is not None:
         return f"the sweep's process {folder.runner_pid()}"
-    return next((run_dir for run_dir in runs if held_by(run_dir) is not None), None)
+    from gui_app.engine.sweep.trial_process import live_pid
 
-
-def _pid(holder: int | None) -> int | None:
-    return holder if holder is not None and holder > 0 else None
+    return next((str(run_dir or record.pid) for run_dir, record in trials if live_pid(run_dir, record)), None)

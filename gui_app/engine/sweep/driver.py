@@ -5,12 +5,11 @@ A sweep starting again on its folder (``sweep resume``, after a kill, a crash or
 first takes up the trials the study still has open: a trial whose run a process still holds is
 followed again, one whose run ended is told as it ended, one whose process died or was stopped
 before its run finished is continued from its last checkpoint with ``replica-studio resume``, and
-one that never got as far as its run directory is marked failed. No finished trial runs again.
+one that never got as far as its run directory is started again. No finished trial runs again.
 """
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
 import threading
@@ -29,22 +28,10 @@ from gui_app.core.sweep_config import SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, stop_run
+from gui_app.engine.sweep.trial_process import TrialRun, pid_alive, stop_run
 
 POLL_S = 0.5  # how often trials' events are read: an epoch here takes seconds
 States = optuna.trial.TrialState
-
-
-def pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process has that number now
-        return False
-    return True
 
 
 @dataclass
@@ -164,14 +151,21 @@ class SweepDriver:
         return min(self.devices, key=used.count)
 
     def _resume(self, active: Active) -> None:
-        assert active.run is not None
-        active.record.resumes += 1
+        """Continue a trial from its run's last checkpoint; one whose process died before it
+        made its run starts again (it never trained)."""
         active.record.device = self._free_device()
-        active.process = trial_process.start(self.folder, active.number, active.record,
-                                             ["resume", str(active.run.run_dir)])
+        if active.run is None:
+            args = ["train", str(self.folder.trial_file(active.number, ".json")), "--runs-dir",
+                    str(self.folder.runs_dir)]
+            said = f"trial {active.number} started again (its process ended before its run started)"
+        else:
+            active.record.resumes += 1
+            args = ["resume", str(active.run.run_dir)]
+            said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
+        active.process = trial_process.start(self.folder, active.number, active.record, args)
         self._save(active)
         self.active.append(active)
-        self.say(f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}")
+        self.say(said)
 
     # ---- following a trial ------------------------------------------------------------------
     def _follow(self, active: Active) -> None:
@@ -258,7 +252,7 @@ class SweepDriver:
                     stop_run(active.record.pid)
                 continue
             if active.run is None:
-                self._fail(active, "its process ended before its run started")
+                self.waiting.append(active)  # its process ended before its run started: start it again
                 continue
             for epoch in active.run.read():
                 self._report(active, epoch)

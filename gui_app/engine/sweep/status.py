@@ -10,10 +10,8 @@ from typing import Any
 
 import optuna
 
-from gui_app.core.run_lock import held_by
-from gui_app.engine.sweep.driver import pid_alive
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun
+from gui_app.engine.sweep.trial_process import TrialRun, live_pid
 
 _STATES = {"COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed"}
 STATES = ("running", "completed", "pruned", "failed", "stopped")
@@ -42,15 +40,25 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Tr
         if run is not None:
             run.read()
         state = _STATES.get(frozen.state.name)
-        if state is None:  # open: running, or stopped (a resume continues it)
-            live = held_by(run_dir) is not None if run_dir else pid_alive(record.pid)
-            state = "running" if live else "pruned" if "pruned_at" in frozen.user_attrs else "stopped"
+        if state is None:  # open: running, or its process ended while the sweep's was away
+            state = _open_state(run, record, "pruned_at" in frozen.user_attrs)
         value = frozen.value if frozen.value is not None else (run.metric(metric) if run else None)
         start, end = frozen.datetime_start, frozen.datetime_complete
         duration = ((end.timestamp() if end else time.time()) - start.timestamp()) if start else None
         rows.append(TrialRow(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
                              run_dir, record.device, duration, frozen.user_attrs.get("message")))
     return rows
+
+
+def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool) -> str:
+    """A trial the study has not been told the end of: running, or how its run ended (the next
+    ``sweep resume`` tells the study), or stopped (``sweep resume`` continues it)."""
+    if live_pid(str(run.run_dir) if run else None, record) is not None:
+        return "running"
+    if pruned:
+        return "pruned"
+    ended = run.finished.status if run is not None and run.finished is not None else "stopped"
+    return ended if ended in ("completed", "failed") else "stopped"
 
 
 def best(rows: list[TrialRow], direction: str) -> TrialRow | None:

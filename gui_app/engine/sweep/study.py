@@ -15,12 +15,15 @@ from gui_app.core.sweep_config import Parameter, SweepConfig
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # the sweep prints its own progress lines
 
 
-def sampler(sweep: SweepConfig) -> optuna.samplers.BaseSampler:
-    if sweep.method == "grid":
-        return optuna.samplers.GridSampler(sweep.grid_space(), seed=sweep.seed)
+def sampler(sweep: SweepConfig, asked: int = 0) -> optuna.samplers.BaseSampler:
+    """The sweep's sampler, for a study that has ``asked`` trials already: a resumed sweep's seed
+    moves on by that many, or a seeded random search would draw its first values again."""
+    seed = None if sweep.seed is None else sweep.seed + asked
+    if sweep.method == "grid":  # (it skips the grid points the study has tried)
+        return optuna.samplers.GridSampler(sweep.grid_space(), seed=seed)
     if sweep.method == "random":
-        return optuna.samplers.RandomSampler(seed=sweep.seed)
-    return optuna.samplers.TPESampler(seed=sweep.seed)
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
 
 
 def max_epochs(sweep: SweepConfig) -> int:
@@ -50,7 +53,9 @@ def load(sweep: SweepConfig, storage: str, study_name: str, create: bool = False
             optuna.study.StudyDirection.MINIMIZE)
         return optuna.create_study(storage=storage, study_name=study_name, direction=direction,
                                    sampler=sampler(sweep), pruner=pruner(sweep))
-    return optuna.load_study(storage=storage, study_name=study_name, sampler=sampler(sweep), pruner=pruner(sweep))
+    study = optuna.load_study(storage=storage, study_name=study_name, pruner=pruner(sweep))
+    study.sampler = sampler(sweep, len(study.trials))
+    return study
 
 
 def _suggest(trial: optuna.Trial, p: Parameter) -> Any:

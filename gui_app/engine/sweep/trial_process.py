@@ -44,6 +44,25 @@ def stop_run(pid: int | None) -> None:
         pass
 
 
+def pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone (or someone else's process has that number now)
+        return False
+    return True
+
+
+def live_pid(run_dir: str | None, record: TrialRecord) -> int | None:
+    """The process working on a trial now: the one holding its run directory, or, before the
+    run has one, the process the sweep last started for it; None when none is."""
+    if run_dir is not None:
+        holder = held_by(run_dir)
+        return None if holder is None else holder if holder > 0 else record.pid
+    return record.pid if pid_alive(record.pid) else None
+
+
 def gpu_devices() -> list[str]:
     """The GPUs a trial may be given one of, by ``CUDA_VISIBLE_DEVICES``: those already visible to
     the sweep, else every card NVML sees; none on a machine without NVIDIA GPUs (or NVML)."""
