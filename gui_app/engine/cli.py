@@ -10,6 +10,7 @@ import argparse
 
 from gui_app import __version__
 from gui_app.engine import (
+    compare_command,
     devices_command,
     export_command,
     hosts_command,
@@ -25,7 +26,7 @@ from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, inspect_command, devices_command, scaling_command, export_command, predict_command,
-            prepare_command, worker_command, script_command, hosts_command, sweep_command)
+            prepare_command, worker_command, script_command, hosts_command, sweep_command, compare_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

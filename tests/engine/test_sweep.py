@@ -79,6 +79,10 @@ def test_a_sweep_prunes_bad_trials_and_its_best_beats_the_base(tmp_path):
     assert f"best trial {status['best']['number']}:" in lines[-1]
     text = run_cli("sweep", "status", sweep_dir)
     assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:3] == ["trial", "state", "val_accuracy"]
+    compared = run_cli("compare", sweep_dir, "--json")  # a sweep folder stands for its trials' runs
+    assert compared.returncode == 0, compared.stderr
+    table = json.loads(compared.stdout)
+    assert table["keys"] == ["training.learning_rate"] and len(table["rows"]) == 6
 
 
 def test_a_killed_sweep_resumes_and_a_stopped_one_continues(tmp_path):
