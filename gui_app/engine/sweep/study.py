@@ -15,12 +15,21 @@ from gui_app.core.sweep_config import Parameter, SweepConfig
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # the sweep prints its own progress lines
 
 
+class _Grid(optuna.samplers.GridSampler):
+    """Optuna's grid, for ask-and-tell: its ``after_trial`` calls ``study.stop()`` once the grid is
+    covered, which raises outside ``study.optimize`` (before the told state is stored); the sweep
+    stops by itself at the grid's size (``SweepConfig.trial_budget``)."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        pass
+
+
 def sampler(sweep: SweepConfig, asked: int = 0) -> optuna.samplers.BaseSampler:
     """The sweep's sampler, for a study that has ``asked`` trials already: a resumed sweep's seed
     moves on by that many, or a seeded random search would draw its first values again."""
     seed = None if sweep.seed is None else sweep.seed + asked
     if sweep.method == "grid":  # (it skips the grid points the study has tried)
-        return optuna.samplers.GridSampler(sweep.grid_space(), seed=seed)
+        return _Grid(sweep.grid_space(), seed=seed)
     if sweep.method == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed)
