@@ -126,3 +126,29 @@ def test_a_killed_sweep_resumes_and_a_stopped_one_continues(tmp_path):
     for number in stopped:  # continued from its checkpoint, not trained again
         assert len(_run_starts(status["trials"][number]["run_dir"])) == 2
     assert all(len(_run_starts(status["trials"][n]["run_dir"])) == 1 for n in told)  # none ran again
+
+
+def test_sweep_stop_stops_a_running_sweep_and_its_trials_with_checkpoints(tmp_path):
+    sweep_file = tmp_path / "lr.json"
+    sweep_file.write_text(json.dumps({**SWEEP, "base": {**BASE, "training": {**BASE["training"], "epochs": 20}},
+                                      "trials": 4, "pruner": "none"}))
+    proc = subprocess.Popen(app_command("sweep", str(sweep_file), "--sweeps-dir", str(tmp_path / "sweeps")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=app_env())
+    lines = LineReader(proc.stdout)._lines
+    try:
+        sweep_dir = lines.get(timeout=60).strip()
+        while not lines.get(timeout=300).startswith("trial 0 epoch 1:"):
+            pass
+        stop = run_cli("sweep", "stop", sweep_dir)
+        assert stop.returncode == 0, stop.stderr
+        assert stop.stdout.startswith(f"asked the sweep (process {proc.pid}) to stop its trials")
+        assert proc.wait(timeout=60) == 0  # `sweep stop` returned after the sweep's process ended
+        rest = list(iter(lambda: lines.get(timeout=30), None))  # the reader's lines to the end of output
+    finally:
+        proc.kill()
+    assert rest[-2].startswith("sweep stopped: 2 trials (0 completed, 0 pruned, 0 failed, 2 stopped)")
+    status = _status(sweep_dir)
+    assert [t["state"] for t in status["trials"]] == ["stopped", "stopped"] and status["stop_asked"]
+    for trial in status["trials"]:
+        assert rundir.read_run(trial["run_dir"]).status == "stopped" and rundir.has_checkpoint(trial["run_dir"])
+        assert trial["epochs"] < 20
