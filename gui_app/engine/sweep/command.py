@@ -117,7 +117,6 @@ def _resume(args: argparse.Namespace, folder) -> int:
     sweep = _with_parallel(folder.sweep(), args.parallel)
     info = folder.study()
     study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
-    folder.clear_stop()
     return _drive(folder, sweep, study)
 
 

@@ -72,6 +72,7 @@ class SweepDriver:
     def run(self) -> str:
         """Run until the budget is spent (``completed``) or a stop is asked (``stopped``)."""
         lock = self.folder.lock()
+        self.folder.clear_stop()  # running again: an earlier stop is over
         previous = self._stop_on_signals()
         try:
             self._take_up_open_trials()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from gui_app.core import atomic_io
@@ -109,7 +109,9 @@ class SweepFolder:
             data = json.loads((self.path / TRIALS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return {int(number): TrialRecord(**fields) for number, fields in data.items()}
+        known = {f.name for f in fields(TrialRecord)}
+        return {int(number): TrialRecord(**{k: v for k, v in record.items() if k in known})
+                for number, record in data.items()}
 
     def save_records(self, records: dict[int, TrialRecord]) -> None:
         data = {str(number): asdict(record) for number, record in sorted(records.items())}
