@@ -174,7 +174,10 @@ class SweepDriver:
         if active.run is None:
             run_dir = self.folder.run_dir_of(active.number)
             if run_dir is None:
-                if not alive:
+                if not alive and self.stopping:  # stopped while it started: a resume starts it again
+                    self.active.remove(active)
+                    self.say(f"trial {active.number} stopped before its run started")
+                elif not alive:
                     self._fail(active, "its process ended before its run started (see "
                                        f"{self.folder.trial_file(active.number, '.log')})")
                 return
