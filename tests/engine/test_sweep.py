@@ -51,14 +51,17 @@ def _check_record_matches_runs(sweep_dir: str, status: dict) -> None:
 
 
 def test_a_sweep_prunes_bad_trials_and_its_best_beats_the_base(tmp_path):
+    # 8 epochs: a digits epoch of the MLP takes 0.1 s here, and a pruned trial must still be running
+    # when its stop arrives.
+    base_config = {**BASE, "training": {**BASE["training"], "epochs": 8}}
     config = tmp_path / "base.json"
-    config.write_text(json.dumps(BASE))
+    config.write_text(json.dumps(base_config))
     base = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"), "--events", "jsonl")
     assert base.returncode == 0, base.stderr
     base_val = [json.loads(line) for line in base.stdout.splitlines() if '"epoch_end"' in line][-1]["val_accuracy"]
 
     sweep_file = tmp_path / "lr.json"
-    sweep_file.write_text(json.dumps(SWEEP))
+    sweep_file.write_text(json.dumps({**SWEEP, "base": base_config}))
     done = run_cli("sweep", str(sweep_file), "--sweeps-dir", str(tmp_path / "sweeps"), timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -72,7 +75,7 @@ def test_a_sweep_prunes_bad_trials_and_its_best_beats_the_base(tmp_path):
     assert "pruned" in states
     for trial in status["trials"]:
         if trial["state"] == "pruned":  # stopped early, with a checkpoint
-            assert trial["epochs"] < 3 or rundir.read_run(trial["run_dir"]).status == "stopped"
+            assert trial["epochs"] < 8 and rundir.read_run(trial["run_dir"]).status == "stopped", trial
             assert rundir.has_checkpoint(trial["run_dir"])
     _check_record_matches_runs(sweep_dir, status)
     assert status["best"]["metric"] >= base_val, (status["best"], base_val)

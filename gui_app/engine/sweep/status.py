@@ -55,10 +55,10 @@ def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool) -> str:
     ``sweep resume`` tells the study), or stopped (``sweep resume`` continues it)."""
     if live_pid(str(run.run_dir) if run else None, record) is not None:
         return "running"
-    if pruned:
-        return "pruned"
     ended = run.finished.status if run is not None and run.finished is not None else "stopped"
-    return ended if ended in ("completed", "failed") else "stopped"
+    if ended == "completed":  # (also one that ended before its pruning stop arrived)
+        return ended
+    return "pruned" if pruned else ended if ended == "failed" else "stopped"
 
 
 def best(rows: list[TrialRow], direction: str) -> TrialRow | None:
