@@ -91,8 +91,10 @@ def test_a_sweep_prunes_bad_trials_and_its_best_beats_the_base(tmp_path):
 def test_a_killed_sweep_resumes_and_a_stopped_one_continues(tmp_path):
     sweep_file = tmp_path / "lr.json"
     sweep_file.write_text(json.dumps({**SWEEP, "trials": 5, "pruner": "none"}))
+    # Two GPUs as the sweep sees them (none is there: TensorFlow runs on the CPU): one each per trial.
     proc = subprocess.Popen(app_command("sweep", str(sweep_file), "--sweeps-dir", str(tmp_path / "sweeps")),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=app_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=app_env({"CUDA_VISIBLE_DEVICES": "0,1"}))
     lines = LineReader(proc.stdout)._lines
     try:
         sweep_dir = lines.get(timeout=60).strip()
@@ -104,6 +106,11 @@ def test_a_killed_sweep_resumes_and_a_stopped_one_continues(tmp_path):
     finally:
         proc.kill()
     told = [int(line.split()[1]) for line in seen if line.split()[2:3] == ["completed:"]]
+    assert {line.split(":")[0] for line in seen if " started " in line} == {
+        "trial 0 started on GPU 0", "trial 1 started on GPU 1", f"trial 2 started on GPU {told[0]}"}  # the freed one
+    record = json.loads(Path(sweep_dir, "trials.json").read_text())["2"]
+    environ = Path(f"/proc/{record['pid']}/environ").read_bytes().split(b"\0")
+    assert f"CUDA_VISIBLE_DEVICES={record['device']}".encode() in environ  # what the trial's process got
     status = _status(sweep_dir)
     assert not status["running"] and len(status["trials"]) == 3
     assert all(status["trials"][n]["state"] == "completed" for n in told) and told
