@@ -80,7 +80,11 @@ class SweepConfig:
     # ---- loading --------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | Path) -> SweepConfig:
-        return cls.from_dict(parse_json(read_text(path), "sweep"))
+        try:
+            text = read_text(path)
+        except ConfigError as exc:  # it names a run configuration: this is a sweep file
+            raise ConfigError(f"sweep{str(exc).removeprefix('config')}") from None
+        return cls.from_dict(parse_json(text, "sweep"))
 
     @classmethod
     def from_dict(cls, data: Any) -> SweepConfig:

@@ -83,3 +83,12 @@ def test_a_folder_that_is_not_a_sweep_exits_2(tmp_path, capfd):
     assert cli_main(["sweep", "status", str(tmp_path)]) == 2
     assert capfd.readouterr().err == f"replica-studio sweep status: sweep_dir: {tmp_path} is not a sweep folder " \
                                       f"(no sweep.json and study.json)\n"
+
+
+def test_a_missing_or_broken_sweep_file_is_one_line(tmp_path, capfd):
+    assert cli_main(["sweep", str(tmp_path / "none.json")]) == 2
+    assert capfd.readouterr().err == f"replica-studio sweep: sweep: cannot read {tmp_path / 'none.json'}: " \
+                                     "No such file or directory\n"
+    (tmp_path / "broken.json").write_text('{"base": ')
+    assert cli_main(["sweep", str(tmp_path / "broken.json")]) == 2
+    assert capfd.readouterr().err.startswith("replica-studio sweep: sweep: not valid JSON")

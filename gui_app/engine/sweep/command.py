@@ -31,10 +31,12 @@ STOP_WAIT_S = 600.0  # a trial stops at its next step group (seconds) and writes
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep", help="a hyperparameter sweep of runs (Optuna): sweep SWEEP.json | status|resume|stop SWEEP_DIR",
-        description="Run a sweep file's trials as ordinary runs, or act on a sweep's folder (docs/sweeps.md).")
-    p.add_argument("words", nargs="+", metavar="SWEEP.json | {status,resume,stop} SWEEP_DIR")
-    p.add_argument("--parallel", type=int, help="trials at once (default: the sweep file's parallel)")
-    p.add_argument("--sweeps-dir", help="folder for sweep folders (default: the user data folder)")
+        description="Run a sweep file's trials as ordinary runs, or act on a sweep's folder (docs/sweeps.md).",
+        usage="replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL]\n"
+              "       replica-studio sweep {status [--json],resume [--parallel N],stop} SWEEP_DIR")
+    p.add_argument("words", nargs="+", metavar="ARG", help="a sweep file, or status|resume|stop and a sweep folder")
+    p.add_argument("--parallel", type=int, metavar="N", help="trials at once (default: the sweep file's parallel)")
+    p.add_argument("--sweeps-dir", metavar="DIR", help="folder for sweep folders (default: the user data folder)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db "
                                                     "(default: sqlite in the sweep folder)")
     p.add_argument("--json", action="store_true", help="status: print one JSON object")
