@@ -33,6 +33,7 @@ from gui_app.core.events import (
     Warning,
     encode,
 )
+from gui_app.core.history.replicas import replica_label
 from gui_app.core.rundir import EVENTS_FILE
 
 
@@ -146,8 +147,10 @@ def _num(v: Any, fmt: str = ".4f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def _short(device: str | None) -> str:
-    return (device or "").split("device:")[-1]
+def _replicas(event: RunStarted) -> str:
+    """``CPU:0``, or ``0/CPU:0, 1/CPU:0`` when several workers each have a CPU:0."""
+    return ", ".join(replica_label(r.device or "", r.worker if event.num_workers > 1 else None)
+                     for r in event.replicas)
 
 
 def format_text(event: Event) -> str | None:
@@ -156,7 +159,7 @@ def format_text(event: Event) -> str | None:
         case RunStarted(dataset=d, model=model, strategy=strategy):
             return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')} "
                     f"({d.get('train_examples')} train / {d.get('test_examples')} test) with {strategy.get('name')} "
-                    f"over {event.num_replicas} replica(s): {', '.join(_short(r.device) for r in event.replicas)}; "
+                    f"over {event.num_replicas} replica(s): {_replicas(event)}; "
                     f"{event.total_steps} steps, run directory {event.run_dir}")
         case Step():
             if event.step % 10:

@@ -42,14 +42,24 @@ def parse_manifest(text: str) -> list[dict]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="runs the sbatch script with bash")
-def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path):
+def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative --runs-dir
     config = _config(tmp_path)
     script = tmp_path / "run.sbatch"
-    done = run_cli("cluster-script", str(config), "--slurm", "-o", str(script), "--runs-dir", str(tmp_path / "runs"))
+    done = run_cli("cluster-script", str(config), "--slurm", "-o", str(script), "--runs-dir", "runs",
+                   "--partition", "gpu", "--time", "1:00:00", "--account", "lab", "--cpus-per-task", "4",
+                   "--gpus-per-node", "2", "--sbatch=--qos=long")
     assert done.returncode == 0, done.stderr
     text = script.read_text()
-    sbatch = dict(line[len("#SBATCH --"):].split("=", 1) for line in text.splitlines() if line.startswith("#SBATCH"))
+    sbatch = _sbatch_lines(text)
     assert sbatch["nodes"] == "2" and sbatch["ntasks-per-node"] == "1"
+    assert (sbatch["partition"], sbatch["time"], sbatch["account"]) == ("gpu", "1:00:00", "lab")
+    assert (sbatch["cpus-per-task"], sbatch["gpus-per-node"], sbatch["qos"]) == ("4", "2", "long")
+    assert sbatch["signal"] == "B:USR1@120" and sbatch["requeue"] is True
+    # The runs folder is made absolute, and the comment names the real output file.
+    output = sbatch["output"]
+    assert output.startswith(str(tmp_path / "runs") + "/") and f"# Output: {output}" in text
+    assert "# Submit with: sbatch run.sbatch" in text
     # A fake srun: a one-task allocation on this machine, then the command itself.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -66,6 +76,13 @@ def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path):
     assert "run completed" in ran.stdout
     (run,) = rundir.list_runs(tmp_path / "runs")
     assert run.status == "completed" and run.has_model
+    assert f"RUN_DIR={run.path}" in text  # the script names its run: submitted again, it continues it
+
+
+def _sbatch_lines(text: str) -> dict[str, str | bool]:
+    """``#SBATCH --key=value`` lines as a dict (flags: True)."""
+    lines = [line[len("#SBATCH --"):] for line in text.splitlines() if line.startswith("#SBATCH")]
+    return {key: value if sep else True for key, sep, value in (line.partition("=") for line in lines)}
 
 
 def test_kubeflow_manifest_has_a_config_map_and_a_tfjob(tmp_path):
