@@ -64,6 +64,7 @@ JobCompType=jobcomp/none
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 KillWait=30
+AuthInfo=cred_expire=10
 MinJobAge=600
 {nodes}
 PartitionName=debug Nodes={node_names} Default=YES MaxTime=INFINITE State=UP
@@ -96,13 +97,15 @@ class SlurmCluster:
             return {}
         return dict(part.split("=", 1) for part in done.stdout.split() if "=" in part)
 
-    def wait_state(self, job_id: str, states: tuple[str, ...], timeout: float = 300) -> dict[str, str]:
-        """Poll until the job is in one of ``states`` (Slurm offers no notification to wait on)."""
+    def wait_state(self, job_id: str, states: tuple[str, ...], timeout: float = 300,
+                   restarted: bool = False) -> dict[str, str]:
+        """Poll until the job is in one of ``states`` (and, with ``restarted``, was requeued);
+        Slurm offers no notification to wait on."""
         deadline = time.monotonic() + timeout
         job: dict[str, str] = {}
         while time.monotonic() < deadline:
             job = self.job(job_id)
-            if job.get("JobState") in states:
+            if job.get("JobState") in states and (not restarted or int(job.get("Restarts", "0")) > 0):
                 return job
             time.sleep(0.5)
         raise AssertionError(f"job {job_id} not in {states} after {timeout:g} s: {job.get('JobState')} "

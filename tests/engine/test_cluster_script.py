@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from engine_helpers import run_cli
@@ -126,3 +127,48 @@ def test_public_hosts_are_refused_unless_allowed(tmp_path):
     assert "strategy.cluster: 8.8.8.8 is not a loopback or private address" in done.stderr
     assert load_config(str(config), allow_public_hosts=True).strategy.allow_public_hosts
     assert load_config(str(config), cluster="slurm").strategy.cluster == "slurm"
+
+
+def _fake_sbatch(tmp_path, body: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(f"#!/bin/bash\n{body}\n")
+    sbatch.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a fake sbatch in bash")
+def test_submit_writes_the_script_into_the_run_directory_and_prints_the_job_id(tmp_path):
+    env = _fake_sbatch(tmp_path, 'echo "$PWD $*" > "$PWD/sbatch-args"; echo "4242;rstest"')
+    done = run_cli("submit", str(_config(tmp_path)), "--slurm", "--runs-dir", str(tmp_path / "runs"),
+                   "--partition", "debug", env=env)
+    assert done.returncode == 0, done.stderr
+    job_id, run_dir = done.stdout.splitlines()
+    assert job_id == "4242" and rundir.is_run_dir(run_dir)
+    script = Path(run_dir) / "job.sbatch"
+    assert (Path(run_dir) / "sbatch-args").read_text().split() == [run_dir, "--parsable", str(script)]
+    text = script.read_text()
+    assert f"#SBATCH --output={run_dir}/slurm-%j.out" in text and "#SBATCH --partition=debug" in text
+    assert f"worker {run_dir}/config.json --cluster slurm" in text
+
+
+@pytest.mark.parametrize("sbatch, said", [
+    ('echo "sbatch: error: invalid partition specified: gpu" >&2; exit 1', "sbatch: error: invalid partition"),
+    (None, "sbatch: not found on PATH"),
+])
+def test_a_refused_submission_is_one_line_and_leaves_no_run_directory(tmp_path, sbatch, said):
+    env = _fake_sbatch(tmp_path, sbatch) if sbatch else {"PATH": str(tmp_path / "empty")}
+    done = run_cli("submit", str(_config(tmp_path)), "--slurm", "--runs-dir", str(tmp_path / "runs"), env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"replica-studio submit: {said}")
+    assert not any((tmp_path / "runs").iterdir())
+
+
+def test_submit_refuses_a_config_that_is_not_multi_worker(tmp_path):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps({"strategy": {"name": "mirrored"}}))
+    done = run_cli("submit", str(path), "--slurm", "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2 and "strategy.name" in done.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

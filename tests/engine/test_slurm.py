@@ -143,21 +143,35 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
     assert events[-1]["status"] == "completed"
     _each_step_once(events)
 
+    done = slurm.sbatch(run_dir / "job.sbatch", env=_env(slurm))  # once more: nothing left to do
+    assert slurm.wait_state(done, ("COMPLETED", "FAILED"), timeout=120)["JobState"] == "COMPLETED"
+    assert _events(run_dir) == events and "has completed; nothing to continue" in _output(run_dir, done)
 
+
+@pytest.mark.timeout(900)
 def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path):
-    # About 100 s of training against a 1-minute limit with the warning 30 s before it.
-    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=60, steps_per_call=1), tmp_path / "runs",
-                              "--time", "1", "--signal-seconds", "30")
+    # A run of more than a minute (80 epochs of one step per call) against a 1-minute limit with
+    # the warning 45 s before it: slurmctld sends it at its next periodic check, 15-45 s into the
+    # job, while the cluster forms or trains. Once Slurm requeued the job the test gives it ten
+    # minutes, as a longer --time would, so that the second job completes the run.
+    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=80, steps_per_call=1), tmp_path / "runs",
+                              "--time", "1", "--signal-seconds", "45")
     submitted = time.time()
+    job = slurm.wait_state(job_id, ("PENDING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240,
+                           restarted=True)
+    requeued = time.time()
+    slurm.run("scontrol", "update", f"JobId={job_id}", "TimeLimit=10")
     job = slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=600)
     out = _output(run_dir, job_id)
-    assert job["JobState"] == "COMPLETED", out[-4000:]
-    assert int(job["Restarts"]) >= 1, out[-4000:]
+    assert job["JobState"] == "COMPLETED" and job["Restarts"] == "1", out[-4000:]
     events = _events(run_dir)
-    stops = [e for e in events if e["type"] == "run_finished" and e["status"] == "stopped"]
-    assert stops and all(e["message"] == "stopped by SIGUSR1" for e in stops)
+    (stop,) = [e for e in events if e["type"] == "run_finished" and e["status"] == "stopped"]
+    assert stop["message"] == "stopped by SIGUSR1" and "requeueing job" in out
+    assert stop["step"] in [e["step"] for e in events if e["type"] == "checkpoint"]
+    resumed = [e for e in events if e["type"] == "run_started"][-1]
+    assert resumed["resumed"] and resumed["start_step"] == stop["step"]
     assert events[-1]["status"] == "completed"
     _each_step_once(events)
     starts = [e["time"] - submitted for e in events if e["type"] == "run_started"]
-    print(f"requeues {job['Restarts']}; run_started at {', '.join(f'{t:.0f}' for t in starts)} s after submit; "
-          f"stopped at steps {[e['step'] for e in stops]}")
+    print(f"USR1 stop at step {stop['step']}, {stop['time'] - submitted:.0f} s after submit; requeued "
+          f"{requeued - submitted:.0f} s; run_started at {', '.join(f'{t:.0f}' for t in starts)} s")

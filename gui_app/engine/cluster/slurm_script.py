@@ -85,7 +85,8 @@ step=$!
 while kill -0 "$step" 2>/dev/null; do wait "$step"; done
 wait "$step"
 status=$?
-if [ "$requeue" = 1 ]; then
+# A warning that came after the run completed (the final evaluation, the saved model) requeues nothing.
+if [ "$requeue" = 1 ] && ! tail -n 1 "$RUN_DIR/events.jsonl" 2>/dev/null | grep -q '"status":"completed"'; then
   echo "replica-studio: stopped before the time limit; requeueing job $SLURM_JOB_ID to continue the run"
   scontrol requeue "$SLURM_JOB_ID"
 fi

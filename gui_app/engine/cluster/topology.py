@@ -62,7 +62,8 @@ def resolve_task(cfg: StrategyConfig, index: int | None) -> Task:
     if cfg.cluster == "slurm":
         if "SLURM_PROCID" not in os.environ:
             raise ConfigError("strategy.cluster: is slurm but SLURM_PROCID is not set; run the worker with srun "
-                              "inside an allocation (see replica-studio cluster-script --slurm)")
+                              "inside an allocation (replica-studio submit --slurm or cluster-script --slurm); a "
+                              "Slurm run continues when its script is submitted again")
         try:
             hosts = slurm.workers(os.environ)
         except ValueError as exc:

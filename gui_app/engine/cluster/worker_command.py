@@ -94,6 +94,11 @@ def run(args) -> int:
             os.environ["TF_CONFIG"] = task.tf_config
         resume, restore_from = args.resume, args.restore_from
         if args.continue_run and args.run_dir:
+            if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
+                # A completed run's script submitted again, or requeued by a signal that came too late:
+                # every worker reads the same file and ends before the cluster forms.
+                print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
+                return EXIT_OK
             resume = rundir.has_checkpoint(args.run_dir)
             restore_from = str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
         if chief and args.run_dir:
