@@ -36,12 +36,10 @@ def alive(pid: int) -> bool:
 class Launched:
     """The launcher process; ``on_event(self, event)`` may act (e.g. kill a worker)."""
 
-    def __init__(self, *args: str, on_event=None, env: dict | None = None, own_group: bool = False):
-        """``own_group``: the launcher and its workers in a process group of their own (to signal them all)."""
+    def __init__(self, *args: str, on_event=None, env: dict | None = None):
         self.proc = subprocess.Popen(app_command(*args, "--events", "jsonl"), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                     env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}),
-                                     start_new_session=own_group)
+                                     env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}))
         self.events: list[dict] = []
         self.stderr = ""
         self.worker_pids: set[int] = set()
