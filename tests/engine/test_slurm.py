@@ -81,6 +81,7 @@ def _each_step_once(events: list[dict]) -> None:
 
 
 def test_a_two_node_run_on_node9_and_node10_completes(slurm, tmp_path):
+    submitted = time.time()
     job_id, run_dir = _submit(slurm, _config(tmp_path), tmp_path / "runs", "--cpus-per-task", "1")
     job = slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240)
     out = _output(run_dir, job_id)
@@ -94,6 +95,9 @@ def test_a_two_node_run_on_node9_and_node10_completes(slurm, tmp_path):
     steps = _steps(events)
     assert steps == list(range(1, started["total_steps"] + 1))
     assert (run_dir / "job.sbatch").is_file() and rundir.read_run(run_dir).has_model
+    joined = next(e["message"] for e in events if e["type"] == "warning" and "joined" in e["message"])
+    first = next(e for e in events if e["type"] == "step")
+    print(f"submit to the first step: {first['time'] - submitted:.1f} s ({joined})")
 
 
 def test_two_jobs_at_once_on_the_same_nodes_both_complete(slurm, tmp_path):
