@@ -77,6 +77,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "devices": Remote(),
     "export": Remote(outputs=("output",)),
     "predict": Remote(stdin_flag="serve"),
+    "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node
 }
 
 
