@@ -229,8 +229,7 @@ def test_sigterm_stops_a_local_cluster_with_a_checkpoint(tmp_path, to):
     assert run.wait() == 0, run.stderr[-3000:]
     finished = run.events[-1]
     assert finished["type"] == "run_finished" and finished["status"] == "stopped", run.stderr[-3000:]
-    if to == "launcher":
-        assert finished["message"] == "stopped by SIGTERM"
+    assert finished["message"] == "stopped by SIGTERM"
     assert run.of("checkpoint")[-1]["step"] == finished["step"] < run.of("run_started")[0]["total_steps"]
     assert finished["time"] - sent[0] < 30
     assert not any(alive(p) for p in run.worker_pids)

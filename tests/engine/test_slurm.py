@@ -154,12 +154,12 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
 
 @pytest.mark.timeout(900)
 def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path):
-    # A run of more than a minute (80 epochs of one step per call) against a 1-minute limit with
-    # the warning 45 s before it: slurmctld sends it at its next periodic check, 15-45 s into the
-    # job, while the cluster forms or trains. Once Slurm requeued the job the test gives it ten
-    # minutes, as a longer --time would, so that the second job completes the run.
-    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=80, steps_per_call=1), tmp_path / "runs",
-                              "--time", "1", "--signal-seconds", "45")
+    # A run of more than a minute (100 epochs of one step per call) against a 1-minute limit with
+    # the warning 30 s before it: slurmctld sends it at one of its periodic checks, seen 5 s early
+    # to 15 s late, while the cluster forms or trains. Once Slurm requeued the job the test gives
+    # it ten minutes, as a longer --time would, so that the second job completes the run.
+    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=100, steps_per_call=1), tmp_path / "runs",
+                              "--time", "1", "--signal-seconds", "30")
     submitted = time.time()
     job = slurm.wait_state(job_id, ("PENDING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240,
                            restarted=True)
