@@ -43,7 +43,7 @@ class Control:
 
     @classmethod
     def listening(cls, read_stdin: bool) -> Control:
-        """This process's control: stopped by SIGINT and SIGTERM and, with ``read_stdin``
+        """This process's control: stopped by SIGINT, SIGTERM and SIGUSR1 and, with ``read_stdin``
         (``--control stdin``), driven by the lines of stdin."""
         control = cls()
         control.install_signal_handlers()
@@ -127,7 +127,8 @@ class Control:
 def reclaim_signals() -> None:
     """Install the stop handlers again. Making a MultiWorkerMirroredStrategy (or a parameter-server
     coordinator) starts TensorFlow's coordination service, whose C++ handler replaces ours
-    ("preemption_notifier.cc: SIGTERM caught", TF 2.21): the run then ignored SIGTERM until
-    Slurm's SIGKILL 30 s later. Called once the strategy exists."""
+    ("preemption_notifier.cc: SIGTERM caught", TF 2.21; docs/architecture.md, "TensorFlow and Keras
+    facts"): the run then ignored SIGTERM until Slurm's SIGKILL 30 s later. Called once the
+    strategy exists."""
     if Control._signalled is not None:
         Control._signalled.install_signal_handlers()

@@ -3,8 +3,8 @@
 Two Slurm jobs on the same nodes once shared a port, and one job's chief trained with the other
 job's worker: its run directory said completed while Slurm said FAILED. So each worker hashes
 what makes its run -- the worker list it built (under Slurm from the job's node list, in Slurm's
-order), the run configuration and data seed, the run directory it was given, and Slurm's job and
-step id -- and the workers all-gather their hashes once, before the first step. A worker whose
+order), the run configuration, and Slurm's job and step id -- and the workers all-gather their
+hashes once, before the first step. A worker whose
 hash differs is of another run (or built another worker list): every worker refuses, names it
 and ends without training.
 """
@@ -22,10 +22,9 @@ from gui_app.engine.errors import ClusterFailed
 _PARTS, _BITS = 3, 20  # 60 bits of the hash as three float32 values (exact up to 2**24)
 
 
-def run_identity(cluster: dict[str, list[str]], config_json: str, run_key: str,
-                 env: Mapping[str, str] = os.environ) -> str:
+def run_identity(cluster: dict[str, list[str]], config_json: str, env: Mapping[str, str] = os.environ) -> str:
     """The hash every worker of one run computes alike."""
-    parts = [json.dumps(cluster, sort_keys=True), config_json, run_key,
+    parts = [json.dumps(cluster, sort_keys=True), config_json,
              env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

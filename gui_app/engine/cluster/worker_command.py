@@ -128,8 +128,7 @@ def run(args) -> int:
         started = time.monotonic()
         built = _build_first(config)
         reclaim_signals()  # the coordination service replaced our SIGTERM handler
-        check_same_run(built.strategy, run_identity(task.cluster, config.to_json(), str(args.data_seed)),
-                       built.replica_workers)
+        check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
         if hasattr(signal, "alarm"):
             signal.alarm(0)
         if chief and task.peers():
