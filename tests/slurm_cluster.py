@@ -2,7 +2,7 @@
 
 The module fixture :func:`slurm_cluster` makes two network namespaces joined by a bridge (this
 machine 10.78.0.1, node9 10.78.0.9, node10 10.78.0.10), maps the node names in ``/etc/hosts``
-(TensorFlow reaches the workers by node name), starts ``munged`` if it is not running, then
+(TensorFlow reaches the workers by node name), starts ``munged`` if it is not running (and ends it afterwards), then
 ``slurmctld`` here and one ``slurmd`` in each namespace with a ``slurm.conf`` of the test's own
 (``SLURM_CONF``), and waits until both nodes are idle. node9 and node10 sort the other way as
 text than as Slurm lists them: the order bug TensorFlow's SlurmClusterResolver had.
@@ -124,6 +124,7 @@ class _Setup:
         self.namespaces: list[str] = []
         self.links: list[str] = []
         self.hosts_added = False
+        self.munged: int | None = None  # the pid of the munged started here
 
     def teardown(self, env: dict[str, str]) -> None:
         with contextlib.suppress(Exception):
@@ -144,6 +145,9 @@ class _Setup:
             _run("ip", "netns", "delete", ns, check=False)
         for link in self.links:
             _run("ip", "link", "delete", link, check=False)
+        if self.munged is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.munged, signal.SIGTERM)
         if self.hosts_added:
             lines = HOSTS_FILE.read_text().splitlines(keepends=True)
             HOSTS_FILE.write_text("".join(line for line in lines if HOSTS_MARK not in line))
@@ -189,7 +193,7 @@ def _network(setup: _Setup) -> None:
     setup.hosts_added = True
 
 
-def _munge() -> None:
+def _munge(setup: _Setup) -> None:
     """munged as the munge user, with a key, unless one already answers."""
     if _run("munge", "-n", check=False).returncode == 0:
         return
@@ -207,6 +211,7 @@ def _munge() -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("munged did not start")
         time.sleep(0.2)
+    setup.munged = int((run_dir / "munged.pid").read_text())
 
 
 def _daemon(setup: _Setup, log: Path, *cmd: str) -> None:
@@ -232,7 +237,7 @@ def running_slurm() -> Iterator[SlurmCluster]:
             conf.write_text(_CONF.format(host=socket.gethostname(), host_ip=HOST_IP, base=base, nodes=nodes,
                                          node_names=",".join(NODES), ctld_port=_free_port(),
                                          slurmd_port=_free_port()))
-            _munge()
+            _munge(setup)
             _daemon(setup, base / "log" / "slurmctld.out", "slurmctld", "-D", "-c", "-f", str(conf))
             for name in NODES:
                 _daemon(setup, base / "log" / f"slurmd-{name}.out", "nsenter", f"--net=/run/netns/rs-{name}",
