@@ -1,11 +1,12 @@
 """A real Slurm for the tests: Debian's ``slurmctld`` and two ``slurmd`` named node9 and node10.
 
-The module fixture :func:`slurm_cluster` makes two network namespaces joined by a bridge (this
-machine 10.78.0.1, node9 10.78.0.9, node10 10.78.0.10), maps the node names in ``/etc/hosts``
-(TensorFlow reaches the workers by node name), starts ``munged`` if it is not running (and ends it afterwards), then
-``slurmctld`` here and one ``slurmd`` in each namespace with a ``slurm.conf`` of the test's own
-(``SLURM_CONF``), and waits until both nodes are idle. node9 and node10 sort the other way as
-text than as Slurm lists them: the order bug TensorFlow's SlurmClusterResolver had.
+:func:`running_slurm` (a module fixture of tests/engine/test_slurm.py) makes two network
+namespaces joined by a bridge (this machine 10.78.0.1, node9 10.78.0.9, node10 10.78.0.10), maps
+the node names in ``/etc/hosts`` (TensorFlow reaches the workers by node name), starts ``munged``
+if it is not running (and ends it afterwards), then ``slurmctld`` here and one ``slurmd`` in each
+namespace with a ``slurm.conf`` of the test's own (``SLURM_CONF``), and waits until both nodes
+are idle. node9 and node10 sort the other way as text than as Slurm lists them: the order bug
+TensorFlow's SlurmClusterResolver had.
 
 Facts it relies on (Slurm 22.05, Debian 12): ``SlurmctldHost`` must be this machine's hostname;
 ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none`` need no cgroups; each ``slurmd``
