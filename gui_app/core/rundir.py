@@ -68,11 +68,16 @@ def default_runs_dir() -> Path:
     return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "runs"
 
 
+def run_name(config: RunConfig) -> str:
+    """A new run's directory name: when it started, its dataset and model."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{config.dataset.name}-{config.model.name}"
+
+
 def create_run_dir(runs_dir: str | Path, config: RunConfig) -> Path:
     """Make a new, uniquely named run directory and write its config into it."""
     runs_dir = Path(runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{config.dataset.name}-{config.model.name}"
+    stem = run_name(config)
     for n in range(1000):
         path = runs_dir / (stem if n == 0 else f"{stem}-{n}")
         try:

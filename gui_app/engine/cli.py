@@ -22,13 +22,13 @@ from gui_app.engine import (
     scaling_command,
     train_command,
 )
-from gui_app.engine.cluster import script_command, worker_command
+from gui_app.engine.cluster import script_command, submit_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, inspect_command, devices_command, scaling_command, export_command,
-            predict_command, prepare_command, worker_command, script_command, hosts_command, sweep_command,
-            compare_command)
+            predict_command, prepare_command, worker_command, script_command, submit_command, hosts_command,
+            sweep_command, compare_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

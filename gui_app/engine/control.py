@@ -1,7 +1,7 @@
 """Cooperative control of a running engine: stop, pause, continue, checkpoint.
 
 The training loop polls :class:`Control` between step groups. Commands arrive from a stdin
-reader thread (``--control stdin``, used by the GUI's supervisor) and from SIGINT/SIGTERM.
+reader thread (``--control stdin``, used by the GUI's supervisor) and from SIGINT/SIGTERM/SIGUSR1.
 End of stdin means the supervisor is gone, which acts as ``stop`` (with the reason "the
 window went away", the same as a failed write to stdout; see ``engine/events.py``).
 """
@@ -16,6 +16,7 @@ from typing import Protocol, TextIO
 WINDOW_GONE = "the window went away"
 
 COMMANDS = ("stop", "pause", "continue", "checkpoint")  # "resume": the old word for "continue"
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGUSR1") if hasattr(signal, name))
 
 
 class RunControl(Protocol):
@@ -38,9 +39,11 @@ class RunControl(Protocol):
 
 
 class Control:
+    _signalled: Control | None = None  # whose handlers this process's stop signals call
+
     @classmethod
     def listening(cls, read_stdin: bool) -> Control:
-        """This process's control: stopped by SIGINT and SIGTERM and, with ``read_stdin``
+        """This process's control: stopped by SIGINT, SIGTERM and SIGUSR1 and, with ``read_stdin``
         (``--control stdin``), driven by the lines of stdin."""
         control = cls()
         control.install_signal_handlers()
@@ -108,11 +111,24 @@ class Control:
         return thread
 
     def install_signal_handlers(self) -> None:
+        """SIGINT, SIGTERM (``scancel``, a pod deleted) and SIGUSR1 (Slurm's warning before a time
+        limit or a preemption, ``--signal``) stop the run with a checkpoint."""
         def handler(signum: int, frame: FrameType | None) -> None:
             self.command("stop", f"stopped by {signal.Signals(signum).name}")
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             try:
                 signal.signal(sig, handler)
             except (ValueError, OSError):  # not the main thread, or not supported here
                 pass
+        Control._signalled = self
+
+
+def reclaim_signals() -> None:
+    """Install the stop handlers again. Making a MultiWorkerMirroredStrategy (or a parameter-server
+    coordinator) starts TensorFlow's coordination service, whose C++ handler replaces ours
+    ("preemption_notifier.cc: SIGTERM caught", TF 2.21; docs/architecture.md, "TensorFlow and Keras
+    facts"): the run then ignored SIGTERM until Slurm's SIGKILL 30 s later. Called once the
+    strategy exists."""
+    if Control._signalled is not None:
+        Control._signalled.install_signal_handlers()

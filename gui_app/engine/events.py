@@ -36,6 +36,7 @@ from gui_app.core.events import (
     encode,
 )
 from gui_app.core.events_file import EventsFile
+from gui_app.core.history.replicas import replica_label
 from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
 from gui_app.core.wording import count, example_counts, strategy_text
 
@@ -150,8 +151,10 @@ def _num(v: Any, fmt: str = ".4f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def _short(device: str | None) -> str:
-    return (device or "").split("device:")[-1]
+def _replicas(event: RunStarted) -> str:
+    """``CPU:0``, or ``0/CPU:0, 1/CPU:0`` when several workers each have a CPU:0."""
+    return ", ".join(replica_label(r.device or "", r.worker if event.num_workers > 1 else None)
+                     for r in event.replicas)
 
 
 def format_text(event: Event) -> str | None:
@@ -197,6 +200,6 @@ def _strategy(event: RunStarted) -> str:
     """``mirrored, 2 replicas (CPU:0, CPU:1)``; a cluster with its replicas in all."""
     config = event.config.get("strategy") or {}
     name = (event.strategy or {}).get("name") or config.get("name") or "default"
-    text = strategy_text(name, devices=[_short(r.device) for r in event.replicas], workers=event.num_workers or 0,
+    text = strategy_text(name, devices=[replica_label(r.device or "", None) for r in event.replicas], workers=event.num_workers or 0,
                          ps=config.get("ps") or 0, cluster=config.get("cluster"), device=config.get("device"))
-    return f"{text} ({count(event.num_replicas, 'replica')})" if name in MULTI_WORKER else text
+    return f"{text} ({count(event.num_replicas, 'replica')}: {_replicas(event)})" if name in MULTI_WORKER else text

@@ -86,6 +86,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "attach": Remote(control=True),
     "stop": Remote(),
     "runs": Remote(runs_dir=True),
+    "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node
 }
 
 

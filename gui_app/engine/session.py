@@ -13,7 +13,7 @@ from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.disk import require_free
 from gui_app.core.events import ReplicaInfo, RunStarted, Warning
-from gui_app.engine.control import RunControl
+from gui_app.engine.control import RunControl, reclaim_signals
 from gui_app.engine.errors import BatchShape
 from gui_app.engine.events import EventWriter
 from gui_app.engine.training.actions.base import Action
@@ -49,6 +49,7 @@ class TrainingSession:
         if self.resume and rundir.read_run(self.run_dir).status == "completed":
             raise ConfigError(f"run_dir: {self.run_dir} has already completed; nothing to resume")
         ctx = context.prepare(self.config, self.events.progress, self.run_dir / context.DATA_DIR, self.data_seed)
+        reclaim_signals()  # the strategy exists: TensorFlow's own SIGTERM handler may have replaced ours
         self.batch = ctx.batch
         state = self.state = context.build_model_state(ctx, self.run_dir)
         require_free(self.run_dir, context.state_bytes(state), "one checkpoint and the saved model")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -11,6 +12,8 @@ import pytest
 from cluster_helpers import Launched, alive
 
 from gui_app.core import rundir
+from gui_app.core.cluster_hosts import free_ports
+from gui_app.identity import app_command, app_env
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the cluster tests read /proc and use PDEATHSIG")
 
@@ -187,8 +190,6 @@ def test_a_port_that_answers_but_is_no_worker_fails_after_the_join_timeout(tmp_p
     accepts every connection): the chief's TensorFlow would wait for it for minutes."""
     import socket
 
-    from gui_app.core.cluster_hosts import free_ports
-
     (a,) = free_ports(1)
     impostor = socket.socket()
     impostor.bind(("127.0.0.1", 0))
@@ -206,3 +207,52 @@ def test_a_port_that_answers_but_is_no_worker_fails_after_the_join_timeout(tmp_p
     assert finished["status"] == "failed"
     assert "did not form the cluster within strategy.join_timeout_s" in finished["message"], finished["message"]
     assert not any(alive(p) for p in run.worker_pids)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("to", ["launcher", "workers"])
+def test_sigterm_stops_a_local_cluster_with_a_checkpoint(tmp_path, to):
+    """SIGTERM to the launcher (it tells the chief), or to the workers themselves, as Slurm's
+    scancel or a container runtime does. A worker's own handler is back after TensorFlow's
+    coordination service replaced it (engine/control.reclaim_signals): before, the workers
+    ignored SIGTERM and trained on to the end."""
+    config = mw_config(tmp_path, epochs=50)
+    sent = []
+
+    def hook(launched, event):
+        if event["type"] == "step" and event["step"] >= 10 and not sent:
+            sent.append(time.time())
+            for pid in sorted(launched.worker_pids) if to == "workers" else [launched.proc.pid]:
+                os.kill(pid, signal.SIGTERM)
+
+    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
+    assert run.wait() == 0, run.stderr[-3000:]
+    finished = run.events[-1]
+    assert finished["type"] == "run_finished" and finished["status"] == "stopped", run.stderr[-3000:]
+    assert finished["message"] == "stopped by SIGTERM"
+    assert run.of("checkpoint")[-1]["step"] == finished["step"] < run.of("run_started")[0]["total_steps"]
+    assert finished["time"] - sent[0] < 30
+    assert not any(alive(p) for p in run.worker_pids)
+
+
+@pytest.mark.slow
+def test_a_worker_of_another_job_is_refused_not_trained_with(tmp_path):
+    """Two Slurm jobs' workers on one port (as with the old fixed port 8888): the cluster forms,
+    but the run identities differ (engine/cluster/run_identity.py), so both refuse to train."""
+    config = mw_config(tmp_path, epochs=1)
+    port = free_ports(1)[0]  # and port + 1: SLURM_STEP_TASKS_PER_NODE=2 on one node
+    procs = []
+    for rank, job in ((0, "101"), (1, "202")):
+        env = app_env({"TF_CPP_MIN_LOG_LEVEL": "2", "SLURM_PROCID": str(rank), "SLURM_JOB_ID": job,
+                       "SLURM_STEP_ID": "0", "SLURM_STEP_NODELIST": "localhost", "SLURM_STEP_TASKS_PER_NODE": "2",
+                       "REPLICA_STUDIO_SLURM_PORT_BASE": str(port)})
+        cmd = app_command("worker", str(config), "--cluster", "slurm", "--run-dir", str(tmp_path / "run"),
+                          "--continue", "--data-seed", "1", "--events", "jsonl" if rank == 0 else "none")
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], outputs[0][1][-3000:]
+    events = [json.loads(line) for line in outputs[0][0].splitlines()]
+    assert not [e for e in events if e["type"] in ("run_started", "step")]
+    assert events[-1]["status"] == "failed"
+    assert "worker(s) 1 of this cluster belong to another run" in events[-1]["message"], events[-1]
+    assert "worker(s) 0 of this cluster belong to another run" in outputs[1][1]

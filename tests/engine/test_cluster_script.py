@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from engine_helpers import run_cli
@@ -42,14 +43,24 @@ def parse_manifest(text: str) -> list[dict]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="runs the sbatch script with bash")
-def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path):
+def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative --runs-dir
     config = _config(tmp_path)
     script = tmp_path / "run.sbatch"
-    done = run_cli("cluster-script", str(config), "--slurm", "-o", str(script), "--runs-dir", str(tmp_path / "runs"))
+    done = run_cli("cluster-script", str(config), "--slurm", "-o", str(script), "--runs-dir", "runs",
+                   "--partition", "gpu", "--time", "1:00:00", "--account", "lab", "--cpus-per-task", "4",
+                   "--gpus-per-node", "2", "--sbatch=--qos=long")
     assert done.returncode == 0, done.stderr
     text = script.read_text()
-    sbatch = dict(line[len("#SBATCH --"):].split("=", 1) for line in text.splitlines() if line.startswith("#SBATCH"))
+    sbatch = _sbatch_lines(text)
     assert sbatch["nodes"] == "2" and sbatch["ntasks-per-node"] == "1"
+    assert (sbatch["partition"], sbatch["time"], sbatch["account"]) == ("gpu", "1:00:00", "lab")
+    assert (sbatch["cpus-per-task"], sbatch["gpus-per-node"], sbatch["qos"]) == ("4", "2", "long")
+    assert sbatch["signal"] == "B:USR1@120" and sbatch["requeue"] is True
+    # The runs folder is made absolute, and the comment names the real output file.
+    output = sbatch["output"]
+    assert output.startswith(str(tmp_path / "runs") + "/") and f"# Output: {output}" in text
+    assert "# Submit with: sbatch run.sbatch" in text
     # A fake srun: a one-task allocation on this machine, then the command itself.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -66,6 +77,13 @@ def test_slurm_script_runs_its_worker_under_a_fake_srun(tmp_path):
     assert "run completed" in ran.stdout
     (run,) = rundir.list_runs(tmp_path / "runs")
     assert run.status == "completed" and run.has_model
+    assert f"RUN_DIR={run.path}" in text  # the script names its run: submitted again, it continues it
+
+
+def _sbatch_lines(text: str) -> dict[str, str | bool]:
+    """``#SBATCH --key=value`` lines as a dict (flags: True)."""
+    lines = [line[len("#SBATCH --"):] for line in text.splitlines() if line.startswith("#SBATCH")]
+    return {key: value if sep else True for key, sep, value in (line.partition("=") for line in lines)}
 
 
 def test_kubeflow_manifest_has_a_config_map_and_a_tfjob(tmp_path):
@@ -109,3 +127,48 @@ def test_public_hosts_are_refused_unless_allowed(tmp_path):
     assert "strategy.cluster: 8.8.8.8 is not a loopback or private address" in done.stderr
     assert load_config(str(config), allow_public_hosts=True).strategy.allow_public_hosts
     assert load_config(str(config), cluster="slurm").strategy.cluster == "slurm"
+
+
+def _fake_sbatch(tmp_path, body: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(f"#!/bin/bash\n{body}\n")
+    sbatch.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a fake sbatch in bash")
+def test_submit_writes_the_script_into_the_run_directory_and_prints_the_job_id(tmp_path):
+    env = _fake_sbatch(tmp_path, 'echo "$PWD $*" > "$PWD/sbatch-args"; echo "4242;rstest"')
+    done = run_cli("submit", str(_config(tmp_path)), "--slurm", "--runs-dir", str(tmp_path / "runs"),
+                   "--partition", "debug", env=env)
+    assert done.returncode == 0, done.stderr
+    job_id, run_dir = done.stdout.splitlines()
+    assert job_id == "4242" and rundir.is_run_dir(run_dir)
+    script = Path(run_dir) / "job.sbatch"
+    assert (Path(run_dir) / "sbatch-args").read_text().split() == [run_dir, "--parsable", str(script)]
+    text = script.read_text()
+    assert f"#SBATCH --output={run_dir}/slurm-%j.out" in text and "#SBATCH --partition=debug" in text
+    assert f"worker {run_dir}/config.json --cluster slurm" in text
+
+
+@pytest.mark.parametrize("sbatch, said", [
+    ('echo "sbatch: error: invalid partition specified: gpu" >&2; exit 1', "sbatch: error: invalid partition"),
+    (None, "sbatch: not found on PATH"),
+])
+def test_a_refused_submission_is_one_line_and_leaves_no_run_directory(tmp_path, sbatch, said):
+    env = _fake_sbatch(tmp_path, sbatch) if sbatch else {"PATH": str(tmp_path / "empty")}
+    done = run_cli("submit", str(_config(tmp_path)), "--slurm", "--runs-dir", str(tmp_path / "runs"), env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"replica-studio submit: {said}")
+    assert not any((tmp_path / "runs").iterdir())
+
+
+def test_submit_refuses_a_config_that_is_not_multi_worker(tmp_path):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps({"strategy": {"name": "mirrored"}}))
+    done = run_cli("submit", str(path), "--slurm", "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2 and "strategy.name" in done.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -33,6 +33,8 @@ def _comparable(args: argparse.Namespace) -> dict:
      "--host", "g"],
     ["predict", "--top", "3", "--json", "--host", "g", "--", "/runs/x", "-seven.png", "two words.png"],
     ["predict", "--serve", "/runs/x", "--host", "g"],
+    ["submit", "c.json", "--slurm", "--partition", "gpu", "--sbatch=--qos=long", "--sbatch", "-C a100",
+     "--time", "1:00:00", "--gpus-per-node", "4", "--signal-seconds", "0", "--host", "login"],
 ])
 def test_the_rebuilt_command_line_parses_to_the_same_arguments(argv):
     parser = build_parser()

@@ -15,6 +15,7 @@ from engine_helpers import config_dict, run_cli, start_engine
 
 from gui_app.core import events as ev
 from gui_app.core import rundir
+from gui_app.engine.control import STOP_SIGNALS
 
 E = TypeVar("E", bound=ev.Event)
 
@@ -60,7 +61,7 @@ def test_engine_outlives_its_window(tmp_path, write_config):
     proc.stdin.close()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", STOP_SIGNALS)  # SIGINT, SIGTERM and SIGUSR1 (Slurm's warning before a time limit)
 def test_signal_stops_with_a_checkpoint(tmp_path, write_config, sig):
     config = write_config(config_dict(training=LONG))
     proc, reader = start_engine("train", str(config), "--runs-dir", str(tmp_path), "--events", "jsonl")

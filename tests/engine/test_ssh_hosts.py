@@ -208,3 +208,23 @@ def test_hosts_add_list_test_and_remove(ssh_host, tmp_path):
     assert (removed.returncode, removed.stdout) == (0, f"removed {ALIAS}\n")
     assert json.loads(ssh_host.cli(config_dir, "hosts", "list", "--json").stdout) == []
     assert not [p for p in sockets if p.exists()]  # removing a host ends its shared connection
+
+
+def test_submit_on_a_login_node_prints_the_job_id_and_the_run_directory_there(ssh_host, tmp_path):
+    """``submit --slurm --host LOGIN``: the config on stdin, sbatch there (a fake one on the user's
+    PATH that says what it was given), the job id and the run directory back here."""
+    fake = ('mkdir -p "$HOME/slurm-bin" && printf \'#!/bin/sh\\necho "$*" > "$HOME/sbatch-args"\\necho 77\\n\' '
+            '> "$HOME/slurm-bin/sbatch" && chmod +x "$HOME/slurm-bin/sbatch" && '
+            'printf \'#!/bin/sh\\nPATH="$HOME/slurm-bin:$PATH" exec "$HOME/venv/bin/python" -m gui_app "$@"\\n\' '
+            '> "$HOME/bin/login-replica-studio" && chmod +x "$HOME/bin/login-replica-studio"')
+    assert ssh_host.as_user("sh", "-c", fake).returncode == 0
+    config_dir = _hosts(tmp_path / "config", Host(ALIAS, command=f"{ssh_host.home}/bin/login-replica-studio",
+                                                   runs_dir=f"~/{ODD_RUNS}"))
+    config = _private_config(tmp_path / "private", {**SMALL, "strategy": {"name": "multi_worker_mirrored",
+                                                                          "workers": 2}}, ssh_host)
+    done = ssh_host.cli(config_dir, "submit", str(config), "--slurm", "--partition", "gpu", "--host", ALIAS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    job_id, run_dir = done.stdout.splitlines()
+    assert job_id == "77" and Path(run_dir).parent == ssh_host.home / ODD_RUNS
+    assert (ssh_host.home / "sbatch-args").read_text() == f"--parsable {run_dir}/job.sbatch\n"
+    assert "#SBATCH --partition=gpu" in (Path(run_dir) / "job.sbatch").read_text()

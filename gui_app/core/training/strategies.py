@@ -96,25 +96,6 @@ def build_strategy(cfg: StrategyConfig) -> BuiltStrategy:
 _MULTI_WORKER: BuiltStrategy | None = None  # one per process: collectives are configured once
 
 
-def cluster_resolver(cfg: StrategyConfig):
-    """TF_CONFIG (set by the launcher, the worker command or a scheduler) or Slurm's variables."""
-    import tensorflow as tf
-
-    if cfg.cluster == "slurm":
-        # Count GPUs ourselves: the resolver would run nvidia-smi (absent on CPU nodes), and with
-        # 0 GPUs per node its cluster_spec() divides by zero (TF 2.21). So it only lays out the
-        # hosts and ports, and a SimpleClusterResolver carries them with the real GPU count.
-        gpus = len(tf.config.list_physical_devices("GPU"))
-        slurm = tf.distribute.cluster_resolver.SlurmClusterResolver(
-            port_base=int(os.environ.get("REPLICA_STUDIO_SLURM_PORT_BASE", "8888")), gpus_per_node=max(gpus, 1),
-            auto_set_gpu=gpus > 0)
-        spec = slurm.cluster_spec()
-        return tf.distribute.cluster_resolver.SimpleClusterResolver(
-            spec, task_type=slurm.task_type, task_id=slurm.task_id, rpc_layer="grpc",
-            num_accelerators={"GPU": gpus})
-    return tf.distribute.cluster_resolver.TFConfigClusterResolver()
-
-
 @contextlib.contextmanager
 def _cpu_replicas(count: int):
     """MultiWorkerMirroredStrategy puts one replica on a worker without GPUs, whatever its logical
@@ -161,7 +142,9 @@ def build_multi_worker_mirrored(cfg: StrategyConfig) -> BuiltStrategy:
     # packs the same way: Keras's (inside apply_gradients) and ours (loop.py, float16) merge with them.
     options = tf.distribute.experimental.CommunicationOptions(bytes_per_pack=cfg.bytes_per_pack,
                                                               implementation=chosen, timeout_seconds=cfg.timeout_s)
-    resolver = cluster_resolver(cfg)
+    # TF_CONFIG: set by the launcher, the worker command (from a host list or Slurm's variables in
+    # Slurm's node order, engine/cluster/slurm.py) or a scheduler.
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     with _cpu_replicas(cpus):
         strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver,
                                                               communication_options=options)

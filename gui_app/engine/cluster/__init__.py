@@ -1,10 +1,14 @@
 """Multi-worker training on TensorFlow's own cluster runtime.
 
 topology           where this process sits in a cluster (TF_CONFIG, Slurm, a host list); waiting for peers
+slurm              the cluster of a Slurm job step in Slurm's node order, its ports per job
+run_identity       which run a worker belongs to, checked by every worker when the cluster forms
 processes          worker processes started to die with us, their logs, how they ended
 launcher           ``train`` of a MultiWorkerMirrored run: starts, relays, watches and restarts the workers
 parameter_servers  ``train`` of a ParameterServer run: the coordinator and its worker and ps processes
 agreement          stop, pause and checkpoint agreed by every worker through one collective
 worker_command     ``replica-studio worker``: one worker of a cluster
+slurm_script       the sbatch script of one run: continues it when submitted again, requeues before a time limit
 script_command     ``replica-studio cluster-script``: an sbatch script or a Kubeflow manifest
+submit_command     ``replica-studio submit --slurm``: a new run submitted with sbatch
 """

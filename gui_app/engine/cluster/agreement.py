@@ -54,6 +54,13 @@ class ClusterControl:
     def stop_requested(self) -> bool:
         return self._stop
 
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the cluster stopped, when not asked by a ``stop`` line: this worker's signal, or a peer's."""
+        if self.local.stop_requested:
+            return self.local.stop_reason
+        return "stopped by another worker (a signal or its window)"
+
     def wait_while_paused(self, timeout: float | None = None) -> bool:
         time.sleep(0.5 if timeout is None else min(timeout, 0.5))
         self._sync()

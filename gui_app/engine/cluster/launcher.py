@@ -215,6 +215,8 @@ def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: 
             kill_all(attempt.workers)
         finished = attempt.finished  # the chief's run_finished: how a completed or stopped run ended
         if finished is not None and status in ("completed", "stopped"):
+            if status == "stopped" and not control.stop_requested:  # a worker's own signal: run_finished says so
+                control.command("stop", finished.message)
             return status, attempt.step if status == "stopped" else finished.step
         kind = attempt.chief_error_kind
         if kind in ("config", "input"):

@@ -2,8 +2,9 @@
 
 TensorFlow-free, so the launcher and the cluster scripts can use it. The cluster comes from
 (in order) ``strategy.cluster`` as a list of ``host:port`` (this process is ``--index``),
-``"slurm"`` (``SLURM_PROCID`` of ``srun``), or ``TF_CONFIG`` (set by our launcher, the Kubeflow
-training operator, or the user with ``strategy.cluster: "tf_config"``).
+``"slurm"`` (the step's nodes in Slurm's order, this process is ``SLURM_PROCID``: slurm.py), or
+``TF_CONFIG`` (set by our launcher, the Kubeflow training operator, or the user with
+``strategy.cluster: "tf_config"``). Each becomes the ``TF_CONFIG`` TensorFlow reads.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any, Callable
 
 from gui_app.core.cluster_hosts import check_resolved, split_host, tf_config
 from gui_app.core.config import ConfigError, RunConfig, StrategyConfig
+from gui_app.engine.cluster import slurm
 from gui_app.engine.errors import JoinTimeout
 
 Joined = Callable[[dict[str, Any]], None]  # hears a progress report: how many peers joined
@@ -24,7 +26,7 @@ Joined = Callable[[dict[str, Any]], None]  # hears a progress report: how many p
 
 @dataclass
 class Task:
-    cluster: dict[str, list[str]]  # job -> addresses ({} under Slurm until TensorFlow resolves it)
+    cluster: dict[str, list[str]]  # job -> addresses
     type: str
     index: int
     tf_config: str | None = None  # to put in the environment before TensorFlow starts
@@ -60,8 +62,15 @@ def resolve_task(cfg: StrategyConfig, index: int | None) -> Task:
     if cfg.cluster == "slurm":
         if "SLURM_PROCID" not in os.environ:
             raise ConfigError("strategy.cluster: is slurm but SLURM_PROCID is not set; run the worker with srun "
-                              "inside an allocation (see replica-studio cluster-script --slurm)")
-        return Task({}, "worker", int(os.environ["SLURM_PROCID"]))
+                              "inside an allocation (replica-studio submit --slurm or cluster-script --slurm); a "
+                              "Slurm run continues when its script is submitted again")
+        try:
+            hosts = slurm.workers(os.environ)
+        except ValueError as exc:
+            raise ConfigError(f"strategy.cluster: is slurm but {exc}") from None
+        cluster = {"worker": hosts}
+        index = int(os.environ["SLURM_PROCID"])
+        return Task(cluster, "worker", index, tf_config(cluster, "worker", index))
     raw = os.environ.get("TF_CONFIG")
     if not raw:
         where = ("replica-studio train starts local workers itself" if cfg.cluster is None

@@ -24,7 +24,7 @@ from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Error, RunFinished
 from gui_app.engine.cluster.topology import load_config
-from gui_app.engine.control import Control
+from gui_app.engine.control import Control, reclaim_signals
 from gui_app.engine.errors import JoinTimeout, classify, one_line
 from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
@@ -50,6 +50,9 @@ def _add_arguments(p) -> None:
     p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
     p.add_argument("--runs-dir", help="chief: folder for the new run directory (default: the user data folder)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--continue", dest="continue_run", action="store_true",
+                   help="with --run-dir on a shared filesystem: continue that run if it has a checkpoint, else start "
+                        "it (every worker; a scheduler's script that is submitted again or requeued)")
     p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
     p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
     p.add_argument("--cluster", choices=("slurm", "tf_config"),
@@ -75,6 +78,7 @@ def _arm_join_alarm(seconds: float) -> None:
 
 def run(args) -> int:
     from gui_app.engine.cluster.agreement import ClusterControl
+    from gui_app.engine.cluster.run_identity import check_same_run, run_identity
     from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
     from gui_app.engine.session import TrainingSession
 
@@ -91,8 +95,20 @@ def run(args) -> int:
         events = EventWriter(args.events if chief else "none")
         if task.tf_config:
             os.environ["TF_CONFIG"] = task.tf_config
+        resume, restore_from = args.resume, args.restore_from
+        if args.continue_run and args.run_dir:
+            if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
+                # A completed run's script submitted again, or requeued by a signal that came too late:
+                # every worker reads the same file and ends before the cluster forms.
+                print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
+                return EXIT_OK
+            resume = rundir.has_checkpoint(args.run_dir)
+            restore_from = str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
         if chief and args.run_dir:
             run_dir = Path(args.run_dir)
+            if not rundir.is_run_dir(run_dir):  # a script's first start: the run directory it names
+                run_dir.mkdir(parents=True, exist_ok=True)
+                config.save(run_dir / rundir.CONFIG_FILE)
         elif chief:
             run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(),
                                             config)
@@ -101,8 +117,8 @@ def run(args) -> int:
             run_dir = temp_dir / "run"
             run_dir.mkdir()
             config.save(run_dir / rundir.CONFIG_FILE)
-            if args.restore_from and Path(args.restore_from).is_dir():
-                shutil.copytree(args.restore_from, run_dir / rundir.CHECKPOINT_DIR)
+            if resume and restore_from and Path(restore_from).is_dir():
+                shutil.copytree(restore_from, run_dir / rundir.CHECKPOINT_DIR)
         if not args.no_events_file:
             events.attach(run_dir)
         control = Control.listening(args.control == "stdin")
@@ -115,6 +131,8 @@ def run(args) -> int:
         _arm_join_alarm(limit)
         started = time.monotonic()
         built = _build_first(config)
+        reclaim_signals()  # the coordination service replaced our SIGTERM handler
+        check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
         if hasattr(signal, "alarm"):
             signal.alarm(0)
         if chief and task.peers():
@@ -125,13 +143,14 @@ def run(args) -> int:
             raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
                               f"over the {replicas} replicas of the cluster")
         # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
-        session = TrainingSession(config, run_dir, events, ClusterControl(control, built.strategy), args.resume,
-                                  data_seed=args.data_seed)
+        agreed = ClusterControl(control, built.strategy)
+        session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)
         status, step = session.run()
         assert session.state is not None  # run() built it
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
         print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
-        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step))
+        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step,
+                                message=agreed.stop_reason if status == "stopped" else None))
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
         if isinstance(exc, KeyboardInterrupt):

@@ -1,0 +1,82 @@
+"""``replica-studio submit CONFIG --slurm``: a new run, submitted to Slurm from this machine.
+
+It makes the run directory (its config inside), writes the run's sbatch script there
+(``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
+``sbatch --parsable``. stdout gets two lines, the job id and the run directory; a bad config or
+a refused submission is one line on stderr and exit 2, and leaves no run directory behind.
+Submitting ``job.sbatch`` again (or Slurm requeueing the job) continues the run.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.engine.cluster import slurm_script
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+
+COMMANDS = ("submit",)
+SCRIPT_FILE = "job.sbatch"
+SUBMIT_TIMEOUT_S = 60  # sbatch only talks to slurmctld; a minute means the controller does not answer
+
+
+class SubmitError(Exception):
+    """sbatch is missing or refused the job: one line."""
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("submit", help="submit a new multi-worker run to Slurm (prints the job id and the "
+                                             "run directory)",
+                              description="Make the run directory, write its sbatch script there and submit it "
+                                          "with sbatch. The runs folder must be on a filesystem every node sees.")
+    p.add_argument("config")
+    p.add_argument("--slurm", action="store_true", required=True, help="submit to Slurm with sbatch")
+    p.add_argument("--runs-dir", help="folder for the run directory (default: the user data folder)")
+    slurm_script.add_options(p)
+    p.add_argument("--debug", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions) -> tuple[str, Path]:
+    """(job id, run directory); ConfigError, SubmitError or OSError, with nothing left behind."""
+    config = RunConfig.load(config_path)
+    seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
+    run_dir = rundir.create_run_dir(runs_dir.resolve(), config)
+    try:
+        script = run_dir / SCRIPT_FILE
+        script.write_text(slurm_script.slurm_script(config, str(run_dir / rundir.CONFIG_FILE), str(run_dir),
+                                                    str(run_dir / "slurm-%j.out"), seed, options, str(script)),
+                          encoding="utf-8")
+        script.chmod(0o755)
+        sbatch = shutil.which("sbatch")
+        if sbatch is None:
+            raise SubmitError("sbatch: not found on PATH (is this a Slurm login node?)")
+        try:
+            done = subprocess.run([sbatch, "--parsable", str(script)], cwd=run_dir, capture_output=True, text=True,
+                                  timeout=SUBMIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise SubmitError(f"sbatch: no answer within {SUBMIT_TIMEOUT_S} s (is slurmctld running?)") from None
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines() if line.strip()]
+            raise SubmitError(said[-1] if said else f"sbatch: exit code {done.returncode}")
+        return done.stdout.strip().split(";")[0], run_dir  # --parsable: "JOBID" or "JOBID;CLUSTER"
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def run(args) -> int:
+    try:
+        runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
+        job_id, run_dir = submit(args.config, runs_dir, slurm_script.options_from(args))
+    except (ConfigError, SubmitError, OSError) as exc:
+        print(f"replica-studio submit: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(job_id)
+    print(run_dir)
+    return EXIT_OK

@@ -1,0 +1,181 @@
+"""Runs on a real Slurm (tests/slurm_cluster.py): two nodes named node9 and node10, each slurmd
+in its own network namespace, jobs submitted with ``replica-studio submit`` and ``sbatch``.
+
+The workers run this checkout's code: ``REPLICA_STUDIO`` in the submitting environment (which
+sbatch passes on) is this Python with ``-m gui_app``, and PYTHONPATH has the checkout.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from slurm_cluster import SlurmCluster, running_slurm
+
+from gui_app.core import rundir
+from gui_app.identity import app_command, app_env
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def slurm() -> SlurmCluster:
+    with running_slurm() as cluster:
+        yield cluster
+
+
+def _env(slurm: SlurmCluster) -> dict[str, str]:
+    return app_env({**slurm.env, "TF_CPP_MIN_LOG_LEVEL": "2",
+                    "REPLICA_STUDIO": " ".join(shlex.quote(a) for a in app_command())})
+
+
+def _config(tmp_path: Path, epochs: int = 2, **training) -> Path:
+    data = {"dataset": {"name": "digits"}, "model": {"name": "mlp"},
+            "strategy": {"name": "multi_worker_mirrored", "workers": 2},
+            "training": {"epochs": epochs, "global_batch_size": 64, "seed": 3, **training}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _submit(slurm: SlurmCluster, config: Path, runs: Path, *options: str) -> tuple[str, Path]:
+    done = subprocess.run(app_command("submit", str(config), "--slurm", "--runs-dir", str(runs), *options),
+                          capture_output=True, text=True, env=_env(slurm), timeout=120)
+    assert done.returncode == 0, done.stderr
+    job_id, run_dir = done.stdout.splitlines()
+    return job_id, Path(run_dir)
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / rundir.EVENTS_FILE).read_text().splitlines() if line.strip()]
+
+
+def _output(run_dir: Path, job_id: str) -> str:
+    path = run_dir / f"slurm-{job_id}.out"
+    return path.read_text(errors="replace") if path.exists() else "(no output file)"
+
+
+def _steps(events: list[dict]) -> list[int]:
+    return [e["step"] for e in events if e["type"] == "step"]
+
+
+def _wait_for_step(run_dir: Path, step: int, timeout: float = 180) -> None:
+    """Poll the run's events file (the job writes it on another node) until ``step`` is in it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (run_dir / rundir.EVENTS_FILE).exists() and max(_steps(_events(run_dir)), default=0) >= step:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no step {step} in {run_dir} after {timeout:g} s")
+
+
+def _each_step_once(events: list[dict]) -> None:
+    total = next(e for e in events if e["type"] == "run_started")["total_steps"]
+    counts = Counter(_steps(events))
+    assert sorted(counts) == list(range(1, total + 1)) and set(counts.values()) == {1}, \
+        [s for s, n in counts.items() if n > 1]
+
+
+def test_a_two_node_run_on_node9_and_node10_completes(slurm, tmp_path):
+    submitted = time.time()
+    job_id, run_dir = _submit(slurm, _config(tmp_path), tmp_path / "runs", "--cpus-per-task", "1")
+    job = slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240)
+    out = _output(run_dir, job_id)
+    assert job["JobState"] == "COMPLETED", out[-4000:]
+    assert job["NodeList"] == "node[9-10]"
+    events = _events(run_dir)
+    started = next(e for e in events if e["type"] == "run_started")
+    assert started["num_workers"] == 2 and [r["worker"] for r in started["replicas"]] == [0, 1]
+    assert "0/CPU:0, 1/CPU:0" in out  # the start line tells the two workers' devices apart
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed"
+    steps = _steps(events)
+    assert steps == list(range(1, started["total_steps"] + 1))
+    assert (run_dir / "job.sbatch").is_file() and rundir.read_run(run_dir).has_model
+    joined = next(e["message"] for e in events if e["type"] == "warning" and "joined" in e["message"])
+    first = next(e for e in events if e["type"] == "step")
+    print(f"submit to the first step: {first['time'] - submitted:.1f} s ({joined})")
+
+
+def test_two_jobs_at_once_on_the_same_nodes_both_complete(slurm, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    jobs = [_submit(slurm, _config(tmp_path / name, epochs=4), tmp_path / "runs") for name in ("a", "b")]
+    both_running = False
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        states = [slurm.job(job_id).get("JobState") for job_id, _ in jobs]
+        both_running = both_running or states == ["RUNNING", "RUNNING"]
+        if all(state not in ("PENDING", "RUNNING", "COMPLETING") for state in states):
+            break
+        time.sleep(0.5)
+    for job_id, run_dir in jobs:
+        job = slurm.job(job_id)
+        assert job["JobState"] == "COMPLETED", _output(run_dir, job_id)[-4000:]
+        assert job["NodeList"] == "node[9-10]"
+        events = _events(run_dir)
+        assert events[-1]["status"] == "completed"
+        _each_step_once(events)
+    assert both_running  # on the same two nodes at the same time: ports per job, no stranger joined
+
+
+def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(slurm, tmp_path):
+    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=8), tmp_path / "runs")
+    _wait_for_step(run_dir, 25)
+    cancelled = time.time()
+    slurm.run("scancel", job_id)
+    job = slurm.wait_state(job_id, ("CANCELLED", "COMPLETED", "FAILED"), timeout=90)
+    events = _events(run_dir)
+    finished = events[-1]
+    assert finished["type"] == "run_finished" and finished["status"] == "stopped", _output(run_dir, job_id)[-4000:]
+    assert finished["message"] == "stopped by SIGTERM"
+    stop_latency = finished["time"] - cancelled
+    assert stop_latency < 30, stop_latency  # within Slurm's KillWait: no SIGKILL
+    checkpoints = [e["step"] for e in events if e["type"] == "checkpoint"]
+    assert checkpoints[-1] == finished["step"] and rundir.has_checkpoint(run_dir)
+    print(f"scancel to run_finished: {stop_latency:.1f} s; job {job['JobState']}")
+
+    again = slurm.sbatch(run_dir / "job.sbatch", env=_env(slurm))  # submitted again: continues the run
+    job = slurm.wait_state(again, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240)
+    assert job["JobState"] == "COMPLETED", _output(run_dir, again)[-4000:]
+    events = _events(run_dir)
+    resumed = [e for e in events if e["type"] == "run_started"][-1]
+    assert resumed["resumed"] and resumed["start_step"] == finished["step"]
+    assert events[-1]["status"] == "completed"
+    _each_step_once(events)
+
+    done = slurm.sbatch(run_dir / "job.sbatch", env=_env(slurm))  # once more: nothing left to do
+    assert slurm.wait_state(done, ("COMPLETED", "FAILED"), timeout=120)["JobState"] == "COMPLETED"
+    assert _events(run_dir) == events and "has completed; nothing to continue" in _output(run_dir, done)
+
+
+@pytest.mark.timeout(900)
+def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path):
+    # A run of more than a minute (100 epochs of one step per call) against a 1-minute limit with
+    # the warning 30 s before it: slurmctld sends it at one of its periodic checks, seen 5 s early
+    # to 15 s late, while the cluster forms or trains. Once Slurm requeued the job the test gives
+    # it ten minutes, as a longer --time would, so that the second job completes the run.
+    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=100, steps_per_call=1), tmp_path / "runs",
+                              "--time", "1", "--signal-seconds", "30")
+    submitted = time.time()
+    job = slurm.wait_state(job_id, ("PENDING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240,
+                           restarted=True)
+    requeued = time.time()
+    slurm.run("scontrol", "update", f"JobId={job_id}", "TimeLimit=10")
+    job = slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=600)
+    out = _output(run_dir, job_id)
+    assert job["JobState"] == "COMPLETED" and job["Restarts"] == "1", out[-4000:]
+    events = _events(run_dir)
+    (stop,) = [e for e in events if e["type"] == "run_finished" and e["status"] == "stopped"]
+    assert stop["message"] == "stopped by SIGUSR1" and "requeueing job" in out
+    assert stop["step"] in [e["step"] for e in events if e["type"] == "checkpoint"]
+    resumed = [e for e in events if e["type"] == "run_started"][-1]
+    assert resumed["resumed"] and resumed["start_step"] == stop["step"]
+    assert events[-1]["status"] == "completed"
+    _each_step_once(events)
+    starts = [e["time"] - submitted for e in events if e["type"] == "run_started"]
+    print(f"USR1 stop at step {stop['step']}, {stop['time'] - submitted:.0f} s after submit; requeued "
+          f"{requeued - submitted:.0f} s; run_started at {', '.join(f'{t:.0f}' for t in starts)} s")
