@@ -200,6 +200,7 @@ def _strategy(event: RunStarted) -> str:
     """``mirrored, 2 replicas (CPU:0, CPU:1)``; a cluster with its replicas in all."""
     config = event.config.get("strategy") or {}
     name = (event.strategy or {}).get("name") or config.get("name") or "default"
-    text = strategy_text(name, devices=[replica_label(r.device or "", None) for r in event.replicas], workers=event.num_workers or 0,
-                         ps=config.get("ps") or 0, cluster=config.get("cluster"), device=config.get("device"))
+    devices = [replica_label(r.device or "", None) for r in event.replicas]
+    text = strategy_text(name, devices=devices, workers=event.num_workers or 0, ps=config.get("ps") or 0,
+                         cluster=config.get("cluster"), device=config.get("device"))
     return f"{text} ({count(event.num_replicas, 'replica')}: {_replicas(event)})" if name in MULTI_WORKER else text
