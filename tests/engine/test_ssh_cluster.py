@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cluster_helpers import Launched, alive
-from ssh_host import ALIAS, CLIENT_IP, HOST_IP, USER
+from ssh_host import ALIAS, ALIAS2, CLIENT_IP, HOST_IP, USER, USER2
 
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.core.hosts import Host, add_host
@@ -22,26 +22,28 @@ from gui_app.identity import app_command
 WORKER_PORT = 23456  # worker 1's gRPC port, in the host's own network namespace
 
 
-def cluster_config(folder: Path, alias: str, epochs: int = 1, **strategy) -> Path:
-    chief = f"{CLIENT_IP}:{free_ports(1, CLIENT_IP)[0]}"  # this machine, as the host reaches it
+def cluster_config(folder: Path, *aliases: str, epochs: int = 1, **strategy) -> Path:
+    chief = f"{CLIENT_IP}:{free_ports(1, CLIENT_IP)[0]}"  # this machine, as the hosts reach it
     data = {"dataset": {"name": "digits"}, "model": {"name": "mlp"},
             "strategy": {"name": "multi_worker_mirrored", "join_timeout_s": 60, **strategy,
-                         "cluster": [chief, {"host": alias, "port": WORKER_PORT}]},
-            "training": {"epochs": epochs, "global_batch_size": 64, "seed": 4, "steps_per_call": 5}}
+                         "cluster": [chief, *({"host": alias, "port": WORKER_PORT} for alias in aliases)]},
+            "training": {"epochs": epochs, "global_batch_size": 32 * (1 + len(aliases)), "seed": 4,
+                         "steps_per_call": 5}}
     path = folder / "ssh-cluster.json"
     path.write_text(json.dumps(data))
     return path
 
 
-def launch(ssh_host, tmp_path: Path, config: Path, alias: str = ALIAS, on_event=None) -> Launched:
-    add_host(Host(alias, command=ssh_host.command), tmp_path / "config" / "hosts.json")
+def launch(ssh_host, tmp_path: Path, config: Path, aliases: tuple[str, ...] = (ALIAS,), on_event=None) -> Launched:
+    for alias in aliases:
+        add_host(Host(alias, command=ssh_host.command), tmp_path / "config" / "hosts.json")
     return Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=on_event,
                     env=ssh_host.env(tmp_path / "config"))
 
 
-def remote_workers() -> list[int]:
-    """The worker processes of the host's user (the app there runs as ``python -m gui_app``)."""
-    out = subprocess.run(["ps", "-u", USER, "-o", "pid=,args="], capture_output=True, text=True).stdout
+def remote_workers(user: str = USER) -> list[int]:
+    """The worker processes of a host's user (the app there runs as ``python -m gui_app``)."""
+    out = subprocess.run(["ps", "-u", user, "-o", "pid=,args="], capture_output=True, text=True).stdout
     return [int(line.split()[0]) for line in out.splitlines() if "-m gui_app worker" in line]
 
 
@@ -60,6 +62,21 @@ def test_a_cluster_with_a_worker_over_ssh_completes(ssh_host, tmp_path):
     digests = run.digests()  # worker 1's stderr came back over ssh: it ended with the chief's weights
     assert set(digests) == {"worker 0", "worker 1"} and digests["worker 0"] == digests["worker 1"]
     assert not remote_workers()
+
+
+@pytest.mark.slow
+def test_a_cluster_over_two_ssh_hosts_completes(ssh_host, second_ssh_host, tmp_path):
+    """The chief here, worker 1 and worker 2 on two hosts (namespaces) that reach each other."""
+    run = launch(ssh_host, tmp_path, cluster_config(tmp_path, ALIAS, ALIAS2), (ALIAS, ALIAS2))
+    assert run.wait() == 0, run.stderr[-3000:]
+    started = run.of("run_started")[0]
+    assert started["num_workers"] == 3
+    steps = run.of("step")
+    assert [e["step"] for e in steps] == list(range(1, started["total_steps"] + 1))
+    assert all(sorted({r["worker"] for r in e["replicas"]}) == [0, 1, 2] for e in steps)
+    digests = run.digests()
+    assert set(digests) == {"worker 0", "worker 1", "worker 2"} and len(set(digests.values())) == 1
+    assert not remote_workers(USER) and not remote_workers(USER2)
 
 
 @pytest.mark.slow
