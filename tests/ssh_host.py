@@ -21,6 +21,7 @@ Linux, not root, no ``ip``, no ``sshd``, no system Python of this Python's versi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import shutil
@@ -329,9 +330,31 @@ def second_ssh_host(ssh_host):
 
 
 @contextlib.contextmanager
+def _only_session() -> Iterator[None]:
+    """The names here are fixed (a killed session's leftovers are found by them), so two test
+    sessions on one machine would remove each other's hosts: the second one skips instead."""
+    with open(Path(tempfile.gettempdir()) / "rs-test-ssh.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            pytest.skip(f"another test session (pid {lock.read().strip() or '?'}) is using the SSH test hosts")
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
+@contextlib.contextmanager
 def running_host() -> Iterator[SshHost]:
     """:func:`ssh_host` outside pytest's fixtures (a benchmark, a script)."""
     _skip_unless_possible()
+    with _only_session(), _made_host() as host:
+        yield host
+
+
+@contextlib.contextmanager
+def _made_host() -> Iterator[SshHost]:
     _remove_leftovers()
     base = Path(tempfile.mkdtemp(prefix="rs-ssh-"))  # short: control sockets live under it (a 108-byte limit)
     base.chmod(0o711)  # the user's home is inside; the client's and the daemon's folders are 0700

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cluster_helpers import Launched, alive
 from ssh_host import ALIAS, ALIAS2, CLIENT_IP, HOST_IP, USER, USER2
@@ -116,6 +117,25 @@ def test_a_dropped_connection_ends_the_worker_there_and_max_restarts_starts_the_
     steps = [e["step"] for e in run.of("step")]
     assert steps[-1] == run.of("run_started")[-1]["total_steps"]
     assert run.events[-1]["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_a_dataset_missing_on_a_host_fails_the_run_as_bad_input_without_restarts(ssh_host, tmp_path):
+    """The dataset path is a path on every host: here it is readable, there (another user) not."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "data.npz", x_train=rng.integers(0, 255, (64, 8, 8, 1), dtype=np.uint8),
+             y_train=np.arange(64) % 4, x_test=rng.integers(0, 255, (16, 8, 8, 1), dtype=np.uint8),
+             y_test=np.arange(16) % 4)
+    config = cluster_config(tmp_path, ALIAS, max_restarts=2)
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({**data, "dataset": {"name": "npz", "path": str(tmp_path / "data.npz")}}))
+    assert ssh_host.as_user("test", "-r", str(tmp_path / "data.npz")).returncode == 1
+    run = launch(ssh_host, tmp_path, config)
+    assert run.wait() == 2, run.stderr[-3000:]
+    message = run.events[-1]["message"]
+    assert message.startswith(f"worker 1 on {ALIAS} ({HOST_IP}:{WORKER_PORT}) exited with code 2 at step 0: "
+                              "dataset.path: "), message
+    assert not [w for w in run.of("warning") if w.get("restart")]
 
 
 def test_a_host_that_refuses_fails_at_the_start_in_one_line(ssh_host, tmp_path):

@@ -59,6 +59,7 @@ class _Attempt:
         self.step = 0
         self.error: Error | None = None  # the chief's: the launcher decides how the run ends
         self.finished: RunFinished | None = None
+        self.culprit: WorkerProcess | None = None  # the worker whose end failed the cluster
         self.queue: queue.Queue[Event | None] = queue.Queue()  # the chief's events; None: its stdout closed
         cfg = config.strategy
         local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
@@ -155,6 +156,7 @@ class _Attempt:
                 stopped = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
                 kill_all(self.workers)
                 self._relay()
+                self.culprit = culprit
                 return "failed", self._describe(culprit, stopped)
             if chief.proc.poll() == 0 and not open_stream:
                 status = self.finished.status if self.finished else "failed"
@@ -232,6 +234,8 @@ def _run_attempts(config: RunConfig, run_dir: Path, events: EventWriter, control
         if finished is not None and status in ("completed", "stopped"):
             return status, attempt.step if status == "stopped" else finished.step
         kind = attempt.chief_error_kind
+        if kind not in ("config", "input") and attempt.culprit and attempt.culprit.proc.returncode == EXIT_BAD_INPUT:
+            kind = "input"  # another worker's config or input (a dataset path missing on its host): no restart mends it
         if kind in ("config", "input"):
             raise ClusterFailed(message or "the chief failed", attempt.step, kind, EXIT_BAD_INPUT)
         message = message or "the cluster failed"
