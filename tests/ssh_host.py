@@ -1,7 +1,7 @@
 """A real SSH host for the tests: Debian's ``sshd`` in a network namespace, with a user of its own.
 
 The session fixture :func:`ssh_host` makes a network namespace joined to this machine by a veth
-pair on a bridge (a LAN: 10.213.78.1 here, 10.213.78.2 there), starts ``sshd`` inside it on that
+pair on a bridge (a LAN: 10.213.79.1 here, 10.213.79.2 there), starts ``sshd`` inside it on that
 address with its own host key and config (``UsePAM no``, keys only), creates a user with its own
 home and makes the app runnable by it: a Python under root's home (pyenv) is not readable by
 another user, so the user gets a venv of the system ``/usr/bin/python3`` whose ``.pth`` file adds
@@ -11,7 +11,7 @@ remote command. The client side is a config file of the test's own (``ssh -F``, 
 ``~/.ssh`` from the passwd home, not ``$HOME``.
 
 A test that needs two machines asks for :func:`second_ssh_host` (:meth:`SshHost.second_host`):
-the same again in a namespace of its own on the same bridge (10.213.78.3, its own user and home,
+the same again in a namespace of its own on the same bridge (10.213.79.3, its own user and home,
 alias ``rs-test-host2`` in the same client config), checked to reach the first one both ways.
 
 Everything is removed at the end (the shared connections, the daemons, the user and its
@@ -39,11 +39,11 @@ import pytest
 
 from gui_app.identity import app_command, app_env
 
-NS, VETH, PEER = "rs-test-ssh", "rs-ssh-v0", "rs-ssh-v1"
-NS2, VETH2, PEER2 = "rs-test-ssh2", "rs-ssh-w0", "rs-ssh-w1"  # the second host's
-BRIDGE = "rs-ssh-br"  # the LAN of this machine and the hosts
-CLIENT_IP, HOST_IP, HOST2_IP = "10.213.78.1", "10.213.78.2", "10.213.78.3"
-USER, USER2 = "rs-ssh-user", "rs-ssh-user2"
+NS, VETH, PEER = "rs-ssh-host1", "rs-ssh-h1a", "rs-ssh-h1b"
+NS2, VETH2, PEER2 = "rs-ssh-host2", "rs-ssh-h2a", "rs-ssh-h2b"  # the second host's
+BRIDGE = "rs-ssh-lan"  # the LAN of this machine and the hosts
+CLIENT_IP, HOST_IP, HOST2_IP = "10.213.79.1", "10.213.79.2", "10.213.79.3"
+USER, USER2 = "rs-ssh-host1", "rs-ssh-host2"
 ALIAS = "rs-test-host"  # the alias that works: the right key, the host key known
 ALIAS2 = "rs-test-host2"  # the second host's
 SSHD = "/usr/sbin/sshd"
