@@ -133,8 +133,8 @@ def test_a_dataset_missing_on_a_host_fails_the_run_as_bad_input_without_restarts
     run = launch(ssh_host, tmp_path, config)
     assert run.wait() == 2, run.stderr[-3000:]
     message = run.events[-1]["message"]
-    assert message.startswith(f"worker 1 on {ALIAS} ({HOST_IP}:{WORKER_PORT}) exited with code 2 at step 0: "
-                              "dataset.path: "), message
+    assert message == (f"worker 1 on {ALIAS} ({HOST_IP}:{WORKER_PORT}) exited with code 2 at step 0: "
+                       f"{tmp_path / 'data.npz'}: Permission denied")
     assert not [w for w in run.of("warning") if w.get("restart")]
 
 
