@@ -18,6 +18,7 @@ from ssh_host import ALIAS, ALIAS2, CLIENT_IP, HOST_IP, USER, USER2
 
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.core.hosts import Host, add_host
+from gui_app.engine.cluster.processes import WorkerProcess
 from gui_app.identity import app_command
 
 WORKER_PORT = 23456  # worker 1's gRPC port, in the host's own network namespace
@@ -152,3 +153,17 @@ def test_a_host_that_refuses_fails_at_the_start_in_one_line(ssh_host, tmp_path):
     assert line.startswith(f"replica-studio train: {alias}: ssh asks for a password or a key it does not have "), line
     assert line.endswith(f"set up key login once with: ssh-copy-id {alias}"), line
     assert [e["type"] for e in map(json.loads, done.stdout.splitlines())][-2:] == ["error", "run_finished"]
+
+
+@pytest.mark.parametrize("code, host, how, killed", [
+    (255, "gpu2", "lost its ssh connection (ssh exit 255)", True),
+    (137, "gpu2", "was killed by SIGKILL", True),  # the shell there: 128 + the signal
+    (2, "gpu2", "exited with code 2", False),
+    (137, None, "exited with code 137", False),  # a local worker's code is its own
+])
+def test_how_a_worker_over_ssh_ended_is_told_with_its_host(code, host, how, killed):
+    proc = subprocess.Popen(["sh", "-c", f"exit {code}"])
+    proc.wait()
+    worker = WorkerProcess(1, "10.0.0.2:2222", proc, host=host)
+    assert (worker.how_it_ended(), worker.killed) == (how, killed)
+    assert worker.where == ("on gpu2 (10.0.0.2:2222)" if host else "at 10.0.0.2:2222")
