@@ -50,7 +50,7 @@ class SshCluster:
     hosts: dict[int, Host]
     addresses: tuple[str, ...]
     config_file: Path  # the resolved config (a temporary file): what every worker reads
-    _line: bytes = field(default=b"", repr=False)
+    config_line: bytes = field(repr=False)  # the same, as the first line of a remote worker's stdin
 
     def start(self, index: int, data_seed: int, resume: bool, restore_from: str | None) -> WorkerProcess:
         """Start worker ``index`` on its host; ``restore_from``: the chief's checkpoints there."""
@@ -65,7 +65,7 @@ class SshCluster:
         worker = start_process(index, self.addresses[index], argv, stdin=subprocess.PIPE, host=host.name)
         assert worker.proc.stdin is not None  # a pipe: the config, then open until the worker ends
         try:
-            worker.proc.stdin.write(self._line.decode("utf-8"))
+            worker.proc.stdin.write(self.config_line.decode("utf-8"))
             worker.proc.stdin.flush()
         except OSError:
             pass  # ssh ended already: the watch loop names it
@@ -74,7 +74,7 @@ class SshCluster:
     @contextlib.contextmanager
     def checkpoints_there(self, run_dir: Path) -> Iterator[dict[int, str]]:
         """A copy of the chief's checkpoints on each host (a restarted cluster restores from
-        them on every worker), by index; removed afterwards. None before the first checkpoint."""
+        them on every worker), by index; removed afterwards. Empty before the first checkpoint."""
         local = run_dir / rundir.CHECKPOINT_DIR
         with contextlib.ExitStack() as stack:
             copies: dict[int, str] = {}
@@ -95,7 +95,7 @@ def resolve(config: RunConfig, work_dir: Path) -> SshCluster | None:
     if not isinstance(entries, tuple) or not any(isinstance(e, SshWorker) for e in entries):
         return None
     hosts: dict[int, Host] = {}
-    addresses = []
+    addresses: list[str] = []
     checked: set[str] = set()
     try:
         for index, entry in enumerate(entries):
