@@ -325,8 +325,10 @@ def ssh_host():
 
 @pytest.fixture
 def second_ssh_host(ssh_host):
-    """A second machine beside :func:`ssh_host` (:meth:`SshHost.second_host`), made once."""
-    return ssh_host.second_host()
+    """A second machine beside :func:`ssh_host` (:meth:`SshHost.second_host`), made once. The
+    shared connections end with the test: later tests find only the connections they open."""
+    yield ssh_host.second_host()
+    ssh_host.close_connections()
 
 
 @contextlib.contextmanager
