@@ -124,8 +124,8 @@ def test_a_dropped_connection_ends_the_worker_there_and_max_restarts_starts_the_
 def test_a_dataset_missing_on_a_host_fails_the_run_as_bad_input_without_restarts(ssh_host, tmp_path):
     """The dataset path is a path on every host: here it is readable, there (another user) not."""
     rng = np.random.default_rng(0)
-    np.savez(tmp_path / "data.npz", x_train=rng.integers(0, 255, (64, 8, 8, 1), dtype=np.uint8),
-             y_train=np.arange(64) % 4, x_test=rng.integers(0, 255, (16, 8, 8, 1), dtype=np.uint8),
+    np.savez(tmp_path / "data.npz", x_train=rng.integers(0, 255, (256, 8, 8, 1), dtype=np.uint8),
+             y_train=np.arange(256) % 4, x_test=rng.integers(0, 255, (16, 8, 8, 1), dtype=np.uint8),
              y_test=np.arange(16) % 4)
     config = cluster_config(tmp_path, ALIAS, max_restarts=2)
     data = json.loads(config.read_text())
