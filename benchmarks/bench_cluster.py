@@ -21,21 +21,25 @@ def one_run(workers: int, args, folder: Path) -> dict:
     config = {"dataset": {"name": "digits"}, "model": {"name": args.model},
               "strategy": {"name": "multi_worker_mirrored", "workers": workers},
               "training": {"epochs": args.epochs, "global_batch_size": args.batch, "seed": 1, "steps_per_call": 10}}
-    path = folder / f"w{workers}.json"
+    return {"workers": workers, **run_config(config, folder, f"w{workers}")}
+
+
+def run_config(config: dict, folder: Path, name: str, env: dict | None = None) -> dict:
+    """Train ``config`` (steps_per_call 10) once: the launch-relative times and steady steps/s."""
+    path = folder / f"{name}.json"
     path.write_text(json.dumps(config))
     t0 = time.time()
     done = subprocess.run(app_command("train", str(path), "--runs-dir", str(folder / "runs"), "--events", "jsonl"),
-                          capture_output=True, text=True, env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2"}), timeout=900)
+                          capture_output=True, text=True, env=env or app_env({"TF_CPP_MIN_LOG_LEVEL": "2"}),
+                          timeout=900)
     wall = time.time() - t0
     events = [decode(json.loads(line)) for line in done.stdout.splitlines()]
     steps = [e for e in events if isinstance(e, Step)]
     started = next(e for e in events if isinstance(e, RunStarted))
     # Steady state: from the end of the first step group to the last step (tracing excluded).
     first, last = steps[9], steps[-1]
-    return {"workers": workers, "wall_s": wall, "run_started_s": started.time - t0,
-            "first_step_s": steps[0].time - t0,
-            "steps_per_s": (last.step - first.step) / (last.time - first.time),
-            "status": events[-1].status}
+    return {"wall_s": wall, "run_started_s": started.time - t0, "first_step_s": steps[0].time - t0,
+            "steps_per_s": (last.step - first.step) / (last.time - first.time), "status": events[-1].status}
 
 
 def main() -> None:

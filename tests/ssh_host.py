@@ -1,13 +1,18 @@
 """A real SSH host for the tests: Debian's ``sshd`` in a network namespace, with a user of its own.
 
-The session fixture :func:`ssh_host` makes a network namespace with a veth pair (10.213.78.1 here,
-10.213.78.2 there), starts ``sshd`` inside it on that address with its own host key and config
-(``UsePAM no``, keys only), creates a user with its own home and makes the app runnable by it: a
-Python under root's home (pyenv) is not readable by another user, so the user gets a venv of the
-system ``/usr/bin/python3`` whose ``.pth`` file adds this test environment's site-packages and the
-repository, and a wrapper script in its home is the remote command. The client side is a config
-file of the test's own (``ssh -F``, through ``$REPLICA_STUDIO_SSH_CONFIG``) with the key, the
-known_hosts file and the aliases: OpenSSH reads ``~/.ssh`` from the passwd home, not ``$HOME``.
+The session fixture :func:`ssh_host` makes a network namespace joined to this machine by a veth
+pair on a bridge (a LAN: 10.213.79.1 here, 10.213.79.2 there), starts ``sshd`` inside it on that
+address with its own host key and config (``UsePAM no``, keys only), creates a user with its own
+home and makes the app runnable by it: a Python under root's home (pyenv) is not readable by
+another user, so the user gets a venv of the system ``/usr/bin/python3`` whose ``.pth`` file adds
+this test environment's site-packages and the repository, and a wrapper script in its home is the
+remote command. The client side is a config file of the test's own (``ssh -F``, through
+``$REPLICA_STUDIO_SSH_CONFIG``) with the key, the known_hosts file and the aliases: OpenSSH reads
+``~/.ssh`` from the passwd home, not ``$HOME``.
+
+A test that needs two machines asks for :func:`second_ssh_host` (:meth:`SshHost.second_host`):
+the same again in a namespace of its own on the same bridge (10.213.79.3, its own user and home,
+alias ``rs-test-host2`` in the same client config), checked to reach the first one both ways.
 
 Everything is removed at the end (the shared connections, the daemons, the user and its
 processes, the veth pair, the namespace). Skipped with the reason where it cannot be made: not
@@ -16,6 +21,7 @@ Linux, not root, no ``ip``, no ``sshd``, no system Python of this Python's versi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import shutil
@@ -33,10 +39,13 @@ import pytest
 
 from gui_app.identity import app_command, app_env
 
-NS, VETH, PEER = "rs-test-ssh", "rs-ssh-v0", "rs-ssh-v1"
-CLIENT_IP, HOST_IP = "10.213.78.1", "10.213.78.2"
-USER = "rs-ssh-user"
+NS, VETH, PEER = "rs-ssh-host1", "rs-ssh-h1a", "rs-ssh-h1b"
+NS2, VETH2, PEER2 = "rs-ssh-host2", "rs-ssh-h2a", "rs-ssh-h2b"  # the second host's
+BRIDGE = "rs-ssh-lan"  # the LAN of this machine and the hosts
+CLIENT_IP, HOST_IP, HOST2_IP = "10.213.79.1", "10.213.79.2", "10.213.79.3"
+USER, USER2 = "rs-ssh-host1", "rs-ssh-host2"
 ALIAS = "rs-test-host"  # the alias that works: the right key, the host key known
+ALIAS2 = "rs-test-host2"  # the second host's
 SSHD = "/usr/sbin/sshd"
 SYSTEM_PYTHON = "/usr/bin/python3"
 REPO = Path(__file__).resolve().parents[1]
@@ -74,10 +83,10 @@ def _run(*cmd: str, ns: str | None = None, check: bool = True, **kwargs) -> subp
 class Daemon:
     """One ``sshd -D -e`` in the network namespace; ready once it says it listens (its log is kept)."""
 
-    def __init__(self, config: Path):
+    def __init__(self, config: Path, ns: str = NS):
         # nsenter, not `ip netns exec`: that one also makes a mount namespace of its own, which
         # (with / private, as here) would not see a tmpfs a test mounts later.
-        self.proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS}", SSHD, "-D", "-e", "-f", str(config)],
+        self.proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", SSHD, "-D", "-e", "-f", str(config)],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
@@ -111,8 +120,12 @@ class SshHost:
     old_command: str  # a wrapper that says it is an older release
     client_key: Path
     known_hosts: Path
-    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)  # the client config's (both hosts')
     daemons: list[Daemon] = field(default_factory=list)
+    user: str = USER
+    ip: str = HOST_IP
+    ns: str = NS
+    second: SshHost | None = None  # the second host, once a test asked for it
 
     @property
     def client_config(self) -> Path:
@@ -139,7 +152,7 @@ class SshHost:
         """A new ``Host`` block: the working alias with ``options`` changed (``Port``,
         ``IdentityFile``, ``UserKnownHostsFile``...). A shared connection reuses a host key once
         verified, so a test of another key needs an alias (a connection) of its own."""
-        self.aliases[name] = {"HostName": HOST_IP, "User": USER, "IdentityFile": str(self.client_key),
+        self.aliases[name] = {"HostName": self.ip, "User": self.user, "IdentityFile": str(self.client_key),
                               "UserKnownHostsFile": str(self.known_hosts), **options}
         blocks = [f"Host {alias}\n" + "".join(f"    {k} {v}\n" for k, v in opts.items())
                   for alias, opts in self.aliases.items()]
@@ -158,16 +171,37 @@ class SshHost:
 
     def daemon(self, port: int = 22) -> Daemon:
         """Another ``sshd`` on ``port`` (the session's own listens on 22)."""
-        config = self.base / "sshd" / f"sshd_config.{port}"
-        config.write_text(_SSHD_CONFIG.format(address=HOST_IP, port=port, host_key=self.host_key, user=USER))
-        daemon = Daemon(config)
+        config = self.base / "sshd" / f"sshd_config.{self.ns}.{port}"
+        config.write_text(_SSHD_CONFIG.format(address=self.ip, port=port, host_key=self.host_key, user=self.user))
+        daemon = Daemon(config, self.ns)
         self.daemons.append(daemon)
         return daemon
 
     def as_user(self, *cmd: str) -> subprocess.CompletedProcess:
         """Run a command as the host's user (outside ssh), e.g. to prepare its files."""
-        return _run("setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", *cmd, check=False,
+        return _run("setpriv", f"--reuid={self.user}", f"--regid={self.user}", "--init-groups", *cmd, check=False,
                     env={"HOME": str(self.home), "PATH": "/usr/bin:/bin"})
+
+    def second_host(self) -> SshHost:
+        """Another machine on the same LAN (made once): its own namespace, user, home and daemon,
+        reached as ``rs-test-host2`` with the same key and client config."""
+        if self.second is None:
+            _site(NS2, VETH2, PEER2, HOST2_IP)
+            home = self.base / "home2"
+            _user(home, self.client_key.with_suffix(".pub").read_text(), USER2)
+            host_public = self.host_key.with_suffix(".pub").read_text().split()
+            with self.known_hosts.open("a") as known:
+                known.write(f"{HOST2_IP} {host_public[0]} {host_public[1]}\n")
+            second = SshHost(self.base, home, self.host_key, self.command, self.old_command, self.client_key,
+                             self.known_hosts, aliases=self.aliases, user=USER2, ip=HOST2_IP, ns=NS2)
+            self.second = second  # removed at the end from here on
+            for ns, address in ((NS, HOST2_IP), (NS2, HOST_IP), (NS2, CLIENT_IP)):
+                if not _reaches(ns, address):
+                    pytest.skip(f"the hosts' namespaces do not reach each other over the bridge {BRIDGE} "
+                                f"({ns} -> {address}; a firewall on bridged traffic?)")
+            second.alias(ALIAS2)
+            second.daemon(22)
+        return self.second
 
     def close_connections(self) -> None:
         """End every shared connection (ControlMaster) the app opened."""
@@ -195,17 +229,19 @@ def _skip_unless_possible() -> None:
 
 def _remove_leftovers() -> None:
     """What a killed earlier session may have left (all named here; nothing else is touched)."""
-    _run("ip", "link", "del", VETH, check=False)
-    _run("ip", "netns", "del", NS, check=False)
-    if _run("id", "-u", USER, check=False).returncode == 0:
-        _end_user_processes()
-        _run("userdel", USER, check=False)
+    for ns, veth, user in ((NS, VETH, USER), (NS2, VETH2, USER2)):
+        _run("ip", "link", "del", veth, check=False)
+        _run("ip", "netns", "del", ns, check=False)
+        if _run("id", "-u", user, check=False).returncode == 0:
+            _end_user_processes(user)
+            _run("userdel", user, check=False)
+    _run("ip", "link", "del", BRIDGE, check=False)
 
 
-def _end_user_processes() -> None:
+def _end_user_processes(user: str = USER) -> None:
     """End the test user's processes (engines the tests started over ssh), each by its id, and
     wait until each is gone (userdel refuses a user with a process)."""
-    for pid in map(int, _run("ps", "-u", USER, "-o", "pid=", check=False).stdout.split()):
+    for pid in map(int, _run("ps", "-u", user, "-o", "pid=", check=False).stdout.split()):
         try:
             handle = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -220,22 +256,45 @@ def _end_user_processes() -> None:
 
 
 def _network() -> None:
+    """The LAN (a bridge holding this machine's address) and the first host on it."""
     try:
         _run("ip", "netns", "add", NS)
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"cannot create a network namespace here ({exc.stderr.strip() or exc})")
-    _run("ip", "link", "add", VETH, "type", "veth", "peer", "name", PEER)
-    _run("ip", "link", "set", PEER, "netns", NS)
-    _run("ip", "addr", "add", f"{CLIENT_IP}/30", "dev", VETH)
-    _run("ip", "link", "set", VETH, "up")
-    _run("ip", "addr", "add", f"{HOST_IP}/30", "dev", PEER, ns=NS)
-    _run("ip", "link", "set", PEER, "up", ns=NS)
-    _run("ip", "link", "set", "lo", "up", ns=NS)
+    try:
+        _run("ip", "link", "add", BRIDGE, "type", "bridge")
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot create a bridge here ({exc.stderr.strip() or exc})")
+    _run("ip", "addr", "add", f"{CLIENT_IP}/24", "dev", BRIDGE)
+    _run("ip", "link", "set", BRIDGE, "up")
+    _site(NS, VETH, PEER, HOST_IP, made=True)
 
 
-def _user(home: Path, public_key: str) -> None:
-    _run("useradd", "--home-dir", str(home), "--create-home", "--shell", "/bin/sh", "--user-group", USER)
-    _run("usermod", "-p", "*", USER)  # locked ('!') refuses even key login when PAM is off; '*' has no password
+def _site(ns: str, veth: str, peer: str, address: str, made: bool = False) -> None:
+    """A host's namespace (``made``: it exists) with ``address``, on a veth pair whose end here is
+    a port of the bridge."""
+    if not made:
+        _run("ip", "netns", "add", ns)
+    _run("ip", "link", "add", veth, "type", "veth", "peer", "name", peer)
+    _run("ip", "link", "set", peer, "netns", ns)
+    _run("ip", "link", "set", veth, "master", BRIDGE)
+    _run("ip", "link", "set", veth, "up")
+    _run("ip", "addr", "add", f"{address}/24", "dev", peer, ns=ns)
+    _run("ip", "link", "set", peer, "up", ns=ns)
+    _run("ip", "link", "set", "lo", "up", ns=ns)
+
+
+def _reaches(ns: str, address: str) -> bool:
+    """Whether a TCP connection from namespace ``ns`` to ``address`` gets an answer (a refusal
+    is one: the packets went both ways)."""
+    probe = (f"import socket\ntry:\n    socket.create_connection(({address!r}, 9), timeout=5)\n"
+             f"except ConnectionRefusedError:\n    pass\n")
+    return _run("ip", "netns", "exec", ns, sys.executable, "-c", probe, check=False).returncode == 0
+
+
+def _user(home: Path, public_key: str, user: str = USER) -> None:
+    _run("useradd", "--home-dir", str(home), "--create-home", "--shell", "/bin/sh", "--user-group", user)
+    _run("usermod", "-p", "*", user)  # locked ('!') refuses even key login when PAM is off; '*' has no password
     ssh_dir = home / ".ssh"
     ssh_dir.mkdir(mode=0o700)
     (ssh_dir / "authorized_keys").write_text(public_key)
@@ -249,7 +308,7 @@ def _user(home: Path, public_key: str) -> None:
     for name, text in WRAPPERS.items():
         (home / "bin" / name).write_text(text)
         (home / "bin" / name).chmod(0o755)
-    _run("chown", "-R", f"{USER}:{USER}", str(home))
+    _run("chown", "-R", f"{user}:{user}", str(home))
 
 
 def _keygen(path: Path) -> str:
@@ -264,10 +323,40 @@ def ssh_host():
         yield host
 
 
+@pytest.fixture
+def second_ssh_host(ssh_host):
+    """A second machine beside :func:`ssh_host` (:meth:`SshHost.second_host`), made once. The
+    shared connections end with the test: later tests find only the connections they open."""
+    yield ssh_host.second_host()
+    ssh_host.close_connections()
+
+
+@contextlib.contextmanager
+def _only_session() -> Iterator[None]:
+    """The names here are fixed (a killed session's leftovers are found by them), so two test
+    sessions on one machine would remove each other's hosts: the second one skips instead."""
+    with open(Path(tempfile.gettempdir()) / "rs-test-ssh.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            pytest.skip(f"another test session (pid {lock.read().strip() or '?'}) is using the SSH test hosts")
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
 @contextlib.contextmanager
 def running_host() -> Iterator[SshHost]:
     """:func:`ssh_host` outside pytest's fixtures (a benchmark, a script)."""
     _skip_unless_possible()
+    with _only_session(), _made_host() as host:
+        yield host
+
+
+@contextlib.contextmanager
+def _made_host() -> Iterator[SshHost]:
     _remove_leftovers()
     base = Path(tempfile.mkdtemp(prefix="rs-ssh-"))  # short: control sockets live under it (a 108-byte limit)
     base.chmod(0o711)  # the user's home is inside; the client's and the daemon's folders are 0700
@@ -297,12 +386,9 @@ def running_host() -> Iterator[SshHost]:
     finally:
         if host is not None:
             host.close_connections()
-            for daemon in host.daemons:
+            for daemon in host.daemons + (host.second.daemons if host.second else []):
                 daemon.stop()
-        _end_user_processes()
-        _run("userdel", USER, check=False)
-        _run("ip", "link", "del", VETH, check=False)
-        _run("ip", "netns", "del", NS, check=False)
+        _remove_leftovers()
         if made_privsep:
             shutil.rmtree("/run/sshd", ignore_errors=True)
         shutil.rmtree(base, ignore_errors=True)

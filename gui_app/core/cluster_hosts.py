@@ -1,5 +1,10 @@
 """Cluster addresses and ``TF_CONFIG`` (TensorFlow-free: the config and the window use it).
 
+A ``strategy.cluster`` list holds ``"host:port"`` strings (a worker the user starts there with
+``replica-studio worker --index I``; index 0 is this machine) and :class:`SshWorker` entries
+(``{"host": "gpu2", "port": 2222}``: a worker ``train`` starts itself over ssh,
+engine/cluster/ssh_workers.py).
+
 TensorFlow's gRPC servers have no authentication: whoever reaches a worker's port can run
 graphs in it. So a cluster may only name loopback or private addresses unless the user
 explicitly allows public ones (``strategy.allow_public_hosts`` / ``--allow-public-hosts``).
@@ -9,6 +14,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+from dataclasses import dataclass
+
+from gui_app.core.hosts import Host
 
 # Host names that are private by convention (RFC 6762, RFC 8375, common LAN suffixes).
 _PRIVATE_SUFFIXES = (".local", ".lan", ".internal", ".home.arpa", ".localdomain")
@@ -42,10 +50,41 @@ def is_loopback(host: str) -> bool:
         return host.lower() == "localhost"
 
 
-def check_hosts(hosts: tuple[str, ...], allow_public: bool) -> None:
-    """Raise ValueError for a malformed or repeated address, or a public one not allowed."""
-    seen = set()
-    for address in hosts:
+@dataclass(frozen=True)
+class SshWorker:
+    """A worker that ``train`` starts over ssh: ``host`` is an SSH host (docs/hosts.md: a hosts
+    file entry or anything ``ssh`` accepts), ``port`` the TensorFlow gRPC port on that machine.
+    Its address in the cluster is the host name ``ssh`` connects to (``ssh -G``), at ``port``."""
+
+    host: str = ""  # both required: the checks below name a missing one
+    port: int = 0
+
+
+def check_hosts(hosts: tuple[str | SshWorker, ...], allow_public: bool) -> None:
+    """Raise ValueError for a malformed or repeated address, or a public one not allowed. An
+    :class:`SshWorker`'s address is checked when ``train`` resolves it (its name is ssh's)."""
+    seen: set[tuple[str, int]] = set()
+    over_ssh = any(isinstance(address, SshWorker) for address in hosts)
+    for i, address in enumerate(hosts):
+        if over_ssh and i > 0 and not isinstance(address, SshWorker):
+            raise ValueError(f"entry {i} ({address!r}) is a worker started by hand, but the list names SSH hosts, "
+                             "whose workers train starts itself: give every entry but the first as "
+                             "{\"host\": ..., \"port\": ...}, or every entry as \"host:port\"")
+        if isinstance(address, SshWorker):
+            if i == 0:
+                raise ValueError("entry 0 is this machine (the chief, which writes the run directory): give it as "
+                                 "\"host:port\", the address the other workers reach it at")
+            try:
+                Host(address.host)
+            except ValueError as exc:
+                raise ValueError(f"entry {i}: {exc}") from None
+            if not 1 <= address.port <= 65535:
+                raise ValueError(f"entry {i}: port: the TensorFlow gRPC port there, 1 to 65535; got "
+                                 f"{address.port or 'none'}")
+            if (address.host, address.port) in seen:
+                raise ValueError(f"lists {address.host} port {address.port} twice")
+            seen.add((address.host, address.port))
+            continue
         host, port = split_host(address)
         if (host, port) in seen:
             raise ValueError(f"lists {address} twice")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gui_app.core.cluster_hosts import SshWorker
 from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, refuse_control_characters, to_plain  # noqa: F401 - ConfigError is ours
 from gui_app.core.config_json import fail as _fail
 from gui_app.core.config_json import show as _show
@@ -163,7 +164,7 @@ class StrategyConfig:
     # Multi-worker (docs/config.md): local worker/ps processes, or a cluster of hosts / a resolver.
     workers: int = 0  # worker processes started on 127.0.0.1 (0 with a cluster)
     ps: int = 0  # parameter_server: parameter-server processes started on 127.0.0.1
-    cluster: str | tuple[str, ...] | None = None  # ["host:port", ...] (index 0 is this machine), tf_config, slurm
+    cluster: str | tuple[str | SshWorker, ...] | None = None  # ["host:port" | {host, port}, ...], tf_config, slurm
     communication: str = "auto"  # multi_worker_mirrored: auto | ring | nccl
     timeout_s: float | None = None  # collective timeout; leave room for the first step's tracing
     join_timeout_s: float = 120.0  # how long the chief waits for the other workers to join

@@ -92,6 +92,12 @@ def to_plain(obj: Any) -> Any:
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+def _type_name(tp: Any) -> str:
+    if dataclasses.is_dataclass(tp):
+        return "an object"
+    return _TYPE_NAMES.get(tp, "a list")
+
+
 @functools.cache
 def _fields(tp: type) -> tuple[dict[str, Any], frozenset[str]]:
     """A dataclass's resolved field types and names. Resolving the string annotations is most
@@ -121,10 +127,10 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         if len(inner) > 1:  # e.g. str | tuple[str, ...]: the JSON type picks the member
             picked = [a for a in inner if (typing.get_origin(a) is tuple) == isinstance(value, list)
-                      and (isinstance(value, list) or isinstance(value, a))]
+                      and (isinstance(value, list) or isinstance(value, a)
+                           or (dataclasses.is_dataclass(a) and isinstance(value, dict)))]
             if not picked:
-                fail(where, f"must be {' or '.join(_TYPE_NAMES.get(a, 'a list') for a in inner)}; "
-                             f"got {json.dumps(value)}")
+                fail(where, f"must be {' or '.join(_type_name(a) for a in inner)}; got {json.dumps(value)}")
             inner = picked[:1]
         return _convert(inner[0], value, key)
     if origin is tuple:

@@ -111,11 +111,23 @@ def _quote(arg: str | StdinFile) -> str:
     return shlex.quote(arg)
 
 
-def shell_command(host: Host, app_args: Sequence[str | StdinFile]) -> str:
+# A command that must not outlive its connection (a cluster worker): it runs in the background
+# while the shell reads stdin (kept as fd 3: an asynchronous command's stdin is /dev/null); the
+# end of stdin (the client killed, the connection dropped) kills the process group there (sshd
+# made the shell its leader), the command with it. Otherwise the command's exit code is the
+# shell's (128+N when signal N killed it).
+_ENDS_WITH_INPUT = ('{{ exec 3<&0; {command} </dev/null 3<&- & rs_pid=$!; '
+                    '{{ while IFS= read -r rs_x; do :; done; kill -KILL 0; }} <&3 >/dev/null 2>&1 & rs_watch=$!; '
+                    'wait "$rs_pid"; rs_code=$?; kill "$rs_watch" 2>/dev/null; exit "$rs_code"; }}')
+
+
+def shell_command(host: Host, app_args: Sequence[str | StdinFile], ends_with_input: bool = False) -> str:
     """``HOST_COMMAND ARG...`` for the remote shell, every argument quoted (a leading ``~/`` is
-    the home there)."""
+    the home there); ``ends_with_input``: killed there when its stdin ends."""
     words = " ".join(_quote(arg) for arg in app_args)
     command = f"{host.command} {words}"
+    if ends_with_input:
+        command = _ENDS_WITH_INPUT.format(command=command)
     return _READ_STDIN_FILE + command if any(arg is STDIN_FILE for arg in app_args) else command
 
 
@@ -265,3 +277,13 @@ def fetch(host: Host, remote_folder: str, local_folder: Path) -> None:
                           errors="replace", start_new_session=True)
     if done.returncode != 0:
         raise HostError(f"{host.name}: cannot copy {remote_folder} back: {_last_line(done.stderr, done.returncode)}")
+
+
+def send(host: Host, local_folder: Path, remote_folder: str) -> None:
+    """Copy ``local_folder`` into ``remote_folder`` there (in which it appears by its name) with
+    scp over the shared connection."""
+    done = subprocess.run(["scp", "-r", "-q", *ssh_options(host), "--", str(local_folder),
+                           scp_source(host, remote_folder)], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, errors="replace", start_new_session=True)
+    if done.returncode != 0:
+        raise HostError(f"{host.name}: cannot copy {local_folder} there: {_last_line(done.stderr, done.returncode)}")

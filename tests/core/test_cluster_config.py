@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gui_app.core.cluster_hosts import check_hosts, is_private_host, split_host
+from gui_app.core.cluster_hosts import SshWorker, check_hosts, is_private_host, split_host
 from gui_app.core.config import ConfigError, RunConfig
 
 
@@ -35,11 +35,37 @@ def test_round_trip_of_a_cluster_list_and_a_resolver():
     ({"name": "multi_worker_mirrored", "workers": 2, "timeout_s": 0}, "strategy.timeout_s: must be > 0"),
     ({"name": "multi_worker_mirrored", "workers": 2, "max_restarts": -1}, "strategy.max_restarts"),
     ({"name": "multi_worker_mirrored", "cluster": 3}, "strategy.cluster: must be a string or a list"),
+    # SSH hosts, whose workers train starts itself
+    ({"name": "multi_worker_mirrored", "cluster": [{"host": "gpu2", "port": 2222}]},
+     "strategy.cluster: entry 0 is this machine (the chief, which writes the run directory): give it as \"host:port\""),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "gpu2", "port": 2222}, "b:1"]},
+     "strategy.cluster: entry 2 ('b:1') is a worker started by hand, but the list names SSH hosts"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "gpu2"}]},
+     "strategy.cluster: entry 1: port: the TensorFlow gRPC port there, 1 to 65535; got none"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "gpu2", "port": 0x10000}]}, "got 65536"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"port": 1}]}, "strategy.cluster: entry 1: host: must be"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "-oProxyCommand=x", "port": 1}]},
+     "strategy.cluster: entry 1: host: an ssh destination (user@host or an alias) has no spaces"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "gpu2", "port": "22"}]},
+     "strategy.cluster.port: must be an integer"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "gpu2", "port": 2, "user": "x"}]},
+     "strategy.cluster.user: unknown key (known keys: host, port)"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", {"host": "g", "port": 2}, {"host": "g", "port": 2}]},
+     "strategy.cluster: lists g port 2 twice"),
+    ({"name": "multi_worker_mirrored", "cluster": ["a:1", 7]}, "strategy.cluster: must be a string or an object"),
 ])
 def test_bad_multi_worker_keys_name_the_key(keys, message):
     with pytest.raises(ConfigError) as info:
         _strategy(**keys)
     assert message in str(info.value)
+
+
+def test_round_trip_of_a_cluster_of_ssh_hosts():
+    config = RunConfig.from_dict({"strategy": {"name": "multi_worker_mirrored", "cluster": [
+        "10.0.0.1:2222", {"host": "me@gpu2", "port": 2222}, {"host": "gpu3", "port": 2222}]}, "training": {"seed": 1}})
+    assert config.strategy.cluster == ("10.0.0.1:2222", SshWorker("me@gpu2", 2222), SshWorker("gpu3", 2222))
+    assert config.to_dict()["strategy"]["cluster"][1] == {"host": "me@gpu2", "port": 2222}
+    assert RunConfig.from_json(config.to_json()) == config
 
 
 def test_public_hosts_pass_only_when_allowed_and_several_hosts_need_a_seed():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import stat
 import subprocess
@@ -107,6 +108,32 @@ def test_the_remote_command_keeps_the_apps_exit_code_and_removes_its_temporary_f
                           capture_output=True, text=True, timeout=10)
     assert done.returncode == 3
     assert not os.path.exists(done.stdout.strip())
+
+
+def test_a_command_that_ends_with_its_input_keeps_its_exit_code_and_dies_when_stdin_ends(tmp_path):
+    """A cluster worker there: its exit code is the shell's (128+N when signal N killed it), and
+    the end of stdin (a dropped connection) kills it with its process group."""
+    def started(command: str) -> subprocess.Popen:
+        script = ssh.shell_command(Host("gpu1", command=command), [ssh.STDIN_FILE], ends_with_input=True)
+        proc = subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)  # as sshd makes the shell a session leader
+        proc.stdin.write('{"a": 1}\n')
+        proc.stdin.flush()
+        return proc
+
+    ends = started("sh -c 'cat \"$1\"; exit 3' app")
+    assert ends.stdout.readline() == '{"a": 1}\n' and ends.wait(timeout=10) == 3  # stdin still open
+    killed = started("sh -c 'echo $$; kill -KILL $$' app")
+    assert killed.wait(timeout=10) == 128 + 9
+    forever = started("sh -c 'echo $$; exec sleep 600' app")
+    worker = os.pidfd_open(int(forever.stdout.readline()))  # readable once that process has ended
+    try:
+        assert select.select([worker], [], [], 0.5)[0] == []  # alive while stdin is open
+        forever.stdin.close()  # the connection ends
+        assert forever.wait(timeout=10) == -9
+        assert select.select([worker], [], [], 10)[0] == [worker]
+    finally:
+        os.close(worker)
 
 
 def test_a_config_that_is_not_json_fails_here_with_the_engines_message(tmp_path):

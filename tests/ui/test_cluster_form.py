@@ -6,6 +6,7 @@ from PySide6.QtWidgets import QApplication
 from form_errors import shown_errors
 
 from gui_app.core import events as ev
+from gui_app.core.cluster_hosts import SshWorker
 from gui_app.core.config import StrategyConfig
 from gui_app.ui.tabs.replicas import ReplicasTab
 
@@ -53,6 +54,22 @@ def test_host_list_shows_a_command_per_other_host_with_copy(panel):
     cluster.allow_public.setChecked(True)
     assert panel.config().strategy.allow_public_hosts
     assert QApplication.clipboard() and cluster.worker_command(1).endswith("--allow-public-hosts")
+
+
+def test_ssh_host_lines_are_workers_the_run_starts_over_ssh(panel):
+    form = _use(panel, "multi_worker_mirrored")
+    cluster = form.cluster
+    cluster.place.setCurrentIndex(cluster.place.findData("hosts"))
+    cluster.hosts.setPlainText("192.168.1.10:2222\nssh me@gpu2:2222\nssh gpu3:2223")
+    config = panel.config()
+    assert config.strategy.cluster == ("192.168.1.10:2222", SshWorker("me@gpu2", 2222), SshWorker("gpu3", 2223))
+    assert cluster.copy_buttons == []  # nothing to start by hand
+    assert cluster.max_restarts.isVisibleTo(form)  # the run starts every worker: it can restart them
+    panel.set_config(config)
+    assert cluster.hosts.toPlainText() == "192.168.1.10:2222\nssh me@gpu2:2222\nssh gpu3:2223"
+    cluster.hosts.setPlainText("192.168.1.10:2222\nssh gpu2")
+    assert panel.config() is None
+    assert any("entry 1: port: the TensorFlow gRPC port there" in m for m in shown_errors(panel).values())
 
 
 def test_replica_tab_labels_replicas_worker_slash_device(qtbot):

@@ -5,6 +5,7 @@ slurm              the cluster of a Slurm job step in Slurm's node order, its po
 run_identity       which run a worker belongs to, checked by every worker when the cluster forms
 processes          worker processes started to die with us, their logs, how they ended
 launcher           ``train`` of a MultiWorkerMirrored run: starts, relays, watches and restarts the workers
+ssh_workers        the workers of a host list that ``train`` starts over ssh
 parameter_servers  ``train`` of a ParameterServer run: the coordinator and its worker and ps processes
 agreement          stop, pause and checkpoint agreed by every worker through one collective
 worker_command     ``replica-studio worker``: one worker of a cluster

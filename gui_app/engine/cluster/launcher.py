@@ -1,7 +1,8 @@
 """``train``/``resume`` of a multi-worker run: this process becomes a small launcher.
 
 It runs no TensorFlow. It picks free loopback ports, starts the worker processes (each with its
-own ``TF_CONFIG``), relays the chief's events to its own stdout and the run directory, forwards
+own ``TF_CONFIG``) -- or, for a host list, the chief here and the workers of its SSH hosts
+(engine/cluster/ssh_workers.py) --, relays the chief's events to its own stdout and the run directory, forwards
 stop/pause/checkpoint to the chief (the workers agree on them, engine/cluster/agreement.py), and
 watches them all. TensorFlow cannot recover a MultiWorkerMirrored cluster in-process once a
 peer failed ("restart your program"), so when one worker dies the launcher kills the rest at
@@ -11,6 +12,7 @@ process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import random
 import subprocess
@@ -25,6 +27,7 @@ from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode_line
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
+from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
 from gui_app.engine.control import Control
 from gui_app.engine.errors import ClusterFailed
 from gui_app.engine.events import EventWriter
@@ -51,18 +54,19 @@ class _Attempt:
     """One start of the cluster."""
 
     def __init__(self, config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
-                 data_seed: int):
+                 data_seed: int, ssh: SshCluster | None = None, restore_there: dict[int, str] | None = None):
         self.config, self.run_dir, self.events, self.control = config, run_dir, events, control
         self.step = 0
         self.error: Error | None = None  # the chief's: the launcher decides how the run ends
         self.finished: RunFinished | None = None
+        self.culprit: WorkerProcess | None = None  # the worker whose end failed the cluster
         self.queue: queue.Queue[Event | None] = queue.Queue()  # the chief's events; None: its stdout closed
         cfg = config.strategy
         local = cfg.workers if cfg.cluster is None else 1  # a host list / scheduler: only the chief is here
         ports = free_ports(local) if cfg.cluster is None else []
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
         self.workers: list[WorkerProcess] = []
-        config_file = str(run_dir / rundir.CONFIG_FILE)
+        config_file = str(ssh.config_file if ssh else run_dir / rundir.CONFIG_FILE)
         for i in range(local):
             cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
             if i == 0:
@@ -76,7 +80,7 @@ class _Attempt:
                 if resume:
                     cmd += ["--resume", "--restore-from", str(run_dir / rundir.CHECKPOINT_DIR)]
             extra = {"TF_CONFIG": tf_config(cluster, "worker", i)} if cfg.cluster is None else None
-            address = cluster["worker"][i] if ports else (cfg.cluster[0] if isinstance(cfg.cluster, tuple)
+            address = cluster["worker"][i] if ports else (str(cfg.cluster[0]) if isinstance(cfg.cluster, tuple)
                                                           else "this machine")
             pipe = subprocess.PIPE if i == 0 else subprocess.DEVNULL  # the chief's events and control lines
             worker = start_process(i, address, cmd, extra, stdin=pipe, stdout=pipe)
@@ -86,6 +90,8 @@ class _Attempt:
                 worker.threads.append(events_reader)
                 events_reader.start()
             self.workers.append(worker)
+        if ssh is not None:  # the workers it starts over ssh
+            self.workers += [ssh.start(i, data_seed, resume, (restore_there or {}).get(i)) for i in ssh.hosts]
         self._sent = {"stop": False, "pause": False}
 
     # ---- the chief's events and the window's commands -----------------------------------
@@ -146,10 +152,11 @@ class _Attempt:
             if failed:
                 # A worker killed by a signal is the cause; peers that then exit with a collective
                 # error (UnavailableError) are its victims, whichever the poll saw first.
-                culprit = min(failed, key=lambda w: (w.proc.returncode >= 0, w.index))
+                culprit = min(failed, key=lambda w: (not w.killed, w.index))
                 stopped = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
                 kill_all(self.workers)
                 self._relay()
+                self.culprit = culprit
                 return "failed", self._describe(culprit, stopped)
             if chief.proc.poll() == 0 and not open_stream:
                 status = self.finished.status if self.finished else "failed"
@@ -173,10 +180,11 @@ class _Attempt:
         hung = [i for i in culprit.unhealthy if i != culprit.index]
         hung = hung or stopped  # TensorFlow's heartbeat report may not have arrived: a stopped peer hung
         if hung:  # the chief failed because a peer hung: name the peer
-            where = f" at {self.workers[hung[0]].address}" if hung[0] < len(self.workers) else ""
+            peer = next((w for w in self.workers if w.index == hung[0]), None)
+            where = f" {peer.where}" if peer else ""
             return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "
                     f"step {self.step}; worker {culprit.index}{role} ended with: {what}")
-        text = f"worker {culprit.index}{role} at {culprit.address} {culprit.how_it_ended()} at step {self.step}"
+        text = f"worker {culprit.index}{role} {culprit.where} {culprit.how_it_ended()} at step {self.step}"
         return f"{text}: {what}" if what else text
 
     @property
@@ -203,26 +211,38 @@ def _checkpoint_step(run_dir: Path) -> int:
 def run_cluster(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool
                 ) -> tuple[str, int]:
     """Train on a cluster; returns (status, step) like ``TrainingSession.run`` or raises ClusterFailed."""
+    with ssh_cluster(config) as ssh:
+        return _run_attempts(config, run_dir, events, control, resume, ssh)
+
+
+def _run_attempts(config: RunConfig, run_dir: Path, events: EventWriter, control: Control, resume: bool,
+                  ssh: SshCluster | None) -> tuple[str, int]:
     cfg = config.strategy
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     restarts = 0
     while True:
         started = time.monotonic()
-        attempt = _Attempt(config, run_dir, events, control, resume, seed)
-        try:
-            status, message = attempt.watch()
-        finally:
-            kill_all(attempt.workers)
+        copies: contextlib.AbstractContextManager[dict[int, str]] = (
+            ssh.checkpoints_there(run_dir) if ssh and resume else contextlib.nullcontext({}))
+        with copies as there:
+            attempt = _Attempt(config, run_dir, events, control, resume, seed, ssh, there)
+            try:
+                status, message = attempt.watch()
+            finally:
+                kill_all(attempt.workers)
         finished = attempt.finished  # the chief's run_finished: how a completed or stopped run ended
         if finished is not None and status in ("completed", "stopped"):
             if status == "stopped" and not control.stop_requested:  # a worker's own signal: run_finished says so
                 control.command("stop", finished.message)
             return status, attempt.step if status == "stopped" else finished.step
         kind = attempt.chief_error_kind
+        if kind not in ("config", "input") and attempt.culprit and attempt.culprit.proc.returncode == EXIT_BAD_INPUT:
+            kind = "input"  # another worker's config or input (a dataset path missing on its host): no restart mends it
         if kind in ("config", "input"):
             raise ClusterFailed(message or "the chief failed", attempt.step, kind, EXIT_BAD_INPUT)
         message = message or "the cluster failed"
-        can_restart = cfg.cluster is None and restarts < cfg.max_restarts and not control.stop_requested
+        every_worker_here = cfg.cluster is None or ssh is not None  # none started by hand
+        can_restart = every_worker_here and restarts < cfg.max_restarts and not control.stop_requested
         if not can_restart:
             raise ClusterFailed(f"{message} ({time.monotonic() - started:.1f} s after the cluster started)",
                                 attempt.step)

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
+from gui_app.core.ssh import SSH_FAILED
 from gui_app.identity import app_env
 
 
@@ -33,9 +34,24 @@ class WorkerProcess:
     last_error: str | None = None  # its last "replica-studio worker: ..." line
     unhealthy: list[int] = field(default_factory=list)  # peers TensorFlow reported as not sending heartbeats
     threads: list[threading.Thread] = field(default_factory=list)  # the readers of its output
+    host: str | None = None  # the SSH host it runs on (proc is the ssh client: its exit is the shell's there)
+
+    @property
+    def where(self) -> str:
+        return f"on {self.host} ({self.address})" if self.host else f"at {self.address}"
+
+    @property
+    def killed(self) -> bool:
+        """Ended by a signal (or, over ssh, its connection lost): a cause, not a peer's victim."""
+        rc = self.proc.returncode
+        return rc is not None and (rc < 0 or (self.host is not None and rc > 128))
 
     def how_it_ended(self) -> str:
         rc = self.proc.returncode
+        if self.host is not None and rc == SSH_FAILED:
+            return "lost its ssh connection (ssh exit 255)"
+        if self.host is not None and rc is not None and rc > 128:  # the shell there: 128 + the signal
+            rc = 128 - rc
         if rc is not None and rc == -getattr(signal, "SIGALRM", 0):  # worker_command's join alarm
             return ("did not form the cluster within strategy.join_timeout_s (the ports answer, but not every "
                     "task joined TensorFlow's cluster: is a replica-studio worker listening on each of them?)")
@@ -48,12 +64,13 @@ class WorkerProcess:
 
 
 def start_process(index: int, address: str, cmd: list[str], env: dict[str, str] | None = None,
-                  stdin: int = subprocess.DEVNULL, stdout: int = subprocess.DEVNULL) -> WorkerProcess:
+                  stdin: int = subprocess.DEVNULL, stdout: int = subprocess.DEVNULL,
+                  host: str | None = None) -> WorkerProcess:
     """Start ``cmd`` (an app command) with ``env`` added to ours; its stderr is forwarded to
     ours by a thread of its own (:func:`_pump_stderr`). On Linux it dies with this process."""
     proc = subprocess.Popen(cmd, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True, bufsize=1,
                             env=app_env(env), preexec_fn=die_with_parent if sys.platform == "linux" else None)
-    process = WorkerProcess(index, address, proc)
+    process = WorkerProcess(index, address, proc, host=host)
     reader = threading.Thread(target=_pump_stderr, args=(process, proc.stderr), daemon=True)
     process.threads.append(reader)
     reader.start()

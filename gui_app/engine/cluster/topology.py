@@ -49,7 +49,9 @@ class Task:
 
 def resolve_task(cfg: StrategyConfig, index: int | None) -> Task:
     if isinstance(cfg.cluster, tuple):
-        hosts = list(cfg.cluster)
+        hosts = [h for h in cfg.cluster if isinstance(h, str)]
+        if len(hosts) < len(cfg.cluster):  # train resolves them (engine/cluster/ssh_workers.py)
+            raise ConfigError("strategy.cluster: names SSH hosts, whose workers replica-studio train starts itself")
         if index is None or not 0 <= index < len(hosts):
             raise ConfigError(f"--index: must be 0 to {len(hosts) - 1} for the {len(hosts)} hosts of "
                               f"strategy.cluster; got {index}")

@@ -2,8 +2,9 @@
 
 This machine (worker processes on 127.0.0.1, started by the run), your own machines (a list of
 ``host:port``; this machine is index 0, the chief, and each other host runs the command shown
-beside it), or what a scheduler provides (TF_CONFIG, a Slurm allocation). TensorFlow's gRPC
-servers have no authentication, which the panel says where it matters.
+beside it; or ``ssh HOST:PORT`` lines, SSH hosts whose workers the run starts itself), or what
+a scheduler provides (TF_CONFIG, a Slurm allocation). TensorFlow's gRPC servers have no
+authentication, which the panel says where it matters.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core.cluster_hosts import is_loopback, split_host
+from gui_app.core.cluster_hosts import SshWorker, is_loopback, split_host
 from gui_app.core.config import ConfigError
 from gui_app.core.wording import label
 from gui_app.ui.colors import WARNING_STYLE
@@ -58,7 +59,8 @@ class ClusterPanel(QWidget):
         self.form.addRow(label("strategy.ps"), self.ps)
         self.hosts = QPlainTextEdit()
         self.hosts.setPlaceholderText("one host:port per line; the first is this machine (the chief)\n"
-                                      "192.168.1.10:2222\n192.168.1.11:2222")
+                                      "192.168.1.10:2222\n192.168.1.11:2222   (or: ssh gpu2:2222, an SSH "
+                                      "host the run starts its worker on)")
         self.hosts.setMaximumHeight(90)
         self.form.addRow("Hosts", self.hosts)
         self.commands = QWidget()
@@ -99,6 +101,18 @@ class ClusterPanel(QWidget):
     def host_list(self) -> list[str]:
         return [line.strip() for line in self.hosts.toPlainText().splitlines() if line.strip()]
 
+    def cluster_entries(self) -> tuple[str | SshWorker, ...]:
+        """The host lines as ``strategy.cluster`` entries: ``ssh HOST:PORT`` is an SSH host (one
+        without a port fails the config's check, which names the missing port)."""
+        entries: list[str | SshWorker] = []
+        for line in self.host_list():
+            if line.startswith("ssh "):
+                host, _, port = line[4:].strip().rpartition(":")
+                entries.append(SshWorker(host, int(port)) if port.isdigit() else SshWorker(line[4:].strip()))
+            else:
+                entries.append(line)
+        return tuple(entries)
+
     def values(self, strategy: str) -> dict:
         place = self.place.currentData()
         timeout = self.timeout.text().strip()
@@ -112,7 +126,7 @@ class ClusterPanel(QWidget):
             out["workers"] = self.workers.value()
             out["ps"] = self.ps.value() if strategy == "parameter_server" else 0
         elif place == "hosts":
-            out["cluster"] = tuple(self.host_list())
+            out["cluster"] = self.cluster_entries()
         else:
             out["cluster"] = place
         return out
@@ -125,7 +139,7 @@ class ClusterPanel(QWidget):
             self.workers.setValue(section.workers)
         if section.ps:
             self.ps.setValue(section.ps)
-        self.hosts.setPlainText("\n".join(cluster) if isinstance(cluster, tuple) else "")
+        self.hosts.setPlainText("\n".join(_line(entry) for entry in cluster) if isinstance(cluster, tuple) else "")
         self.communication.setCurrentIndex(self.communication.findData(section.communication))
         self.timeout.setText("" if section.timeout_s is None else format_float(section.timeout_s))
         self.join_timeout.setValue(int(section.join_timeout_s))
@@ -136,10 +150,12 @@ class ClusterPanel(QWidget):
     def refresh(self, strategy: str) -> None:
         self._strategy = strategy
         place = self.place.currentData()
+        over_ssh = place == "hosts" and any(h.startswith("ssh ") for h in self.host_list())  # the run starts them all
         rows = {self.workers: place == "local", self.ps: place == "local" and strategy == "parameter_server",
                 self.hosts: place == "hosts", self.commands: place == "hosts",
                 self.communication: strategy == "multi_worker_mirrored",
-                self.max_restarts: place == "local", self.allow_public: place == "hosts"}
+                self.max_restarts: place == "local" or over_ssh,
+                self.allow_public: place == "hosts"}
         for widget, shown in rows.items():
             self.form.setRowVisible(widget, shown)
         self._fill_commands()
@@ -162,6 +178,10 @@ class ClusterPanel(QWidget):
             self.commands_grid.addWidget(QLabel("List this machine first, then the other hosts."), 0, 0)
             return
         for i, host in enumerate(hosts[1:], start=1):
+            if host.startswith("ssh "):
+                self.commands_grid.addWidget(QLabel(host[4:]), i, 0)
+                self.commands_grid.addWidget(QLabel("started over ssh by the run"), i, 1)
+                continue
             command = QLineEdit(self.worker_command(i))
             command.setReadOnly(True)
             button = QPushButton("Copy")
@@ -181,6 +201,10 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _line(entry: str | SshWorker) -> str:
+    return f"ssh {entry.host}:{entry.port}" if isinstance(entry, SshWorker) else entry
 
 
 def _loopback(address: str) -> bool:
