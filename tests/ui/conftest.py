@@ -1,7 +1,9 @@
 """Fixtures for the UI tests: offscreen Qt, settings and runs in tmp_path, a fast fake engine."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -44,9 +46,10 @@ def runs_dir(isolated_dirs) -> Path:
 
 
 @pytest.fixture
-def fake_engine(monkeypatch):
+def fake_engine(monkeypatch, runs_dir):
     """An ``engine_command`` replacement running tests/ui/fake_engine.py; returns a setter
-    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``) and step count."""
+    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``) and step count. Its runs
+    are detached: any still running in ``runs_dir`` at the end of the test is killed."""
     monkeypatch.setenv("FAKE_ENGINE_MODE", "normal")
 
     def engine_command(*args: str) -> list[str]:
@@ -57,7 +60,12 @@ def fake_engine(monkeypatch):
         monkeypatch.setenv("FAKE_ENGINE_STEPS", str(steps))
 
     engine_command.configure = configure
-    return engine_command
+    yield engine_command
+    from gui_app.core.live_runs import list_live_runs
+
+    for run in list_live_runs(runs_dir) if runs_dir.is_dir() else ():
+        with contextlib.suppress(ProcessLookupError, AttributeError):  # AttributeError: not running
+            os.kill(run.process.pid, signal.SIGKILL)
 
 
 @pytest.fixture
