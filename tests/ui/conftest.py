@@ -48,16 +48,17 @@ def runs_dir(isolated_dirs) -> Path:
 @pytest.fixture
 def fake_engine(monkeypatch, runs_dir):
     """An ``engine_command`` replacement running tests/ui/fake_engine.py; returns a setter
-    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``) and step count. Its runs
+    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``), step count and step time. Its runs
     are detached: any still running in ``runs_dir`` at the end of the test is killed."""
     monkeypatch.setenv("FAKE_ENGINE_MODE", "normal")
 
     def engine_command(*args: str) -> list[str]:
         return [sys.executable, str(FAKE_ENGINE), *args]
 
-    def configure(mode: str = "normal", steps: int = 20) -> None:
+    def configure(mode: str = "normal", steps: int = 20, step_seconds: float = 0.0) -> None:
         monkeypatch.setenv("FAKE_ENGINE_MODE", mode)
         monkeypatch.setenv("FAKE_ENGINE_STEPS", str(steps))
+        monkeypatch.setenv("FAKE_ENGINE_STEP_SECONDS", str(step_seconds))
 
     engine_command.configure = configure
     yield engine_command

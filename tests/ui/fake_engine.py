@@ -17,7 +17,8 @@ behaviour:
     hang     like wait, but ignore stop (the supervisor must kill it)
     gpu      like normal, and ``devices`` reports one GPU
 
-``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20). Tests run it from any
+``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20), ``FAKE_ENGINE_STEP_SECONDS``
+how long each takes (default 0). Tests run it from any
 folder: it imports gui_app.core.events (Qt- and TensorFlow-free) from its own checkout.
 
 ``train --detach`` and ``resume --detach`` work as the real ones do (docs/detached.md): the run
@@ -46,6 +47,7 @@ MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 DETACH = "--detach" in sys.argv
 WAIT_LIMIT_S = 120.0  # a detached run nobody stops (a failed test) ends on its own
 STEPS = int(os.environ.get("FAKE_ENGINE_STEPS", "20"))
+STEP_SECONDS = float(os.environ.get("FAKE_ENGINE_STEP_SECONDS", "0"))
 CLASSES = [str(i) for i in range(10)]
 TEST_EXAMPLES = 50
 
@@ -238,7 +240,7 @@ def train(config, run_dir, resumed, start_step):
             deadline = time.monotonic() + WAIT_LIMIT_S
             while not words:
                 if time.monotonic() > deadline:
-                    words.append("stop")
+                    return 1
                 time.sleep(0.005)
         while words:
             word = words.pop(0)
@@ -266,6 +268,7 @@ def train(config, run_dir, resumed, start_step):
             sys.stderr.write("Traceback (most recent call last):\n  File \"x\", line 1\n")
             sys.stderr.write("RuntimeError: fake engine crashed on purpose\n")
             return 1
+        time.sleep(STEP_SECONDS)
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
