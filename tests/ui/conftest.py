@@ -62,11 +62,7 @@ def fake_engine(monkeypatch, runs_dir):
 
     engine_command.configure = configure
     yield engine_command
-    from gui_app.core.live_runs import list_live_runs
-
-    for run in list_live_runs(runs_dir) if runs_dir.is_dir() else ():
-        with contextlib.suppress(ProcessLookupError, AttributeError):  # AttributeError: not running
-            os.kill(run.process.pid, signal.SIGKILL)
+    stop_live_runs(runs_dir)
 
 
 @pytest.fixture
@@ -83,7 +79,7 @@ def panel(qtbot, fake_engine):
 
 
 @pytest.fixture
-def real_window(qtbot):
+def real_window(qtbot, runs_dir):
     """The main window with the real engine (each engine process costs seconds: slow tests)."""
     from gui_app.ui.window.main_window import MainWindow
 
@@ -94,3 +90,13 @@ def real_window(qtbot):
     window.supervisor.close()
     window.settings.confirm_close_during_run = False
     window.close()
+    stop_live_runs(runs_dir)
+
+
+def stop_live_runs(runs_dir: Path) -> None:
+    """Kill every run still running in ``runs_dir`` (a test that failed left it: runs are detached)."""
+    from gui_app.core.live_runs import list_live_runs
+
+    for run in list_live_runs(runs_dir) if runs_dir.is_dir() else ():
+        with contextlib.suppress(ProcessLookupError, AttributeError):  # AttributeError: not running
+            os.kill(run.process.pid, signal.SIGKILL)
