@@ -88,6 +88,7 @@ class Attachment(QObject):
         self._kill_timer.timeout.connect(self._kill_run)
         self._stopping = self._detaching = self._killed = self._done = False
         self.kill_reason: str | None = None
+        self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
         self._log = _LogTail(self)
         self._log.line.connect(self.log_line)
 
@@ -164,17 +165,23 @@ class Attachment(QObject):
                      .start())
         if self._stopping:
             self._job.send("stop")  # again: the word may have gone with the last attachment
-        if self._delay > BACKOFF_FIRST_S:  # a re-attachment: say so once it has held for a moment
+        if self._notice:  # a re-attachment: say so once it has held for a moment (or an event came)
             job = self._job
             QTimer.singleShot(1000, self, lambda: self._reattached(job))
 
     def _reattached(self, job: RunJob) -> None:
         if job is self._job and job.is_running():
             self._delay = BACKOFF_FIRST_S
-            self.notice.emit("")
+            self._say("")
+
+    def _say(self, notice: str) -> None:
+        if notice != self._notice:
+            self._notice = notice
+            self.notice.emit(notice)
 
     def _on_event(self, event: Event) -> None:
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
+        self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
         self.event.emit(event)
@@ -195,7 +202,7 @@ class Attachment(QObject):
         elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
-            self.notice.emit(REATTACHING)
+            self._say(REATTACHING)
             self._retry.start(int(self._delay * 1000))
             self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
@@ -225,6 +232,7 @@ class Attachment(QObject):
         self._kill_timer.stop()
         self._log.read()
         self._log.stop()
+        self._say("")
         self.ended.emit(status, message)
 
 
