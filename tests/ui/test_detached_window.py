@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 import pytest
-from run_dirs import listed_status, wait_listed
+from run_dirs import listed_status, wait_listed, write_run
 
 from gui_app.core import events as ev
 from gui_app.core.live_runs import live_process
@@ -178,3 +178,34 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_host_column_names_another_machine_and_a_running_run_can_be_attached(qtbot, runs_dir):
+    from stub_run import StubRun
+
+    from gui_app.core import run_lock
+    from gui_app.core.live_runs import record_process
+    from gui_app.ui.window.runs_panel import HOST, RunsPanel
+    from gui_app.ui.window.window_state import WindowState
+
+    here = write_run(runs_dir, "here", "completed")
+    record_process(here, "train", detached=True)  # ran on this machine: no host shown
+    there = write_run(runs_dir, "there", "stopped", started=1.7e9 + 10)
+    (there / "process.json").write_text(json.dumps({"pid": 1, "host": "gpu1", "command": "train", "detached": True,
+                                                     "started": 1.7e9}))
+    running = write_run(runs_dir, "running", None, started=1.7e9 + 20)
+    panel = RunsPanel(WindowState(StubRun(), runs_dir))
+    qtbot.addWidget(panel)
+    with run_lock.RunLock(running):  # this process runs it, as far as the list can tell
+        record_process(running, "train", detached=True)
+        panel.refresh()
+        qtbot.waitUntil(lambda: not panel.is_filling())
+        assert not panel.tree.isColumnHidden(HOST)
+        hosts = {panel.tree.topLevelItem(i).text(0): panel.tree.topLevelItem(i).text(HOST) for i in range(3)}
+        assert hosts == {"running": "", "stopped (10/20)": "gpu1", "completed": ""}
+        assert panel.running_runs() == [str(running)] and listed_status(panel, running) == "running"
+        panel.select(running)
+        assert panel.attach_button.isEnabled() and not panel.resume_button.isEnabled()
+        with qtbot.waitSignal(panel.attach_requested) as asked:
+            panel.attach_button.click()
+        assert asked.args == [str(running)]
