@@ -17,7 +17,8 @@ would run on that other thread.) It never touches a widget.
 
 Signals:
     events(list)                   the events (gui_app.core.events, decoded once by the job), in
-                                   order, batched every ``batch_ms``
+                                   order: the first after a quiet spell at once, then batched
+                                   every ``batch_ms``
     run_started(RunStarted)        the run_started event, emitted before the batch holding it
     finished(status, run_dir, msg) completed | stopped | failed | interrupted (killed after the stop
                                    grace period) | detached (the window let go: the run goes on);
@@ -142,7 +143,7 @@ class RunSupervisor(QObject):
         """Let go of the run (it goes on: ``finished`` says ``detached``) and end the thread.
         Idempotent; blocks briefly."""
         if self._thread.isRunning():
-            self._worker.shutdown_requested.emit()  # blocking: returns once the engine is gone
+            self._worker.shutdown_requested.emit()  # blocking: returns once the attachment has ended
             self._thread.quit()
             self._thread.wait(10_000)
 
