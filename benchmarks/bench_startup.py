@@ -1,7 +1,9 @@
 """Start-up: launch to first painted window (empty runs folder, and 1,000 runs with and without
-their summary.json), and launch to the first finished step from the window and from the CLI.
+their summary.json), launch to a window the user sees on an X screen, and launch to the first
+finished step from the window and from the CLI.
 
     python benchmarks/bench_startup.py [--repeats 5] [--pairs 3] [--runs 1000] [--command EXE] [--json OUT]
+                                       [--visible-only] [--display :46]
 
 Every launch is a fresh process. The parent reads ``time.monotonic()`` just before starting
 it; the child prints ``time.monotonic()`` once its main window has been painted (the app via
@@ -19,6 +21,12 @@ reads every events.jsonl (about 15 s for 1,000 runs), on its own thread, after t
 The launches of one repeat are interleaved (baseline, empty, warm, cold, TensorFlow), so load
 from elsewhere hits every row alike.
 
+Visible window: what the user waits for. The first paint above is reported by the app itself,
+offscreen; here an X server (Xvfb on ``--display``, 1280x720, no window manager, started by the
+script) shows the window and ``xdotool search --onlyvisible`` is polled every 10 ms from the
+launch until the window is mapped. Interleaved per repeat: a bare Qt window (the same baseline,
+kept open), the app on an empty runs folder, the app on the warm 1,000 runs.
+
 First finished step: ``replica-studio --config CFG --train --measure-startup`` (the window
 trains as it opens and prints when the run's first ``step`` event reached it) against
 ``replica-studio train CFG --events jsonl`` (time of the first ``step`` line on its stdout),
@@ -33,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +54,7 @@ import common
 
 ROOT = common.ROOT
 TARGET_PAINT_S = 1.5
+TARGET_VISIBLE_EMPTY_S, TARGET_VISIBLE_RUNS_S = 1.0, 1.5  # launch to a window the user sees
 RUN_STEPS = 2_100  # 1.7 MB of events.jsonl per run
 FIRST_STEP_CONFIG = {"dataset": {"name": "digits"}, "model": {"name": "mnist_cnn"},
                      "strategy": {"name": "mirrored", "devices": ["CPU:0", "CPU:1"]},
@@ -123,6 +133,77 @@ def until_line(command: list[str], env: dict[str, str], wanted, timeout: float =
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+BASELINE_VISIBLE = """
+import sys
+from PySide6.QtWidgets import QApplication, QWidget
+
+app = QApplication(sys.argv[:1])
+window = QWidget()
+window.setWindowTitle("Replica baseline")
+window.resize(1200, 700)
+window.show()
+app.exec()
+"""
+
+
+def start_xvfb(display: str) -> subprocess.Popen:
+    # -noreset: an X server resets when its last client leaves and refuses connections meanwhile
+    # (the launcher's display check connects and leaves just before Qt connects).
+    server = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x720x24", "-nolisten", "tcp", "-noreset"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while subprocess.run(["xdotool", "getdisplaygeometry"], env=dict(os.environ, DISPLAY=display),
+                         capture_output=True, check=False).returncode != 0:  # a socket file may be a stale one
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"bench_startup: Xvfb {display} did not start")
+        time.sleep(0.05)
+    return server
+
+
+def until_visible(command: list[str], env: dict[str, str], title: str, timeout: float = 60) -> float:
+    """Seconds from starting ``command`` to a visible (mapped) window whose title starts with
+    ``title`` on ``env``'s display; then the process is killed."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env=env, cwd=str(ROOT), start_new_session=True)
+    try:
+        while time.monotonic() - started < timeout:
+            found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", f"^{title}"],
+                                   capture_output=True, text=True, env=env, check=False)
+            if found.stdout.strip():
+                return time.monotonic() - started
+            if proc.poll() is not None:
+                raise SystemExit(f"bench_startup: {' '.join(command)} ended ({proc.returncode}) before it showed")
+            time.sleep(0.01)
+        raise SystemExit(f"bench_startup: no visible window from {' '.join(command)} in {timeout:g} s")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def measure_visible(repeats: int, command: str | None, runs_folder: Path, display: str) -> dict[str, list[float]]:
+    env = dict(_env(), DISPLAY=display, QT_QPA_PLATFORM="xcb")
+    app = [command] if command else [sys.executable, "-m", "gui_app"]
+    rows: dict[str, list[float]] = {"bare Qt window (baseline)": [], "empty runs folder": [], "1,000 runs, warm": []}
+    server = start_xvfb(display)
+    try:
+        for _ in range(repeats):
+            rows["bare Qt window (baseline)"].append(
+                until_visible([sys.executable, "-c", BASELINE_VISIBLE], env, "Replica baseline"))
+            for name, folder in (("empty runs folder", None), ("1,000 runs, warm", runs_folder)):
+                with tempfile.TemporaryDirectory() as tmp:
+                    app_env = dict(env, HOME=tmp, REPLICA_STUDIO_CONFIG_DIR=f"{tmp}/config",
+                                   REPLICA_STUDIO_RUNS_DIR=str(folder or f"{tmp}/runs"))
+                    rows[name].append(until_visible(app, app_env, "Replica Studio"))
+    finally:
+        server.terminate()
+        server.wait(10)
+    return rows
 
 
 def make_runs(folder: Path, count: int) -> Path:
@@ -213,12 +294,28 @@ def measure_first_step(pairs: int, command: str | None) -> dict[str, list[float]
     return rows
 
 
-def run(repeats: int = 5, command: str | None = None, runs: int = 1000, pairs: int | None = None) -> list[dict]:
-    """The figures for benchmarks/run.py (and this script's main)."""
+def visible_figures(visible: dict[str, list[float]], runs: int, cmd: str) -> list[dict]:
+    figures = [common.figure(f"launch to visible window on Xvfb, {name}".replace("1,000", f"{runs:,}"),
+                             visible[name], target, "lower", "s", cmd)
+               for name, target in (("bare Qt window (baseline)", None), ("empty runs folder", TARGET_VISIBLE_EMPTY_S),
+                                    ("1,000 runs, warm", TARGET_VISIBLE_RUNS_S))]
+    ratios = [a / b for a, b in zip(visible["empty runs folder"], visible["bare Qt window (baseline)"])]
+    figures.append(common.figure("visible window / bare Qt window (empty folder)", ratios, None, "lower", "x", cmd))
+    return figures
+
+
+def run(repeats: int = 5, command: str | None = None, runs: int = 1000, pairs: int | None = None,
+        display: str | None = None, visible_only: bool = False) -> list[dict]:
+    """The figures for benchmarks/run.py (and this script's main). ``display``: the X display to
+    start Xvfb on for the visible-window figures (none without Xvfb and xdotool)."""
     pairs = pairs if pairs is not None else max(2, repeats - 2)
     cmd = "python benchmarks/bench_startup.py"
+    can_show = display and shutil.which("Xvfb") and shutil.which("xdotool")
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         folder = make_runs(Path(tmp) / "runs", runs)
+        visible = measure_visible(repeats, command, folder, display) if can_show else None
+        if visible_only:
+            return visible_figures(visible, runs, cmd) if visible else []
         paint = measure_paint(repeats, command, folder)
     first = measure_first_step(pairs, command)
     figures = [common.figure(f"launch to first painted window, {name}", paint[name], TARGET_PAINT_S, "lower", "s",
@@ -234,6 +331,8 @@ def run(repeats: int = 5, command: str | None = None, runs: int = 1000, pairs: i
                                  [float(sum(paint["tensorflow_loaded"]))], 0, "lower", "n", cmd))
     figures.append(common.figure("import tensorflow (reference)", paint["import tensorflow (reference)"], None,
                                  "lower", "s", cmd))
+    if visible:
+        figures += visible_figures(visible, runs, cmd)
     figures.append(common.figure("launch to first finished step, window (--train)", first["window"], None, "lower",
                                  "s", cmd))
     figures.append(common.figure("launch to first finished step, CLI (train)", first["cli"], None, "lower", "s", cmd))
@@ -249,8 +348,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1000, help="runs in the folder of the warm and cold launches")
     parser.add_argument("--command", help="the app to measure (default: this Python's `-m gui_app`), e.g. a bundle")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--display", default=":46", help="X display for Xvfb, for the visible-window figures")
+    parser.add_argument("--visible-only", action="store_true", help="only the visible-window figures")
     args = parser.parse_args()
-    figures = run(args.repeats, args.command, args.runs, args.pairs)
+    figures = run(args.repeats, args.command, args.runs, args.pairs, args.display, args.visible_only)
     platform = _env().get("QT_QPA_PLATFORM") or "desktop display"
     print(f"start-up ({platform}; medians [min-max, n])")
     common.show(figures)

@@ -143,8 +143,8 @@ def test_the_command_lines_text_of_each_event():
                                                                    "test_examples": 360},
                             model={"name": "mnist_cnn"}, strategy={"name": "mirrored"}, num_replicas=2,
                             replicas=EXAMPLES[0].replicas, total_steps=46)
-    assert format_text(started) == ("Training mnist_cnn on digits (1437 train / 360 test) with mirrored over 2 "
-                                    "replica(s): CPU:0, CPU:1; 46 steps, run directory /runs/a")
+    assert format_text(started) == ("Training mnist_cnn on digits (1,437 train / 360 test examples) with mirrored, "
+                                    "2 replicas (CPU:0, CPU:1); 46 steps, run directory /runs/a")
     assert format_text(_step()) is None  # every 10th step only
     tenth = _step()
     tenth.step = 10
@@ -155,4 +155,5 @@ def test_the_command_lines_text_of_each_event():
     assert texts[3] == "epoch 1 done in 2.5s: loss 0.5000 acc 0.8000 val_loss n/a val_acc n/a"
     assert texts[5:7] == ["paused at step 4", "continued at step 4"]
     assert texts[7] == "test: loss 0.2000 accuracy 0.9500 on 100 examples (per replica [50, 50])"
-    assert texts[-2:] == ["run failed at step 10: disk full (/runs/a)", "run completed at step 10 (/runs/a)"]
+    # A failure's reason is the one stderr line: neither the error nor the run's end repeats it.
+    assert texts[-3:] == [None, "run failed at step 10 (/runs/a)", "run completed at step 10 (/runs/a)"]

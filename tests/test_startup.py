@@ -70,8 +70,35 @@ def test_a_qt_fatal_error_the_preflight_missed_is_still_reported(fake_desktop):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
 
     assert done.returncode != 0  # Qt aborts; the handler has spoken first
-    assert "replica-studio: cannot start: Qt failed to start: This application failed to start" in done.stderr
+    # What really failed first, then Qt's own words.
+    line = next(line for line in done.stderr.splitlines() if line.startswith("replica-studio: cannot start:"))
+    assert line.startswith('replica-studio: cannot start: Qt failed to start: Qt platform plugin "nonexistent": '
+                           'not found'), line
+    assert "(Qt said: This application failed to start" in line
     assert "--error" in zenity_log.read_text()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="X11 is Linux-only")
+def test_qts_xcb_cursor_message_is_not_taken_for_the_cause():
+    """Qt 6.5+ blames xcb-cursor0 whenever its xcb plugin does not start: a display that refused
+    the connection was reported as a library to reinstall."""
+    said = ("From 6.5.0, xcb-cursor0 or libxcb-cursor0 is needed to load the Qt xcb platform plugin.\n"
+            "Reinstalling the application may fix this problem.")
+    text = preflight.explain_qt_failure(said, ["-platform", "xcb"], {"DISPLAY": ":98"})
+    # The display, or on a machine without the X libraries the one that is missing, comes first.
+    assert text.startswith(('Qt platform plugin "xcb": cannot connect to the X display :98',
+                            'Qt platform plugin "xcb" cannot be loaded: the system library')), text
+    assert text.endswith("(Qt said: From 6.5.0, xcb-cursor0 or libxcb-cursor0 is needed to load the Qt xcb "
+                         "platform plugin.)")
+
+
+def test_what_qt_said_about_the_display_before_it_gave_up_is_the_cause():
+    """As seen under Xvfb: the display went away between the check and Qt's start."""
+    earlier = ["could not connect to display :42",
+               "From 6.5.0, xcb-cursor0 or libxcb-cursor0 is needed to load the Qt xcb platform plugin."]
+    fatal = "This application failed to start because no Qt platform plugin could be initialized."
+    text = preflight.explain_qt_failure(fatal, ["-platform", "offscreen"], earlier=earlier)  # it passes now
+    assert text == f"the display connection failed: could not connect to display :42 (Qt said: {fatal})"
 
 
 def test_probe_in_a_child_confirms_or_clears_a_suspicion(monkeypatch):

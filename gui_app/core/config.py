@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, to_plain  # noqa: F401 - ConfigError is ours
+from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, refuse_control_characters, to_plain  # noqa: F401 - ConfigError is ours
 from gui_app.core.config_json import fail as _fail
 from gui_app.core.config_json import show as _show
 
@@ -106,6 +106,7 @@ class DatasetConfig:
     def __post_init__(self) -> None:
         _finite_floats(self, "dataset")
         _choice("dataset.name", self.name, DATASETS)
+        refuse_control_characters(self, "dataset", ("path", "test_path", "tfds_name", "data_dir"))
         if self.name in DATASETS_WITH_PATH and not self.path:
             _fail("dataset.path", f"dataset {self.name!r} needs a path")
         if self.test_path and self.name not in ("image_folder", "tfrecord"):
@@ -145,6 +146,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         _choice("model.name", self.name, MODELS)
+        refuse_control_characters(self, "model", ("path",))
         if self.name == "keras_file":
             if not self.path:
                 _fail("model.path", "model 'keras_file' needs the path of a .keras file")

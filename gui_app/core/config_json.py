@@ -26,6 +26,16 @@ def fail(key: str, message: str) -> NoReturn:
     raise ConfigError(f"{key}: {message}")
 
 
+def refuse_control_characters(section: Any, prefix: str, keys: tuple[str, ...]) -> None:
+    """A path holding a NUL (or another control character) names no file, and printed raw in an
+    error it hid the very line that said what was wrong (a terminal shows nothing for a NUL)."""
+    for key in keys:
+        value = getattr(section, key) or ""
+        bad = next((i for i, ch in enumerate(value) if ord(ch) < 32 or ord(ch) == 127), None)
+        if bad is not None:
+            fail(f"{prefix}.{key}", f"contains the control character {value[bad]!r} at position {bad}")
+
+
 def read_text(path: str | Path) -> str:
     """A config file's text: readable, at most MAX_CONFIG_BYTES, UTF-8."""
     try:

@@ -4,7 +4,8 @@ it continues, within what its checkpoint can still restore.
 Only keys that leave the model and the optimizer's variables as they are may change (a new
 optimizer has other slots, mixed precision wraps it, a new dataset or model is another run).
 Values are JSON (``0.0005``, ``true``, ``"cosine"``); a bare word is taken as a string.
-The result is validated like any config. TensorFlow-free.
+The result is validated like any config. A sweep's trials are made the same way, from any key
+(:func:`set_keys`). TensorFlow-free.
 """
 from __future__ import annotations
 
@@ -35,9 +36,23 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(config: RunConfig, overrides: list[str]) -> RunConfig:
+    return set_keys(config, dict(parse_override(text) for text in overrides))
+
+
+def config_keys() -> frozenset[str]:
+    """Every dotted key a run configuration has (``training.learning_rate``, ``strategy.devices``)."""
+    return frozenset(flatten(RunConfig().to_dict()))
+
+
+def flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """A run configuration's JSON as ``{"section.key": value}``."""
+    return {f"{section}.{name}": value for section, values in data.items() for name, value in values.items()}
+
+
+def set_keys(config: RunConfig, values: dict[str, Any]) -> RunConfig:
+    """``config`` with the dotted keys of ``values`` set, validated (:class:`ConfigError` names the key)."""
     data = config.to_dict()
-    for text in overrides:
-        key, value = parse_override(text)
+    for key, value in values.items():
         section, name = key.split(".", 1)
         data[section][name] = value
     return RunConfig.from_dict(data)

@@ -88,15 +88,15 @@ def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 
 
-def read_raw_events(run_dir: str | Path) -> Iterator[Event]:
+def read_raw_events(run_dir: str | Path, parts: bool = True) -> Iterator[Event]:
     """Every event as written; torn or damaged lines (the process died mid-write) and lines that
-    are not events are skipped."""
+    are not events are skipped. Without ``parts`` steps come without their replicas (faster)."""
     path = Path(run_dir) / EVENTS_FILE
     if not path.exists():
         return
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
-            event = decode_line(line)
+            event = decode_line(line, parts)
             if event is not None:
                 yield event
 
@@ -117,9 +117,9 @@ def dedupe_points(events: list[Event]) -> list[Event]:
     return [event for i, event in enumerate(events) if (key := _point(event)) is None or last[key] == i]
 
 
-def read_events(run_dir: str | Path) -> list[Event]:
+def read_events(run_dir: str | Path, parts: bool = True) -> list[Event]:
     """The events of a run, one point per step (see :func:`dedupe_points`)."""
-    return dedupe_points(list(read_raw_events(run_dir)))
+    return dedupe_points(list(read_raw_events(run_dir, parts)))
 
 
 def read_eval(run_dir: str | Path) -> Eval | None:

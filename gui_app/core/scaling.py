@@ -18,6 +18,7 @@ all-reduce, pack size, ring, gradient accumulation): core/scaling_options.py fil
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,6 +29,11 @@ from gui_app.core.events import Event, Step
 from gui_app.core.metrics import mean_or_none
 
 REPORT_VERSION = 2  # 2: the options rows and every row's mean training loss
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server")  # what can be timed
+# What is timed unless asked otherwise, by the window (the boxes ticked when it opens) and the command
+# line (``--strategies``) alike, so both report the same rows against the same baseline: one process
+# per burst; the cluster strategies start several processes each and take minutes more.
+DEFAULT_STRATEGIES = ("one_device", "mirrored")
 
 
 @dataclass(frozen=True)
@@ -124,11 +130,13 @@ def time_split(b: Burst) -> dict[str, float] | None:
 
 def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
     """The report as JSON-ready data: one row per strategy burst with speed-up and efficiency
-    against the fastest one-replica burst, and a recommendation. Option bursts are left to
-    :func:`gui_app.core.scaling_options.report`, which calls this for the rest."""
+    against the fastest one-replica burst (its label is the report's ``baseline``), and a
+    recommendation. Option bursts are left to :func:`gui_app.core.scaling_options.report`, which
+    calls this for the rest."""
     bursts = [b for b in bursts if b.candidate.option is None]
-    singles = [b.examples_per_sec for b in bursts if b.examples_per_sec and b.candidate.replicas == 1]
-    base = max(singles) if singles else None
+    singles = [b for b in bursts if b.examples_per_sec and b.candidate.replicas == 1]
+    baseline = max(singles, key=lambda b: b.examples_per_sec or 0.0) if singles else None
+    base = baseline.examples_per_sec if baseline else None
     rows = []
     for b in bursts:
         speedup = b.examples_per_sec / base if base and b.examples_per_sec else None
@@ -139,7 +147,13 @@ def report(bursts: list[Burst], on_gpus: bool) -> dict[str, Any]:
             "efficiency": speedup / b.candidate.replicas if speedup else None, "steps": b.steps,
             "time_split": time_split(b), "loss": b.loss, "devices": b.devices, "error": b.error})
     return {"version": REPORT_VERSION, "on_gpus": on_gpus, "rows": rows, "options": [],
+            "baseline": baseline.candidate.label if baseline else None,
             "recommendation": recommendation(rows, on_gpus) if rows else ""}
+
+
+def speedup_title(data: dict[str, Any]) -> str:
+    """The speed-up chart's title, naming the row that is 1.00x (reports before it was named: one replica)."""
+    return f"Speed-up against {data.get('baseline') or 'one replica'}"
 
 
 def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
@@ -150,7 +164,8 @@ def recommendation(rows: list[dict[str, Any]], on_gpus: bool) -> str:
     text = f"Fastest here: {best['label']} ({best['examples_per_sec']:,.0f} examples/s"
     text += f", {best['speedup']:.2f}x one replica)." if best.get("speedup") else ")."
     split = best.get("time_split") or {}
-    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"])
+    advice = bottleneck(split.get("compute", 0), split.get("input", 0), split.get("other", 0), best["replicas"],
+                        (best.get("strategy") or {}).get("name"))
     if advice:
         text += f" Where the time goes: {advice}."
     if not on_gpus:
@@ -181,7 +196,7 @@ def to_svg(data: dict[str, Any], width: int = 640, height: int = 400, below: tup
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + extra}" '
              'font-family="sans-serif" '
              f'font-size="12"><rect width="100%" height="100%" fill="white"/>',
-             f'<text x="{left}" y="18" font-size="14">Speed-up against one replica</text>',
+             f'<text x="{left}" y="18" font-size="14">{html.escape(speedup_title(data))}</text>',
              f'<line x1="{left}" y1="{sy(0)}" x2="{width - right}" y2="{sy(0)}" stroke="black"/>',
              f'<line x1="{left}" y1="{sy(0)}" x2="{left}" y2="{top}" stroke="black"/>',
              f'<text x="{width / 2}" y="{height - 12}" text-anchor="middle">replicas</text>',

@@ -11,6 +11,7 @@ import argparse
 from gui_app import __version__
 from gui_app.engine import (
     attach_command,
+    compare_command,
     devices_command,
     export_command,
     hosts_command,
@@ -23,9 +24,11 @@ from gui_app.engine import (
 )
 from gui_app.engine.cluster import script_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
+from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, inspect_command, devices_command, scaling_command, export_command,
-            predict_command, prepare_command, worker_command, script_command, hosts_command)
+            predict_command, prepare_command, worker_command, script_command, hosts_command, sweep_command,
+            compare_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

@@ -13,6 +13,7 @@ from gui_app.core.config import ConfigError
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full
 from gui_app.core.messages import first_line, typed_line
 from gui_app.core.run_lock import RunInUse
+from gui_app.core.wording import ref
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED
 
 
@@ -57,12 +58,14 @@ def one_line(exc: BaseException, run_dir: Path | None = None, batch: BatchShape 
 
 
 def out_of_memory(text: str, run_dir: Path | None, batch: BatchShape | None) -> str:
+    """The advice names the batch as the form does, with the key and the resume command for the
+    command line (the window shows it without them: gui_app.core.wording.for_people)."""
     if batch is None:
-        return "out of memory: " + text + " (try a smaller training.global_batch_size)"
+        return f"out of memory: {text} (try a smaller {ref('training.global_batch_size')})"
     smaller = max(batch.replicas, (batch.per_replica // 2) * batch.replicas)
     how = f"; resume with --set training.global_batch_size={smaller}" if run_dir else ""
     return (f"out of memory with {batch.per_replica} examples per replica: {text} (try a smaller "
-            f"training.global_batch_size, e.g. {smaller}{how}; the last checkpoint is kept)")
+            f"{ref('training.global_batch_size')}, e.g. {smaller}; the last checkpoint is kept{how})")
 
 
 def classify(exc: BaseException) -> tuple[str, int]:

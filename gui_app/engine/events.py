@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from gui_app.core.config import MULTI_WORKER
 from gui_app.core.events import (
     Checkpoint,
     Continued,
@@ -36,6 +37,7 @@ from gui_app.core.events import (
 )
 from gui_app.core.events_file import EventsFile
 from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
+from gui_app.core.wording import count, example_counts, strategy_text
 
 
 class EventWriter:
@@ -47,6 +49,7 @@ class EventWriter:
         self._file: EventsFile | None = None
         self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
+        self._announced = False  # a run_started was written: the run's end is news on stdout
         self.on_stdout_lost: Callable[[], None] | None = None
 
     def attach(self, run_dir: str | Path) -> None:
@@ -92,7 +95,10 @@ class EventWriter:
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
-            line = format_text(event)
+            self._announced |= isinstance(event, RunStarted)
+            # A run refused before it started is the stderr line alone (README: one line).
+            refused = isinstance(event, RunFinished) and event.status == "failed" and not self._announced
+            line = None if refused else format_text(event)
             if line:
                 self._write_stream(line + "\n")
 
@@ -151,11 +157,11 @@ def _short(device: str | None) -> str:
 def format_text(event: Event) -> str | None:
     """A readable line for ``--events text``; step events are shown every 10th step."""
     match event:
-        case RunStarted(dataset=d, model=model, strategy=strategy):
-            return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')} "
-                    f"({d.get('train_examples')} train / {d.get('test_examples')} test) with {strategy.get('name')} "
-                    f"over {event.num_replicas} replica(s): {', '.join(_short(r.device) for r in event.replicas)}; "
-                    f"{event.total_steps} steps, run directory {event.run_dir}")
+        case RunStarted(dataset=d, model=model):
+            counts = example_counts(d)
+            return (f"{'Resuming' if event.resumed else 'Training'} {model.get('name')} on {d.get('name')}"
+                    f"{f' ({counts})' if counts else ''} with {_strategy(event)}; {event.total_steps:,} steps, "
+                    f"run directory {event.run_dir}")
         case Step():
             if event.step % 10:
                 return None
@@ -173,11 +179,24 @@ def format_text(event: Event) -> str | None:
         case Progress():
             total = f"/{_num(event.total, 'g')}" if event.total else ""
             return f"{event.stage} {event.what or ''}: {_num(event.done, 'g')}{total}"
-        case Warning() | Error():
+        case Warning():
             return f"{event.TYPE}: {event.message}"
+        case Error():
+            return None  # the one line on stderr says it (engine/train_command.py)
         case Paused() | Continued():
             return f"{event.TYPE} at step {event.step}"
         case RunFinished():
-            message = f": {event.message}" if event.message else ""
-            return f"run {event.status} at step {event.step}{message} ({event.run_dir})"
+            # A failure's reason is the stderr line; saying it here too printed it three times.
+            message = f": {event.message}" if event.message and event.status != "failed" else ""
+            where = f" ({event.run_dir})" if event.run_dir else ""
+            return f"run {event.status} at step {event.step}{message}{where}"
     return None
+
+
+def _strategy(event: RunStarted) -> str:
+    """``mirrored, 2 replicas (CPU:0, CPU:1)``; a cluster with its replicas in all."""
+    config = event.config.get("strategy") or {}
+    name = (event.strategy or {}).get("name") or config.get("name") or "default"
+    text = strategy_text(name, devices=[_short(r.device) for r in event.replicas], workers=event.num_workers or 0,
+                         ps=config.get("ps") or 0, cluster=config.get("cluster"), device=config.get("device"))
+    return f"{text} ({count(event.num_replicas, 'replica')})" if name in MULTI_WORKER else text

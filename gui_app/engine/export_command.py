@@ -2,14 +2,15 @@
 
     replica-studio export RUN_DIR --format tflite-int8 --output digits-int8.tflite [--check 256] [--json]
 
-Without ``--json`` it prints where the file went, its size and the parity figures on stdout,
-progress on stderr. With ``--json`` stdout carries JSON lines only (what the window reads):
-``progress`` events (gui_app.core.events.Progress: ``stage`` "export", ``fraction``,
-``message``) while it works, then one ``{"type": "export_result", ...}``
-(:meth:`ExportResult.to_dict`). Errors are one line on
-stderr either way. Exit codes: 0 written and checked, 1 the check failed (nothing written
-unless --keep-failed) or a converter failed, 2 bad input, 130 interrupted (Ctrl+C, SIGTERM:
-the temporaries are removed, nothing half-written is left).
+A run that stopped before its end has no model.keras: its newest checkpoint is exported (the
+model card's ``weights`` says so). Without ``--json`` it prints where the file went, its size
+and the parity figures on stdout, progress on stderr. With ``--json`` stdout carries JSON lines
+only (what the window reads): ``progress`` events (gui_app.core.events.Progress: ``stage``
+"export", ``fraction``, ``message``) while it works, then one ``{"type": "export_result", ...}``
+(:meth:`ExportResult.to_dict`). Errors are one line on stderr either way. Exit codes: 0 written
+and checked, 1 the check failed (nothing written unless --keep-failed) or a converter failed,
+2 bad input, 130 interrupted (Ctrl+C, SIGTERM: the temporaries are removed, nothing
+half-written is left).
 """
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ import argparse
 import contextlib
 import json
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from gui_app.core import rundir
+from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Progress, encode
 from gui_app.core.export import export_run
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
@@ -37,7 +41,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Write the trained model of RUN_DIR in one format, load the file back in its own runtime, "
                     "compare it with the trained model on N test images and write a model card "
                     "(<output>.json) beside it.")
-    export.add_argument("run_dir", metavar="RUN_DIR", help="a finished run folder (with model.keras)")
+    export.add_argument("run_dir", metavar="RUN_DIR",
+                        help="a run folder: its model.keras, or the last checkpoint of a run that stopped early")
     export.add_argument("--format", required=True, choices=list(FORMATS), dest="export_format")
     export.add_argument("--output", "-o", required=True, metavar="PATH",
                         help="the file to write (a folder for savedmodel)")
@@ -80,11 +85,17 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
 
     # One process at a time per run: an export of a run that a resume or an evaluate is writing
     # (or another export) is refused. Not a run folder at all: export_run says so.
-    lock = RunLock(args.run_dir) if rundir.is_run_dir(args.run_dir) else contextlib.nullcontext()
+    run_dir = Path(args.run_dir).expanduser()
+    lock = RunLock(run_dir) if rundir.is_run_dir(run_dir) else contextlib.nullcontext()
     try:
-        with lock:
-            result = export_run(args.run_dir, args.export_format, args.output, check=args.check,
-                                progress=progress, keep_failed=args.keep_failed)
+        with lock, tempfile.TemporaryDirectory(prefix="replica-studio-export-") as folder:
+            model_file, weights = None, "model.keras: the model at the end of the run"
+            if rundir.is_run_dir(run_dir) and not (run_dir / rundir.MODEL_FILE).is_file() \
+                    and rundir.has_checkpoint(run_dir):
+                progress(0.01, "Restoring the model from the run's last checkpoint")
+                model_file, weights = checkpoint_model(run_dir, Path(folder))
+            result = export_run(run_dir, args.export_format, args.output, check=args.check, progress=progress,
+                                keep_failed=args.keep_failed, model_file=model_file, weights=weights)
     except RunInUse as exc:
         raise ExportError(str(exc)) from None
     if args.json:
@@ -95,9 +106,32 @@ def _export_to(args: argparse.Namespace, json_out) -> int:
         if result.written:
             print(f"model card: {result.card_path}")
         print(f"parity: {result.parity.summary()}" if result.parity else "parity: not checked (--check 0)")
+    if model_file is not None and not args.json:
+        print(f"exported from {weights}")
     if result.parity is not None and not result.parity.passed:
         hint = "" if result.written else "; nothing was written (--keep-failed keeps it)"
         print(f"replica-studio export: {result.path.name} failed its parity check ({result.parity.criterion}){hint}",
               file=sys.stderr, flush=True)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def checkpoint_model(run_dir: Path, folder: Path) -> tuple[Path, str]:
+    """A run that stopped (or failed) before its end has checkpoints but no model.keras: its
+    newest usable checkpoint, restored as the training did (engine/training/context.py) and saved
+    as ``folder/model.keras``; with what the model card says it is."""
+    from gui_app.engine.errors import InputError
+    from gui_app.engine.training import context
+
+    try:
+        config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
+        ctx = context.prepare(context.single_process(config), None, run_dir / context.DATA_DIR)
+        state = context.build_model_state(ctx, run_dir)
+        if not context.restore_latest(ctx, state, []):
+            raise ExportError(f"{run_dir}: the run has no trained model ({rundir.MODEL_FILE}) and no checkpoint")
+    except (ConfigError, InputError) as exc:
+        raise ExportError(f"{run_dir}: cannot restore its checkpoint: {exc}") from None
+    path = folder / rundir.MODEL_FILE
+    state.model.save(path)
+    total = ctx.total_steps
+    return path, f"the checkpoint at step {state.steps_done():,} of {total:,} (the run stopped before its end)"

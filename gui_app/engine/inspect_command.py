@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.image_files import source_images
+from gui_app.core.wording import count, example_counts
 from gui_app.engine.command_errors import one_line_errors
 from gui_app.engine.exits import EXIT_OK
 
@@ -36,6 +38,7 @@ def _inspect(args) -> int:
         raise ConfigError(str(exc)) from None
     summary = dataset.summary()
     summary["warnings"] = list(dataset.warnings)
+    summary["source_images"] = source_images(config.dataset.name, config.dataset.path)
     out = {"dataset": summary, "model": describe(model)}
     if args.samples:
         per_class = max(1, min(8, 64 // dataset.num_classes))
@@ -46,7 +49,12 @@ def _inspect(args) -> int:
         print(json.dumps(out))
     else:
         d, m = out["dataset"], out["model"]
-        print(f"{d['name']}: {d['train_examples']} train / {d['test_examples']} test, input "
-              f"{'x'.join(map(str, d['input_shape']))}, {len(d['class_names'])} classes")
-        print(f"{m['name']}: {m['parameters']:,} parameters in {len(m['layers'])} layers")
+        print(f"{d['name']}: {example_counts(d)}, input {'x'.join(map(str, d['input_shape']))}, "
+              f"{count(len(d['class_names']), 'class', 'classes')}")
+        source = d["source_images"]
+        if source:
+            h, w = source["size"]
+            print(f"source images: {'sizes vary, mostly ' if source['varied'] else ''}{h}x{w} "
+                  f"{'grey' if source['color_mode'] == 'grayscale' else 'colour'}")
+        print(f"{m['name']}: {m['parameters']:,} parameters in {count(len(m['layers']), 'layer')}")
     return EXIT_OK

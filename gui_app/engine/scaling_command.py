@@ -33,7 +33,6 @@ from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, 
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.identity import app_command, app_env
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "parameter_server")
 BURST_TIMEOUT_S = 600
 
 
@@ -45,7 +44,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                               help="time each strategy and replica count on this config; report the speed-up")
     p.add_argument("config", help="run configuration file (JSON): its dataset, model and global batch are used")
     p.add_argument("--max-replicas", type=int, default=2, metavar="N", help="replicas (and local workers) up to N")
-    p.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated, from {', '.join(STRATEGIES)}")
+    p.add_argument("--strategies", default=",".join(scaling.DEFAULT_STRATEGIES),
+                   help=f"comma-separated, from {', '.join(scaling.STRATEGIES)} (default: "
+                        f"{','.join(scaling.DEFAULT_STRATEGIES)}, as the window)")
     p.add_argument("--steps", type=int, default=60, help="timed steps per burst (default 60)")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     p.add_argument("--eval", action="store_true", help="also time distributed evaluation")
@@ -216,4 +217,6 @@ def _print_table(data: dict) -> None:
             delta = (f"{row['loss_vs_baseline']:+.5f}" if row["loss_vs_baseline"] is not None
                      else ("n/c" if not row["loss_comparable"] else "-"))
             print(f"{row['label']:60s} {row['examples_per_sec']:11,.0f} {speed:>8s} {loss:>8s} {delta:>9s}")
+    if data.get("baseline"):
+        print(f"speed-up against {data['baseline']}")
     print(data["recommendation"])

@@ -175,10 +175,7 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     from gui_app.engine.training.final_evaluation import evaluate_test_set
     from gui_app.engine.training.steps import evaluator
 
-    if config.strategy.name in MULTI_WORKER:  # re-evaluating a cluster's model needs no cluster
-        config = config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
-                                          "communication": "auto", "timeout_s": None, "max_restarts": 0})
-    ctx = context.prepare(config, events.progress, run_dir / context.DATA_DIR)
+    ctx = context.prepare(context.single_process(config), events.progress, run_dir / context.DATA_DIR)
     state = context.build_model_state(ctx, run_dir)
     model_file = run_dir / rundir.MODEL_FILE
     warnings: list[str] = []

@@ -22,7 +22,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 # Debian/Ubuntu packages of the system libraries Qt's wheels expect (docs/architecture.md, "Qt facts").
 DEBIAN_PACKAGES = {
@@ -222,3 +222,31 @@ def check_qt(argv: list[str], env: Mapping[str, str] | None = None) -> Problem |
             return None
         problems.append(problem)
     return problems[0] if problems else Problem("Qt", "no platform plugin was requested")
+
+
+def explain_qt_failure(message: str, argv: list[str], env: Mapping[str, str] | None = None,
+                       earlier: Sequence[str] = ()) -> str:
+    """What really failed when Qt aborted saying ``message`` (``earlier``: what Qt said before
+    it), Qt's words after it. Qt's last words are "no Qt platform plugin could be initialized",
+    after "xcb-cursor0 or libxcb-cursor0 is needed" -- also with that library installed, when the
+    X display refused the connection (seen here: "could not connect to display :42" came
+    first). So the checks run again now, and what Qt said about the display counts."""
+    said = message.strip().splitlines()[0] if message.strip() else "no message"
+    problem = check_qt(argv, env)
+    if problem is not None:
+        return f"{problem.message()} (Qt said: {said})"
+    display = next((line for line in earlier if "could not connect to display" in line), None)
+    if display is not None:
+        return f"the display connection failed: {display} (Qt said: {said})"
+    if any("xcb-cursor" in line for line in (*earlier, said)) and _loads("libxcb-cursor.so.0"):
+        return (f"Qt's xcb plugin did not start, although libxcb-cursor0 is installed: the X display "
+                f"probably refused or dropped the connection (Qt said: {said})")
+    return said
+
+
+def _loads(library: str) -> bool:
+    try:
+        _dlopen(library)
+    except OSError:
+        return False
+    return True

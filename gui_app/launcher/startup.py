@@ -17,6 +17,7 @@ benchmarks/bench_startup.py, for an installed command or a bundle alike.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -118,13 +119,16 @@ def probe_qt(argv: list[str]) -> int:
     return 0
 
 
-def _qt_message_handler(kind, context, message: str) -> None:
+def _qt_message_handler(argv: list[str], earlier: list[str], kind, context, message: str) -> None:
     from PySide6.QtCore import QtMsgType
 
     category = getattr(context, "category", None)
     print(f"{category}: {message}" if category and category != "default" else message, file=sys.stderr)
     if kind == QtMsgType.QtFatalMsg:
-        report_plain("Qt failed to start: " + message.strip().splitlines()[0])
+        from gui_app.launcher import preflight
+
+        report_plain("Qt failed to start: " + preflight.explain_qt_failure(message, argv, earlier=earlier))
+    earlier.append(message.strip())  # the cause often comes before the fatal line
 
 
 def create_application(argv: list[str]) -> QApplication:
@@ -137,7 +141,7 @@ def create_application(argv: list[str]) -> QApplication:
 
     app = QApplication.instance()
     if not isinstance(app, QApplication):  # none yet (a test's is reused)
-        qInstallMessageHandler(_qt_message_handler)
+        qInstallMessageHandler(functools.partial(_qt_message_handler, argv, []))
         try:
             app = QApplication([APP_ID, *argv])
         finally:

@@ -64,6 +64,7 @@ def run_gui(argv: list[str]) -> int:
     except SystemExit as exc:  # --help, or a bad option (argparse has printed why)
         return int(exc.code or 0)
 
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "replica-studio", *qt_args])
@@ -89,6 +90,7 @@ def run_gui(argv: list[str]) -> int:
                 config_error = "The configuration is not valid, so training did not start: fix it and press Train."
             window.start()
         _close_on_termination(app, window)
+        QTimer.singleShot(0, gc_guard.freeze_startup)  # after the first paint: the window is built
     except Exception as exc:  # noqa: BLE001 - any startup failure goes to a dialog, not a lost console
         traceback.print_exc()
         QMessageBox.critical(None, "Replica Studio cannot start", f"{type(exc).__name__}: {exc}")

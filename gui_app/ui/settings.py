@@ -30,7 +30,8 @@ class Settings:
     window_geometry: str | None = None  # QMainWindow.saveGeometry(), base64
     window_state: str | None = None  # QMainWindow.saveState(), base64 (toolbars, docks)
     splitter_state: str | None = None
-    last_config: dict[str, Any] | None = None  # RunConfig.to_dict() of the last form state
+    last_config: dict[str, Any] | None = None  # RunConfig.to_dict() of the last form state that passed its checks
+    last_config_checked: bool = False  # written by a version that keeps only checked configs
     recent_runs: list[str] = field(default_factory=list)  # newest first
     runs_dir: str | None = None  # None: REPLICA_STUDIO_RUNS_DIR or the platform default
     stop_grace_seconds: float = 30.0  # how long a stop may take before the engine is killed

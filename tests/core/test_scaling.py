@@ -59,6 +59,8 @@ def test_report_speedup_efficiency_and_recommendation():
     assert two["efficiency"] == pytest.approx(two["speedup"] / 2)
     assert failed["error"] == "strategy.name: unknown" and failed["speedup"] is None
     assert data["recommendation"].startswith("Fastest here: mirrored, 2 replicas")
+    assert data["baseline"] == one["label"]  # the row that is 1.00x, named in the chart's title
+    assert scaling.speedup_title(data) == f"Speed-up against {one['label']}"
     assert "share its cores" in data["recommendation"]
     assert "share its cores" not in scaling.report(bursts, on_gpus=True)["recommendation"]
     svg = ET.fromstring(scaling.to_svg(data))

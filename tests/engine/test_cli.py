@@ -94,6 +94,9 @@ def test_end_of_stdin_stops_the_run(tmp_path, write_config):
     ({"training": {"batch": 3}}, "training.batch: unknown key"),
     ({"strategy": {"devices": ["CPU:0", "CPU:5"]}}, "strategy.devices: CPU:5 does not exist"),
     ({"training": {"epochs": "five"}}, "training.epochs: must be an integer"),
+    # A NUL in a path printed raw hid the line that said what was wrong.
+    ({"dataset": {"name": "npz", "path": "/data/mni\u0000st.npz"}},
+     "dataset.path: contains the control character '\\x00' at position 9"),
 ])
 def test_bad_config_exits_2_with_one_line(tmp_path, write_config, data, message):
     config = write_config(config_dict(**data))
@@ -101,6 +104,8 @@ def test_bad_config_exits_2_with_one_line(tmp_path, write_config, data, message)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.startswith("replica-studio")]
     assert len(lines) == 1 and message in lines[0]
+    # Said once in all (the text events repeated it twice, once ending in "(None)").
+    assert (proc.stdout + proc.stderr).count(message) == 1 and "(None)" not in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stderr
     assert not list(tmp_path.glob("*/model.keras"))
 

@@ -48,6 +48,19 @@ def test_export_prints_the_parity_figures_and_writes_file_and_card(trained_run, 
     assert read_card(out)["parity"]["examples"] == 64
 
 
+def test_a_run_stopped_before_its_end_exports_its_last_checkpoint(trained_run, tmp_path, capsys):
+    import shutil
+
+    stopped = tmp_path / "stopped"
+    shutil.copytree(trained_run, stopped, ignore=shutil.ignore_patterns("model.keras"))
+    out = tmp_path / "stopped.keras"
+    assert cli("export", str(stopped), "--format", "keras", "-o", str(out), "--check", "16") == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[-1].startswith("exported from the checkpoint at step ") and out.is_file()
+    assert read_card(out)["weights"].startswith("the checkpoint at step ")
+    assert not (stopped / "model.keras").exists()  # the run folder is left as it was
+
+
 def test_export_json_output(trained_run, tmp_path, capsys):
     out = tmp_path / "digits.keras"
     assert cli("export", str(trained_run), "--format", "keras", "-o", str(out), "--check", "16", "--json") == 0

@@ -100,3 +100,32 @@ def stop_live_runs(runs_dir: Path) -> None:
     for run in list_live_runs(runs_dir) if runs_dir.is_dir() else ():
         with contextlib.suppress(ProcessLookupError, AttributeError):  # AttributeError: not running
             os.kill(run.process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def make_window(qtbot, fake_engine):
+    """Makes main windows over the fake engine, shown and started (devices detected)."""
+    from gui_app.ui.window.main_window import MainWindow
+
+    windows = []
+
+    def make() -> MainWindow:
+        window = MainWindow(engine_command=fake_engine)
+        qtbot.addWidget(window)
+        window.show()
+        with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
+            window.start()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.supervisor.close()  # lets go of a run a failed test left (fake_engine ends it)
+        window.settings.confirm_close_during_run = False
+        window.close()
+
+
+@pytest.fixture
+def window(make_window):
+    """One main window over the fake engine."""
+    return make_window()

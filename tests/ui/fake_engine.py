@@ -15,6 +15,7 @@ behaviour:
     crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
     killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
     hang     like wait, but ignore stop (the supervisor must kill it)
+    refuse   fail before the first step, as for a bad input, in the run directory it made
     gpu      like normal, and ``devices`` reports one GPU
 
 ``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20), ``FAKE_ENGINE_STEP_SECONDS``
@@ -42,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gui_app.core import events as ev  # noqa: E402  (the checkout first on the path)
+from gui_app.core.image_files import source_images  # noqa: E402  (as the real inspect reports them)
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 DETACH = "--detach" in sys.argv
@@ -102,7 +104,8 @@ def inspect(config_path, samples_path):
     print(json.dumps({
         "dataset": {"name": config["dataset"]["name"], "class_names": CLASSES, "input_shape": [8, 8, 1],
                     "train_examples": 1000, "test_examples": TEST_EXAMPLES, "class_counts": [100] * 10,
-                    "warnings": []},
+                    "warnings": [],
+                    "source_images": source_images(config["dataset"]["name"], config["dataset"].get("path"))},
         "model": {"name": config["model"]["name"], "parameters": 1234, "trainable_parameters": 1200,
                   "layers": [{"name": "conv", "type": "Conv2D", "output_shape": [None, 6, 6, 8], "parameters": 80},
                              {"name": "dense", "type": "Dense", "output_shape": [None, 10], "parameters": 1154}]},
@@ -348,7 +351,7 @@ def scaling(argv):
                             "loss": loss, "loss_vs_baseline": round(loss - 1.25, 6) if comparable else None,
                             "loss_comparable": comparable, "steps": 10,
                             "time_split": {"compute": 0.6, "input": 0.1, "other": 0.3}, "devices": [], "error": None})
-    report = {"version": 2, "on_gpus": False, "rows": rows, "options": options,
+    report = {"version": 2, "on_gpus": False, "rows": rows, "options": options, "baseline": rows[0]["label"],
               "recommendation": "Fastest here: the fake."}
     os.makedirs(out, exist_ok=True)
     json.dump(report, open(os.path.join(out, "scaling.json"), "w", encoding="utf-8"))
@@ -406,7 +409,7 @@ def main(argv):
         runs_dir = argv[argv.index("--runs-dir") + 1]
         os.makedirs(runs_dir, exist_ok=True)
         run_dir = new_run_dir(runs_dir, config)  # the real engine makes it before loading data
-        problem = input_problem(config)
+        problem = input_problem(config) or ("the input was refused on purpose" if MODE == "refuse" else None)
         if problem:
             return fail("train", run_dir, problem)
         return train(config, run_dir, False, 0)

@@ -425,3 +425,21 @@ def test_the_replicas_tab_says_where_each_steps_time_goes_and_names_the_bottlene
     assert len(charts.history.timing.history) == 60
     charts.set_history(RunHistory())
     assert charts.history.timing.shares() is None and not charts.step_split.isVisible()
+
+
+def test_a_parameter_server_run_is_not_said_to_all_reduce(qtbot):
+    from gui_app.ui.tabs.replicas import ReplicasTab
+
+    charts = ReplicasTab()
+    qtbot.addWidget(charts)
+    assert "all-reduce" in charts.grad_plot.titleLabel.text  # before a run: the usual case
+    started = ev.RunStarted(run_dir="", config={}, strategy={"name": "parameter_server"}, num_replicas=1,
+                            replicas=[ev.ReplicaInfo(replica=0, device="CPU:0")])
+    step = ev.Step(step=1, step_time=0.1, input_wait=0.01,
+                   replicas=[ev.ReplicaStats(replica=0, device="CPU:0", step_time=0.05, examples=8, loss=1.0,
+                                             accuracy=0.5, grad_norm=1.0, examples_per_sec=160.0)])
+    charts.history.add([started, step])
+    assert "parameter-server updates" in charts.grad_plot.titleLabel.text
+    assert "all-reduce" not in charts.grad_plot.titleLabel.text
+    text = charts.step_split.label.text()
+    assert "parameter-server updates and optimizer" in text and "all-reduce" not in text

@@ -23,12 +23,18 @@ def test_local_multi_worker_round_trip_and_summary(panel):
     strategy = panel.config().strategy
     assert (strategy.name, strategy.workers, strategy.cluster, strategy.max_restarts) == (
         "multi_worker_mirrored", 3, None, 2)
-    assert form.summary.text().startswith("3 replicas ·")
+    # Every worker runs runtime.cpu_devices replicas (2 here): the run has 3 x 2.
+    assert form.summary.text() == "6 replicas (3 workers × 2) · global batch 64: 4 replicas get 11 examples, 2 get 10"
+    panel.training.global_batch_size.setValue(60)
+    assert form.summary.text() == "6 replicas (3 workers × 2) · global batch 60 · 10 per replica"
     assert "127.0.0.1" in form.cluster.warning.text()
     config = panel.config().replace(strategy=StrategyConfig(name="parameter_server", workers=2, ps=2))
     panel.set_config(config)
     assert panel.config().strategy == config.strategy
     assert form.cluster.ps.isVisibleTo(form)
+    # Each step trains one worker on the whole global batch: no replicas to split it over.
+    assert form.summary.text() == "2 workers, asynchronous · each step: one worker trains on the global batch of 60"
+    assert not form.balance_warning.isVisibleTo(form)
 
 
 def test_host_list_shows_a_command_per_other_host_with_copy(panel):

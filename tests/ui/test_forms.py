@@ -99,6 +99,8 @@ def test_ticks_apply_to_the_mirrored_strategy_only(panel):
 
 
 def test_uneven_batch_warns(panel):
+    panel.training.global_batch_size.setValue(65)  # over the first launch's 2 replicas
+    assert panel.strategy.summary.text() == "2 replicas · global batch 65: 33 and 32 examples"
     panel.devices.cpu_devices.setValue(3)
     panel.devices.boxes["CPU:2"].setChecked(True)
     panel.training.global_batch_size.setValue(64)
@@ -167,13 +169,15 @@ def test_a_newer_inspection_replaces_the_one_in_flight(qtbot, fake_engine):
 
     inspector = Inspector(engine_command, delay_ms=0)
     answers = []
-    inspector.inspected.connect(lambda answer, _samples: answers.append(answer))
+    inspector.inspected.connect(lambda pair, answer, _samples: answers.append((pair, answer)))
     with qtbot.waitSignal(inspector.started, timeout=10_000):
         inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mlp"))
     first = inspector._job
     with qtbot.waitSignals([inspector.inspected, first.destroyed], timeout=10_000):  # deleted once it has ended
         inspector.request(DatasetConfig(name="digits"), ModelConfig(name="mnist_cnn"))
-    assert [a["model"]["name"] for a in answers] == ["mnist_cnn"] and not inspector.is_busy()
+    # Each answer names the sections it is about.
+    assert [(pair[1].name, a["model"]["name"]) for pair, a in answers] == [("mnist_cnn", "mnist_cnn")]
+    assert not inspector.is_busy()
 
 
 def test_inspection_failure_is_shown_under_the_dataset(panel, qtbot, tmp_path):
@@ -282,3 +286,11 @@ def test_communication_errors_land_on_their_fields(panel):
     panel.strategy.bytes_per_pack.setValue(2**30 + 1)
     assert shown_errors(panel) == {"strategy.bytes_per_pack": "must be in [0, 1073741824] (1 GiB); got 1073741825"}
     assert panel.strategy.bytes_per_pack.property("invalid") is True
+
+
+def test_every_field_is_labelled_as_messages_name_it(panel):
+    """Messages name a setting by its form label (gui_app.core.wording): every field has one."""
+    from gui_app.core.wording import LABELS
+
+    keys = [key for form in panel.forms for key in form._fields]
+    assert len(keys) > 30 and [key for key in keys if key not in LABELS] == []

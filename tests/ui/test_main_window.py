@@ -11,46 +11,16 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 import pytest
 from form_errors import shown_errors
 from run_dirs import listed_status, wait_listed, write_run
+from windows import train
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs, read_run
+from gui_app.ui.config.strategy_form import STRATEGY_LABELS
 from gui_app.ui.dialogs.close_run import CANCEL, STOP
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
-
-
-@pytest.fixture
-def make_window(qtbot, fake_engine):
-    windows = []
-
-    def make() -> MainWindow:
-        window = MainWindow(engine_command=fake_engine)
-        qtbot.addWidget(window)
-        window.show()
-        with qtbot.waitSignal(window.config_panel.devices.detected, timeout=10_000):
-            window.start()
-        windows.append(window)
-        return window
-
-    yield make
-    for window in windows:
-        window.supervisor.close()  # kills anything a failed test left running
-        window.settings.confirm_close_during_run = False
-        window.close()
-
-
-@pytest.fixture
-def window(make_window) -> MainWindow:
-    return make_window()
-
-
-def train(qtbot, window: MainWindow, timeout: int = 15_000) -> tuple[str, str, str]:
-    with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
-        window.actions.train.trigger()
-    wait_listed(qtbot, window.runs)  # the run list reads the finished run again, off the GUI thread
-    return tuple(finished.args)
 
 
 def test_shortcuts_and_first_state(window):
@@ -93,6 +63,10 @@ def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     assert dialog is not None and dialog.isVisible()
     text = dialog.browser.toPlainText()
     assert str(window.state.runs_dir) in text and "tensorboard --logdir" in text
+    # Every strategy of the form, by the first words of its label; and what really gates Train.
+    for label in STRATEGY_LABELS.values():
+        assert label.split(" (")[0].lower() in text.lower(), label
+    assert "the last check of the dataset and model on the forms passed" in " ".join(text.split())
     dialog.close()
 
 
@@ -133,6 +107,23 @@ def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, wind
     assert window.actions.train.isEnabled()
     fake_engine.configure("normal", steps=10)
     assert train(qtbot, window)[0] == "completed"
+
+
+def test_only_a_checked_config_is_kept_and_train_waits_for_the_check(qtbot, make_window, tmp_path):
+    first = make_window()
+    panel = first.config_panel
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"bad data")
+    with qtbot.waitSignal(panel.inspect_failed, timeout=10_000):
+        first.files.open_dropped(str(bad))
+    assert panel.is_valid() and not first.actions.train.isEnabled()
+    assert "not an .npz file" in first.actions.train.toolTip()
+    first.run.train()  # Ctrl+R's path: nothing starts
+    assert first.supervisor.state() == "idle"
+    first.close()
+    assert load_settings().last_config["dataset"]["name"] == "digits"  # the last config that passed
+    second = make_window()
+    assert second.config_panel.config().dataset.name == "digits" and second.actions.train.isEnabled()
 
 
 def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fake_engine):
@@ -235,7 +226,10 @@ def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path
     export = window.actions.export
     window.runs.select(stopped)
     window.runs.open_button.click()
-    assert window.shown.path == str(stopped) and not export["onnx"].isEnabled()  # no trained model
+    assert window.shown.path == str(stopped) and not export["onnx"].isEnabled()  # no model, no checkpoint
+    (stopped / "checkpoints" / "ckpt-5.index").write_bytes(b"")
+    window.runs.open_button.click()
+    assert export["onnx"].isEnabled()  # stopped early: its last checkpoint is exported
     window.runs.select(trained)
     window.runs.open_button.click()
     assert all(action.isEnabled() for action in export.values())

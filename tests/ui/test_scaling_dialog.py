@@ -111,3 +111,42 @@ def test_the_chart_follows_the_palette(dialog):
     palette.setColor(QPalette.ColorRole.Base, QColor("#202124"))
     dialog.setPalette(palette)
     assert dialog._graphics.backgroundBrush().color().name() == "#202124"
+
+
+def test_the_dialog_times_what_the_command_line_times_and_fits_a_laptop(dialog, qtbot, fake_engine):
+    import argparse
+
+    from gui_app.core import scaling
+    from gui_app.engine import scaling_command
+
+    parser = argparse.ArgumentParser()
+    scaling_command.add_commands(parser.add_subparsers())
+    cli_default = parser.parse_args(["scaling", "config.json"]).strategies.split(",")
+    ticked = [name for name, box in dialog._strategies.items() if box.isChecked()]
+    assert ticked == cli_default == list(scaling.DEFAULT_STRATEGIES)  # the same rows, the same baseline
+    for table in (dialog._table, dialog._options_table):
+        header = table.horizontalHeader()
+        for column in range(table.columnCount()):  # no header cut ("All-reduce + rest")
+            text = table.horizontalHeaderItem(column).text()
+            assert header.sectionSize(column) > header.fontMetrics().horizontalAdvance(text), text
+
+    open_report = next(b for b in dialog._buttons.buttons() if b.text() == "Open report…")
+    fake_engine.configure("wait")
+    dialog.start()
+    qtbot.waitUntil(lambda: "training" in dialog._status.text(), timeout=10_000)
+    assert not open_report.isEnabled()  # a report opened now would be replaced by the one measured
+    with qtbot.waitSignal(dialog.failed, timeout=10_000):
+        dialog.cancel()
+    qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
+    assert open_report.isEnabled()
+
+
+def test_the_chart_names_its_baseline_and_counts_whole_replicas(dialog, qtbot):
+    for name in ("multi_worker_mirrored", "parameter_server"):
+        dialog._strategies[name].setChecked(True)
+    with qtbot.waitSignal(dialog.succeeded, timeout=10_000):
+        dialog.start()
+    qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
+    assert dialog._plot.titleLabel.text == "Speed-up against one_device, 1 replicas"
+    assert dialog._plot.getAxis("bottom")._tickLevels == [[(1, "1"), (2, "2"), (3, "3"), (4, "4")]]
+    assert dialog.minimumSizeHint().height() <= 720  # the report scrolls inside a laptop-high dialog

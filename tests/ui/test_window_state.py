@@ -106,3 +106,14 @@ def test_forms_validity_and_the_tab(state):
     with pytest.raises(ValueError, match="no tab 'Charts'; tabs: Dataset, Training"):
         state.set_tab("Charts")
     assert Path(state.runs_dir).name == "runs"
+
+
+def test_a_run_stopped_before_its_end_exports_its_last_checkpoint(state, run, runs_dir):
+    stopped = write_run(runs_dir, "a", "stopped")
+    state.set_shown_run(stopped)
+    assert state.export_run() is None  # a checkpoints folder without a checkpoint in it
+    (stopped / "checkpoints" / "ckpt-1.index").write_bytes(b"")
+    assert state.export_run() == str(stopped)
+    assert state.model_run() is None  # the Try tab needs the trained model
+    run.start(stopped)  # resumed: its checkpoints are being written
+    assert state.export_run() is None

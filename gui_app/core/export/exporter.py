@@ -56,10 +56,13 @@ def _check_output(fmt: ExportFormat, output: Path) -> None:
 
 def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = DEFAULT_CHECK,
                progress: ExportProgress | None = None, cancel: Callable[[], bool] | None = None,
-               keep_failed: bool = False) -> ExportResult:
+               keep_failed: bool = False, model_file: str | Path | None = None,
+               weights: str = "model.keras: the model at the end of the run") -> ExportResult:
     """Export the trained model of ``run_dir`` as ``fmt`` to ``output`` and check it on
-    ``check`` test images (0 skips the check). Raises ExportError (bad input, one line),
-    ConversionError (the converter failed) or ExportCancelled."""
+    ``check`` test images (0 skips the check). ``model_file``: the model to export when it is
+    not the run's model.keras (a stopped run's last checkpoint, saved as .keras), ``weights``
+    what the card says it is. Raises ExportError (bad input, one line), ConversionError (the
+    converter failed) or ExportCancelled."""
     from gui_app.core.config import ConfigError, RunConfig
     from gui_app.core.rundir import CONFIG_FILE, EVAL_FILE, MODEL_FILE
 
@@ -70,8 +73,9 @@ def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = D
         raise ExportError(f"check: must be >= 0 test images; got {check}")
     if not (run_dir / CONFIG_FILE).is_file():
         raise ExportError(f"{run_dir}: not a run folder (no {CONFIG_FILE})")
-    if not (run_dir / MODEL_FILE).is_file():
-        raise ExportError(f"{run_dir}: the run has no trained model ({MODEL_FILE}) yet")
+    model_file = Path(model_file) if model_file else run_dir / MODEL_FILE
+    if not model_file.is_file():
+        raise ExportError(f"{run_dir}: the run has no trained model ({MODEL_FILE}) and no checkpoint to export")
     try:
         config = RunConfig.load(run_dir / CONFIG_FILE)
     except ConfigError as exc:
@@ -93,10 +97,10 @@ def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = D
         report(0.02, "Starting TensorFlow")
         import_tensorflow()
         report(0.10, "Loading the trained model")
-        model = load_keras_model(run_dir / MODEL_FILE)
+        model = load_keras_model(model_file)
         if isinstance(model.input_shape, list):
-            raise ExportError(f"{run_dir / MODEL_FILE}: the model has several inputs; expected one image input")
-        input_shape = image_shape(model.input_shape, str(run_dir / MODEL_FILE))
+            raise ExportError(f"{model_file}: the model has several inputs; expected one image input")
+        input_shape = image_shape(model.input_shape, str(model_file))
 
         dataset = None
         if check > 0 or spec.name == "tflite-int8-full":
@@ -128,7 +132,8 @@ def export_run(run_dir: str | Path, fmt: str, output: str | Path, check: int = D
         size = _size(out.temp)
         card = build_card(fmt=spec, export_path=output, size_bytes=size, run_dir=run_dir.absolute(),
                           run_config=config.to_dict(), class_names=class_names, runtime=runtime,
-                          input_shape=input_shape, eval_info=eval_info, parity=parity, extra=details)
+                          input_shape=input_shape, eval_info=eval_info, parity=parity,
+                          extra={**details, "weights": weights})
         card["sha256"] = export_sha256(out.temp)  # predict opens a SavedModel only when this matches
         write_card(card_out.temp, card)
         # Let go of the loaded file (an mmapped .tflite, a SavedModel) before renaming it.

@@ -26,6 +26,8 @@ class StepSplit:
         self._splits: deque[tuple[float, float, float]] = deque(maxlen=window)
         self.history = GrowableArray(4)  # step, compute, input, rest shares of the slowest replica's step
         self.replicas = 1  # of the run, for the bottleneck advice
+        self.strategy: str | None = None
+        self.input_shape: list | None = None
 
     def clear(self) -> None:
         self._recent.clear()
@@ -35,6 +37,8 @@ class StepSplit:
     def start(self, run: RunStarted) -> bool:
         """A new run starts afresh (a resumed one goes on); True when that emptied the split."""
         self.replicas = run.num_replicas or 1
+        self.strategy = (run.strategy or {}).get("name")
+        self.input_shape = (run.dataset or {}).get("input_shape")
         if run.resumed or not self.steps():
             return False
         self.clear()
@@ -60,9 +64,10 @@ class StepSplit:
         return compute, waited, rest
 
     def advice(self) -> str | None:
-        """What to try when one part dominates the recent steps (core/bottleneck.py)."""
+        """What to try when one part dominates the recent steps (core/bottleneck.py), for this
+        run's strategy and images."""
         shares = self.shares()
-        return bottleneck(*shares, self.replicas) if shares else None
+        return bottleneck(*shares, self.replicas, self.strategy, self.input_shape) if shares else None
 
     def per_replica(self) -> np.ndarray:
         """``[replicas, 3]`` mean seconds per step: own compute, input wait, the rest of the step."""

@@ -88,11 +88,12 @@ class TrainingSeries:
             state.reset()
             data[:, smoothed] = [state.update(v) for v in data[:, raw].tolist()]
 
-    def summary(self) -> str:
-        """The latest values, one line."""
+    def summary(self, step: int | None = None) -> str:
+        """The latest values, one line. ``step``: the step to name (the run's progress, which the
+        progress line names too); by default the last point's."""
         if not len(self.steps):
             return "No training steps yet"
-        parts = [f"step {int(self.steps.last(STEP)):,}"]
+        parts = [f"step {int(self.steps.last(STEP)) if step is None else step:,}"]
         for label, col, fmt in (("smoothed loss", LOSS_EMA, "{:.4f}"), ("smoothed accuracy", ACCURACY_EMA, "{:.1f}%"),
                                 ("learning rate", LR, "{:.3g}")):
             value = self.steps.last(col)

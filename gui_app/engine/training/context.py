@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.datasets.base import ProgressCallback
 from gui_app.core.messages import first_line
 from gui_app.core.rundir import CHECKPOINT_DIR
@@ -74,6 +74,15 @@ class ModelState:
 
     def steps_done(self) -> int:
         return int(self.step.numpy())
+
+
+def single_process(config: RunConfig) -> RunConfig:
+    """The config as one process runs it: a cluster's trained model needs no cluster to be
+    evaluated again or exported."""
+    if config.strategy.name not in MULTI_WORKER:
+        return config
+    return config.replace(strategy={"name": "default", "workers": 0, "ps": 0, "cluster": None,
+                                    "communication": "auto", "timeout_s": None, "max_restarts": 0})
 
 
 def prepare(config: RunConfig, progress: ProgressCallback | None, data_dir: Path,

@@ -16,12 +16,13 @@ from PySide6.QtWidgets import QLabel
 import numpy as np
 import pyqtgraph as pg
 
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import style_plot
 
 TEXT_CELLS_LIMIT = 30  # beyond this many classes no cell text is created at all
 
 
-class ConfusionHeatmap(pg.GraphicsLayoutWidget):
+class ConfusionHeatmap(ChartCanvas):
     """Rows = true class (top to bottom), columns = predicted class; counts in the cells."""
 
     def __init__(self) -> None:

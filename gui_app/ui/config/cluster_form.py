@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.cluster_hosts import is_loopback, split_host
 from gui_app.core.config import ConfigError
+from gui_app.core.wording import label
 from gui_app.ui.colors import WARNING_STYLE
 from gui_app.ui.config.form_base import choice_box, format_float
 
@@ -47,14 +48,14 @@ class ClusterPanel(QWidget):
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
         self.place = choice_box(PLACES)
-        self.form.addRow("Workers run on", self.place)
+        self.form.addRow(label("strategy.cluster"), self.place)
         self.workers = QSpinBox()
         self.workers.setRange(1, 64)
         self.workers.setValue(2)
-        self.form.addRow("Workers", self.workers)
+        self.form.addRow(label("strategy.workers"), self.workers)
         self.ps = QSpinBox()
         self.ps.setRange(1, 16)
-        self.form.addRow("Parameter servers", self.ps)
+        self.form.addRow(label("strategy.ps"), self.ps)
         self.hosts = QPlainTextEdit()
         self.hosts.setPlaceholderText("one host:port per line; the first is this machine (the chief)\n"
                                       "192.168.1.10:2222\n192.168.1.11:2222")
@@ -65,20 +66,20 @@ class ClusterPanel(QWidget):
         self.commands_grid.setContentsMargins(0, 0, 0, 0)
         self.form.addRow("Start on the others", self.commands)
         self.communication = choice_box(COMMUNICATION_LABELS)
-        self.form.addRow("Communication", self.communication)
+        self.form.addRow(label("strategy.communication"), self.communication)
         self.timeout = QLineEdit()
         self.timeout.setPlaceholderText("none")
         self.timeout.setToolTip("Collective timeout in seconds; leave room for the first step's tracing (≥ 60)")
-        self.form.addRow("Collective timeout (s)", self.timeout)
+        self.form.addRow(label("strategy.timeout_s"), self.timeout)
         self.join_timeout = QSpinBox()
         self.join_timeout.setRange(1, 3600)
         self.join_timeout.setValue(120)
-        self.form.addRow("Join timeout (s)", self.join_timeout)
+        self.form.addRow(label("strategy.join_timeout_s"), self.join_timeout)
         self.max_restarts = QSpinBox()
         self.max_restarts.setRange(0, 100)
         self.max_restarts.setToolTip("Restart the whole cluster from its last checkpoint after a failure")
-        self.form.addRow("Restarts after a failure", self.max_restarts)
-        self.allow_public = QCheckBox("Allow public addresses")
+        self.form.addRow(label("strategy.max_restarts"), self.max_restarts)
+        self.allow_public = QCheckBox(label("strategy.allow_public_hosts"))
         self.form.addRow(self.allow_public)
         self.warning = QLabel(NO_AUTH)
         self.warning.setWordWrap(True)

@@ -2,21 +2,52 @@
 
 It stacks the DevicePanel and the four section forms, keeps them consistent with each
 other (ticked devices -> strategy replicas -> batch summary; a GPU -> mixed precision),
-validates on every edit and asks the Inspector about the dataset and model. Cross-section
-errors from ``RunConfig.__post_init__`` are shown on the form that owns the key they name.
+validates them and asks the Inspector about the dataset and model. Cross-section errors from
+``RunConfig.__post_init__`` are shown on the form that owns the key they name.
+
+When a field is checked: a choice (a list, a tick box, a file chooser) at once; a field typed
+into when typing pauses (:data:`TYPING_PAUSE_MS`) or the field loses focus. While the user
+types, the config is still validated on each keystroke, quietly (Train follows it), but no
+message about a half-typed value is shown and nothing is inspected: the inspection runs an
+engine process, and a half-typed path such as ``/`` is a folder that exists.
+
+The dataset and model check (the inspection) gates Train: :meth:`train_blocker` is empty only
+when the forms are valid and the last check of the dataset and model on the forms passed. An
+answer is shown only when it is about the sections on the forms now; a check that passed is
+remembered for those sections (the window keeps the last config that passed, so a relaunch
+starts checked; the bundled digits with the small CNN are what the self-test trains, so the
+first launch does too), and a newer check that fails takes that back.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QGroupBox, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QGroupBox,
+    QLineEdit,
+    QPlainTextEdit,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
-from gui_app.core.config import ConfigError, RunConfig, RuntimeConfig, StrategyConfig
+from gui_app.core.config import ConfigError, DatasetConfig, ModelConfig, RunConfig, RuntimeConfig, StrategyConfig
+from gui_app.core.wording import for_people
 from gui_app.ui.config import DatasetForm, FormSection, ModelForm, StrategyForm, TrainingForm, split_error
 from gui_app.ui.config.device_panel import DevicePanel
 from gui_app.ui.tabs.dataset import describe_dataset
-from gui_app.ui.workers.inspector import Inspector
+from gui_app.ui.workers.inspector import Inspector, Pair
+
+TYPING_PAUSE_MS = 600  # long enough for a word, short enough to feel immediate
+KNOWN_GOOD: Pair = (DatasetConfig(), ModelConfig())  # the bundled digits and the small CNN (the self-test's)
+MAX_REMEMBERED_CHECKS = 64
+NOT_VALID = "Fix the fields marked in red first"
+TYPING = "Finish the field you are typing in"
+CHECKING = "Checking the dataset and model first…"
 
 
 def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
@@ -26,6 +57,9 @@ def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
         return RunConfig(strategy=StrategyConfig(name="mirrored", devices=tuple(gpus)))
     return RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
                      runtime=RuntimeConfig(cpu_devices=2))
+
+
+MIN_LIST_CHARACTERS = 14  # the width a list asks for; longer entries show whole in its drop-down
 
 
 class _WheelGuard(QObject):
@@ -43,11 +77,13 @@ class _WheelGuard(QObject):
 
 
 class ConfigPanel(QScrollArea):
-    validity_changed = Signal(bool)
-    edited = Signal()  # any change, valid or not (the window remembers the last config)
-    inspected = Signal(dict, str)  # inspect answer, samples .npz
+    validity_changed = Signal(bool)  # the forms describe a valid RunConfig (saving it, the tools)
+    readiness_changed = Signal(str)  # :meth:`train_blocker`: "" once Train may start, else why not
+    edited = Signal()  # the forms were checked (an edit, or a check that answered): the window remembers
+    inspected = Signal(dict, str)  # inspect answer, samples .npz: about the sections on the forms
     inspect_failed = Signal(str)
     inspect_started = Signal()
+    inspect_cleared = Signal()  # the forms' dataset or model changed: earlier answers no longer apply
 
     def __init__(self, engine_command: Callable[..., list[str]], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -66,14 +102,20 @@ class ConfigPanel(QScrollArea):
             QVBoxLayout(box).addWidget(widget)
             column.addWidget(box)
         column.addStretch(1)
+        # A list as wide as its longest entry made the forms 520 px wide at least (the window
+        # then did not fit a 1280 px screen): lists ask for a few characters and elide the rest.
+        # Before anything asks for a size: a list keeps the minimum size it computed first.
+        for box in body.findChildren(QComboBox):
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            box.setMinimumContentsLength(MIN_LIST_CHARACTERS)
         self.setWidget(body)
-        self.setMinimumWidth(body.sizeHint().width() + self.verticalScrollBar().sizeHint().width())
         self._wheel_guard = _WheelGuard(self.verticalScrollBar(), self)
         # Scrolling the form must not change the spin box or list the pointer passes over
         # (it turned 30 epochs into 21): they take the wheel only once clicked into.
         for field in body.findChildren(QAbstractSpinBox) + body.findChildren(QComboBox):
             field.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             field.installEventFilter(self._wheel_guard)
+        self._fit_width()
         self.forms: list[FormSection] = [self.dataset, self.model, self.strategy, self.training]
 
         self._engine_command = engine_command
@@ -83,14 +125,36 @@ class ConfigPanel(QScrollArea):
         self.inspector.failed.connect(self._on_inspect_failed)
         self._config: RunConfig | None = None
         self._valid: bool | None = None
+        self._blocker: str | None = None
         self._busy = False
+        self._typing = False  # the last check was a quiet one, while typing
+        self._pair: Pair | None = None  # the dataset and model sections on the forms (None: not valid)
+        self._checks: dict[Pair, str] = {KNOWN_GOOD: ""}  # each check's outcome: "" passed, else why not
+        self._pause = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
+        self._pause.timeout.connect(self.revalidate)
+        QApplication.instance().focusChanged.connect(self._on_focus_changed)  # leaving a field checks it
+        for edit in body.findChildren(QLineEdit) + body.findChildren(QAbstractSpinBox):
+            edit.editingFinished.connect(self.flush)  # Enter, too
         self.prefer_gpus = False  # first launch: once GPUs are detected, mirror over them
         self.devices.changed.connect(self._on_devices_changed)
         self.devices.detected.connect(self._on_devices_detected)
         self.dataset.open_failed.connect(lambda message: self.dataset.set_status(message, error=True))
+        for form in (self.dataset, self.model):
+            form.check_again.connect(self.inspector.retry)
         for form in self.forms:
-            form.changed.connect(self.revalidate)
+            form.changed.connect(self._on_changed)
         self._on_devices_changed()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self._fit_width()  # a field shown or hidden may change how narrow the forms can be
+        return super().eventFilter(watched, event)
+
+    def _fit_width(self) -> None:
+        """Never narrower than the forms can be: the panel scrolls vertically only, and a form
+        wider than the panel would scroll sideways out of sight when a field takes the focus."""
+        self.setMinimumWidth(self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
     # ---- public ----------------------------------------------------------------------
     def config(self) -> RunConfig | None:
@@ -100,7 +164,23 @@ class ConfigPanel(QScrollArea):
     def is_valid(self) -> bool:
         return self._config is not None
 
-    def set_config(self, config: RunConfig) -> None:
+    def train_blocker(self) -> str:
+        """Why Train cannot start with what is on the forms ("" when it can): a field is not
+        valid, or the dataset and model have not passed their check (yet)."""
+        if self._config is None:
+            return TYPING if self._typing else NOT_VALID
+        outcome = self._checks.get(self._pair)
+        if outcome is None:
+            return CHECKING
+        return f"The check of the dataset and model failed: {for_people(outcome)}" if outcome else ""
+
+    def checked_config(self) -> RunConfig | None:
+        """The config on the forms when Train may start with it (valid, and checked)."""
+        return None if self.train_blocker() else self._config
+
+    def set_config(self, config: RunConfig, checked: bool = False) -> None:
+        """Fill the forms; ``checked``: its dataset and model passed their check before (the
+        window's last config), so Train need not wait for the check that runs now."""
         self._busy = True
         try:
             self.devices.set_config_section(config.runtime)
@@ -112,7 +192,22 @@ class ConfigPanel(QScrollArea):
                 form.set_config_section(getattr(config, form.section))
         finally:
             self._busy = False
-        self._on_devices_changed()
+        if checked:
+            pair = self._sections()
+            if pair is not None:
+                self._remember_check(pair, "")
+        self._pause.stop()
+        self._sync_devices()
+        self.revalidate()
+
+    def flush(self) -> None:
+        """Check a field being typed into now (it lost focus, Enter, or Train was pressed)."""
+        if self._pause.isActive():
+            self._pause.stop()
+            self.revalidate()
+
+    def _on_focus_changed(self, _old: QWidget | None, _new: QWidget | None) -> None:
+        self.flush()
 
     def start_detection(self) -> None:
         self.devices.start_detection(self._engine_command)
@@ -125,12 +220,15 @@ class ConfigPanel(QScrollArea):
     def _on_devices_changed(self) -> None:
         if self._busy:
             return
+        self._sync_devices()
+        self._on_changed()
+
+    def _sync_devices(self) -> None:
         self._busy = True
         try:
             self.strategy.set_devices(self.devices.selected_devices(), self.devices.available_devices())
         finally:
             self._busy = False
-        self.revalidate()
 
     def _on_devices_detected(self, info: dict) -> None:
         gpus = self.devices.gpu_names()
@@ -148,16 +246,39 @@ class ConfigPanel(QScrollArea):
             return device.startswith("GPU") if device else bool(gpus)
         return bool(gpus)
 
-    def revalidate(self) -> None:
+    def _typed_into(self) -> QWidget | None:
+        """The field of this panel the user is typing into, if any."""
+        widget = QApplication.focusWidget()
+        if isinstance(widget, (QLineEdit, QPlainTextEdit, QAbstractSpinBox)) and self.isAncestorOf(widget):
+            return widget
+        return None
+
+    def _on_changed(self) -> None:
+        if self._busy:
+            return
+        if self._typed_into() is not None:
+            self._pause.start()  # restarts: the check waits for a pause
+            self.revalidate(typing=True)
+        else:
+            self._pause.stop()
+            self.revalidate()
+
+    def revalidate(self, typing: bool = False) -> None:
+        """Validate the forms and follow the dataset and model check. ``typing``: quietly -- no
+        message appears or stays about the field being typed into, nothing is inspected and the
+        window remembers nothing (the pause, or leaving the field, checks it for real)."""
         if self._busy:
             return
         self._busy = True
         try:
             self.devices.set_ticks_enabled(self.strategy.name.currentData() == "mirrored")
             self.strategy.set_global_batch(self.training.global_batch_size.value())
+            self.strategy.set_replicas_per_worker(len(self.devices.gpu_names()) or self.devices.cpu_devices.value())
             self.training.set_gpu_selected(self._gpu_in_use())
             self.training.set_strategy(self.strategy.name.currentData())
-            sections = {form.section: form.validate() for form in self.forms}
+            if not typing:
+                self.dataset.follow_source_images()  # before the check: one inspection, at the images' size
+            sections = {form.section: form.validate(show=not typing) for form in self.forms}
         finally:
             self._busy = False
         config = None
@@ -165,37 +286,91 @@ class ConfigPanel(QScrollArea):
             try:
                 config = RunConfig(runtime=self.devices.config_section(), **sections)
             except ConfigError as exc:
-                key, message = split_error(exc)
-                owner = next((f for f in self.forms if f.owns(key)), self.strategy)
-                owner.show_error(key, message)
-        self._config = config
-        if sections["dataset"] and sections["model"]:
-            self.inspector.request(sections["dataset"], sections["model"])
+                if not typing:
+                    key, message = split_error(exc)
+                    owner = next((f for f in self.forms if f.owns(key)), self.strategy)
+                    owner.show_error(key, message)
+        self._config, self._typing = config, typing
+        if typing:
+            self._hide_error_of(self._typed_into())
+        dataset, model = sections["dataset"], sections["model"]
+        self._follow((dataset, model) if dataset and model else None, ask=not typing)
         if self._valid != (config is not None):
             self._valid = config is not None
             self.validity_changed.emit(self._valid)
-        self.edited.emit()
+        self._update_blocker()
+        if not typing:
+            self.edited.emit()
 
-    # ---- inspection ------------------------------------------------------------------
-    def _on_inspect_started(self) -> None:
+    def _hide_error_of(self, widget: QWidget | None) -> None:
+        """A message about the field being typed into would speak of a value no longer there."""
+        for form in self.forms:
+            key = form.key_of(widget) if widget is not None else None
+            if key is not None:
+                form.clear_error(key)
+
+    def _sections(self) -> Pair | None:
+        try:
+            return self.dataset.config_section(), self.model.config_section()
+        except ConfigError:
+            return None
+
+    # ---- the dataset and model check -------------------------------------------------
+    def _follow(self, pair: Pair | None, ask: bool) -> None:
+        """The forms' dataset and model are ``pair`` now: clear what was shown about others,
+        and (``ask``) have them inspected."""
+        if pair != self._pair:
+            self._pair = pair
+            self.inspector.withdraw()  # an answer about other sections would never be shown
+            self.dataset.set_status("")
+            self.model.set_status("")
+            self.model.mark_stale()
+            self.inspect_cleared.emit()
+        if ask and pair is not None:
+            self.inspector.request(*pair)
+
+    def _remember_check(self, pair: Pair, outcome: str) -> None:
+        self._checks.pop(pair, None)
+        self._checks[pair] = outcome
+        while len(self._checks) > MAX_REMEMBERED_CHECKS:
+            del self._checks[next(iter(self._checks))]
+
+    def _update_blocker(self) -> None:
+        blocker = self.train_blocker()
+        if blocker != self._blocker:
+            self._blocker = blocker
+            self.readiness_changed.emit(blocker)
+
+    def _on_inspect_started(self, pair: Pair) -> None:
+        if pair != self._pair:
+            return
         self.dataset.set_status("Inspecting the dataset…")
         self.model.set_status("Building the model…")
+        self.model.mark_stale()
         self.inspect_started.emit()
 
-    def _on_inspected(self, result: dict, samples: str) -> None:
-        dataset, model = result.get("dataset") or {}, result.get("model") or {}
-        warnings = [str(w) for w in dataset.get("warnings") or []]
-        self.dataset.set_status("\n".join([describe_dataset(dataset), *warnings]))
-        self.model.set_status("")
-        self.model.show_summary(model)
-        self.inspected.emit(result, samples)
-
-    def _on_inspect_failed(self, message: str) -> None:
-        if message.startswith("model"):
-            self.model.set_status(message, error=True)
-            self.model.show_summary(None)
-            self.dataset.set_status("")
-        else:
-            self.dataset.set_status(message, error=True)
+    def _on_inspected(self, pair: Pair, result: dict, samples: str) -> None:
+        self._remember_check(pair, "")
+        if pair == self._pair:
+            dataset, model = result.get("dataset") or {}, result.get("model") or {}
+            warnings = [str(w) for w in dataset.get("warnings") or []]
+            self.dataset.set_status("\n".join([describe_dataset(dataset), *warnings]))
+            self.dataset.show_source_images(dataset.get("source_images"))
             self.model.set_status("")
-        self.inspect_failed.emit(message)
+            self.model.show_summary(model)
+            self.inspected.emit(result, samples)
+        self._update_blocker()
+        self.edited.emit()
+
+    def _on_inspect_failed(self, pair: Pair, message: str) -> None:
+        self._remember_check(pair, message)
+        if pair == self._pair:
+            if message.startswith("model"):
+                self.model.set_status(for_people(message), error=True, retry=True)
+                self.model.show_summary(None)
+                self.dataset.set_status("")
+            else:
+                self.dataset.set_status(for_people(message), error=True, retry=True)
+                self.model.set_status("")
+            self.inspect_failed.emit(for_people(message))
+        self._update_blocker()

@@ -11,16 +11,16 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMenu,
     QPushButton,
     QSpinBox,
     QWidget,
 )
 
 from gui_app.core.config import DATASETS_OF_IMAGES, DATASETS_WITH_PATH, ConfigError, DatasetConfig
+from gui_app.core.image_files import source_images
 from gui_app.core.memory import BUDGET_FRACTION, default_budget_bytes, format_bytes
-from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.config.form_base import FormSection, choice_box
+from gui_app.ui.config.source_images import SourceImagesRow
 
 DATASET_LABELS = {
     "digits": "Digits (bundled, offline)",
@@ -41,6 +41,8 @@ CACHE_LABELS = {"auto": "Automatic: in memory when it fits the budget", "none": 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
 DOWNLOADABLE = ("mnist", "fashion_mnist", "cifar10", "cifar100")
 VALIDATION_LABELS = {"split": "Hold out part of the training set", "test": "Use the test set", "none": "None"}
+OPEN_TITLES = {"idx": "Open a folder of IDX files", "image_folder": "Open a folder with one sub-folder per class",
+               "tfrecord": "Open a folder of TFRecord shards"}
 
 
 def guess_dataset(path: str | Path) -> tuple[str, str]:
@@ -75,65 +77,60 @@ class DatasetForm(FormSection):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.name = choice_box(DATASET_LABELS)
-        self.add_field("dataset.name", "Dataset", self.name)
+        self.add_field("dataset.name", self.name)
 
         self.path = QLineEdit()
         self.path.setClearButtonEnabled(True)
         self.open_button = QPushButton("Open…")
-        menu = QMenu(self.open_button)
-        menu.addAction("NumPy .npz file…", self._open_npz)
-        menu.addAction("IDX folder…", lambda: self._open_folder("idx", "Folder with IDX files"))
-        menu.addAction("Image folder…", lambda: self._open_folder("image_folder", "Folder of class sub-folders"))
-        menu.addAction("CIFAR batches folder…", lambda: self._open_folder(None, "Folder with CIFAR python batches"))
-        menu.addAction("TFRecord folder…", lambda: self._open_folder("tfrecord", "Folder of TFRecord shards"))
-        self.open_button.setMenu(menu)
-        self.add_field("dataset.path", "Path", self.path, row_widget=self._row(self.path, self.open_button))
+        self.open_button.setToolTip("Choose the file or folder of the dataset type above")
+        self.open_button.clicked.connect(self._on_open)
+        self.add_field("dataset.path", self.path, row_widget=self._row(self.path, self.open_button))
 
         self.test_path = QLineEdit(placeholderText="optional: a separate folder of test images or shards")
         self.test_path.setClearButtonEnabled(True)
-        self.add_field("dataset.test_path", "Test images", self.test_path)
+        self.add_field("dataset.test_path", self.test_path)
 
         self.height, self.width = QSpinBox(minimum=1, maximum=4096), QSpinBox(minimum=1, maximum=4096)
         size = self._row(self.height, QLabel("×"), self.width)
         size.layout().addStretch(1)
-        self.add_field("dataset.image_size", "Image size", self.height, row_widget=size,
+        self.add_field("dataset.image_size", self.height, row_widget=size,
                        tip="Images of an image folder are resized to height × width")
         self.color_mode = QComboBox()
         self.color_mode.addItem("RGB", "rgb")
         self.color_mode.addItem("Grayscale", "grayscale")
-        self.add_field("dataset.color_mode", "Colour", self.color_mode)
+        self.add_field("dataset.color_mode", self.color_mode)
+        self.source_images = SourceImagesRow(self._set_image_size)
+        self.form.addRow(self.source_images)
         self.label_offset = QSpinBox(minimum=0, maximum=1000)
-        self.add_field("dataset.label_offset", "Label offset", self.label_offset,
+        self.add_field("dataset.label_offset", self.label_offset,
                        tip="TFRecord: subtracted from image/class/label (1 for ImageNet's 1-based labels)")
         self.tfds_name = QLineEdit(placeholderText="e.g. mnist or my_set:1.0.0")
-        self.add_field("dataset.tfds_name", "TFDS name", self.tfds_name)
+        self.add_field("dataset.tfds_name", self.tfds_name)
         self.data_dir = QLineEdit(placeholderText="the folder it was prepared in (default ~/tensorflow_datasets)")
-        self.add_field("dataset.data_dir", "TFDS folder", self.data_dir)
+        self.add_field("dataset.data_dir", self.data_dir)
 
         self.loading = choice_box(LOADING_LABELS)
-        self.add_field("dataset.loading", "Loading", self.loading,
+        self.add_field("dataset.loading", self.loading,
                        tip="Image folders, TFRecord and TFDS sets can stream from their files during training")
         budget = format_bytes(default_budget_bytes())
         self.memory_budget = QSpinBox(minimum=0, maximum=10_000_000, singleStep=256, suffix=" MB")
         self.memory_budget.setSpecialValueText(f"Default: {BUDGET_FRACTION * 100:.0f} % of RAM ({budget})")
-        self.add_field("dataset.memory_budget_mb", "Memory budget", self.memory_budget,
+        self.add_field("dataset.memory_budget_mb", self.memory_budget,
                        tip="A set whose decoded size is larger than this streams (loading: automatic)")
         self.cache = choice_box(CACHE_LABELS)
-        self.add_field("dataset.cache", "Stream cache", self.cache,
+        self.add_field("dataset.cache", self.cache,
                        tip="Keep decoded training examples after the first pass (streamed input only)")
 
         self.validation = choice_box(VALIDATION_LABELS)
-        self.add_field("dataset.validation", "Validation", self.validation)
+        self.add_field("dataset.validation", self.validation)
         self.validation_split = QDoubleSpinBox(minimum=0.0, maximum=0.95, singleStep=0.05, decimals=2)
-        self.add_field("dataset.validation_split", "Validation share", self.validation_split,
+        self.add_field("dataset.validation_split", self.validation_split,
                        tip="Fraction of the training set held out for validation at each epoch end")
         self.test_split = QDoubleSpinBox(minimum=0.0, maximum=0.95, singleStep=0.05, decimals=2)
-        self.add_field("dataset.test_split", "Test share", self.test_split,
+        self.add_field("dataset.test_split", self.test_split,
                        tip="Image folder without test images: fraction held out for testing")
 
-        self.status = QLabel()  # what inspection found or why it failed
-        self.status.setWordWrap(True)
-        self.form.addRow(self.status)
+        self.add_status()  # what the check found or why it failed
 
         for combo in (self.name, self.color_mode, self.validation, self.loading, self.cache):
             combo.currentIndexChanged.connect(self._on_edited)
@@ -143,6 +140,7 @@ class DatasetForm(FormSection):
                      self.memory_budget):
             spin.valueChanged.connect(self._on_edited)
         self.last_dir = ""
+        self._source_of: tuple[str, str] | None = None  # the (type, path) whose images were read last
         self._shuffle_buffer = DatasetConfig().shuffle_buffer
         self.set_config_section(DatasetConfig())
 
@@ -159,13 +157,7 @@ class DatasetForm(FormSection):
     def config_section(self) -> DatasetConfig:
         name = self.name.currentData()
         folder = name in ("image_folder", "tfrecord")
-        for key, edit, used in (("dataset.path", self.path, name not in ("digits", "tfds")),
-                                ("dataset.test_path", self.test_path, folder),
-                                ("dataset.data_dir", self.data_dir, name == "tfds")):
-            text = edit.text().strip()
-            if used and text and not Path(text).expanduser().exists():
-                raise ConfigError(f"{key}: no such file or folder: {text}")
-        return DatasetConfig(
+        section = DatasetConfig(
             name=name,
             path=(self.path.text().strip() or None) if name not in ("digits", "tfds") else None,
             test_path=(self.test_path.text().strip() or None) if folder else None,
@@ -182,6 +174,11 @@ class DatasetForm(FormSection):
             data_dir=(self.data_dir.text().strip() or None) if name == "tfds" else None,
             shuffle_buffer=self._shuffle_buffer,
         )
+        for key, path in (("dataset.path", section.path), ("dataset.test_path", section.test_path),
+                          ("dataset.data_dir", section.data_dir)):
+            if path and not Path(path).expanduser().exists():
+                raise ConfigError(f"{key}: no such file or folder: {path}")
+        return section
 
     def set_config_section(self, section: DatasetConfig) -> None:
         self.blockSignals(True)
@@ -202,6 +199,7 @@ class DatasetForm(FormSection):
             self.tfds_name.setText(section.tfds_name or "")
             self.data_dir.setText(section.data_dir or "")
             self._shuffle_buffer = section.shuffle_buffer  # kept as loaded: no field for it
+            self.follow_source_images(may_fill=False)  # a loaded size is the user's: proposed, never replaced
         finally:
             self.blockSignals(False)
         self._on_edited()
@@ -219,22 +217,54 @@ class DatasetForm(FormSection):
         self.last_dir = str(Path(path).parent)
         return True
 
-    def _open_npz(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a NumPy dataset", self.last_dir,
-                                              "NumPy archives (*.npz);;All files (*)")
-        if path:
-            self.open_path(path)
-
-    def _open_folder(self, kind: str | None, title: str) -> None:
-        path = QFileDialog.getExistingDirectory(self, title, self.last_dir)
-        if not path:
-            return
-        if kind is None:  # CIFAR: the folder's files say which one
-            self.open_path(path)
+    def _on_open(self) -> None:
+        """The chooser of the type chosen above: a file for an .npz, a folder for the others;
+        a downloadable set's local copy may be either (a file inside a folder stands for it)."""
+        name = self.name.currentData()
+        if name == "npz":
+            path, _ = QFileDialog.getOpenFileName(self, "Open a NumPy dataset", self.last_dir,
+                                                  "NumPy archives (*.npz);;All files (*)")
+        elif name in DOWNLOADABLE:
+            path, _ = QFileDialog.getOpenFileName(
+                self, f"Open a local copy of {DATASET_LABELS[name]}", self.last_dir,
+                "mnist.npz, an IDX file or a CIFAR archive (*.npz *ubyte *ubyte.gz *.tar.gz);;"
+                "A file of the CIFAR batches folder (*);;All files (*)")
+            if path and not path.endswith((".npz", ".tar.gz")):
+                path = str(Path(path).parent)  # an IDX file or a CIFAR batch: its folder is the dataset
         else:
-            self.name.setCurrentIndex(self.name.findData(kind))
+            path = QFileDialog.getExistingDirectory(self, OPEN_TITLES.get(name, "Open a folder"), self.last_dir)
+        if path:
             self.path.setText(path)
             self.last_dir = str(Path(path).parent)
+
+    # ---- the images as they are ------------------------------------------------------
+    def follow_source_images(self, may_fill: bool = True) -> None:
+        """Read the chosen images' headers when the type or path changed, and set or propose
+        their size and colour (SourceImagesRow). Cheap: a few headers per class."""
+        key = (self.name.currentData(), self.path.text().strip())
+        if key == self._source_of:
+            return
+        self._source_of = key
+        info = source_images(*key) if key[0] in ("image_folder", "tfrecord") else None
+        self.source_images.follow(info, self._image_size(), may_fill)
+
+    def show_source_images(self, info: dict | None) -> None:
+        """The inspection's ``source_images``, about the sections on the form."""
+        if info:
+            self.source_images.follow(info, self._image_size())
+
+    def _image_size(self) -> tuple[int, int, str]:
+        return self.height.value(), self.width.value(), self.color_mode.currentData()
+
+    def _set_image_size(self, height: int, width: int, color_mode: str) -> None:
+        self.blockSignals(True)  # one change, told once
+        try:
+            self.height.setValue(height)
+            self.width.setValue(width)
+            self.color_mode.setCurrentIndex(self.color_mode.findData(color_mode))
+        finally:
+            self.blockSignals(False)
+        self._on_edited()
 
     # ---- applicability ---------------------------------------------------------------
     def _on_edited(self, *_: object) -> None:
@@ -259,7 +289,3 @@ class DatasetForm(FormSection):
         self.test_split.setEnabled(images and not (folder and self.test_path.text().strip()))
         if not self.signalsBlocked():
             self.changed.emit()
-
-    def set_status(self, text: str, error: bool = False) -> None:
-        self.status.setText(text)
-        self.status.setStyleSheet(ERROR_STYLE if error else "")

@@ -13,6 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from gui_app.core.config import RuntimeConfig
+from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
@@ -58,7 +59,7 @@ class DevicePanel(QWidget):
         self.cpu_label.setWordWrap(True)
         layout.addWidget(self.cpu_label)
         row = QHBoxLayout()
-        row.addWidget(QLabel("CPU replicas"))
+        row.addWidget(QLabel(label("runtime.cpu_devices")))
         self.cpu_devices = QSpinBox(minimum=1, maximum=64)
         self.cpu_devices.setToolTip("Logical CPU devices the engine creates (runtime.cpu_devices); "
                                     "tick several for a mirrored strategy without a GPU")
@@ -68,7 +69,7 @@ class DevicePanel(QWidget):
         layout.addLayout(row)
         self._cpu_grid = QGridLayout()
         layout.addLayout(self._cpu_grid)
-        self.memory_growth = QCheckBox("Allocate GPU memory as needed")
+        self.memory_growth = QCheckBox(label("runtime.gpu_memory_growth"))
         self.memory_growth.setToolTip("runtime.gpu_memory_growth: otherwise TensorFlow takes all GPU memory")
         self.memory_growth.toggled.connect(lambda _: self.changed.emit())
         layout.addWidget(self.memory_growth)

@@ -4,15 +4,17 @@ Each form builds its section's frozen dataclass from the widgets (``config_secti
 dataclass validates itself, and a :class:`ConfigError` names the key that is wrong, e.g.
 ``training.learning_rate: must be > 0; got -1.0``. ``validate()`` turns that into a red
 message under the field with that key, so the rules live in one place (gui_app.core.config)
-and the form never repeats them.
+and the form never repeats them. Fields are labelled as gui_app.core.wording names their keys,
+so messages elsewhere (advice, the engine's errors) can name a field as the user sees it.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from gui_app.core import wording
 from gui_app.core.config import ConfigError
 from gui_app.ui.colors import ERROR_COLOR, ERROR_STYLE
 
@@ -64,6 +66,7 @@ class FormSection(QWidget):
     ``config_section()`` / ``set_config_section()``; they emit :attr:`changed` on any edit."""
 
     changed = Signal()
+    check_again = Signal()  # the user asks for the dataset and model check once more (the files changed)
     section = ""  # "dataset", "model", ...
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -81,10 +84,12 @@ class FormSection(QWidget):
         outer.addWidget(self.section_error)
 
     # ---- building --------------------------------------------------------------------
-    def add_field(self, key: str, label: str, widget: QWidget, tip: str | None = None,
-                  row_widget: QWidget | None = None) -> QWidget:
-        """Add a row for config key ``key`` (``"training.epochs"``); ``row_widget`` lets a
-        composite (an edit with a button) stand in the row while ``widget`` gets the red frame."""
+    def add_field(self, key: str, widget: QWidget, tip: str | None = None, row_widget: QWidget | None = None,
+                  text: str | None = None) -> QWidget:
+        """Add a row for config key ``key`` (``"training.epochs"``), labelled as
+        gui_app.core.wording names it (``text`` when the widget carries its own, as a check box
+        does); ``row_widget`` lets a composite (an edit with a button) stand in the row while
+        ``widget`` gets the red frame."""
         holder = QWidget()
         column = QVBoxLayout(holder)
         column.setContentsMargins(0, 0, 0, 0)
@@ -94,13 +99,34 @@ class FormSection(QWidget):
         column.addWidget(error)
         if tip:
             widget.setToolTip(tip)
-        label_widget = QLabel(label)
+        label_widget = QLabel(wording.label(key) if text is None else text)
         label_widget.setBuddy(widget)
         self.form.addRow(label_widget, holder)
         self._fields[key] = widget
         self._rows[key] = holder
         self._error_labels[key] = error
         return widget
+
+    def add_status(self) -> None:
+        """The line that says what the dataset and model check found, with a "Check again" link
+        after a failure (the user may have fixed the files since)."""
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.check_again_link = QLabel("<a href='#'>Check again</a>")
+        self.check_again_link.linkActivated.connect(lambda _: self.check_again.emit())
+        self.check_again_link.hide()
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.status, 1)
+        layout.addWidget(self.check_again_link, 0, Qt.AlignmentFlag.AlignTop)
+        self.form.addRow(row)
+
+    def set_status(self, text: str, error: bool = False, retry: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet(ERROR_STYLE if error else "")
+        self.check_again_link.setVisible(retry and bool(text))
 
     def show_row(self, key: str, applies: bool) -> None:
         """Show the row of ``key`` only where it applies (and disable it otherwise, so a hidden
@@ -125,13 +151,16 @@ class FormSection(QWidget):
     def set_config_section(self, section: Any) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def validate(self) -> Any | None:
-        """The section if it is valid; otherwise ``None`` with the message shown inline."""
-        self.clear_errors()
+    def validate(self, show: bool = True) -> Any | None:
+        """The section if it is valid; otherwise ``None`` with the message shown inline
+        (``show=False``: the messages on screen are left as they are)."""
+        if show:
+            self.clear_errors()
         try:
             return self.config_section()
         except ConfigError as exc:
-            self.show_error(*split_error(exc))
+            if show:
+                self.show_error(*split_error(exc))
             return None
 
     def owns(self, key: str) -> bool:
@@ -141,8 +170,9 @@ class FormSection(QWidget):
         label = self._error_labels.get(key, self.section_error)
         if key in self._rows and self._rows[key].isHidden():
             label = self.section_error  # a config file set a field this dataset hides: say it where it shows
+        message = wording.for_people(message)
         if label is self.section_error and key and (key not in self._fields or self._rows[key].isHidden()):
-            message = f"{key}: {message}"
+            message = f"{key}: {message}"  # no field on show to name it by: the config file's key
         label.setText(message)
         label.show()
         widget = self._fields.get(key)
@@ -151,10 +181,19 @@ class FormSection(QWidget):
             widget.setStyleSheet(f"border: 1px solid {ERROR_COLOR};")
 
     def clear_errors(self) -> None:
-        for label in (*self._error_labels.values(), self.section_error):
-            label.clear()
-            label.hide()
-        for widget in self._fields.values():
-            if widget.property(INVALID_PROPERTY):
-                widget.setProperty(INVALID_PROPERTY, False)
-                widget.setStyleSheet("")
+        for key in self._fields:
+            self.clear_error(key)
+        self.section_error.clear()
+        self.section_error.hide()
+
+    def clear_error(self, key: str) -> None:
+        self._error_labels[key].clear()
+        self._error_labels[key].hide()
+        widget = self._fields[key]
+        if widget.property(INVALID_PROPERTY):
+            widget.setProperty(INVALID_PROPERTY, False)
+            widget.setStyleSheet("")
+
+    def key_of(self, widget: QWidget) -> str | None:
+        """The config key whose row holds ``widget`` (a spin box's inner edit counts), or None."""
+        return next((key for key, row in self._rows.items() if row is widget or row.isAncestorOf(widget)), None)

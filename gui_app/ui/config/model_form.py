@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.config import ConfigError, ModelConfig
-from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.config.form_base import FormSection, choice_box
 
 MODEL_LABELS = {
@@ -47,7 +46,7 @@ class ModelForm(FormSection):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.name = choice_box(MODEL_LABELS)
-        self.add_field("model.name", "Model", self.name)
+        self.add_field("model.name", self.name)
 
         self.path = QLineEdit(placeholderText="a .keras file")
         self.path.setClearButtonEnabled(True)
@@ -58,7 +57,7 @@ class ModelForm(FormSection):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.path, 1)
         layout.addWidget(self.open_button)
-        self.add_field("model.path", "File", self.path, row_widget=row)
+        self.add_field("model.path", self.path, row_widget=row)
 
         self.parameters = QLabel("—")
         self.parameters.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -75,9 +74,7 @@ class ModelForm(FormSection):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self._fit_layers()
         self.form.addRow(self.layers)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.form.addRow(self.status)
+        self.add_status()
 
         self.name.currentIndexChanged.connect(self._on_edited)
         self.path.textChanged.connect(self._on_edited)
@@ -116,8 +113,15 @@ class ModelForm(FormSection):
             self.changed.emit()
 
     # ---- inspection results ----------------------------------------------------------
+    def mark_stale(self) -> None:
+        """The summary shown is of another dataset or model: greyed until the check answers."""
+        self.parameters.setEnabled(False)
+        self.layers.setEnabled(False)
+
     def show_summary(self, model: dict | None) -> None:
         """Show the ``model`` part of ``inspect --json`` (or clear it with ``None``)."""
+        self.parameters.setEnabled(True)
+        self.layers.setEnabled(True)
         self.layers.clear()
         if not model:
             self.parameters.setText("—")
@@ -143,6 +147,3 @@ class ModelForm(FormSection):
         row = self.layers.sizeHintForRow(0) if self.layers.topLevelItemCount() else self.fontMetrics().height() + 4
         self.layers.setFixedHeight(self.layers.header().sizeHint().height() + rows * row + 2 * self.layers.frameWidth())
 
-    def set_status(self, text: str, error: bool = False) -> None:
-        self.status.setText(text)
-        self.status.setStyleSheet(ERROR_STYLE if error else "")

@@ -2,13 +2,18 @@
 for the batch: replicas, per-replica batch, and a warning when it does not divide evenly.
 
 The devices of a mirrored strategy are ticked in the DevicePanel; the ConfigPanel passes
-them in with :meth:`set_devices`, so this form never reaches into another widget.
+them in with :meth:`set_devices`, and the replicas each worker of a multi-worker run will have
+(its GPUs, else ``runtime.cpu_devices``) with :meth:`set_replicas_per_worker`, so this form
+never reaches into another widget. The replicas counted are those the run will have: workers
+x replicas per worker for multi-worker mirrored; one per worker for parameter servers, whose
+steps each train one worker on the whole global batch.
 """
 from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
 
 from gui_app.core.config import ALL_REDUCING, MULTI_WORKER, ConfigError, StrategyConfig
+from gui_app.core.wording import count
 from gui_app.ui.colors import WARNING_STYLE
 from gui_app.ui.config.cluster_form import ClusterPanel
 from gui_app.ui.config.form_base import FormSection, choice_box
@@ -42,22 +47,22 @@ class StrategyForm(FormSection):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.name = choice_box(STRATEGY_LABELS)
-        self.add_field("strategy.name", "Strategy", self.name)
+        self.add_field("strategy.name", self.name)
         self.device = QComboBox()
-        self.add_field("strategy.device", "Device", self.device, tip="The device of the one-device strategy")
+        self.add_field("strategy.device", self.device, tip="The device of the one-device strategy")
         self.devices_label = QLabel()
         self.devices_label.setWordWrap(True)
-        self.add_field("strategy.devices", "Replicas on", self.devices_label,
+        self.add_field("strategy.devices", self.devices_label,
                        tip="Tick devices in the Devices panel")
         self.cross_device_ops = choice_box(CROSS_DEVICE_LABELS)
-        self.add_field("strategy.cross_device_ops", "All-reduce", self.cross_device_ops,
+        self.add_field("strategy.cross_device_ops", self.cross_device_ops,
                        tip="How gradients are summed across replicas")
         self.all_reduce_dtype = choice_box(ALL_REDUCE_DTYPE_LABELS)
-        self.add_field("strategy.all_reduce_dtype", "All-reduce in", self.all_reduce_dtype, tip=ALL_REDUCE_DTYPE_TIP)
+        self.add_field("strategy.all_reduce_dtype", self.all_reduce_dtype, tip=ALL_REDUCE_DTYPE_TIP)
         # Up to the spin box's own limit, beyond the valid 1 GiB on purpose: the config says what is wrong.
         self.bytes_per_pack = QSpinBox(minimum=0, maximum=2**31 - 1, singleStep=64 << 10, suffix=" bytes",
                                        specialValueText="TensorFlow decides")
-        self.add_field("strategy.bytes_per_pack", "Pack size", self.bytes_per_pack, tip=PACK_TIP)
+        self.add_field("strategy.bytes_per_pack", self.bytes_per_pack, tip=PACK_TIP)
         self.cluster = ClusterPanel(self._on_edited)
         self.form.addRow(self.cluster)
         self.summary = QLabel()
@@ -72,6 +77,7 @@ class StrategyForm(FormSection):
         self._available: list[str] = ["CPU:0"]
         self._gpus: list[str] = []
         self._global_batch = 64
+        self._per_worker = 1
         self._pending_device: str | None = None
         self.name.currentIndexChanged.connect(self._on_edited)
         self.device.currentIndexChanged.connect(self._on_edited)
@@ -107,11 +113,22 @@ class StrategyForm(FormSection):
         self.device.blockSignals(False)
 
     # ---- RunConfig section -----------------------------------------------------------
-    def replicas(self) -> int:
+    def set_replicas_per_worker(self, count: int) -> None:
+        """Replicas in each worker process of a cluster: its GPUs, else its logical CPUs
+        (``runtime.cpu_devices`` applies to every worker)."""
+        self._per_worker = max(1, count)
+        self._update_summary()
+
+    def replicas(self) -> int | None:
+        """Replicas the run will have; None when a scheduler or TF_CONFIG decides the workers."""
         name = self.name.currentData()
-        if name == "multi_worker_mirrored":  # one replica per worker (per GPU, or per logical CPU there)
+        if name in MULTI_WORKER:
             values = self.cluster.values(name)
-            return values["workers"] or len(values["cluster"] or ()) or 1
+            workers = values["workers"] or (len(values["cluster"]) if isinstance(values["cluster"], tuple) else 0)
+            if not workers:
+                return None
+            # Parameter-server workers each run one replica (their steps are scheduled one at a time).
+            return workers * (self._per_worker if name == "multi_worker_mirrored" else 1)
         if name != "mirrored":
             return 1
         return len(self._selected) or max(1, len(self._gpus))
@@ -166,15 +183,39 @@ class StrategyForm(FormSection):
             self.changed.emit()
 
     def _update_summary(self) -> None:
-        replicas, batch = self.replicas(), self._global_batch
-        per_replica, remainder = divmod(batch, replicas)
-        noun = "replica" if replicas == 1 else "replicas"
-        self.summary.setText(f"{replicas} {noun} · global batch {batch} · {per_replica} per replica")
-        if remainder and per_replica:
-            self.balance_warning.setText(
-                f"The global batch {batch} does not divide evenly over {replicas} replicas: "
-                f"{remainder} get {per_replica + 1} examples, the others {per_replica}. "
-                f"Try {batch - remainder} or {batch - remainder + replicas}.")
-        else:
-            self.balance_warning.clear()
+        name, replicas, batch = self.name.currentData(), self.replicas(), self._global_batch
+        self.summary.setText(batch_summary(name, replicas, batch, self._per_worker))
+        self.balance_warning.setText(uneven_warning(name, replicas, batch))
         self.balance_warning.setVisible(bool(self.balance_warning.text()))
+
+
+def _split(batch: int, replicas: int) -> str:
+    """``33 and 32 examples``, ``22, 21 and 21 examples``; past four replicas ``3 replicas get 9
+    examples, 5 get 8``."""
+    per_replica, remainder = divmod(batch, replicas)
+    if replicas <= 4:
+        sizes = [str(per_replica + 1)] * remainder + [str(per_replica)] * (replicas - remainder)
+        return f"{', '.join(sizes[:-1])} and {sizes[-1]} examples"
+    return (f"{count(remainder, 'replica')} {'gets' if remainder == 1 else 'get'} {per_replica + 1} examples, "
+            f"{replicas - remainder} get {per_replica}")
+
+
+def batch_summary(name: str, replicas: int | None, batch: int, per_worker: int = 1) -> str:
+    """The form's "Batch" line: how many replicas the run will have and what each gets."""
+    if replicas is None:
+        return f"global batch {batch}, split over the replicas of the cluster the scheduler gives"
+    if name == "parameter_server":  # each step is one worker's batch, applied on the servers
+        return (f"{count(replicas, 'worker')}, asynchronous · each step: one worker trains on the global batch "
+                f"of {batch}")
+    where = f" ({replicas // per_worker} workers × {per_worker})" if name == "multi_worker_mirrored" else ""
+    if batch % replicas and batch >= replicas:
+        return f"{count(replicas, 'replica')}{where} · global batch {batch}: {_split(batch, replicas)}"
+    return f"{count(replicas, 'replica')}{where} · global batch {batch} · {batch // replicas} per replica"
+
+
+def uneven_warning(name: str, replicas: int | None, batch: int) -> str:
+    if name == "parameter_server" or replicas is None or not batch % replicas or batch < replicas:
+        return ""
+    low = batch - batch % replicas
+    return (f"The global batch {batch} does not divide evenly over {replicas} replicas: "
+            f"{_split(batch, replicas)}. Try {low} or {low + replicas}.")

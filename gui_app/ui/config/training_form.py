@@ -21,32 +21,32 @@ class TrainingForm(FormSection):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.epochs = self._spin("training.epochs", "Epochs", 0, 100_000)
-        self.global_batch_size = self._spin("training.global_batch_size", "Global batch", 0, 1_000_000,
+        self.epochs = self._spin("training.epochs", 0, 100_000)
+        self.global_batch_size = self._spin("training.global_batch_size", 0, 1_000_000,
                                             "Examples per step over all replicas together")
-        self.optimizer = self._combo("training.optimizer", "Optimizer", OPTIMIZER_LABELS)
-        self.learning_rate = self._number("training.learning_rate", "Learning rate")
-        self.momentum = self._number("training.momentum", "Momentum", "SGD with momentum and RMSprop")
-        self.weight_decay = self._number("training.weight_decay", "Weight decay", "AdamW only")
-        self.schedule = self._combo("training.schedule", "Schedule", SCHEDULE_LABELS)
-        self.warmup_steps = self._spin("training.warmup_steps", "Warm-up steps", 0, 10_000_000,
+        self.optimizer = self._combo("training.optimizer", OPTIMIZER_LABELS)
+        self.learning_rate = self._number("training.learning_rate")
+        self.momentum = self._number("training.momentum", "SGD with momentum and RMSprop")
+        self.weight_decay = self._number("training.weight_decay", "AdamW only")
+        self.schedule = self._combo("training.schedule", SCHEDULE_LABELS)
+        self.warmup_steps = self._spin("training.warmup_steps", 0, 10_000_000,
                                        "Linear warm-up from 0 before the schedule starts")
-        self.step_decay_epochs = self._spin("training.step_decay_epochs", "Decay every", 0, 100_000,
+        self.step_decay_epochs = self._spin("training.step_decay_epochs", 0, 100_000,
                                             "Step schedule: epochs between decays")
         self.step_decay_epochs.setSuffix(" epochs")
-        self.step_decay_rate = self._number("training.step_decay_rate", "Decay factor",
+        self.step_decay_rate = self._number("training.step_decay_rate",
                                             "Step schedule: the learning rate is multiplied by this")
         self.seed = QLineEdit(placeholderText="random")
-        self.add_field("training.seed", "Seed", self.seed, "Same seed, same data order and initial weights")
-        self.steps_per_call = self._spin("training.steps_per_call", "Steps per call", 0, 100_000,
+        self.add_field("training.seed", self.seed, "Same seed, same data order and initial weights")
+        self.steps_per_call = self._spin("training.steps_per_call", 0, 100_000,
                                          "Training steps run inside one tf.function call; "
                                          "more is faster, fewer gives quicker stop and pause")
-        self.checkpoint_every_steps = self._spin("training.checkpoint_every_steps", "Checkpoint every", 0,
+        self.checkpoint_every_steps = self._spin("training.checkpoint_every_steps", 0,
                                                  100_000_000, "0: at each epoch end and on stop only")
         self.checkpoint_every_steps.setSuffix(" steps")
         self.checkpoint_every_steps.setSpecialValueText("epoch end")
         self.accumulation_steps = self._spin(
-            "training.accumulation_steps", "Accumulate", 0, 1000,
+            "training.accumulation_steps", 0, 1000,
             "Gradient accumulation: each replica splits its share of the global batch into this many micro-batches, "
             "sums their gradients and all-reduces once per step. Steps, epochs, the learning rate schedule and the "
             "loss mean the same as with 1; activation memory is a micro-batch's. Mirrored and multi-worker "
@@ -55,32 +55,32 @@ class TrainingForm(FormSection):
         self.accumulation_steps.valueChanged.connect(
             lambda n: self.accumulation_steps.setSuffix(" micro-batch" if n == 1 else " micro-batches"))
         self.mixed_precision = QCheckBox("Mixed precision (float16 compute)")
-        self.add_field("training.mixed_precision", "", self.mixed_precision, "Needs a GPU")
+        self.add_field("training.mixed_precision", self.mixed_precision, "Needs a GPU", text="")
         self.seed.textChanged.connect(self._on_edited)
         self.mixed_precision.toggled.connect(self._on_edited)
         self._gpu_selected = False
         self._accumulation_applies = True
         self.set_config_section(TrainingConfig())
 
-    def _spin(self, key: str, label: str, low: int, high: int, tip: str | None = None) -> QSpinBox:
+    def _spin(self, key: str, low: int, high: int, tip: str | None = None) -> QSpinBox:
         # The lower bound is below the valid range on purpose: the config says what is wrong.
         spin = QSpinBox(minimum=low, maximum=high)
         spin.valueChanged.connect(self._on_edited)
-        self.add_field(key, label, spin, tip)
+        self.add_field(key, spin, tip)
         return spin
 
-    def _number(self, key: str, label: str, tip: str | None = None) -> QLineEdit:
+    def _number(self, key: str, tip: str | None = None) -> QLineEdit:
         edit = QLineEdit()
         edit.textChanged.connect(self._on_edited)
-        self.add_field(key, label, edit, tip)
+        self.add_field(key, edit, tip)
         return edit
 
-    def _combo(self, key: str, label: str, choices: dict[str, str]) -> QComboBox:
+    def _combo(self, key: str, choices: dict[str, str]) -> QComboBox:
         combo = QComboBox()
         for value, text in choices.items():
             combo.addItem(text, value)
         combo.currentIndexChanged.connect(self._on_edited)
-        self.add_field(key, label, combo)
+        self.add_field(key, combo)
         return combo
 
     # ---- RunConfig section -----------------------------------------------------------

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from gui_app.core.engine_output import EXIT_FAILED, EXIT_OK
 from gui_app.core.export_result import ExportResult
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, default_file_name, format_size, get_format
+from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_COLOR
 from gui_app.ui.dialogs.job_dialog import JobDialog
@@ -77,7 +78,9 @@ class ExportDialog(JobDialog):
         form.addRow("Save to", path_row)
         form.addRow("Parity check", self._check)
         self._inputs = (self._format, self._output, browse, self._check)
-        self.form_area.addWidget(QLabel(f"Export the trained model of run <b>{html.escape(self._run_dir.name)}</b>. "
+        what = ("the trained model" if (self._run_dir / MODEL_FILE).is_file()
+                else "the last checkpoint (the run stopped before its end)")
+        self.form_area.addWidget(QLabel(f"Export {what} of run <b>{html.escape(self._run_dir.name)}</b>. "
                                         f"Every format returns class probabilities.", wordWrap=True))
         self.form_area.addLayout(form)
 
@@ -187,8 +190,10 @@ def _report_html(result: ExportResult) -> str:
             ("Max abs diff", f"{parity.max_abs_diff:.2e} (mean {parity.mean_abs_diff:.2e})"),
             ("Top-1 agreement", f"{parity.top1_agreement:.2%}"),
         ]
-        if parity.accuracy is not None:
-            rows.append(("Accuracy", f"{parity.accuracy:.2%} (trained model {parity.reference_accuracy:.2%})"))
+        accuracy = parity.accuracy_text()
+        if accuracy:
+            rows.append(("Accuracy", f"{html.escape(accuracy)}<br><i>a sample of the test set: the run's test "
+                                     f"accuracy is over all of it</i>"))
     if result.written:
         url = QUrl.fromLocalFile(str(result.card_path)).toString()
         rows.append(("Model card", f"<a href='{html.escape(url)}'>{html.escape(str(result.card_path))}</a>"))

@@ -32,10 +32,12 @@ from PySide6.QtWidgets import (  # noqa: E402
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -46,8 +48,10 @@ from PySide6.QtWidgets import (  # noqa: E402
 
 import pyqtgraph as pg  # noqa: E402
 
+from gui_app.core import scaling  # noqa: E402
 from gui_app.core.config import RunConfig  # noqa: E402
 from gui_app.identity import app_command  # noqa: E402
+from gui_app.ui.charts.canvas import ChartCanvas  # noqa: E402
 from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors  # noqa: E402
 from gui_app.ui.dialogs.job_dialog import JobDialog  # noqa: E402
 from gui_app.ui.workers.engine_job import EngineJob  # noqa: E402
@@ -73,12 +77,11 @@ class ScalingDialog(JobDialog):
                  engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent, engine_command)
         self.setWindowTitle("Scaling benchmark")
-        self.setMinimumSize(760, 620)
-        # Room for the report (two tables, the chart, the recommendation) without scrolling in
-        # each of them; on a small screen, as much as it has.
+        # Room for the report (two tables, the chart, the recommendation); on a small screen (a
+        # 1280x720 laptop) at most 90 % of its height, and the report scrolls inside.
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         room = screen.availableGeometry() if screen is not None else None
-        self.resize(min(1000, room.width()) if room else 1000, min(900, room.height()) if room else 900)
+        self.resize(min(1000, room.width()) if room else 1000, min(820, int(room.height() * 0.9)) if room else 820)
         self._config = config
         self._report: dict | None = None
 
@@ -91,8 +94,8 @@ class ScalingDialog(JobDialog):
             "On mirrored with N replicas and multi-worker with N workers (those ticked above, N ≥ 2): a burst "
             "each with the all-reduce in float16, 64 KiB packs and ring (multi-worker), and 4 accumulated "
             "micro-batches, from the same seed as a baseline burst: examples/s and the loss effect of each")
-        self._strategies = {name: QCheckBox(label) for name, label in STRATEGY_LABELS.items()}
-        for name in ("one_device", "mirrored"):
+        self._strategies = {name: QCheckBox(STRATEGY_LABELS[name]) for name in scaling.STRATEGIES}
+        for name in scaling.DEFAULT_STRATEGIES:  # what the command line times by default, too
             self._strategies[name].setChecked(True)
         boxes = QVBoxLayout()
         for box in self._strategies.values():
@@ -117,29 +120,31 @@ class ScalingDialog(JobDialog):
         self._show_status(f"{config.dataset.name}, {config.model.name}, global batch "
                           f"{config.training.global_batch_size}: each configuration trains a short burst.")
 
-        self._table = QTableWidget(0, len(COLUMNS))
-        self._table.setHorizontalHeaderLabels(COLUMNS)
-        self._table.verticalHeader().setVisible(False)
-        self._table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self._options_table = QTableWidget(0, len(OPTION_COLUMNS))
-        self._options_table.setHorizontalHeaderLabels(OPTION_COLUMNS)
-        self._options_table.verticalHeader().setVisible(False)
-        self._options_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self._table = _report_table(COLUMNS)
+        self._options_table = _report_table(OPTION_COLUMNS)
         self._options_table.hide()
-        self._graphics = pg.GraphicsLayoutWidget()
-        self._plot = make_plot("Speed-up against one replica", "replicas", "speed-up")
+        self._graphics = ChartCanvas()
+        self._plot = make_plot(scaling.speedup_title({}), "replicas", "speed-up")
         self._graphics.addItem(self._plot)
         self._apply_palette()
         self._graphics.hide()  # until there is a report to draw: an empty chart says nothing
         self._recommendation = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
-        for widget, rows_high in ((self._table, 140), (self._options_table, 170), (self._graphics, 200)):
+        # The report scrolls as one page when the dialog is short, rather than squeeze each part.
+        report = QWidget()
+        column = QVBoxLayout(report)
+        column.setContentsMargins(0, 0, 0, 0)
+        for widget, rows_high in ((self._table, 140), (self._options_table, 170), (self._graphics, 220)):
             widget.setMinimumHeight(rows_high)  # a few rows each, never a sliver
-            self.result_area.addWidget(widget, 1)
-        self.result_area.addWidget(self._recommendation)
+            column.addWidget(widget, 1)
+        column.addWidget(self._recommendation)
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        scroll.setWidget(report)
+        self.result_area.addWidget(scroll, 1)
 
         open_button = QPushButton("Open report…")
         open_button.clicked.connect(self._on_open_report)
         self._buttons.addButton(open_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self._inputs += (open_button,)  # a report opened while one is measured would be replaced by it
 
     @classmethod
     def for_forms(cls, forms: ConfigPanel, parent: QWidget,
@@ -224,7 +229,7 @@ class ScalingDialog(JobDialog):
             _fill_row(self._table, i, cells)
         self._table.resizeColumnsToContents()
         self._show_options(data.get("options") or [])  # a version-1 report has none
-        self._draw(rows)
+        self._draw(data)
         self._recommendation.setText(str(data.get("recommendation") or ""))
 
     def _show_options(self, rows: list[dict]) -> None:
@@ -244,11 +249,16 @@ class ScalingDialog(JobDialog):
             _fill_row(self._options_table, i, cells)
         self._options_table.resizeColumnsToContents()
 
-    def _draw(self, rows: list[dict]) -> None:
+    def _draw(self, data: dict) -> None:
+        rows = data["rows"]
         self._plot.clear()
+        self._plot.setTitle(scaling.speedup_title(data))
+        self._apply_palette()  # the new title in the palette's colour
+        self._plot.enableAutoRange()  # a zoom into the last report goes
         self._graphics.show()
         measured = [r for r in rows if r.get("speedup")]
         top = max([r["replicas"] for r in measured] + [1])
+        self._plot.getAxis("bottom").setTicks([[(n, str(n)) for n in range(1, top + 1)]])  # whole replicas only
         self._plot.plot([1, top], [1, top], pen=pg.mkPen("#999", width=1, style=Qt.PenStyle.DashLine), name="ideal")
         families = sorted({r["strategy"]["name"] for r in measured})
         for n, family in enumerate(families):
@@ -256,6 +266,18 @@ class ScalingDialog(JobDialog):
             colour = REPLICA_COLORS[n % len(REPLICA_COLORS)]
             self._plot.plot([p[0] for p in points], [p[1] for p in points], pen=pg.mkPen(colour, width=1),
                             symbol="o", symbolBrush=colour, symbolPen=colour, symbolSize=7, name=family)
+
+
+def _report_table(columns: tuple[str, ...]) -> QTableWidget:
+    """A read-only table whose columns fit their headers from the start (before a report, the
+    default width cut "All-reduce + rest")."""
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.resizeColumnsToContents()
+    return table
 
 
 def _fill_row(table: QTableWidget, i: int, cells: list[str]) -> None:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QScrollArea, QV
 
 import numpy as np
 
+from gui_app.core.wording import count, example_counts
 from gui_app.ui.colors import ERROR_STYLE, WARNING_STYLE
 
 SAMPLE_HEIGHT = 40  # pixels on screen for one sample image (when the view cannot say)
@@ -23,10 +24,9 @@ GAP = 3
 def describe_dataset(dataset: dict) -> str:
     shape = "×".join(str(d) for d in dataset.get("input_shape") or [])
     classes = len(dataset.get("class_names") or [])
-    parts = [f"{classes} classes" if classes else "", f"input {shape}" if shape else ""]
-    train, test = dataset.get("train_examples"), dataset.get("test_examples")
-    if isinstance(train, int) and isinstance(test, int):
-        parts.append(f"{train:,} train / {test:,} test examples")
+    # Counts as the command line gives them (gui_app.core.wording): "1,294 train + 144 validation / ...".
+    parts = [count(classes, "class", "classes") if classes else "", f"input {shape}" if shape else "",
+             example_counts(dataset)]
     return " · ".join(p for p in parts if p)
 
 
@@ -69,6 +69,12 @@ class DatasetTab(QWidget):
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         layout.addWidget(self._scroll, 1)
+        self._scroll.setWidget(QWidget())
+
+    def clear(self) -> None:
+        """The dataset on the forms changed: what the tab showed is about another one."""
+        self.title.setText("Choose a dataset: its classes and sample images appear here.")
+        self.notes.clear()
         self._scroll.setWidget(QWidget())
 
     def set_busy(self, text: str = "Inspecting the dataset…") -> None:

@@ -117,7 +117,7 @@ class EvaluationTab(QWidget, RunView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._summary = QLabel()
+        self._summary = QLabel(wordWrap=True)  # wraps rather than widen the window
         self._summary.setTextFormat(Qt.TextFormat.RichText)
         self._summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.heatmap = ConfusionHeatmap()
@@ -142,7 +142,9 @@ class EvaluationTab(QWidget, RunView):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(column, number_width)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.table.setMinimumWidth(4 * number_width + 140)
+        # What the table needs to show every column; the splitter gives it that much when it first
+        # shows (showEvent), and it scrolls sideways in less rather than widen the window.
+        self._table_width = 4 * number_width + 140
 
         self._gallery_title = QLabel(wordWrap=True)
         self.gallery = QListWidget()
@@ -289,10 +291,11 @@ class EvaluationTab(QWidget, RunView):
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().showEvent(event)
-        if not getattr(self, "_split_sized", False):  # once: the heat map gets 60 % of the width
-            self._split_sized = True
+        if not getattr(self, "_split_sized", False):  # once: the heat map gets 60 % of the width,
+            self._split_sized = True  # less where the table would not show all its columns
             width = self._top_split.width()
-            self._top_split.setSizes([int(width * 0.6), width - int(width * 0.6)])
+            table = min(max(width - int(width * 0.6), self._table_width), width // 2)
+            self._top_split.setSizes([width - table, table])
 
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)

@@ -22,6 +22,7 @@ import pyqtgraph as pg
 from gui_app.core.gpu_monitor import GpuSample
 from gui_app.core.history import Part
 from gui_app.core.history.buffers import number
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     HIGHLIGHT_COLOR,
     ChartPanel,
@@ -89,7 +90,7 @@ class GpuPanel(ChartPanel, RunView):
         self._cards = QVBoxLayout()
         self._cards.setContentsMargins(8, 0, 8, 0)
         self._cards.setSpacing(4)
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics = ChartCanvas()
         self._graphics.setFixedHeight(130)  # compact: the replica charts keep the room
         # No title, x label or legend in so little height: each card's GPU name has its line's colour.
         self.util_plot = make_plot("", "", "busy (%)", legend=None)

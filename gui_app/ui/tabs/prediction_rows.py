@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QPixmap
@@ -14,11 +14,13 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 import numpy as np
 
+from gui_app.core.image_files import read_header
 from gui_app.core.predictions import Prediction
 from gui_app.ui.colors import ERROR_COLOR
 
 TOP_K = 5
 THUMBNAIL = 96
+CAPTION_WIDTH = 150
 BARS_MAX_WIDTH = 560  # a top-5 chart stretched over a wide window is hard to read across
 TRUE_CLASS_COLOR = "#59a14f"
 
@@ -72,6 +74,27 @@ class TopKBars(QWidget):
         painter.end()
 
 
+def caption(prediction: Prediction, elide: Callable[[str, Qt.TextElideMode, int], str]) -> str:
+    """The file's name (elided in the middle, so its end shows: the whole path is the tooltip),
+    the file's own size and colour beside what the model sees (a 64 px RGB file was labelled
+    "8x8 grey": that is the model's input), and the true class of a test image."""
+    name = Path(prediction.source).name or prediction.source
+    h, w, c = prediction.image.shape
+    seen = f"{w}×{h} {'grey' if c == 1 else 'colour'}"
+    lines = [f"<b>{html.escape(elide(name, Qt.TextElideMode.ElideMiddle, CAPTION_WIDTH))}</b>"]
+    found = read_header(prediction.source) if Path(prediction.source).is_file() else None
+    if found is not None:
+        width, height, channels = found
+        colour = {1: " grey", 3: " colour"}.get(channels or 0, "")
+        lines.append(f"file {width}×{height}{colour}")
+        lines.append(f"model sees {seen}")
+    else:
+        lines.append(f"as the model sees it: {seen}")
+    if prediction.label is not None:
+        lines.append(f"true class: {html.escape(prediction.class_names[prediction.label])}")
+    return "<br>".join(lines)
+
+
 class PredictionRow(QFrame):
     def __init__(self, prediction: Prediction, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,14 +107,10 @@ class PredictionRow(QFrame):
                                       Qt.TransformationMode.FastTransformation))
         image.setFixedSize(THUMBNAIL, THUMBNAIL)
         image.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        h, w, c = prediction.image.shape
-        caption = f"<b>{html.escape(Path(prediction.source).name)}</b><br>{w}×{h} {'grey' if c == 1 else 'colour'}"
-        true_name = None
-        if prediction.label is not None:
-            true_name = prediction.class_names[prediction.label]
-            caption += f"<br>true class: {html.escape(true_name)}"
-        text = QLabel(caption, textFormat=Qt.TextFormat.RichText, wordWrap=True)
-        text.setFixedWidth(150)  # the same in every row, so the bar charts line up
+        true_name = None if prediction.label is None else prediction.class_names[prediction.label]
+        self.caption = text = QLabel(caption(prediction, self.fontMetrics().elidedText),
+                                     textFormat=Qt.TextFormat.RichText, wordWrap=True)
+        text.setFixedWidth(CAPTION_WIDTH)  # the same in every row, so the bar charts line up
         text.setToolTip(prediction.source)
         self.bars = TopKBars()
         self.bars.set_entries([(name, p) for _, name, p in prediction.top(TOP_K)], true_name)
@@ -110,7 +129,7 @@ class ErrorRow(QFrame):
         super().__init__(parent)
         self.source, self.message = source, message
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        label = QLabel(f"<b>{html.escape(Path(source).name)}</b>: "
+        label = QLabel(f"<b>{html.escape(Path(source).name or source)}</b>: "
                        f"<span style='color:{ERROR_COLOR}'>{html.escape(message)}</span>",
                        textFormat=Qt.TextFormat.RichText, wordWrap=True)
         label.setToolTip(source)

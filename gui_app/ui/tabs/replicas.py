@@ -19,6 +19,8 @@ import pyqtgraph as pg
 
 from gui_app.core.history import Part, RunHistory
 from gui_app.core.history.replicas import SPEED_WINDOW
+from gui_app.core.wording import reduction
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     HIGHLIGHT_COLOR,
     ChartPanel,
@@ -56,12 +58,12 @@ class ReplicasTab(ChartPanel, RunView):
         self.group_by_worker.setVisible(False)
         self.group_by_worker.toggled.connect(self._on_grouping_toggled)
 
-        self.slowest_label = QLabel()
+        self.slowest_label = QLabel(wordWrap=True)  # wraps rather than widen the window
         self.slowest_label.setContentsMargins(8, 4, 8, 0)
         self.slowest_label.setTextFormat(Qt.TextFormat.RichText)
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics = ChartCanvas()
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
-        self.grad_plot = make_plot("Gradient norm per replica (before all-reduce)", "step",
+        self.grad_plot = make_plot(f"Gradient norm per replica (before the {reduction(None)})", "step",
                                    "global L2 norm", legend=None)
         self.speed_plot = make_plot(f"Examples/s per replica (mean of last {SPEED_WINDOW} steps)",
                                     "replica", "examples/s", legend=None)
@@ -142,6 +144,8 @@ class ReplicasTab(ChartPanel, RunView):
         started = self.history.started
         if changed & Part.RUN and started is not None:
             span_run((self.loss_plot, self.grad_plot), started.total_steps)
+            joined = reduction((started.strategy or {}).get("name"))
+            self.grad_plot.setTitle(f"Gradient norm per replica (before the {joined})")
         if changed & Part.REPLICAS:
             self.request_redraw()
 

@@ -13,8 +13,11 @@ import pyqtgraph as pg
 
 from gui_app.core.history import Part
 from gui_app.core.history.timing import WINDOW
+from gui_app.core.wording import reduction
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     ChartPanel,
+    follow_data,
     make_curve,
     make_plot,
     replica_color,
@@ -33,7 +36,7 @@ class StepSplitPanel(ChartPanel, RunView):
         super().__init__(parent)
         self.label = QLabel(wordWrap=True)
         self.label.setContentsMargins(8, 0, 8, 0)
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics = ChartCanvas()
         self._graphics.setFixedHeight(200)  # the loss, gradient and speed charts keep the room
         self.bars_plot = make_plot(f"Each replica's step (mean of the last {WINDOW} steps)", "replica", "time",
                                    y_units="s", legend=None)
@@ -53,6 +56,10 @@ class StepSplitPanel(ChartPanel, RunView):
         self._apply_palette()
         self.setVisible(False)  # until a run reports step timings
 
+    def _history_replaced(self) -> None:
+        follow_data((self.bars_plot, self.share_plot))  # a zoom of the last run goes
+        self.share_plot.setYRange(0, 1, padding=0.02)
+
     def _history_changed(self, changed: int) -> None:
         if not changed & Part.TIMING:
             return
@@ -60,8 +67,9 @@ class StepSplitPanel(ChartPanel, RunView):
         self.setVisible(bool(split.steps()))  # shown once a run reports step timings
         if split.steps():
             compute, waited, rest = split.shares() or (0.0, 0.0, 0.0)
+            joined = reduction(split.strategy)
             text = (f"Where each step's time goes (last {split.steps()} steps): compute {compute:.0%} · "
-                    f"input {waited:.0%} · all-reduce and optimizer {rest:.0%}")
+                    f"input {waited:.0%} · {joined} and optimizer {rest:.0%}")
             advice = split.advice()
             self.label.setText(text + (f". <b>{advice[0].upper() + advice[1:]}</b>." if advice else ""))
         self.request_redraw()

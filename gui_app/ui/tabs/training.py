@@ -23,6 +23,7 @@ from gui_app.core.history.training import (
     VAL_STEP,
     TrainingSeries,
 )
+from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
     OVERLAY_COLOR,
     TRAIN_COLOR,
@@ -39,6 +40,7 @@ from gui_app.ui.charts.plot import (
     theme_colors,
 )
 from gui_app.ui.charts.run_view import RunView
+from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.tabs.input_bound import InputBoundLabel
 
 LR_HEADROOM = 1.15  # the learning-rate axis runs from 0 to this much above the largest rate
@@ -64,8 +66,7 @@ class TrainingTab(ChartPanel, RunView):
         self._overlay: TrainingSeries | None = None
         self._overlay_curves: list[tuple[pg.PlotItem, pg.PlotDataItem]] = []
 
-        self._summary = QLabel()
-        self._summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._summary = ElidedLabel()  # one line that never widens the window
         self.smoothing = QDoubleSpinBox()
         self.smoothing.setRange(0.0, 0.999)
         self.smoothing.setDecimals(3)
@@ -79,7 +80,7 @@ class TrainingTab(ChartPanel, RunView):
         header.addWidget(QLabel("Smoothing"))
         header.addWidget(self.smoothing)
 
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics = ChartCanvas()
         self.loss_plot = make_plot("Loss", "step", "loss (cross-entropy)")
         self.accuracy_plot = make_plot("Accuracy", "step", "accuracy (%)", legend="bottom")
         self.lr_plot = make_plot("Learning rate", "step", "learning rate", legend=None,
@@ -145,7 +146,8 @@ class TrainingTab(ChartPanel, RunView):
     # --- drawing ----------------------------------------------------------------------
     def _history_replaced(self) -> None:
         self.history.training.set_smoothing(self.smoothing.value())
-        follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))
+        follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))  # a zoom of the last run goes
+        self._lr_top = None
 
     def _history_changed(self, changed: int) -> None:
         started = self.history.started
@@ -164,7 +166,7 @@ class TrainingTab(ChartPanel, RunView):
         for col, curve in self._val_curves.items():
             keep = ~np.isnan(val[:, col])
             curve.setData(val[keep, VAL_STEP], val[keep, col])
-        self._summary.setText(series.summary())
+        self._summary.setText(series.summary(self.history.progress.step))  # the step the progress line names
         if self._overlay is not None:
             self._draw_overlay()
         self._fit_learning_rate_axis()

@@ -26,11 +26,13 @@ import html
 from pathlib import Path
 from typing import Callable, Sequence
 
+import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QMenu,
     QMessageBox,
     QPushButton,
@@ -40,6 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core import wording
 from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.predictions import Prediction
@@ -49,6 +52,8 @@ from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow
 from gui_app.ui.workers.engine_job import ServingJob
 
 TEST_SAMPLES = 8
+DIGITS_HINT = ("This model learnt digits drawn light on a dark background (as MNIST and the bundled digits are): "
+               "a dark digit on white paper should be inverted first.")
 _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tflite": "TensorFlow Lite",
                "onnx": "ONNX"}
 
@@ -98,6 +103,9 @@ class TryTab(QWidget):
 
         self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self._list = QVBoxLayout()
+        # Rows keep their height and the list scrolls: the scroll area otherwise squeezed eight
+        # rows into a 720 px high window, each cut to a third of its thumbnail and bars.
+        self._list.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)
         self._placeholder = QLabel("Drop PNG, JPEG or BMP images here to see what the model makes of them\n"
                                    "(or a .keras, .tflite, .onnx file or a SavedModel folder to try that model).",
                                    alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
@@ -107,12 +115,18 @@ class TryTab(QWidget):
         self._list.addStretch(1)
         container = QWidget()
         container.setLayout(self._list)
-        scroll = QScrollArea(widgetResizable=True)
-        scroll.setWidget(container)
+        self._scroll = QScrollArea(widgetResizable=True)
+        self._scroll.setWidget(container)
+        # New results are brought into view once laid out (the range grows when they are), until
+        # the user scrolls: "Test samples" added rows below the fold with nothing to say so.
+        self._in_view: QWidget | None = None
+        bar = self._scroll.verticalScrollBar()
+        bar.rangeChanged.connect(self._bring_into_view)
+        bar.actionTriggered.connect(lambda _action: setattr(self, "_in_view", None))
         layout = QVBoxLayout(self)
         layout.addLayout(header)
         layout.addWidget(self._status)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(self._scroll, 1)
 
     # ---- public ---------------------------------------------------------------------------
     def set_model_source(self, path: str | Path, trusted: bool = False) -> None:
@@ -148,13 +162,13 @@ class TryTab(QWidget):
     def add_image_files(self, paths: Sequence[str | Path]) -> None:
         paths = [str(p) for p in paths]
         if paths:
-            self._request({"images": paths}, f"Classifying {_count(len(paths), 'image')}…")
+            self._request({"images": paths}, f"Classifying {wording.count(len(paths), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
         if self._info is not None and not self._info.get("has_test_set"):
             self._fail("The model's card names no dataset, so there are no test samples to draw.")
             return
-        self._request({"test_samples": int(count)}, f"Classifying {_count(count, 'test image')}…")
+        self._request({"test_samples": int(count)}, f"Classifying {wording.count(count, 'test image')}…")
 
     def clear(self) -> None:
         for row in [*self._rows, *self._error_rows]:
@@ -162,6 +176,7 @@ class TryTab(QWidget):
             row.deleteLater()
         self._rows.clear()
         self._error_rows.clear()
+        self._in_view = None
         self._placeholder.setVisible(True)
 
     def shutdown(self) -> None:
@@ -199,7 +214,7 @@ class TryTab(QWidget):
         if self.is_loading():
             self._waiting.append(request)
             waiting = sum(len(r.get("images", ())) + r.get("test_samples", 0) for r in self._waiting)
-            self._say(f"{_count(waiting, 'image')} waiting for the model to load…")
+            self._say(f"{wording.count(waiting, 'image')} waiting for the model to load…")
             return
         if self._info is None or self._server is None:
             self._fail("Open a model first (a run folder or an exported file).")
@@ -266,7 +281,8 @@ class TryTab(QWidget):
         self._model_label.setText(f"<b>{html.escape(description)}</b>")
         self._add_button.setEnabled(True)
         self._samples_button.setEnabled(bool(info.get("has_test_set")))
-        self._say(" ".join(info.get("warnings") or []) or "Drop images here, or add test samples.")
+        hint = DIGITS_HINT if _reads_digits(info) else ""
+        self._say(" ".join([*(info.get("warnings") or []), hint]).strip() or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
         waiting, self._waiting = self._waiting, []
         for request in waiting:
@@ -280,16 +296,21 @@ class TryTab(QWidget):
                 predictions.append(Prediction.from_dict(data, names))
             except ValueError as exc:
                 self._fail(str(exc))
+        first = None
         for prediction in predictions:
             row = PredictionRow(prediction)
             self._insert_row(row)
             self._rows.append(row)
-        self._say(f"{_count(len(self._rows), 'image')} classified.")
+            first = first or row
+        if first is not None:
+            self._in_view = first
+        self._say(f"{wording.count(len(self._rows), 'image')} classified.")
         self.predictions_ready.emit(predictions)
 
     def _add_error_row(self, source: str, message: str) -> None:
         row = ErrorRow(source, message)
         self._insert_row(row)
+        self._in_view = row
         self._error_rows.append(row)
         self.image_failed.emit(source, message)
 
@@ -297,6 +318,11 @@ class TryTab(QWidget):
         # After the (hidden) placeholder and the rows already there, before the stretch.
         self._list.insertWidget(self._list.count() - 1, row)
         self._placeholder.setVisible(False)
+
+    def _bring_into_view(self, *_range: int) -> None:
+        row = self._in_view
+        if row is not None and shiboken6.isValid(row):
+            self._scroll.ensureWidgetVisible(row, 0, 0)
 
     def _fail(self, message: str) -> None:
         line = message.strip().splitlines()[0] if message.strip() else "failed"
@@ -333,5 +359,8 @@ def _local_paths(mime) -> list[Path]:
     return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
+def _reads_digits(info: dict) -> bool:
+    """A grey model whose classes are the ten digits: trained on digits or MNIST, whose strokes
+    are light on a dark background."""
+    shape = info.get("input_shape") or ()
+    return len(shape) == 3 and shape[2] == 1 and list(info.get("class_names") or ()) == [str(i) for i in range(10)]

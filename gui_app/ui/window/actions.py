@@ -106,21 +106,23 @@ class WindowActions:
         self.toolbar.addSeparator()
         self.toolbar.addActions([self.open_run, self.save_config])
         window.addToolBar(self.toolbar)
-        for signal in (state.run_state_changed, state.forms_valid_changed, state.selection_changed,
-                       state.shown_run_changed):
+        for signal in (state.run_state_changed, state.forms_valid_changed, state.train_blocker_changed,
+                       state.selection_changed, state.shown_run_changed):
             signal.connect(self._update)
         self._update()
 
     def _update(self) -> None:
-        """Enable what applies: one run at a time; forms and files only while idle; exports
-        when the run on screen has a trained model (an export does not disturb a training run:
-        it reads a finished run's files)."""
+        """Enable what applies: one run at a time; Train once the forms are valid and their
+        dataset and model check passed; forms and files only while idle; exports when the run
+        on screen has a trained model or, stopped early, a checkpoint (an export does not disturb
+        a training run: it reads another run's files)."""
         state = self._state.run_state
-        idle, config_valid, exportable = self._state.is_idle(), self._state.forms_valid, bool(self._state.model_run())
+        idle, config_valid, exportable = self._state.is_idle(), self._state.forms_valid, bool(self._state.export_run())
+        blocker = self._state.train_blocker
         live = state in (RUNNING, PAUSED)
-        self.train.setEnabled(idle and config_valid)
-        self.train.setToolTip("Start training with this configuration (Ctrl+R)" if config_valid or not idle
-                              else "Fix the fields marked in red first")
+        self.train.setEnabled(idle and not blocker)
+        self.train.setToolTip("Start training with this configuration (Ctrl+R)" if not blocker or not idle
+                              else blocker)
         self.pause.setEnabled(live)
         self.pause.setText("&Continue" if state == PAUSED else "&Pause")
         self.stop.setEnabled(state in (STARTING, RUNNING, PAUSED))
@@ -137,7 +139,7 @@ class WindowActions:
         for name, action in self.export.items():
             action.setEnabled(exportable)
             action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"
-                              if exportable else "Train a run to the end, or open a finished one, first")
+                              if exportable else "Open a run that has a trained model or a checkpoint first")
 
     def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
         self.recent_menu.clear()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.identity import app_command as default_engine_command
@@ -28,6 +28,7 @@ from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.close_run import KEEP, STOP, ask_close_during_run
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.notifications import DesktopNotifier, RunNotifications
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
@@ -63,7 +64,7 @@ class MainWindow(QMainWindow):
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
         self.runs = RunsPanel(self.state)
-        self.progress = RunProgress()
+        self.progress = RunProgress(self.state)
         self.tabs = QTabWidget()
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
                                        self.try_tab, self.log_tab)):
@@ -80,7 +81,8 @@ class MainWindow(QMainWindow):
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
                                               self.settings.notify_when_run_ends)
         self._build_layout()
-        self.state_label, self.devices_label = QLabel(self.state.status), QLabel("Detecting devices…")
+        # Elided, not wrapped: "Run failed: <the engine's message>" must not widen the window.
+        self.state_label, self.devices_label = ElidedLabel(self.state.status), ElidedLabel("Detecting devices…")
         self.statusBar().addWidget(self.state_label, 1)
         self.statusBar().addPermanentWidget(self.devices_label)
         self._connect()
@@ -116,6 +118,8 @@ class MainWindow(QMainWindow):
         state.run_ended.connect(self.notifications.on_run_ended)
         panel.validity_changed.connect(state.set_forms_valid)
         state.set_forms_valid(panel.is_valid())
+        panel.readiness_changed.connect(state.set_train_blocker)
+        state.set_train_blocker(panel.train_blocker())
         # The menus and toolbar.
         r, f, m, sup = self.run, self.files, self.models, self.supervisor
         a.train.triggered.connect(r.train)
@@ -155,6 +159,7 @@ class MainWindow(QMainWindow):
         panel.inspected.connect(lambda result, samples: self.dataset_tab.show_inspection(result.get("dataset") or {},
                                                                                          samples))
         panel.inspect_failed.connect(self.dataset_tab.show_error)
+        panel.inspect_cleared.connect(self.dataset_tab.clear)
         panel.devices.detected.connect(lambda _: self.devices_label.setText(panel.devices.status.text()))
         panel.devices.detection_failed.connect(self._on_detection_failed)
 
@@ -169,15 +174,15 @@ class MainWindow(QMainWindow):
             self.restoreState(QByteArray.fromBase64(s.window_state.encode()))
         if s.splitter_state:
             self.splitter.restoreState(QByteArray.fromBase64(s.splitter_state.encode()))
-        config = first_launch_config()
+        config, checked = first_launch_config(), False
         if s.last_config is not None:
             try:
-                config = RunConfig.from_dict(s.last_config)
+                config, checked = RunConfig.from_dict(s.last_config), s.last_config_checked
             except ConfigError as exc:
                 self.log_tab.note(f"The saved configuration is not usable ({exc}); using the defaults")
         else:
             self.config_panel.prefer_gpus = True  # first launch: mirror over the GPUs if any
-        self.config_panel.set_config(config)
+        self.config_panel.set_config(config, checked=checked)
         self.config_panel.dataset.last_dir = self.config_panel.model.last_dir = s.last_open_dir or ""
         self.try_tab.last_dir = s.last_export_dir or s.last_open_dir or self.try_tab.last_dir
         self._fill_recent(s.recent_runs)
@@ -195,9 +200,11 @@ class MainWindow(QMainWindow):
 
     # ---- settings, about, closing ----------------------------------------------------
     def _remember_config(self) -> None:
-        config = self.config_panel.config()
+        """Only a config that passed its checks is kept (never a half-typed path): the next
+        launch starts from it, checked."""
+        config = self.config_panel.checked_config()
         if config is not None:
-            self.settings.last_config = config.to_dict()
+            self.settings.last_config, self.settings.last_config_checked = config.to_dict(), True
 
     def _set_notify(self, on: bool) -> None:
         self.settings.notify_when_run_ends = self.notifications.enabled = on

@@ -1,11 +1,12 @@
 """ModelActions: the Export menu and dialog, and what the Try tab tries.
 
 The contract: it follows the window's state -- the run on screen and the tab on show -- and owns
-the export dialogs it opens and the Try tab's model choice. The model run (the run on screen,
-when it has a ``model.keras``: ``WindowState.model_run``) is what the Export menu exports and
-what the Try tab tries; the Try tab starts its ``predict --serve`` engine process only when the
-tab is shown (a TensorFlow start nobody who never opens the tab should pay for), and a model the
-user opened in the Try tab stays until another run comes on screen.
+the export dialogs it opens and the Try tab's model choice. The Export menu exports the run on
+screen when it has a model or a checkpoint (``WindowState.export_run``); the Try tab tries the
+model run (the run on screen, when it has a ``model.keras``: ``WindowState.model_run``), and
+starts its ``predict --serve`` engine process only when the tab is shown (a TensorFlow start
+nobody who never opens the tab should pay for); a model the user opened in the Try tab stays
+until another run comes on screen.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class ModelActions(QObject):
 
     def export_model(self, fmt: str = "keras", run_dir: str | None = None) -> ExportDialog | None:
         """Open the export dialog for ``run_dir`` (default: the run on screen) in format ``fmt``."""
-        run_dir = run_dir or self._state.model_run()
+        run_dir = run_dir or self._state.export_run()
         if run_dir is None:
             return None
         folder = self._settings.last_export_dir

@@ -16,9 +16,12 @@ from typing import Sequence
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from gui_app.core.config import RunConfig
 from gui_app.core.events import Error, Event, RunStarted, Step
+from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import EVALUATION, PAUSED, STATE_TEXT, TRAINING, WindowState
 from gui_app.ui.workers.supervisor import RunSupervisor
@@ -43,9 +46,15 @@ class RunActions(QObject):
 
     # ---- starting and steering -------------------------------------------------------------------
     def train(self) -> None:
-        config = self._forms.config()
-        if config is None or not self._state.is_idle():
-            return
+        """Train what is on the forms: a field still being typed into is checked first (Ctrl+R
+        right after typing a value), and nothing starts unless the forms are valid and their
+        dataset and model check passed (the action is disabled otherwise)."""
+        self._forms.flush()
+        config = self._forms.checked_config()
+        if config is not None and self._state.is_idle():
+            self._start_training(config)
+
+    def _start_training(self, config: RunConfig) -> None:
         self._shown.clear()
         self.note.emit(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})")
         self._defer_background_work()
@@ -53,10 +62,13 @@ class RunActions(QObject):
         self._state.set_tab(TRAINING)
 
     def train_at_launch(self) -> None:
-        """``--train``: start the run now; device detection (not started yet) and the dataset
-        inspection (asked for when the forms were filled) follow its first step."""
-        self._deferred_detection = True
-        self.train()
+        """``--train``: start the run now, without waiting for the dataset and model check (the
+        run checks the same, and says so if it fails); device detection (not started yet) and
+        the inspection (asked for when the forms were filled) follow its first step."""
+        config = self._forms.config()
+        if config is not None and self._state.is_idle():
+            self._deferred_detection = True
+            self._start_training(config)
 
     def resume_run(self, run_dir: str, overrides: Sequence[str] | None = None) -> None:
         """Resume a run from its checkpoint; a failed one first asks what to change (ResumeDialog),
@@ -136,10 +148,14 @@ class RunActions(QObject):
 
     def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
         self._start_deferred()  # a run that ended before its first step
-        text = f"Run {status}" + (f": {message}" if message else "")
+        message = for_people(message)  # the form's words, not the config keys the engine names
+        if status == "completed":
+            text = "Run completed" + (f": {message}" if message else "")
+        else:  # at which step: "Run failed at step 12 of 200: <why>"
+            told = describe_end(status, message, self._shown.history)
+            text = f"Run {told[0].lower()}{told[1:]}"
         self._state.set_status(text)
-        if status != "completed":  # a completed run keeps its test accuracy on show
-            self._shown.say(text)
+        self._shown.show_end(status, message)
         self.note.emit(text)
         if run_dir and status == "completed" and self._shown.has_evaluation():  # drawn when its event came
             self._state.set_tab(EVALUATION)

@@ -42,9 +42,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core.config import RunConfig
 from gui_app.core.live_runs import RunProcess
-from gui_app.core.rundir import RunInfo
+from gui_app.core.rundir import RunInfo, has_checkpoint
+from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.window_state import ListedRun, WindowState
@@ -55,20 +55,9 @@ STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
 STARTED, HOST = COLUMNS.index("Started"), COLUMNS.index("Host")
+MIN_ROWS = 5
 LIVE_REFRESH_MS = 2000  # how often the list is read again while a run is running
 ATTACHED_TIP = "This window follows this run (Stop, Pause and Continue act on it)"
-
-
-def describe_strategy(config: RunConfig | None) -> str:
-    if config is None:
-        return "?"
-    strategy = config.strategy
-    if strategy.name == "mirrored":
-        devices = strategy.devices
-        return f"mirrored ×{len(devices)} ({', '.join(devices)})" if devices else "mirrored (all GPUs)"
-    if strategy.name == "one_device":
-        return f"one device ({strategy.device or 'auto'})"
-    return strategy.name
 
 
 def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
@@ -122,6 +111,9 @@ class RunsPanel(QWidget):
         self.tree.itemDoubleClicked.connect(self._on_double_clicked)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_context_menu)
+        # Five rows at least, so a 720 px high screen still lists a few runs beside the tabs.
+        self.tree.setMinimumHeight(self.tree.header().sizeHint().height() + MIN_ROWS * (self.fontMetrics().height() + 6)
+                                   + 2 * self.tree.frameWidth())
         layout.addWidget(self.tree, 1)
         row = QHBoxLayout()
         self.open_button = self._button(row, "Open", "Show the selected run's charts and evaluation",
@@ -200,15 +192,16 @@ class RunsPanel(QWidget):
         self.refresh()
 
     def _on_run_ended(self, status: str, run_dir: str, message: str) -> None:
-        """Select the run that ended, and show why it ended when its events.jsonl cannot: a
-        process that crashed or was killed wrote no run_finished (on disk it is "interrupted",
-        and stays resumable)."""
+        """List the run that ended at once (a run that failed before its first step has a row
+        only from now on: the engine said where only in its run_finished) and select it; show why
+        it ended when its events.jsonl cannot: a process that crashed or was killed wrote no
+        run_finished (on disk it is "interrupted", and stays resumable)."""
         if not run_dir:
             return
         if status in ("failed", "interrupted") and message:
             self._notes[str(Path(run_dir))] = message
             self._show_again(str(Path(run_dir)))
-            self.refresh()
+        self.refresh()
         self.select(run_dir)
 
     # ---- filling ---------------------------------------------------------------------
@@ -251,6 +244,7 @@ class RunsPanel(QWidget):
                 self._refill(item, info)
         self._read += len(rows)
         self._show_reading()
+        self._state.set_listed_runs(len(self._items))
         self._update_buttons()
 
     def _on_done(self) -> None:
@@ -265,6 +259,7 @@ class RunsPanel(QWidget):
         if any(process is not None for process in self._live.values()):
             self._live_timer.start()
         self.reading_label.clear()
+        self._state.set_listed_runs(len(self._items))
         self._update_buttons()
         self.filled.emit()
 
@@ -339,9 +334,10 @@ class RunsPanel(QWidget):
             shown_status = status
         accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
-        note = info.message or self._notes.get(path, "")
+        note = for_people(info.message or self._notes.get(path, ""))
         texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-                 describe_strategy(config), accuracy, started, note, self._hosts.get(path, "")]
+                 describe_strategy(config.strategy) if config else "?", accuracy, started, note,
+                 self._hosts.get(path, "")]
         for column, text in enumerate(texts):
             item.setText(column, text)
         item.setData(0, PATH_ROLE, path)
@@ -371,7 +367,9 @@ class RunsPanel(QWidget):
         self.attach_button.setEnabled(self._state.attachable_selection() is not None)
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0])) and not self.is_running(paths[0])
-        self.export_button.setEnabled(bool(info and info.has_model))
+        # A run stopped early exports its last checkpoint (replica-studio export restores it).
+        active = bool(info) and str(info.path) == self._state.active_run
+        self.export_button.setEnabled(bool(info and (info.has_model or not active and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(

@@ -73,11 +73,9 @@ class ShownRun(QObject):
         return self.has_evaluation()
 
     def open(self, run_dir: str | Path) -> bool:
-        """Show a past run and say which it is, and how it ended, on the progress line. True if
-        it has an evaluation to show."""
-        has_evaluation = self.show_history(run_dir)
-        self.say(f"{Path(run_dir).name}: {self._history.status.status}")
-        return has_evaluation
+        """Show a past run (the progress line says which it is and how it ended, from its
+        history). True if it has an evaluation to show."""
+        return self.show_history(run_dir)
 
     def overlay(self, other_run: str | Path) -> None:
         """Draw another run's training curves over the run on screen, dashed."""
@@ -85,8 +83,12 @@ class ShownRun(QObject):
         self.say(f"{Path(self.path or '').name}, overlaid with {Path(other_run).name}")
 
     def say(self, text: str) -> None:
-        """A line on the progress bar until the run's progress changes (why it ended)."""
+        """A line on the progress bar until the run's progress changes."""
         self.progress.set_message(text)
+
+    def show_end(self, status: str, message: str) -> None:
+        """The live run ended, as the supervisor says (a crashed engine wrote no run_finished)."""
+        self.progress.show_end(status, message)
 
     def has_evaluation(self) -> bool:
         """The Evaluation tab shows the run's evaluation."""

@@ -10,15 +10,19 @@ changes a part changes it here, and the views subscribe to the parts they show.
     shown_run    the run on screen (ShownRun draws it; None: none, or a live run that has not said
                  where yet) and whether it has a trained model (:meth:`WindowState.model_run`)
     selection    the runs selected in the run list, as the list read them (:class:`ListedRun`)
+    listed_runs  how many runs the run list shows (the progress line invites to open one)
     forms_valid  whether the forms describe a valid RunConfig
+    train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
+                 the check of the dataset and model on the forms has not passed (ConfigPanel)
     tab          the tab on show (``TABS``)
     status       the status bar's line (each run state has its own until something else is said)
 
 ``runs_dir``, the folder of run directories, is fixed for the window's life.
 
 Who subscribes: the menus and toolbar (WindowActions: what is enabled), the run list (RunsPanel:
-busy, the active run, why a run ended), the tab widget, the title and the status bar
-(MainWindow), the Try tab's model (ModelActions), the recent runs (FileActions).
+busy, the active run, why a run ended), the progress line (RunProgress: the run state, the runs
+listed), the tab widget, the title and the status bar (MainWindow), the Try tab's model
+(ModelActions), the recent runs (FileActions).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
 from gui_app.core.live_runs import RunProcess
-from gui_app.core.rundir import MODEL_FILE, RunInfo
+from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
 
 if TYPE_CHECKING:
@@ -62,7 +66,9 @@ class WindowState(QObject):
     run_ended = Signal(str, str, str)  # status, run_dir, message (RunSupervisor.finished)
     shown_run_changed = Signal(str)  # "" when none is shown
     selection_changed = Signal(list)  # of ListedRun
+    listed_runs_changed = Signal(int)
     forms_valid_changed = Signal(bool)
+    train_blocker_changed = Signal(str)
     tab_changed = Signal(str)
     status_changed = Signal(str)
 
@@ -74,7 +80,9 @@ class WindowState(QObject):
         self._shown_run: str | None = None
         self._shown_has_model = False
         self._selection: tuple[ListedRun, ...] = ()
+        self._listed_runs = 0
         self._forms_valid = False
+        self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
         self._status = STATE_TEXT[run.state()]
         run.state_changed.connect(self._on_run_state)
@@ -122,6 +130,15 @@ class WindowState(QObject):
         Try tab tries."""
         return self._shown_run if self._shown_has_model else None
 
+    def export_run(self) -> str | None:
+        """The run on screen when Export can write it: its trained model, or the last checkpoint
+        of a run that stopped before its end (replica-studio export restores it); not the run
+        training now, whose checkpoints are still being written."""
+        run = self._shown_run
+        if run is None or self._shown_has_model:
+            return run
+        return run if run != self._active_run and has_checkpoint(run) else None
+
     def set_shown_run(self, run_dir: str | Path | None) -> None:
         """A run came on screen (ShownRun), or none did. Said even when it is the run shown
         before: it was read again."""
@@ -156,6 +173,15 @@ class WindowState(QObject):
         return one if one is not None and one.resumable and one.process is None and self.is_idle() else None
 
     @property
+    def listed_runs(self) -> int:
+        return self._listed_runs
+
+    def set_listed_runs(self, count: int) -> None:
+        if count != self._listed_runs:
+            self._listed_runs = count
+            self.listed_runs_changed.emit(count)
+
+    @property
     def forms_valid(self) -> bool:
         return self._forms_valid
 
@@ -163,6 +189,15 @@ class WindowState(QObject):
         if valid != self._forms_valid:
             self._forms_valid = valid
             self.forms_valid_changed.emit(valid)
+
+    @property
+    def train_blocker(self) -> str:
+        return self._train_blocker
+
+    def set_train_blocker(self, text: str) -> None:
+        if text != self._train_blocker:
+            self._train_blocker = text
+            self.train_blocker_changed.emit(text)
 
     @property
     def tab(self) -> str:

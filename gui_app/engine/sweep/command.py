@@ -1,0 +1,186 @@
+"""``replica-studio sweep``: hyperparameter sweeps of ordinary runs on Optuna (docs/sweeps.md).
+
+    replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL]
+    replica-studio sweep status SWEEP_DIR [--json]
+    replica-studio sweep resume SWEEP_DIR [--parallel N]
+    replica-studio sweep stop SWEEP_DIR
+
+A new sweep prints its folder (one line), then a line per trial event. Exit codes: 0 the sweep
+completed or stopped, 2 a bad sweep file or folder (one line on stderr naming the key).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from gui_app.core.config_json import ConfigError
+from gui_app.core.sweep_config import MAX_PARALLEL, SweepConfig
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+COMMANDS = ("sweep",)
+ACTIONS = ("status", "resume", "stop")
+STOP_WAIT_S = 600.0  # a trial stops at its next step group (seconds) and writes a checkpoint
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="a hyperparameter sweep of runs (Optuna): sweep SWEEP.json | status|resume|stop SWEEP_DIR",
+        description="Run a sweep file's trials as ordinary runs, or act on a sweep's folder (docs/sweeps.md).",
+        usage="replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL]\n"
+              "       replica-studio sweep {status [--json],resume [--parallel N],stop} SWEEP_DIR")
+    p.add_argument("words", nargs="+", metavar="ARG", help="a sweep file, or status|resume|stop and a sweep folder")
+    p.add_argument("--parallel", type=int, metavar="N", help="trials at once (default: the sweep file's parallel)")
+    p.add_argument("--sweeps-dir", metavar="DIR", help="folder for sweep folders (default: the user data folder)")
+    p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db "
+                                                    "(default: sqlite in the sweep folder)")
+    p.add_argument("--json", action="store_true", help="status: print one JSON object")
+    p.add_argument("--debug", action="store_true", help="print tracebacks")
+    p.set_defaults(handler=_sweep)
+
+
+def _say(text: str) -> None:
+    try:
+        print(text, flush=True)
+    except (OSError, ValueError):  # whoever read stdout went away: the sweep goes on
+        pass
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    words = args.words
+    action = words[0] if len(words) == 2 and words[0] in ACTIONS else None
+    name = f"sweep {action}" if action else "sweep"
+    try:
+        if action is None and len(words) != 1:
+            raise ConfigError(f"expected SWEEP.json or one of {', '.join(ACTIONS)} and a sweep folder; "
+                              f"got {' '.join(words)[:80]!r}")
+        if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
+            raise ConfigError(f"--parallel: must be in [1, {MAX_PARALLEL}]; got {args.parallel}")
+        if action is None:
+            return _start(args, Path(words[0]))
+        from gui_app.engine.sweep.folder import SweepFolder
+
+        folder = SweepFolder.open(words[1])
+        return {"status": _status, "resume": _resume, "stop": _stop}[action](args, folder)
+    except ConfigError as exc:
+        _fail(args, name, str(exc))
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - our bug or a broken storage: still one line
+        _fail(args, name, f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return EXIT_FAILED
+
+
+def _fail(args: argparse.Namespace, name: str, message: str) -> None:
+    if args.debug:
+        traceback.print_exc()
+    print(f"replica-studio {name}: {message}", file=sys.stderr, flush=True)
+
+
+def _with_parallel(sweep: SweepConfig, parallel: int | None) -> SweepConfig:
+    return dataclasses.replace(sweep, parallel=parallel) if parallel is not None else sweep
+
+
+def _open_study(sweep: SweepConfig, storage: str, study_name: str, create: bool):
+    from gui_app.engine.sweep import study
+
+    try:
+        return study.load(sweep, storage, study_name, create=create)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy and its drivers raise many types for a bad URL
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"--storage: cannot open {storage.split('@')[-1]}: {first[:200]}") from None
+
+
+def _start(args: argparse.Namespace, path: Path) -> int:
+    from gui_app.engine.sweep.folder import SweepFolder, default_sweeps_dir
+
+    sweep = _with_parallel(SweepConfig.load(path), args.parallel)
+    sweeps_dir = Path(args.sweeps_dir) if args.sweeps_dir else default_sweeps_dir()
+    try:
+        folder = SweepFolder.create(sweeps_dir, path.stem, sweep, args.storage)
+    except OSError as exc:
+        raise ConfigError(f"--sweeps-dir: cannot create a sweep folder in {sweeps_dir}: "
+                          f"{exc.strerror or exc}") from None
+    info = folder.study()
+    try:
+        study = _open_study(sweep, info["storage"], info["study_name"], create=True)
+    except ConfigError:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+    _say(str(folder.path))
+    return _drive(folder, sweep, study)
+
+
+def _resume(args: argparse.Namespace, folder) -> int:
+    sweep = _with_parallel(folder.sweep(), args.parallel)
+    info = folder.study()
+    study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
+    return _drive(folder, sweep, study)
+
+
+def _drive(folder, sweep: SweepConfig, study) -> int:
+    from gui_app.engine.sweep.driver import SweepDriver
+    from gui_app.engine.sweep.status import best, trial_rows
+
+    ended = SweepDriver(folder, sweep, study, _say).run()
+    rows = trial_rows(folder, study, sweep.metric)
+    counts = {state: sum(r.state == state for r in rows) for state in ("completed", "pruned", "failed", "stopped")}
+    line = f"sweep {ended}: {len(rows)} trials (" + ", ".join(f"{n} {s}" for s, n in counts.items()) + ")"
+    top = best(rows, sweep.direction)
+    if top is not None:
+        line += f"; best trial {top.number}: {sweep.metric} {top.metric:.4f} ({top.run_dir})"
+    _say(line)
+    if ended == "stopped":
+        _say(f"replica-studio sweep resume {folder.path}  # continues it")
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace, folder) -> int:
+    from gui_app.engine.sweep.status import as_json, as_text, trial_rows
+
+    sweep = folder.sweep()
+    info = folder.study()
+    study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
+    rows = trial_rows(folder, study, sweep.metric)
+    if args.json:
+        _say(json.dumps(as_json(folder, rows, sweep.metric, sweep.direction)))
+    else:
+        _say(as_text(rows, sweep.metric, sweep.direction))
+    return EXIT_OK
+
+
+def _stop(args: argparse.Namespace, folder) -> int:
+    """Ask the sweep's process to stop its trials; with none running, stop the trials directly.
+    Returns once they have all stopped, each with a checkpoint."""
+    from gui_app.engine.sweep.folder import TrialRecord
+    from gui_app.engine.sweep.trial_process import live_pid, stop_run
+
+    folder.ask_stop()
+    runner = folder.runner_pid()
+    trials: list[tuple[str | None, TrialRecord]] = []
+    if runner is not None:
+        _say(f"asked the sweep (process {runner}) to stop its trials")
+    else:
+        trials = [(r.run_dir or folder.run_dir_of(n), r) for n, r in folder.records().items()]
+        for run_dir, record in trials:
+            stop_run(live_pid(run_dir, record))
+    deadline = time.monotonic() + STOP_WAIT_S
+    while (busy := _busy(folder, trials)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if busy:
+        raise ConfigError(f"sweep_dir: still stopping after {STOP_WAIT_S:.0f} s: {busy}")
+    _say(f"stopped; replica-studio sweep resume {folder.path}  # continues it")
+    return EXIT_OK
+
+
+def _busy(folder, trials: list) -> str | None:
+    """What still runs: the sweep's process, or a trial's."""
+    if folder.runner_pid() is not None:
+        return f"the sweep's process {folder.runner_pid()}"
+    from gui_app.engine.sweep.trial_process import live_pid
+
+    return next((str(run_dir or record.pid) for run_dir, record in trials if live_pid(run_dir, record)), None)

@@ -1,0 +1,273 @@
+"""The sweep's loop: start trials while there are free slots and budget, follow each one's
+epochs, report them to Optuna, stop the trials it prunes, tell each result.
+
+A sweep starting again on its folder (``sweep resume``, after a kill, a crash or ``sweep stop``)
+first takes up the trials the study still has open: a trial whose run a process still holds is
+followed again, one whose run ended is told as it ended, one whose process died or was stopped
+before its run finished is continued from its last checkpoint with ``replica-studio resume``, and
+one that never got as far as its run directory is started again. No finished trial runs again.
+"""
+from __future__ import annotations
+
+import math
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Callable
+
+import optuna
+
+from gui_app.core.config import MULTI_WORKER
+from gui_app.core.config_json import ConfigError
+from gui_app.core.events import EpochEnd
+from gui_app.core.sweep_config import SweepConfig
+from gui_app.engine.sweep import study as studies
+from gui_app.engine.sweep import trial_process
+from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
+from gui_app.engine.sweep.trial_process import TrialRun, pid_alive, stop_run
+
+POLL_S = 0.25  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here
+States = optuna.trial.TrialState
+
+
+@dataclass
+class Active:
+    """A trial the sweep follows."""
+
+    number: int
+    trial: optuna.Trial
+    record: TrialRecord
+    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
+    run: TrialRun | None = None
+    pruned_at: int | None = None
+    reported: set[int] = field(default_factory=set)
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None  # (also reaps it)
+        if self.run is not None:
+            return self.run.running
+        return pid_alive(self.record.pid)
+
+
+class SweepDriver:
+    def __init__(self, folder: SweepFolder, sweep: SweepConfig, study: optuna.Study,
+                 say: Callable[[str], None]) -> None:
+        self.folder, self.sweep, self.study, self.say = folder, sweep, study, say
+        self.records = folder.records()
+        self.active: list[Active] = []
+        self.waiting: list[Active] = []  # open trials to continue with `resume` as slots free up
+        self.stopping = False
+        self._signalled = threading.Event()
+        self.deadline = (folder.study()["started"] + sweep.time_limit) if sweep.time_limit else math.inf
+        strategy = sweep.base.strategy
+        gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
+        self.devices = trial_process.gpu_devices() if gives_gpus else []
+
+    # ---- the loop ---------------------------------------------------------------------------
+    def run(self) -> str:
+        """Run until the budget is spent (``completed``) or a stop is asked (``stopped``)."""
+        lock = self.folder.lock()
+        self.folder.clear_stop()  # running again: an earlier stop is over
+        previous = self._stop_on_signals()
+        try:
+            self._take_up_open_trials()
+            while True:
+                if not self.stopping and (self.folder.stop_asked or self._signalled.is_set()):
+                    self._stop_all()
+                self._signalled.clear()  # (it only cuts the wait short)
+                for active in list(self.active):
+                    self._follow(active)
+                if not self.stopping:
+                    while len(self.active) < self.sweep.parallel and self._start_next():
+                        pass
+                if not self.active:
+                    break
+                self._signalled.wait(POLL_S)
+            return "stopped" if self.stopping else "completed"
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            lock.release()
+
+    def _stop_on_signals(self) -> dict:
+        """Ctrl+C or SIGTERM on the sweep stops its trials with a checkpoint, as ``sweep stop`` does."""
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self._signalled.set()
+
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[sig] = signal.signal(sig, handler)
+            except ValueError:  # not the main thread (tests drive the loop on one)
+                pass
+        return previous
+
+    def _stop_all(self) -> None:
+        self.stopping = True
+        self.folder.ask_stop()  # so a status read meanwhile, and a later resume, know why
+        self.waiting.clear()
+        self.say(f"stopping: {len(self.active)} running trials stop with a checkpoint")
+        for active in self.active:
+            stop_run(active.record.pid)
+
+    def _start_next(self) -> bool:
+        """Continue a waiting trial or start a new one; False when none may start."""
+        if self.waiting:
+            self._resume(self.waiting.pop(0))
+            return True
+        if len(self.study.trials) >= self.sweep.trial_budget or time.time() >= self.deadline:
+            return False
+        trial = self.study.ask()
+        values = studies.suggest(trial, self.sweep)
+        shown = ", ".join(f"{key}={_show(value)}" for key, value in values.items())
+        try:
+            config = self.sweep.trial_config(values)
+        except ConfigError as exc:  # a combination the run configuration refuses
+            trial.set_user_attr("message", str(exc))
+            self.study.tell(trial, state=States.FAIL)
+            self.say(f"trial {trial.number} failed: {shown}: {exc}")
+            return True
+        path = self.folder.trial_file(trial.number, ".json")
+        config.save(path)
+        record = self.records[trial.number] = TrialRecord(device=self._free_device())
+        active = Active(trial.number, trial, record)
+        active.process = trial_process.start(self.folder, trial.number, record,
+                                             ["train", str(path), "--runs-dir", str(self.folder.runs_dir)])
+        self._save(active)
+        self.active.append(active)
+        on = f" on GPU {record.device}" if record.device is not None else ""
+        self.say(f"trial {trial.number} started{on}: {shown}")
+        return True
+
+    def _free_device(self) -> str | None:
+        """One GPU per trial: the visible GPU fewest running trials have (None without GPUs)."""
+        if not self.devices:
+            return None
+        used = [a.record.device for a in self.active]
+        return min(self.devices, key=used.count)
+
+    def _resume(self, active: Active) -> None:
+        """Continue a trial from its run's last checkpoint; one whose process died before it
+        made its run starts again (it never trained)."""
+        active.record.device = self._free_device()
+        if active.run is None:
+            args = ["train", str(self.folder.trial_file(active.number, ".json")), "--runs-dir",
+                    str(self.folder.runs_dir)]
+            said = f"trial {active.number} started again (its process ended before its run started)"
+        else:
+            active.record.resumes += 1
+            args = ["resume", str(active.run.run_dir)]
+            said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
+        active.process = trial_process.start(self.folder, active.number, active.record, args)
+        self._save(active)
+        self.active.append(active)
+        self.say(said)
+
+    # ---- following a trial ------------------------------------------------------------------
+    def _follow(self, active: Active) -> None:
+        alive = active.alive()  # before reading: all a finished process wrote is read below
+        if active.run is None:
+            run_dir = self.folder.run_dir_of(active.number)
+            if run_dir is None:
+                if not alive and self.stopping:  # stopped while it started: a resume starts it again
+                    self.active.remove(active)
+                    self.say(f"trial {active.number} stopped before its run started")
+                elif not alive:
+                    self._fail(active, "its process ended before its run started (see "
+                                       f"{self.folder.trial_file(active.number, '.log')})")
+                return
+            active.run = TrialRun(Path(run_dir))
+            self._save(active)
+        for epoch in active.run.read():
+            self._report(active, epoch)
+        if active.run.finished is not None or not alive:
+            self._end(active)
+
+    def _report(self, active: Active, epoch: EpochEnd) -> None:
+        name = "val_loss" if self.sweep.metric == "val_loss" else "val_accuracy"  # test_accuracy: validation
+        value = getattr(epoch, name)
+        if value is None or not math.isfinite(value) or epoch.epoch in active.reported:
+            return
+        active.trial.report(value, epoch.epoch)
+        active.reported.add(epoch.epoch)
+        if active.pruned_at is None and not self.stopping and active.trial.should_prune():
+            active.pruned_at = epoch.epoch
+            active.trial.set_user_attr("pruned_at", epoch.epoch)  # a resumed sweep then tells it pruned
+            stop_run(active.record.pid)
+            self.say(f"trial {active.number} pruned after epoch {epoch.epoch}: {name} {value:.4f}; stopping it")
+        else:
+            self.say(f"trial {active.number} epoch {epoch.epoch}: {name} {value:.4f}")
+
+    def _end(self, active: Active) -> None:
+        assert active.run is not None
+        run, finished = active.run, active.run.finished
+        self.active.remove(active)
+        active.trial.set_user_attr("epochs", len(run.epochs))
+        if finished is not None and finished.status == "completed":  # (also when it ended before a pruning stop)
+            value = run.metric(self.sweep.metric)
+            if value is None or not math.isfinite(value):
+                self._fail(active, f"its run completed without a {self.sweep.metric}")
+                return
+            self.study.tell(active.trial, value)
+            self.say(f"trial {active.number} completed: {self.sweep.metric} {value:.4f} ({run.run_dir})")
+        elif active.pruned_at is not None:
+            self.study.tell(active.trial, state=States.PRUNED)
+            self.say(f"trial {active.number} pruned: stopped at epoch {len(run.epochs)} ({run.run_dir})")
+        elif finished is not None and finished.status == "failed":
+            self._fail(active, finished.message or "its run failed")
+        elif finished is not None or self.stopping:  # stopped: `sweep resume` continues it
+            self.say(f"trial {active.number} stopped after epoch {len(run.epochs)} ({run.run_dir})")
+        else:
+            self._fail(active, f"its process ended without finishing its run (see "
+                               f"{self.folder.trial_file(active.number, '.log')})")
+
+    def _fail(self, active: Active, message: str) -> None:
+        if active in self.active:
+            self.active.remove(active)
+        active.trial.set_user_attr("message", message)
+        self.study.tell(active.trial, state=States.FAIL)
+        self.say(f"trial {active.number} failed: {message}")
+
+    def _save(self, active: Active) -> None:
+        if active.run is not None:
+            active.record.run_dir = str(active.run.run_dir)
+            active.trial.set_user_attr("run_dir", active.record.run_dir)
+        self.folder.save_records(self.records)
+
+    # ---- a sweep started again ----------------------------------------------------------------
+    def _take_up_open_trials(self) -> None:
+        for frozen in self.study.get_trials(deepcopy=False, states=(States.RUNNING,)):
+            number = frozen.number
+            record = self.records.setdefault(number, TrialRecord())
+            active = Active(number, studies.trial(self.study, number), record,
+                            pruned_at=frozen.user_attrs.get("pruned_at"), reported=set(frozen.intermediate_values))
+            run_dir = record.run_dir or self.folder.run_dir_of(number)
+            if run_dir is not None:
+                active.run = TrialRun(Path(run_dir))
+            if active.alive():  # its process still runs: follow it again
+                self.active.append(active)
+                self.say(f"trial {number} is still running: following it again")
+                if active.pruned_at is not None:
+                    stop_run(active.record.pid)
+                continue
+            if active.run is None:
+                self.waiting.append(active)  # its process ended before its run started: start it again
+                continue
+            for epoch in active.run.read():
+                self._report(active, epoch)
+            if active.pruned_at is not None or (active.run.finished is not None
+                                                and active.run.finished.status != "stopped"):
+                # ended while the sweep was away, or it was being pruned
+                self.active.append(active)
+                self._end(active)  # it ended while the sweep was away: tell it as it ended
+            else:
+                self.waiting.append(active)  # stopped, or its process died: continue it
+
+
+def _show(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,152 @@
+"""A sweep's folder: what it holds and the small files a resumed sweep (or ``sweep status``,
+``sweep stop``) reads back.
+
+Layout::
+
+    <sweeps dir>/<YYYYmmdd-HHMMSS>-<name>/
+        sweep.json       the sweep file, validated, as started
+        study.json       where the Optuna study is (storage URL, study name) and when the sweep started
+        study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
+        trials.json      trial number -> its run directory, process, device (written at each change)
+        trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
+        runs/            the trials' run directories (ordinary runs: open, export, resume each)
+        stop             present while a stop was asked (``sweep stop``); ``sweep resume`` removes it
+        .lock            held by the sweep's own process while it runs (gui_app.core.run_lock)
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from gui_app.core import atomic_io
+from gui_app.core.config_json import ConfigError
+from gui_app.core.events import decode_line
+from gui_app.core.run_lock import RunInUse, RunLock, holder
+from gui_app.core.sweep_config import SweepConfig
+
+SWEEP_FILE = "sweep.json"
+STUDY_FILE = "study.json"
+TRIALS_FILE = "trials.json"
+TRIALS_DIR = "trials"
+RUNS_DIR = "runs"
+STOP_FILE = "stop"
+SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
+
+
+def default_sweeps_dir() -> Path:
+    """``$REPLICA_STUDIO_SWEEPS_DIR`` if set, else ``sweeps`` in the user data folder."""
+    env = os.environ.get(SWEEPS_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "sweeps"
+
+
+@dataclass
+class TrialRecord:
+    """What the sweep knows of one trial's process, beside the study."""
+
+    run_dir: str | None = None  # known once the run writes its first event naming it
+    pid: int | None = None  # the last process started for it (train, then each resume)
+    device: str | None = None  # CUDA_VISIBLE_DEVICES given to it, when the machine has GPUs
+    resumes: int = 0
+
+
+class SweepFolder:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, sweeps_dir: Path, name: str, sweep: SweepConfig, storage: str | None) -> SweepFolder:
+        sweeps_dir.mkdir(parents=True, exist_ok=True)
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
+        for n in range(1000):
+            path = sweeps_dir / (stem if n == 0 else f"{stem}-{n}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            folder = cls(path)
+            (path / TRIALS_DIR).mkdir()
+            (path / RUNS_DIR).mkdir()
+            atomic_io.write_text(path / SWEEP_FILE, sweep.to_json() + "\n")
+            storage = storage or f"sqlite:///{(path / 'study.db').resolve()}"
+            atomic_io.write_text(path / STUDY_FILE, json.dumps(
+                {"storage": storage, "study_name": path.name, "started": time.time()}) + "\n")
+            return folder
+        raise OSError(f"cannot create a sweep folder under {sweeps_dir}")
+
+    @classmethod
+    def open(cls, path: str | Path) -> SweepFolder:
+        folder = cls(path)
+        if not (folder.path / SWEEP_FILE).is_file() or not (folder.path / STUDY_FILE).is_file():
+            raise ConfigError(f"sweep_dir: {path} is not a sweep folder (no {SWEEP_FILE} and {STUDY_FILE})")
+        return folder
+
+    # ---- what it holds --------------------------------------------------------------------
+    def sweep(self) -> SweepConfig:
+        try:
+            return SweepConfig.load(self.path / SWEEP_FILE)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.path / SWEEP_FILE}: {exc}") from None
+
+    def study(self) -> dict:
+        return json.loads((self.path / STUDY_FILE).read_text(encoding="utf-8"))
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.path / RUNS_DIR
+
+    def trial_file(self, number: int, suffix: str) -> Path:
+        return self.path / TRIALS_DIR / f"{number}{suffix}"
+
+    def records(self) -> dict[int, TrialRecord]:
+        try:
+            data = json.loads((self.path / TRIALS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        known = {f.name for f in fields(TrialRecord)}
+        return {int(number): TrialRecord(**{k: v for k, v in record.items() if k in known})
+                for number, record in data.items()}
+
+    def save_records(self, records: dict[int, TrialRecord]) -> None:
+        data = {str(number): asdict(record) for number, record in sorted(records.items())}
+        atomic_io.write_text(self.path / TRIALS_FILE, json.dumps(data, indent=1) + "\n")
+
+    def run_dir_of(self, number: int) -> str | None:
+        """The run directory trial ``number``'s process named in its events (stdout), if it has yet."""
+        try:
+            with self.trial_file(number, ".jsonl").open("rb") as f:
+                for line in f:
+                    run_dir = getattr(decode_line(line, parts=False), "run_dir", None)
+                    if run_dir:
+                        return run_dir
+        except OSError:
+            pass
+        return None
+
+    # ---- the sweep's process and stop requests -------------------------------------------
+    def lock(self) -> RunLock:
+        """Held by the process that runs the sweep; a second one is refused with one line."""
+        try:
+            return RunLock(self.path).acquire()
+        except RunInUse:
+            raise ConfigError(f"sweep_dir: {self.path} is being run by process {self.runner_pid()}") from None
+
+    def runner_pid(self) -> int | None:
+        """The process running the sweep now, if one is."""
+        return holder(self.path)
+
+    def ask_stop(self) -> None:
+        atomic_io.write_text(self.path / STOP_FILE, f"{time.time()}\n")
+
+    @property
+    def stop_asked(self) -> bool:
+        return (self.path / STOP_FILE).exists()
+
+    def clear_stop(self) -> None:
+        (self.path / STOP_FILE).unlink(missing_ok=True)

@@ -1,0 +1,90 @@
+"""``sweep status``: each trial's state, values, metric, epochs and run directory, from the study
+and the trials' run directories (read-only: a sweep running meanwhile is not disturbed)."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
+from gui_app.engine.sweep.trial_process import TrialRun, live_pid
+
+_STATES = {"COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed"}
+STATES = ("running", "completed", "pruned", "failed", "stopped")
+
+
+@dataclass
+class TrialRow:
+    number: int
+    state: str  # one of STATES
+    parameters: dict[str, Any]
+    metric: float | None  # the sweep's metric: the told value, else the run's latest figure
+    epochs: int  # epochs the run has finished
+    run_dir: str | None
+    device: str | None
+    duration: float | None  # seconds from the trial's start to its end (or to now)
+    message: str | None
+
+
+def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[TrialRow]:
+    records = folder.records()
+    rows = []
+    for frozen in study.get_trials(deepcopy=False):
+        record = records.get(frozen.number, TrialRecord())
+        run_dir = record.run_dir or frozen.user_attrs.get("run_dir") or folder.run_dir_of(frozen.number)
+        run = TrialRun(Path(run_dir)) if run_dir else None
+        if run is not None:
+            run.read()
+        state = _STATES.get(frozen.state.name)
+        if state is None:  # open: running, or its process ended while the sweep's was away
+            state = _open_state(run, record, "pruned_at" in frozen.user_attrs)
+        value = frozen.value if frozen.value is not None else (run.metric(metric) if run else None)
+        start, end = frozen.datetime_start, frozen.datetime_complete
+        duration = ((end.timestamp() if end else time.time()) - start.timestamp()) if start else None
+        rows.append(TrialRow(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
+                             run_dir, record.device, duration, frozen.user_attrs.get("message")))
+    return rows
+
+
+def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool) -> str:
+    """A trial the study has not been told the end of: running, or how its run ended (the next
+    ``sweep resume`` tells the study), or stopped (``sweep resume`` continues it)."""
+    if live_pid(str(run.run_dir) if run else None, record) is not None:
+        return "running"
+    ended = run.finished.status if run is not None and run.finished is not None else "stopped"
+    if ended == "completed":  # (also one that ended before its pruning stop arrived)
+        return ended
+    return "pruned" if pruned else ended if ended == "failed" else "stopped"
+
+
+def best(rows: list[TrialRow], direction: str) -> TrialRow | None:
+    done = [r for r in rows if r.state == "completed" and r.metric is not None and math.isfinite(r.metric)]
+    if not done:
+        return None
+    return (max if direction == "maximize" else min)(done, key=lambda r: r.metric or 0.0)
+
+
+def as_json(folder: SweepFolder, rows: list[TrialRow], metric: str, direction: str) -> dict[str, Any]:
+    top = best(rows, direction)
+    return {"sweep_dir": str(folder.path), "metric": metric, "direction": direction,
+            "running": folder.runner_pid() is not None, "stop_asked": folder.stop_asked,
+            "best": asdict(top) if top else None, "trials": [asdict(r) for r in rows]}
+
+
+def as_text(rows: list[TrialRow], metric: str, direction: str) -> str:
+    lines = [f"{'trial':>5}  {'state':<9}  {metric:>12}  {'epochs':>6}  {'time':>7}  parameters"]
+    for r in rows:
+        value = f"{r.metric:.4f}" if r.metric is not None else "-"
+        duration = f"{r.duration:.0f} s" if r.duration is not None else "-"
+        values = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.parameters.items())
+        lines.append(f"{r.number:>5}  {r.state:<9}  {value:>12}  {r.epochs:>6}  {duration:>7}  {values}")
+        if r.message:
+            lines.append(f"{'':>7}{r.message}")
+    top = best(rows, direction)
+    if top is not None:
+        lines.append(f"best: trial {top.number}, {metric} {top.metric:.4f}, {top.run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""One trial's engine process: started detached, followed through its run directory's events,
+stopped with a checkpoint.
+
+A trial is an ordinary ``replica-studio train`` (later ``resume``) in a session of its own, its
+stdin on /dev/null and its output in the sweep folder, so it outlives the sweep's process: a
+killed sweep finds it again by its run directory's lock (gui_app/core/run_lock.py).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.events import EpochEnd, Eval, RunFinished, RunStarted, decode_line
+from gui_app.core.run_lock import holder as run_holder
+from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
+from gui_app.identity import app_command, app_env
+
+
+def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> subprocess.Popen:
+    """Start ``replica-studio ARGS`` for trial ``number``: events to ``trials/N.jsonl``, its log to
+    ``trials/N.log`` (both appended: a resumed trial adds to them)."""
+    extra = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+    if record.device is not None:
+        extra["CUDA_VISIBLE_DEVICES"] = record.device
+    with folder.trial_file(number, ".jsonl").open("ab") as out, folder.trial_file(number, ".log").open("ab") as log:
+        process = subprocess.Popen(app_command(*args, "--events", "jsonl"), stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=log, env=app_env(extra), start_new_session=True)
+    record.pid = process.pid
+    return process
+
+
+def stop_run(pid: int | None) -> None:
+    """Ask a trial's run to stop with a checkpoint: SIGTERM acts as a ``stop`` line
+    (engine/control.py). The one place a sweep stops a run."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):  # gone already (or the pid is another user's now)
+        pass
+
+
+def pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone (or someone else's process has that number now)
+        return False
+    return True
+
+
+def live_pid(run_dir: str | None, record: TrialRecord) -> int | None:
+    """The process working on a trial now: the one holding its run directory, or, before the
+    run has one, the process the sweep last started for it; None when none is."""
+    if run_dir is not None:
+        holder = run_holder(run_dir)
+        return None if holder is None else holder if holder > 0 else record.pid
+    return record.pid if pid_alive(record.pid) else None
+
+
+def gpu_devices() -> list[str]:
+    """The GPUs a trial may be given one of, by ``CUDA_VISIBLE_DEVICES``: those already visible to
+    the sweep, else every card NVML sees; none on a machine without NVIDIA GPUs (or NVML)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    from gui_app.core.gpu_monitor import read_gpus
+
+    return [str(sample.index) for sample in read_gpus() or []]
+
+
+@dataclass
+class TrialRun:
+    """What a trial's run directory says so far: read from where it was last read, one complete
+    line at a time (a resumed run appends; its replayed epochs replace the earlier ones)."""
+
+    run_dir: Path
+    offset: int = 0
+    epochs: dict[int, EpochEnd] = field(default_factory=dict)
+    test_accuracy: float | None = None
+    finished: RunFinished | None = None  # the last run_finished after the last run_started
+
+    def read(self) -> list[EpochEnd]:
+        """Fold what was appended since the last read; returns the epochs that ended in it."""
+        try:
+            with (self.run_dir / rundir.EVENTS_FILE).open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        self.offset += end
+        ended = []
+        for line in data[:end].splitlines():
+            event = decode_line(line, parts=False)
+            if isinstance(event, EpochEnd):
+                self.epochs[event.epoch] = event
+                ended.append(event)
+            elif isinstance(event, Eval):
+                self.test_accuracy = event.accuracy
+            elif isinstance(event, RunStarted):
+                self.finished = None
+            elif isinstance(event, RunFinished):
+                self.finished = event
+        return ended
+
+    def metric(self, name: str) -> float | None:
+        """The trial's value of ``name``: the last epoch's validation figure, or the test accuracy."""
+        if name == "test_accuracy":
+            return self.test_accuracy
+        if not self.epochs:
+            return None
+        return getattr(self.epochs[max(self.epochs)], name)
+
+    @property
+    def running(self) -> bool:
+        """A process holds the run directory (the one this sweep started, or one it found again)."""
+        return run_holder(self.run_dir) is not None

@@ -1,0 +1,60 @@
+"""ElidedLabel: a one-line label that never widens its window.
+
+A plain QLabel asks for the width of its whole text as its minimum, so one long line (the
+Training tab's statistics, the progress line, "Run failed: <the engine's message>" in the status
+bar) raised the window's minimum width to about 1,420 px after a run, and a 1366 or 1280 px
+laptop screen cut off its right side. This label asks for its text's width as its size hint (it
+gets it when there is room) but for almost nothing as its minimum; when it is narrower than its
+text it shows the text cut with "…" and the whole of it as its tooltip. ``text()`` is the whole
+text. Plain text only: rich text wraps instead (``QLabel.setWordWrap``).
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import QLabel, QWidget
+
+MIN_CHARACTERS = 8  # the narrowest it gets: a few characters and the ellipsis
+
+
+class ElidedLabel(QLabel):
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self._own_tooltip = ""  # the tooltip this label set (the whole text), not one given by a caller
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
+        super().setText(text)
+        self._update_tooltip()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        hint = super().minimumSizeHint()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().averageCharWidth() * MIN_CHARACTERS + margins.left() + margins.right()
+        return QSize(min(width, hint.width()), hint.height())
+
+    def is_elided(self) -> bool:
+        """The text is wider than the room it has: it is shown cut."""
+        return self.fontMetrics().horizontalAdvance(self.text()) > self.contentsRect().width()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._update_tooltip()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if not self.is_elided():
+            super().paintEvent(event)
+            return
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        painter = QPainter(self)
+        self.style().drawItemText(painter, rect, int(self.alignment()), self.palette(), self.isEnabled(), shown,
+                                  QPalette.ColorRole.WindowText)
+
+    def _update_tooltip(self) -> None:
+        """The whole text as the tooltip while it is cut; a tooltip set from outside is left alone."""
+        if self.toolTip() not in ("", self._own_tooltip):
+            return
+        self._own_tooltip = self.text() if self.is_elided() else ""
+        self.setToolTip(self._own_tooltip)

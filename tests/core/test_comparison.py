@@ -1,0 +1,88 @@
+"""Comparing runs: the keys that differ, final figures, seed pairs grouped with mean ± std and bands."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gui_app.core import events as ev
+from gui_app.core.comparison import compare, differing_keys, read_figures
+from gui_app.core.config import RunConfig
+from gui_app.engine.cli import main as cli_main
+
+
+def write_run(path: Path, lr: float, seed: int, val: float, test: float, steps: int = 10, resumed_at: int = 0) -> Path:
+    """A run directory as the engine writes it: config, events (one epoch per 5 steps), eval.json."""
+    config = RunConfig().replace(training={"learning_rate": lr, "seed": seed})
+    path.mkdir(parents=True)
+    config.save(path / "config.json")
+    t = 1000.0
+    events: list[ev.Event] = [ev.RunStarted(time=t, run_dir=str(path), config=config.to_dict(), total_steps=steps)]
+    for step in range(1, steps + 1):
+        if resumed_at and step == resumed_at + 1:  # killed, then resumed an hour later from step resumed_at
+            t += 3600
+            events.append(ev.RunStarted(time=t, run_dir=str(path), config=config.to_dict(), resumed=True))
+        t += 1
+        events.append(ev.Step(time=t, step=step, epoch=1 + (step - 1) // 5, loss=lr * 100 / step + seed,
+                              accuracy=val * step / steps))
+        if step % 5 == 0:
+            events.append(ev.EpochEnd(time=t, epoch=step // 5, step=step, val_accuracy=val * step / steps,
+                                      val_loss=1 - val * step / steps))
+    evaluation = ev.Eval(time=t + 1, accuracy=test, loss=0.1)
+    events += [evaluation, ev.RunFinished(time=t + 2, status="completed", run_dir=str(path), step=steps)]
+    (path / "events.jsonl").write_text("".join(json.dumps(ev.encode(e)) + "\n" for e in events))
+    (path / "eval.json").write_text(json.dumps({k: v for k, v in ev.encode(evaluation).items()
+                                                if k not in ("type", "time")}))
+    return path
+
+
+def test_three_runs_show_the_keys_that_differ_and_their_figures(tmp_path):
+    runs = [write_run(tmp_path / "a", 0.001, 1, 0.9, 0.91), write_run(tmp_path / "b", 0.01, 1, 0.8, 0.82),
+            write_run(tmp_path / "c", 0.003, 2, 0.7, 0.72, resumed_at=5)]
+    figures = [read_figures(r) for r in runs]
+    assert differing_keys([f.config for f in figures]) == ["training.learning_rate", "training.seed"]
+    c = figures[2]
+    assert (c.test_accuracy, c.val_accuracy, c.steps) == (0.72, pytest.approx(0.7), 10)
+    assert c.val_loss == pytest.approx(0.3)
+    assert c.duration == pytest.approx(12.0)  # 5 + 7 s of work; the hour between the two processes left out
+    result = compare(figures)
+    assert not result.grouped and result.keys == ["training.learning_rate", "training.seed"]
+    header, cells = result.table()
+    assert header == ["training.learning_rate", "training.seed", "runs", "test_accuracy", "val_accuracy", "val_loss",
+                      "steps", "duration"]
+    assert cells[1] == ["0.01", "1", "1", "0.8200", "0.8000", "0.2000", "10", "12"]
+    assert cells[2][:3] == ["0.003", "2", "1"]
+
+
+def test_a_seed_pair_is_one_row_with_mean_std_and_a_band(tmp_path, capfd):
+    runs = [write_run(tmp_path / "s1", 0.01, 1, 0.8, 0.80), write_run(tmp_path / "s2", 0.01, 2, 0.9, 0.90),
+            write_run(tmp_path / "other", 0.001, 1, 0.5, 0.50, steps=5)]
+    result = compare([read_figures(r) for r in runs])
+    assert result.grouped and result.keys == ["training.learning_rate"]
+    pair, other = result.rows
+    assert pair.seeds == [1, 2] and len(other.runs) == 1
+    test = pair.stat("test_accuracy")
+    assert (test.mean, test.std, test.count) == (pytest.approx(0.85), pytest.approx(np.std([0.8, 0.9], ddof=1)), 2)
+    assert other.stat("test_accuracy").std is None
+    band = pair.band("loss")
+    assert list(band.steps) == list(range(1, 11))
+    assert band.low[0] == pytest.approx(1 + 1.0) and band.high[0] == pytest.approx(2 + 1.0)  # seed is the offset
+    assert band.mean[9] == pytest.approx(1.5 + 0.1)
+    header, cells = result.table()
+    assert header[:3] == ["training.learning_rate", "seeds", "runs"]
+    assert cells[0][:4] == ["0.01", "1,2", "2", "0.8500 ± 0.0707"]
+
+    out = tmp_path / "table.csv"
+    assert cli_main(["compare", *map(str, runs), "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["runs"] for r in rows] == ["2", "1"] and float(rows[0]["test_accuracy"]) == pytest.approx(0.85)
+    assert float(rows[0]["test_accuracy_std"]) == pytest.approx(0.0707, abs=1e-4)
+    assert capfd.readouterr().out.splitlines()[1].split()[:4] == ["0.01", "1,2", "2", "0.8500"]
+    assert cli_main(["compare", *map(str, runs), "--json", "--no-group"]) == 0
+    assert len(json.loads(capfd.readouterr().out)["rows"]) == 3
+    assert cli_main(["compare", str(tmp_path / "missing")]) == 2
+    assert capfd.readouterr().err.startswith("replica-studio compare: ")

@@ -1,0 +1,77 @@
+"""The sweep's Optuna side without training: the grid covers its points, a resumed seeded sampler
+draws on, the pruners take the sweep's settings, and a trial the run configuration refuses fails
+without a process."""
+from __future__ import annotations
+
+import json
+
+import optuna
+
+from gui_app.core.sweep_config import SweepConfig
+from gui_app.engine.cli import main as cli_main
+from gui_app.engine.sweep import study as studies
+
+BASE = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}, "strategy": {"name": "default"},
+        "training": {"epochs": 4}}
+
+
+def _sweep(**keys) -> SweepConfig:
+    return SweepConfig.from_dict({"base": BASE, "parameters": {
+        "training.learning_rate": {"log_uniform": [1e-4, 1e-2]}, "training.optimizer": {"choice": ["adam", "sgd"]}},
+        **keys})
+
+
+def _asked(study: optuna.Study, sweep: SweepConfig, n: int) -> list[tuple]:
+    values = []
+    for _ in range(n):
+        trial = study.ask()
+        values.append(tuple(studies.suggest(trial, sweep).values()))
+        study.tell(trial, 0.5)
+    return values
+
+
+def test_a_grid_tries_each_point_once_across_a_resume(tmp_path):
+    sweep = _sweep(method="grid", trials=50)
+    assert sweep.trial_budget == 6
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    first = _asked(studies.load(sweep, storage, "s", create=True), sweep, 4)
+    rest = _asked(studies.load(sweep, storage, "s"), sweep, 2)  # the sweep started again
+    assert sorted(first + rest) == sorted((lr, opt) for lr in sweep.grid_space()["training.learning_rate"]
+                                          for opt in ("adam", "sgd"))
+
+
+def test_a_resumed_seeded_random_search_draws_new_values(tmp_path):
+    sweep = _sweep(method="random", seed=7)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    first = _asked(studies.load(sweep, storage, "s", create=True), sweep, 3)
+    again = _asked(studies.load(sweep, storage, "s"), sweep, 3)
+    assert not set(first) & set(again)
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert _asked(studies.load(sweep, other, "s", create=True), sweep, 3) == first  # the seed repeats a sweep
+
+
+def test_pruners_take_the_sweeps_settings():
+    median = studies.pruner(_sweep(pruner="median", pruner_warmup_epochs=2, pruner_startup_trials=3))
+    assert isinstance(median, optuna.pruners.MedianPruner)
+    assert (median._n_startup_trials, median._n_warmup_steps) == (3, 3)  # epochs 1 and 2 are never pruned
+    hyperband = studies.pruner(SweepConfig.from_dict({"base": BASE, "pruner": "hyperband", "parameters": {
+        "training.epochs": {"int": [2, 9]}}}))
+    assert isinstance(hyperband, optuna.pruners.HyperbandPruner) and hyperband._max_resource == 9
+    assert isinstance(studies.pruner(_sweep()), optuna.pruners.NopPruner)
+
+
+def test_a_combination_the_config_refuses_fails_without_a_process(tmp_path, capfd):
+    # Each value is valid alone; together 8 micro-batches do not fit a batch of 4.
+    path = tmp_path / "combo.json"
+    path.write_text(json.dumps({"base": BASE, "parameters": {
+        "training.accumulation_steps": {"choice": [8]}, "training.global_batch_size": {"choice": [4]}},
+        "method": "grid"}))
+    assert cli_main(["sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")]) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert out[1].startswith("trial 0 failed: training.accumulation_steps=8, training.global_batch_size=4: "
+                             "training.accumulation_steps: 8 micro-batches do not fit")
+    assert out[-1] == "sweep completed: 1 trials (0 completed, 0 pruned, 1 failed, 0 stopped)"
+    assert cli_main(["sweep", "status", out[0], "--json"]) == 0
+    status = json.loads(capfd.readouterr().out)
+    assert [(t["state"], t["run_dir"]) for t in status["trials"]] == [("failed", None)]
+    assert "micro-batches do not fit" in status["trials"][0]["message"]
