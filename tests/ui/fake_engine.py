@@ -15,7 +15,8 @@ behaviour:
     crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
     killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
     hang     like wait, but ignore stop (the supervisor must kill it)
-    refuse   fail before the first step, as for a bad input, in the run directory it made
+    refuse   fail after run_started, before the first step (its input refused once loaded), in the
+             run directory it made
     gpu      like normal, and ``devices`` reports one GPU
 
 ``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20), ``FAKE_ENGINE_STEP_SECONDS``
@@ -232,6 +233,12 @@ def train(config, run_dir, resumed, start_step):
         model={"name": config["model"]["name"], "parameters": 1234},
         strategy={"name": config["strategy"]["name"], "cross_device_ops": None},
         versions={"tensorflow": "2.21.0", "keras": "3.15.1", "python": sys.version.split()[0]}))
+    if MODE == "refuse":
+        message = "the input was refused on purpose"
+        emit(ev.Error(message=message, kind="input"))
+        emit(ev.RunFinished(status="failed", run_dir=run_dir, step=start_step, message=message))
+        sys.stderr.write(f"replica-studio train: {message}\n")
+        return 2
     if channel_words is not None:
         words = channel_words
     else:
@@ -409,7 +416,7 @@ def main(argv):
         runs_dir = argv[argv.index("--runs-dir") + 1]
         os.makedirs(runs_dir, exist_ok=True)
         run_dir = new_run_dir(runs_dir, config)  # the real engine makes it before loading data
-        problem = input_problem(config) or ("the input was refused on purpose" if MODE == "refuse" else None)
+        problem = input_problem(config)
         if problem:
             return fail("train", run_dir, problem)
         return train(config, run_dir, False, 0)
