@@ -46,6 +46,15 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _peak_rss(pid: int | None) -> int:
+    """A process's peak RSS so far (VmHWM), 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, TypeError):
+        return 0
+
+
 def _run_rate(run_dir: Path) -> tuple[float, int]:
     from gui_app.core.events import Step
     from gui_app.core.rundir import read_raw_events
@@ -70,6 +79,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
 
     from gui_app.core.config import RunConfig
     from gui_app.core.events import Step
+    from gui_app.core.live_runs import live_process
     from gui_app.ui.settings import Settings
     from gui_app.ui.window.main_window import MainWindow
 
@@ -102,11 +112,14 @@ def window_child(config_path: str, runs_dir: str) -> None:
         QTimer.singleShot(200, app.quit)
 
     samples: list[tuple[int, int]] = []  # (last step seen, RSS) per event batch while training
+    engine = {"pid": None, "peak": 0}  # the run is detached: not a child, so getrusage does not see it
 
     def on_events(events):
         steps = [e.step for e in events if isinstance(e, Step)]
         if steps and state["measuring"]:
             samples.append((max(steps), _rss()))
+        engine["pid"] = engine["pid"] or getattr(live_process(window.state.active_run or ""), "pid", None)
+        engine["peak"] = max(engine["peak"], _peak_rss(engine["pid"]))
 
     window.supervisor.events.connect(on_events)
     probe.timeout.connect(tick)
@@ -125,7 +138,7 @@ def window_child(config_path: str, runs_dir: str) -> None:
     print(json.dumps({
         "rate": rate, "steps": steps, "latency_max_ms": max(lateness, default=0.0), "latency_p99_ms": p99,
         "window_peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "engine_peak_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+        "engine_peak_rss": engine["peak"],
         # From the first fifth of the run to its last step event: the end (evaluation view,
         # misclassified images) and the first buffers' allocation are not per-step growth.
         "rss_growth_per_step": _growth(samples),

@@ -34,12 +34,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from gui_app.core import atomic_io
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
-from gui_app.core.events import EpochEnd, Eval, Event, Step, decode_line
+from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
 from gui_app.core.history import RunHistory
 from gui_app.core.history.status import RunStatus
 
@@ -145,8 +145,31 @@ def read_eval(run_dir: str | Path) -> Eval | None:
 def read_history(run_dir: str | Path) -> RunHistory:
     """A run as the window shows it: its events folded, then its evaluation from eval.json (an
     unreadable one is left out and named in ``history.problems``)."""
+    return _history(run_dir, read_events(run_dir))
+
+
+class HistorySoFar(NamedTuple):
+    history: RunHistory
+    lines: int  # the complete lines of events.jsonl it holds
+    paused: bool  # the run's last word was a pause
+
+
+def read_history_so_far(run_dir: str | Path) -> HistorySoFar:
+    """:func:`read_history` of the complete lines of ``events.jsonl`` as it is now, and how many
+    lines that is: ``attach --from`` that line goes on where the history ends, each line once."""
+    try:
+        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
+    except FileNotFoundError:
+        data = b""
+    lines = data[:data.rfind(b"\n") + 1].splitlines()
+    events = [event for event in map(decode_line, lines) if event is not None]
+    last_word = next((e for e in reversed(events) if isinstance(e, (Paused, Continued, RunStarted))), None)
+    return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused))
+
+
+def _history(run_dir: str | Path, events: list[Event]) -> RunHistory:
     history = RunHistory()
-    history.add(read_events(run_dir))
+    history.add(events)
     history.run_dir = str(run_dir)  # where it is now (its run_started says where it was written)
     try:
         evaluation = read_eval(run_dir)

@@ -24,6 +24,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QSystemTrayIcon, QWidget
 
 from gui_app.core.rundir import read_eval
+from gui_app.ui.workers.attachment import DETACHED
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,8 @@ class RunNotifications(QObject):
         self._window, self.notifier, self.enabled = window, notifier, enabled
 
     def on_run_ended(self, status: str, run_dir: str, message: str) -> None:
+        if status == DETACHED:  # the window let go of it: the run goes on
+            return
         if not self.enabled or (self._window.isActiveWindow() and not self._window.isMinimized()):
             return
         self.notifier.notify(*run_notice(status, run_dir, message, _test_accuracy(run_dir) if status == "completed"

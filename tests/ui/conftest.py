@@ -1,7 +1,9 @@
 """Fixtures for the UI tests: offscreen Qt, settings and runs in tmp_path, a fast fake engine."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -44,20 +46,23 @@ def runs_dir(isolated_dirs) -> Path:
 
 
 @pytest.fixture
-def fake_engine(monkeypatch):
+def fake_engine(monkeypatch, runs_dir):
     """An ``engine_command`` replacement running tests/ui/fake_engine.py; returns a setter
-    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``) and step count."""
+    for its mode (``normal``, ``wait``, ``crash``, ``hang``, ``gpu``), step count and step time. Its runs
+    are detached: any still running in ``runs_dir`` at the end of the test is killed."""
     monkeypatch.setenv("FAKE_ENGINE_MODE", "normal")
 
     def engine_command(*args: str) -> list[str]:
         return [sys.executable, str(FAKE_ENGINE), *args]
 
-    def configure(mode: str = "normal", steps: int = 20) -> None:
+    def configure(mode: str = "normal", steps: int = 20, step_seconds: float = 0.0) -> None:
         monkeypatch.setenv("FAKE_ENGINE_MODE", mode)
         monkeypatch.setenv("FAKE_ENGINE_STEPS", str(steps))
+        monkeypatch.setenv("FAKE_ENGINE_STEP_SECONDS", str(step_seconds))
 
     engine_command.configure = configure
-    return engine_command
+    yield engine_command
+    stop_live_runs(runs_dir)
 
 
 @pytest.fixture
@@ -74,7 +79,7 @@ def panel(qtbot, fake_engine):
 
 
 @pytest.fixture
-def real_window(qtbot):
+def real_window(qtbot, runs_dir):
     """The main window with the real engine (each engine process costs seconds: slow tests)."""
     from gui_app.ui.window.main_window import MainWindow
 
@@ -85,6 +90,16 @@ def real_window(qtbot):
     window.supervisor.close()
     window.settings.confirm_close_during_run = False
     window.close()
+    stop_live_runs(runs_dir)
+
+
+def stop_live_runs(runs_dir: Path) -> None:
+    """Kill every run still running in ``runs_dir`` (a test that failed left it: runs are detached)."""
+    from gui_app.core.live_runs import list_live_runs
+
+    for run in list_live_runs(runs_dir) if runs_dir.is_dir() else ():
+        with contextlib.suppress(ProcessLookupError, AttributeError):  # AttributeError: not running
+            os.kill(run.process.pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -105,7 +120,7 @@ def make_window(qtbot, fake_engine):
 
     yield make
     for window in windows:
-        window.supervisor.close()  # kills anything a failed test left running
+        window.supervisor.close()  # lets go of a run a failed test left (fake_engine ends it)
         window.settings.confirm_close_during_run = False
         window.close()
 

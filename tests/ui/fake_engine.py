@@ -15,14 +15,24 @@ behaviour:
     crash    emit a few steps, print a Python error on stderr and exit 1 without run_finished
     killed   emit a few steps, print a TensorFlow log line on stderr, then die by SIGKILL
     hang     like wait, but ignore stop (the supervisor must kill it)
-    refuse   fail before the first step, as for a bad input, in the run directory it made
+    refuse   fail after run_started, before the first step (its input refused once loaded), in the
+             run directory it made
     gpu      like normal, and ``devices`` reports one GPU
 
-``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20). Tests run it from any
+``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20), ``FAKE_ENGINE_STEP_SECONDS``
+how long each takes (default 0). Tests run it from any
 folder: it imports gui_app.core.events (Qt- and TensorFlow-free) from its own checkout.
+
+``train --detach`` and ``resume --detach`` work as the real ones do (docs/detached.md): the run
+forks into a session of its own, holds the run's lock, records ``process.json``, reads control
+words from the run's channel (the real ``engine/control_channel.py``) and writes its output to
+``engine.log``; the starting process prints the run directory once ``run_started`` is written,
+or the run's error line (exit 2, no run directory left behind). ``attach``, ``stop`` and
+``runs`` are the real commands (they load no TensorFlow).
 """
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -37,12 +47,20 @@ from gui_app.core import events as ev  # noqa: E402  (the checkout first on the 
 from gui_app.core.image_files import source_images  # noqa: E402  (as the real inspect reports them)
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
+DETACH = "--detach" in sys.argv
+WAIT_LIMIT_S = 120.0  # a detached run nobody stops (a failed test) ends on its own
 STEPS = int(os.environ.get("FAKE_ENGINE_STEPS", "20"))
+STEP_SECONDS = float(os.environ.get("FAKE_ENGINE_STEP_SECONDS", "0"))
 CLASSES = [str(i) for i in range(10)]
 TEST_EXAMPLES = 50
 
 
 class Emitter:
+    """Each event to the run's events.jsonl and to stdout; a detached run's go to the starting
+    process's pipe instead, until run_started or run_finished (engine/detach.py's ReadyPipe)."""
+
+    ready = -1  # the pipe to the process that started a detached run
+
     def __init__(self, run_dir):
         self.run_dir = run_dir
         self.file = open(os.path.join(run_dir, "events.jsonl"), "a", encoding="utf-8") if run_dir else None
@@ -50,11 +68,17 @@ class Emitter:
     def __call__(self, event: ev.Event):
         event.time = event.time or time.time()
         line = json.dumps(ev.encode(event))
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
         if self.file:
             self.file.write(line + "\n")
             self.file.flush()
+        if not DETACH:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        elif Emitter.ready >= 0:
+            os.write(Emitter.ready, (line + "\n").encode())
+            if isinstance(event, (ev.RunStarted, ev.RunFinished)):
+                os.close(Emitter.ready)
+                Emitter.ready = -1
 
 
 def devices():
@@ -108,6 +132,8 @@ def fail(command, run_dir, message):
     emit(ev.Error(message=message, kind="input"))
     emit(ev.RunFinished(status="failed", run_dir=run_dir, step=0, message=message))
     sys.stderr.write(f"replica-studio {command}: {message}\n")
+    if DETACH:  # refused before it trained: the real engine leaves nothing half-made behind
+        shutil.rmtree(run_dir)
     return 2
 
 
@@ -124,8 +150,72 @@ def control_reader():
     return words
 
 
+class _Words:
+    """The run's control channel feeds the list the training loop polls."""
+
+    def __init__(self, words):
+        self.words = words
+
+    def command(self, word):
+        if word.strip():
+            self.words.append(word.strip())
+
+
+def take_run(run_dir, command):
+    """What a real detached run keeps while it holds the run (engine/presence.py): its lock,
+    process.json, the control channel, its output in engine.log."""
+    from gui_app.core.live_runs import record_process
+    from gui_app.core.run_lock import RunLock
+    from gui_app.engine.control_channel import ControlChannel
+
+    log = os.open(os.path.join(run_dir, "engine.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    words = []
+    take_run.held = (RunLock(run_dir).acquire(), ControlChannel(run_dir, _Words(words)).open())
+    record_process(run_dir, command, True)
+    return words
+
+
+def detached(run):
+    """Fork ``run`` (which takes the ready pipe) into a session of its own; print the run
+    directory once it has started, or its error line (engine/detach.py)."""
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        code = 1
+        try:
+            os.setsid()
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            Emitter.ready = write_end
+            code = run()
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        for line in pipe:
+            event = json.loads(line)
+            if event["type"] == "run_started":
+                print(event["run_dir"], flush=True)
+                return 0
+            if event["type"] == "run_finished":
+                sys.stderr.write(f"replica-studio {sys.argv[1]}: {event['message']}\n")
+                os.waitpid(pid, 0)
+                return 2
+    _, status = os.waitpid(pid, 0)
+    sys.stderr.write(f"replica-studio {sys.argv[1]}: the run's process ended before the run started\n")
+    return os.waitstatus_to_exitcode(status) or 1
+
+
 def train(config, run_dir, resumed, start_step):
     emit = Emitter(run_dir)
+    channel_words = take_run(run_dir, "resume" if resumed else "train") if DETACH else None
     devices = config["strategy"].get("devices") or ["CPU:0"]
     replicas = len(devices)
     batch = config["training"]["global_batch_size"]
@@ -143,12 +233,24 @@ def train(config, run_dir, resumed, start_step):
         model={"name": config["model"]["name"], "parameters": 1234},
         strategy={"name": config["strategy"]["name"], "cross_device_ops": None},
         versions={"tensorflow": "2.21.0", "keras": "3.15.1", "python": sys.version.split()[0]}))
-    words = control_reader() if MODE in ("wait", "hang") else []
+    if MODE == "refuse":
+        message = "the input was refused on purpose"
+        emit(ev.Error(message=message, kind="input"))
+        emit(ev.RunFinished(status="failed", run_dir=run_dir, step=start_step, message=message))
+        sys.stderr.write(f"replica-studio train: {message}\n")
+        return 2
+    if channel_words is not None:
+        words = channel_words
+    else:
+        words = control_reader() if MODE in ("wait", "hang") else []
     paused = False
     step = start_step
     while step < total:
         if MODE in ("wait", "hang") and step - start_step >= 3 and not paused:
+            deadline = time.monotonic() + WAIT_LIMIT_S
             while not words:
+                if time.monotonic() > deadline:
+                    return 1
                 time.sleep(0.005)
         while words:
             word = words.pop(0)
@@ -176,6 +278,7 @@ def train(config, run_dir, resumed, start_step):
             sys.stderr.write("Traceback (most recent call last):\n  File \"x\", line 1\n")
             sys.stderr.write("RuntimeError: fake engine crashed on purpose\n")
             return 1
+        time.sleep(STEP_SECONDS)
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
@@ -293,6 +396,13 @@ def prepare(argv):
 
 def main(argv):
     command = argv[0]
+    if command in ("attach", "stop", "runs"):
+        from gui_app.engine.cli import main as engine_main
+
+        return engine_main(argv)
+    if "--detach" in argv and command in ("train", "resume"):
+        argv = [word for word in argv if word != "--detach"]
+        return detached(lambda: main(argv))
     if command == "scaling":
         return scaling(argv)
     if command == "prepare":
@@ -306,7 +416,7 @@ def main(argv):
         runs_dir = argv[argv.index("--runs-dir") + 1]
         os.makedirs(runs_dir, exist_ok=True)
         run_dir = new_run_dir(runs_dir, config)  # the real engine makes it before loading data
-        problem = input_problem(config) or ("the input was refused on purpose" if MODE == "refuse" else None)
+        problem = input_problem(config)
         if problem:
             return fail("train", run_dir, problem)
         return train(config, run_dir, False, 0)

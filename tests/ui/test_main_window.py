@@ -14,9 +14,11 @@ from run_dirs import listed_status, wait_listed, write_run
 from windows import train
 
 from gui_app.core.events import Step
-from gui_app.core.rundir import list_runs
+from gui_app.core.rundir import list_runs, read_run
 from gui_app.ui.config.strategy_form import STRATEGY_LABELS
+from gui_app.ui.dialogs.close_run import CANCEL, STOP
 from gui_app.ui.settings import load_settings
+from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
 
@@ -168,22 +170,31 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
 
 
-def test_closing_during_a_run_stops_the_engine(qtbot, window, fake_engine, monkeypatch):
+def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, monkeypatch):
     fake_engine.configure("wait")
     with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000) as started:
         window.actions.train.trigger()
-    pid = int((Path(started.args[0].run_dir) / "engine.pid").read_text())  # the fake engine's
-    monkeypatch.setattr(window, "_confirm_close", lambda: False)
+    run_dir = started.args[0].run_dir
+    pid = int((Path(run_dir) / "engine.pid").read_text())  # the fake engine's
+    monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: CANCEL)
     window.close()
     assert window.isVisible() and window.supervisor.state() == "running"  # the user said no
-    monkeypatch.setattr(window, "_confirm_close", lambda: True)
+    monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: STOP)
     with qtbot.waitSignal(window.supervisor.finished, timeout=10_000) as finished:
         window.close()
         assert window.isVisible()  # waits for the engine before closing
     assert finished.args[0] == "stopped"
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
-    with pytest.raises(ProcessLookupError):
+    qtbot.waitUntil(lambda: not _alive(pid), timeout=5000)  # the run's process has ended (not our child)
+    assert read_run(run_dir).status == "stopped" and read_run(run_dir).resumable  # with a checkpoint
+
+
+def _alive(pid: int) -> bool:
+    try:
         os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_open_and_overlay_past_runs(qtbot, window, runs_dir):

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from gui_app.core import events as ev
 from gui_app.core.config import RunConfig, RuntimeConfig, StrategyConfig
-from gui_app.core.rundir import list_runs
+from gui_app.core.live_runs import live_process
+from gui_app.core.rundir import list_runs, read_run
+from gui_app.identity import app_env
 from gui_app.ui.workers.supervisor import RunSupervisor
 
 CONFIG = RunConfig(strategy=StrategyConfig(name="mirrored", devices=("CPU:0", "CPU:1")),
@@ -119,9 +122,8 @@ def test_bad_input_fails_before_the_run_starts(qtbot, make_supervisor, runs_dir,
         supervisor.start_train(config, runs_dir)
     status, run_dir, message = finished.args
     assert (status, message) == ("failed", f"{tmp_path / 'missing.npz'}: no such file or folder")
-    # As the real engine does: the run directory exists and the run list shows it failed, with why.
-    info = list_runs(runs_dir)[0]
-    assert str(info.path) == run_dir and info.status == "failed" and info.message == message
+    # As the real engine does (train --detach refused before it trained): no run directory is left behind.
+    assert run_dir == "" and list_runs(runs_dir) == []
 
 
 def test_engine_that_cannot_start(qtbot, tmp_path):
@@ -157,13 +159,23 @@ def test_one_run_at_a_time(qtbot, make_supervisor, fake_engine, runs_dir):
         supervisor.stop()
 
 
-def test_close_kills_a_running_engine(qtbot, make_supervisor, fake_engine, runs_dir):
-    fake_engine.configure("hang")
+def test_close_lets_go_of_the_run_which_goes_on(qtbot, make_supervisor, fake_engine, runs_dir):
+    fake_engine.configure("wait")
     supervisor = make_supervisor()
+    rec = Recorder(supervisor)
     with qtbot.waitSignal(supervisor.run_started, timeout=10_000) as started:
         supervisor.start_train(CONFIG, runs_dir)
-    pid = int((Path(started.args[0].run_dir) / "engine.pid").read_text())  # the fake engine's
-    os.kill(pid, 0)  # alive
-    supervisor.close()
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    run_dir = started.args[0].run_dir
+    process = live_process(run_dir)
+    assert process is not None and process.detached
+    assert process.pid == int((Path(run_dir) / "engine.pid").read_text())  # the run, not the attach process
+    assert os.getsid(process.pid) == process.pid != os.getsid(0)  # a session of its own: not the window's child
+    with qtbot.waitSignal(supervisor.finished, timeout=5000) as finished:
+        supervisor.close()
+    assert finished.args[0] == "detached" and finished.args[1] == run_dir
+    assert rec.states[-1] == "idle"
+    assert live_process(run_dir) == process  # the run goes on
+    stop = subprocess.run(fake_engine("stop", run_dir), capture_output=True, text=True, timeout=60,
+                          env=app_env())
+    assert stop.returncode == 0, stop.stderr
+    assert read_run(run_dir).status == "stopped" and live_process(run_dir) is None

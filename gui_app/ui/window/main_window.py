@@ -26,6 +26,7 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
+from gui_app.ui.dialogs.close_run import KEEP, STOP, ask_close_during_run
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.notifications import DesktopNotifier, RunNotifications
@@ -41,6 +42,7 @@ from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.run_actions import RunActions
+from gui_app.ui.window.run_attach import RunAttach
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
@@ -71,6 +73,7 @@ class MainWindow(QMainWindow):
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self)
         self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown)
+        self.attach = RunAttach(self.state, supervisor=self.supervisor, shown=self.shown, runs=self.runs, parent=self)
         self.models = ModelActions(self, self.state, self.try_tab, self.settings, engine_command)
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
@@ -124,6 +127,7 @@ class MainWindow(QMainWindow):
         a.stop.triggered.connect(sup.stop)
         a.checkpoint.triggered.connect(sup.checkpoint)
         a.resume_run.triggered.connect(r.resume_selected)
+        a.attach_run.triggered.connect(self.attach.attach_selected)
         a.notify.setChecked(self.settings.notify_when_run_ends)
         a.notify.toggled.connect(self._set_notify)
         a.new_run.triggered.connect(f.new_run)
@@ -145,7 +149,7 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.shown, m):
+        for source in (r, self.attach, self.shown, m):
             source.note.connect(log.note)
         for source in (sup, m, self.tools, self.try_tab):
             source.log_line.connect(log.append_line)
@@ -226,13 +230,6 @@ class MainWindow(QMainWindow):
         s.last_open_dir = self.config_panel.dataset.last_dir or s.last_open_dir
         save_settings(s)
 
-    def _confirm_close(self) -> bool:
-        answer = QMessageBox.question(
-            self, "A run is in progress",
-            "Stop the run and close Replica Studio?\nThe run is checkpointed and can be resumed later.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-        return answer == QMessageBox.StandardButton.Yes
-
     def close_without_asking(self) -> None:
         """Close, stopping a run without the question (termination signals)."""
         if not self.state.is_idle() and not self.run.closing:
@@ -241,13 +238,16 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         if not self.state.is_idle():
-            event.ignore()
             if self.run.closing:
+                event.ignore()
                 return  # already stopping; the window closes when the engine has finished
-            if self.settings.confirm_close_during_run and not self._confirm_close():
+            answer = ask_close_during_run(self) if self.settings.confirm_close_during_run else KEEP
+            if answer != KEEP:
+                event.ignore()
+                if answer == STOP:
+                    self.run.stop_to_close()  # the window closes when the run has ended
                 return
-            self.run.stop_to_close()  # the window closes when the run has ended
-            return
+            # KEEP: the window closes now; closing the supervisor lets go of the run, which goes on.
         self.save_window_settings()
         self.models.close()
         self.tools.close()

@@ -23,7 +23,7 @@ from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
 from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
-from gui_app.ui.window.window_state import EVALUATION, PAUSED, TRAINING, WindowState
+from gui_app.ui.window.window_state import EVALUATION, PAUSED, STATE_TEXT, TRAINING, WindowState
 from gui_app.ui.workers.supervisor import RunSupervisor
 
 
@@ -41,6 +41,7 @@ class RunActions(QObject):
         self._deferred_detection = self._deferred_inspection = False
         supervisor.events.connect(self._on_events)
         supervisor.run_started.connect(self._on_run_started)
+        supervisor.notice.connect(self._on_notice)
         state.run_ended.connect(self._on_run_ended)
 
     # ---- starting and steering -------------------------------------------------------------------
@@ -135,6 +136,12 @@ class RunActions(QObject):
         for event in events:
             if isinstance(event, Error):
                 self.note.emit(f"Engine error: {event.message}")
+
+    def _on_notice(self, text: str) -> None:
+        """The attachment to the run dropped and is made again ("" once it is)."""
+        self._state.set_status(text or STATE_TEXT[self._state.run_state])
+        if text:
+            self.note.emit(text)
 
     def _on_run_started(self, event: RunStarted) -> None:
         self._shown.set_path(event.run_dir or self._shown.path)

@@ -16,11 +16,13 @@ latest, so two fills never interleave in the list.
 """
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
+from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, read_run, run_dirs
 
 BATCH_RUNS = 200  # rows handed over at most per batch: each batch costs the GUI thread a few ms
@@ -35,20 +37,25 @@ class _Latest:
     generation = 0
 
 
-def read_row(path: Path) -> tuple[RunInfo, bool]:
-    """One run and whether it can be resumed (a checkpoint check that stats the folder: done
-    here, not on the GUI thread). A run folder that cannot be read still gets a row."""
+def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
+    """One run, whether it can be resumed (a checkpoint check that stats the folder), the
+    process running it now if any (its lock and process.json, gui_app/core/live_runs.py), and
+    the machine its process ran on when that is another one (a shared runs folder), else "":
+    done here, not on the GUI thread. A run folder that cannot be read still gets a row."""
     try:
         info = read_run(path)
     except OSError as exc:
         info = RunInfo(path=path, config=None, status="unreadable", message=f"cannot read the run: {exc}")
-        return info, False
-    return info, info.resumable
+        return info, False, None, ""
+    live = live_process(path)
+    recorded = live or read_process(path)
+    host = recorded.host if recorded is not None and recorded.host != socket.gethostname() else ""
+    return info, info.resumable, live, host
 
 
 class _ReadWorker(QObject):
     counted = Signal(int, int)  # generation, run folders found
-    batch = Signal(int, object)  # generation, [(RunInfo, resumable), ...]
+    batch = Signal(int, object)  # generation, [read_row(path), ...]
     done = Signal(int)  # generation: every run was read (not emitted for a dropped fill)
 
     def __init__(self, latest: _Latest) -> None:

@@ -13,14 +13,20 @@ finished run's model. A failed run shows its one-line reason. The buttons are al
 It follows the window's state (gui_app.ui.window.window_state): while a run is active nothing else
 is opened or resumed (one run at a time), the active run shows as running, and a run that ended
 shows why and is selected. It sets the state's selection: the runs selected, as read.
+
+Runs that live on their own (docs/detached.md) show as running while their process runs them,
+whoever started them; the list reads the folder again every few seconds while one does. The run
+the window follows is marked (an icon, a tooltip); another running one can be attached to
+(double-click, Attach). The Host column names the machine a run's process ran on when it is
+another one (a shared runs folder).
 """
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -29,25 +35,29 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QSizePolicy,
+    QStyle,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.window_state import ListedRun, WindowState
 
-COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note"]
+COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note", "Host"]
 STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
                   "running": "#1565c0"}
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
-STARTED = COLUMNS.index("Started")
+STARTED, HOST = COLUMNS.index("Started"), COLUMNS.index("Host")
 MIN_ROWS = 5
+LIVE_REFRESH_MS = 2000  # how often the list is read again while a run is running
+ATTACHED_TIP = "This window follows this run (Stop, Pause and Continue act on it)"
 
 
 def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
@@ -61,6 +71,7 @@ class RunsPanel(QWidget):
     open_requested = Signal(str)
     overlay_requested = Signal(str, str)  # main run, run drawn on top
     resume_requested = Signal(str)
+    attach_requested = Signal(str)
     export_requested = Signal(str)
     filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
 
@@ -70,6 +81,8 @@ class RunsPanel(QWidget):
         self._drawn_running: str | None = None  # the row last drawn as running (the state's active run)
         self._runs: dict[str, RunInfo] = {}
         self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
+        self._live: dict[str, RunProcess | None] = {}  # the process running it now (read with the run)
+        self._hosts: dict[str, str] = {}  # where its process ran, when another machine
         self._items: dict[str, QTreeWidgetItem] = {}
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
         self._seen: set[str] = set()  # runs the current fill has read
@@ -93,6 +106,7 @@ class RunsPanel(QWidget):
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        self.tree.setColumnHidden(HOST, True)  # until a run's process ran on another machine
         self.tree.itemSelectionChanged.connect(self._update_buttons)
         self.tree.itemDoubleClicked.connect(self._on_double_clicked)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -106,6 +120,9 @@ class RunsPanel(QWidget):
                                         lambda: self.open_requested.emit(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
+        self.attach_button = self._button(row, "Attach", "Follow the selected running run: its charts, "
+                                                         "Stop, Pause and Continue",
+                                          lambda: self.attach_requested.emit(self.selected_paths()[0]))
         self.resume_button = self._button(row, "Resume",
                                           "Continue a stopped, interrupted or failed run from its checkpoint",
                                           lambda: self.resume_requested.emit(self.selected_paths()[0]))
@@ -124,6 +141,8 @@ class RunsPanel(QWidget):
         self._reader.counted.connect(self._on_counted)
         self._reader.batch.connect(self._on_batch)
         self._reader.done.connect(self._on_done)
+        self._live_timer = QTimer(self, singleShot=True, interval=LIVE_REFRESH_MS)
+        self._live_timer.timeout.connect(self.refresh)
         state.run_state_changed.connect(self._update_buttons)
         state.active_run_changed.connect(self._on_active_run_changed)
         state.run_ended.connect(self._on_run_ended)
@@ -197,12 +216,23 @@ class RunsPanel(QWidget):
         self._total = count
         self._show_reading()
 
-    def _on_batch(self, rows: list[tuple[RunInfo, bool]]) -> None:
-        for info, resumable in rows:
+    def is_running(self, run_dir: str | Path) -> bool:
+        """A process runs this run now (as last read)."""
+        return self._live.get(str(Path(run_dir))) is not None
+
+    def running_runs(self) -> list[str]:
+        """The runs a process runs now, newest first (as last read)."""
+        running = [path for path, process in self._live.items() if process is not None]
+        return sorted(running, key=lambda path: self._runs[path].started or 0.0, reverse=True)
+
+    def _on_batch(self, rows: list[tuple[RunInfo, bool, RunProcess | None, str]]) -> None:
+        for info, resumable, process, host in rows:
             path = str(info.path)
             self._seen.add(path)
-            unchanged = self._runs.get(path) == info and self._resumable.get(path) == resumable
+            unchanged = (self._runs.get(path) == info and self._resumable.get(path) == resumable
+                         and self._live.get(path) == process and self._hosts.get(path) == host)
             self._runs[path], self._resumable[path] = info, resumable
+            self._live[path], self._hosts[path] = process, host
             item = self._items.get(path)
             if item is None:
                 item = self._items[path] = QTreeWidgetItem()
@@ -222,9 +252,12 @@ class RunsPanel(QWidget):
         for path in gone:  # deleted or moved away since the last fill
             item = self._items.pop(path)
             self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
-            self._runs.pop(path, None)
-            self._resumable.pop(path, None)
+            for known in (self._runs, self._resumable, self._live, self._hosts):
+                known.pop(path, None)
         self._wanted = set()
+        self.tree.setColumnHidden(HOST, not any(self._hosts.values()))
+        if any(process is not None for process in self._live.values()):
+            self._live_timer.start()
         self.reading_label.clear()
         self._state.set_listed_runs(len(self._items))
         self._update_buttons()
@@ -292,7 +325,9 @@ class RunsPanel(QWidget):
     def _fill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
         config = info.config
         path = str(info.path)
-        status = "running" if path == self._state.active_run else info.status
+        attached = path == self._state.active_run
+        process = self._live.get(path)
+        status = "running" if attached or process is not None else info.status
         if status in ("stopped", "interrupted", "failed") and info.total_steps and self._resumable.get(path):
             shown_status = f"{status} ({info.step}/{info.total_steps})"
         else:
@@ -301,28 +336,37 @@ class RunsPanel(QWidget):
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
         note = for_people(info.message or self._notes.get(path, ""))
         texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-                 describe_strategy(config.strategy) if config else "?", accuracy, started, note]
+                 describe_strategy(config.strategy) if config else "?", accuracy, started, note,
+                 self._hosts.get(path, "")]
         for column, text in enumerate(texts):
             item.setText(column, text)
         item.setData(0, PATH_ROLE, path)
         item.setData(4, SORT_ROLE, info.test_accuracy if accuracy else -1.0)
         item.setData(5, SORT_ROLE, info.started or 0.0)
         item.setForeground(0, QColor(STATUS_COLOURS.get(status, "#555555")))
-        item.setToolTip(0, path)
+        item.setIcon(0, self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay) if attached else QIcon())
+        if attached:
+            item.setToolTip(0, f"{ATTACHED_TIP}\n{path}")
+        elif process is not None:
+            item.setToolTip(0, f"Running (process {process.pid} on {process.host}); double-click or Attach to "
+                               f"follow it\n{path}")
+        else:
+            item.setToolTip(0, path)
         item.setToolTip(6, note)
         item.setToolTip(1, "config.json is missing or unreadable" if config is None else "")
 
     def _update_buttons(self) -> None:
         """Enable what applies to the selection, and give the state the runs selected."""
         paths = self.selected_paths()
-        self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False))
+        self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False), self._live.get(p))
                                    for p in paths if p in self._runs])
         one, idle = len(paths) == 1, self._state.is_idle()
         self.open_button.setEnabled(one and idle)
         self.overlay_button.setEnabled(len(paths) == 2 and idle)
         self.folder_button.setEnabled(one)
+        self.attach_button.setEnabled(self._state.attachable_selection() is not None)
         info = self._runs.get(paths[0]) if one else None
-        resumable = bool(info and self._resumable.get(paths[0]))
+        resumable = bool(info and self._resumable.get(paths[0])) and not self.is_running(paths[0])
         # A run stopped early exports its last checkpoint (replica-studio export restores it).
         active = bool(info) and str(info.path) == self._state.active_run
         self.export_button.setEnabled(bool(info and (info.has_model or not active and has_checkpoint(info.path))))
@@ -335,14 +379,15 @@ class RunsPanel(QWidget):
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
         if self._state.is_idle():  # the charts belong to the live run
-            self.open_requested.emit(item.data(0, PATH_ROLE))
+            path = item.data(0, PATH_ROLE)
+            (self.attach_requested if self.is_running(path) else self.open_requested).emit(path)
 
     def _on_context_menu(self, position) -> None:
         if not self.selected_paths():
             return
         menu = QMenu(self)
-        for button in (self.open_button, self.overlay_button, self.resume_button, self.export_button,
-                       self.folder_button):
+        for button in (self.open_button, self.attach_button, self.overlay_button, self.resume_button,
+                       self.export_button, self.folder_button):
             menu.addAction(button.text(), button.click).setEnabled(button.isEnabled())
         menu.exec(self.tree.viewport().mapToGlobal(position))
 

@@ -59,9 +59,10 @@ class ShownRun(QObject):
         """The live run's folder (from its run_started event) or a resumed run's."""
         self._state.set_shown_run(run_dir)
 
-    def show_history(self, run_dir: str | Path) -> bool:
-        """Show a run from its files: its events and its evaluation. True if it has one to show."""
-        history = read_history(run_dir)
+    def show_history(self, run_dir: str | Path, history: RunHistory | None = None) -> bool:
+        """Show a run from its files: its events and its evaluation (``history``: read already).
+        True if it has one to show."""
+        history = history or read_history(run_dir)
         self.training.set_overlay(None)
         self._show(history)
         for problem in history.problems:

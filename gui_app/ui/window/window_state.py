@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
+from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
 
@@ -48,10 +49,11 @@ STATE_TEXT = {IDLE: "Ready", STARTING: "Starting the engine (TensorFlow loads in
 @dataclass(frozen=True)
 class ListedRun:
     """A run as the run list read it; ``resumable`` was checked there, off the GUI thread (it
-    stats the run's folder)."""
+    stats the run's folder), and so was ``process``: the process running it now, if any."""
 
     info: RunInfo
     resumable: bool
+    process: RunProcess | None = None
 
     @property
     def path(self) -> str:
@@ -160,10 +162,15 @@ class WindowState(QObject):
             self._selection = runs
             self.selection_changed.emit(list(runs))
 
+    def attachable_selection(self) -> ListedRun | None:
+        """The one run selected, when it runs and the window follows none (it can attach to it)."""
+        one = self._selection[0] if len(self._selection) == 1 else None
+        return one if one is not None and one.process is not None and self.is_idle() else None
+
     def resumable_selection(self) -> ListedRun | None:
         """The one run selected, when it can be resumed (and the window is idle to do it)."""
         one = self._selection[0] if len(self._selection) == 1 else None
-        return one if one is not None and one.resumable and self.is_idle() else None
+        return one if one is not None and one.resumable and one.process is None and self.is_idle() else None
 
     @property
     def listed_runs(self) -> int:

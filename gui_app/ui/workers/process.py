@@ -12,6 +12,8 @@ blocking reads. One line reader turns the pipes into signals:
     event(dict)                  a stdout line that is a JSON object (the engine's events)
     log_line(str)                a stderr line (TensorFlow's log, the engine's reason) or a stray
                                  stdout line, marked ``[engine stdout]``: for the Log tab
+    text_line(str)               a stdout line that is no JSON object, as it is (``train --detach``
+                                 answers with the run directory)
     finished(code, crashed, msg) the process ended; ``msg`` is the line of stderr that explains
                                  a failure (gui_app.core.engine_output.error_line) or ""
     start_failed(str)            the program could not be started at all
@@ -44,6 +46,7 @@ def process_environment(extra: dict[str, str] | None = None) -> QProcessEnvironm
 class EngineProcess(QObject):
     event = Signal(dict)
     log_line = Signal(str)
+    text_line = Signal(str)
     finished = Signal(int, bool, str)
     start_failed = Signal(str)
 
@@ -132,6 +135,7 @@ class EngineProcess(QObject):
             if value is not None:
                 self.event.emit(value)
             else:  # stdout is reserved for JSON lines; show strays rather than lose them
+                self.text_line.emit(text)
                 self.log_line.emit(f"[engine stdout] {text}")
 
     def _take_stderr(self, data: bytes, final: bool = False) -> None:

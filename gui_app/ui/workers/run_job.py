@@ -29,11 +29,14 @@ from gui_app.ui.workers.engine_job import KILL_WAIT_MS, ServingJob
 
 class RunJob(ServingJob):
     ended = Signal(str, str)
+    NOT_STARTED = -1  # exit_code of a command that could not be started at all
 
     def __init__(self, command: Sequence[str], parent: QObject | None = None) -> None:
         super().__init__(command, name="the engine", parent=parent)
         self._error: str | None = None  # the message of the run's error event, if it wrote one
         self._run_finished: RunFinished | None = None
+        self.exit_code: int | None = None  # how the process exited (None: killed by a signal, or still running)
+        self.lines_read = 0  # JSON lines read from stdout: an attachment's place in the events file
 
     def on_end(self, slot: Callable[[str, str], Any]) -> Self:
         self.ended.connect(slot)
@@ -47,7 +50,22 @@ class RunJob(ServingJob):
             self._process.kill()
             self._process.wait(KILL_WAIT_MS)
 
+    @property
+    def run_finished(self) -> RunFinished | None:
+        """The run's run_finished event, once it has come."""
+        return self._run_finished
+
+    def detach(self, wait_ms: int = KILL_WAIT_MS) -> None:
+        """End the process by closing its stdin (``attach`` then detaches: the run goes on) and
+        wait for it; killed when it has not ended within ``wait_ms``."""
+        if self.is_running():
+            self._process.close_stdin()
+            if not self._process.wait(wait_ms):
+                self._process.kill()
+                self._process.wait(KILL_WAIT_MS)
+
     def _on_event(self, value: dict) -> None:
+        self.lines_read += 1
         event = decode(value)  # once, where the line enters the window
         if event is None:  # stdout is reserved for events; show strays rather than lose them
             self.log_line.emit(f"[engine stdout] {value}")
@@ -61,6 +79,7 @@ class RunJob(ServingJob):
         self._take_answer(event)
 
     def _report_end(self, code: int, crashed: bool, line: str) -> None:
+        self.exit_code = None if crashed else code
         event = self._run_finished
         if event is not None:
             self._end(event.status, event.message or "")
@@ -76,6 +95,7 @@ class RunJob(ServingJob):
             self._end("failed", self._error or line or f"{self.name} exited with code {code}")
 
     def _on_start_failed(self, message: str) -> None:
+        self.exit_code = self.NOT_STARTED
         super()._on_start_failed(f"cannot start {self.name}: {message}")
 
     def _fail(self, message: str) -> None:

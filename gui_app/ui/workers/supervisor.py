@@ -1,9 +1,10 @@
-"""RunSupervisor: runs one engine process per run and turns its output into Qt signals.
+"""RunSupervisor: follows one run at a time and turns its events into Qt signals.
 
-The engine runs as a :class:`~gui_app.ui.workers.run_job.RunJob`, on the one job lifecycle every
-engine process shares (start, stop with a grace period, kill, the one error line, the final
-message). It lives on a QThread (docs/architecture.md, "Process model"): the ``_RunWorker`` there
-creates the job, so its QProcess reports "stdout readable", "stderr readable" and "exited" on that
+The run's engine processes (the detached start, then ``attach``) run as jobs of an
+:class:`~gui_app.ui.workers.attachment.Attachment`, on the one job lifecycle every engine
+process shares (start, stop with a grace period, the one error line, the final message). It
+lives on a QThread (docs/architecture.md, "Process model"): the ``_RunWorker`` there creates
+the attachment, so its QProcesses report "stdout readable", "stderr readable" and "exited" on that
 thread's event loop, and the reading and decoding of thousands of lines never loads the GUI
 thread; the worker batches the events and forwards control words. One thread does all of it, with
 no blocking reads, no extra reader threads and no locks.
@@ -16,15 +17,23 @@ would run on that other thread.) It never touches a widget.
 
 Signals:
     events(list)                   the events (gui_app.core.events, decoded once by the job), in
-                                   order, batched every ``batch_ms``
+                                   order: the first after a quiet spell at once, then batched
+                                   every ``batch_ms``
     run_started(RunStarted)        the run_started event, emitted before the batch holding it
     finished(status, run_dir, msg) completed | stopped | failed | interrupted (killed after the stop
-                                   grace period or at exit); ``msg`` explains it
+                                   grace period) | detached (the window let go: the run goes on);
+                                   ``msg`` explains it
     log_line(str)                  one line of the engine's stderr (and its warnings)
     state_changed(str)             idle | starting | running | paused | stopping
 
-The command to run is a parameter (:meth:`RunSupervisor.start`): ``train`` and ``resume`` are two
-commands built by ``engine_command``; a command that follows a run started elsewhere is another.
+Every run is detached (docs/detached.md): the worker's :class:`~gui_app.ui.workers.attachment.Attachment`
+starts it with a command that prints its run directory (:meth:`RunSupervisor.start`: ``train
+--detach`` and ``resume --detach`` are two, built by ``engine_command``), then follows it with
+``attach``, and attaches again from the last line it has when that ends while the run goes on
+(``notice``). :meth:`RunSupervisor.attach` follows a run that is running already (started by an
+earlier window, or a terminal). :meth:`RunSupervisor.close` lets go of the run: it goes on.
+
+    notice(str)                    "following the run again…" while it re-attaches, "" once it has
 """
 from __future__ import annotations
 
@@ -38,11 +47,10 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signa
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
 from gui_app.identity import app_command as default_engine_command
-from gui_app.ui.workers.run_job import RunJob
+from gui_app.ui.workers.attachment import Attachment
 
 EngineCommand = Callable[..., list[str]]  # same signature as gui_app.identity.app_command
 IDLE, STARTING, RUNNING, PAUSED, STOPPING = "idle", "starting", "running", "paused", "stopping"
-CLOSED_REASON = "the engine was killed because Replica Studio closed"
 
 
 class RunSupervisor(QObject):
@@ -51,6 +59,7 @@ class RunSupervisor(QObject):
     finished = Signal(str, str, str)
     log_line = Signal(str)
     state_changed = Signal(str)
+    notice = Signal(str)
 
     def __init__(self, engine_command: EngineCommand = default_engine_command, *,
                  grace_seconds: float = 30.0, batch_ms: int = 50, parent: QObject | None = None) -> None:
@@ -59,7 +68,7 @@ class RunSupervisor(QObject):
         self._state = IDLE
         self._thread = QThread()
         self._thread.setObjectName("RunSupervisor")
-        self._worker = _RunWorker(grace_seconds, batch_ms)
+        self._worker = _RunWorker(engine_command, grace_seconds, batch_ms)
         self._worker.moveToThread(self._thread)
         self._thread.finished.connect(self._worker.deleteLater)
         queued = Qt.ConnectionType.QueuedConnection
@@ -67,9 +76,10 @@ class RunSupervisor(QObject):
         self._worker.run_started.connect(self._on_run_started, queued)
         self._worker.finished.connect(self._on_finished, queued)
         self._worker.log_line.connect(self.log_line, queued)
+        self._worker.notice.connect(self.notice, queued)
         self._thread.start()
         app = QCoreApplication.instance()
-        if app is not None:  # last line of defence: never leave an engine behind at exit
+        if app is not None:  # at exit the attachment ends; the run goes on
             app.aboutToQuit.connect(self.close)
 
     def state(self) -> str:
@@ -84,23 +94,34 @@ class RunSupervisor(QObject):
         fd, path = tempfile.mkstemp(prefix="replica-studio-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(config.to_json())
-        self.start(self._engine_command("train", path, "--events", "jsonl", "--control", "stdin",
-                                        "--runs-dir", str(runs_dir)), temp_file=path)
+        self.start(self._engine_command("train", path, "--detach", "--runs-dir", str(runs_dir)), temp_file=path)
 
     def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = ()) -> None:
         """Resume a stopped, interrupted or failed run from its last checkpoint; ``overrides`` are
         ``KEY=VALUE`` changes (``resume --set``) such as a smaller batch after running out of memory."""
         sets = [word for override in overrides for word in ("--set", override)]
-        self.start(self._engine_command("resume", str(run_dir), "--events", "jsonl", "--control", "stdin", *sets),
-                   run_dir=str(run_dir))
+        # The window shows the run's history before; it follows the resumed run from its run_started.
+        self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
+                   from_line=-1)
 
-    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "") -> None:
-        """Run ``command`` as the run: an engine command that streams a run's events on stdout and
-        reads control words on stdin. ``run_dir``: the run's folder when it is known before its
-        run_started event; ``temp_file``: deleted when the run ends. One run at a time."""
+    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0) -> None:
+        """Start a run with ``command``, an engine command that starts it detached and prints its
+        run directory, then follow it (``attach``) from line ``from_line`` of its events (-1: from
+        the start's own run_started). ``run_dir``: the run's folder when it is known before;
+        ``temp_file``: deleted when the run ends. One run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start_requested.emit(list(command), run_dir, temp_file)
+        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line)
+
+    def attach(self, run_dir: str | Path, started: RunStarted, from_line: int, paused: bool = False) -> None:
+        """Follow a run that is running already: the window has the first ``from_line`` lines of
+        its events (the history on screen), ``started`` is its run_started, said again."""
+        self._check_idle()
+        self._set_state(STARTING)
+        self._on_run_started(started)
+        if paused:
+            self._set_state(PAUSED)
+        self._worker.start_requested.emit([], str(run_dir), "", from_line)
 
     def stop(self) -> None:
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
@@ -119,9 +140,10 @@ class RunSupervisor(QObject):
         self._worker.control_requested.emit("checkpoint")
 
     def close(self) -> None:
-        """Kill any engine still running and end the thread. Idempotent; blocks briefly."""
+        """Let go of the run (it goes on: ``finished`` says ``detached``) and end the thread.
+        Idempotent; blocks briefly."""
         if self._thread.isRunning():
-            self._worker.shutdown_requested.emit()  # blocking: returns once the engine is gone
+            self._worker.shutdown_requested.emit()  # blocking: returns once the attachment has ended
             self._thread.quit()
             self._thread.wait(10_000)
 
@@ -160,26 +182,32 @@ class RunSupervisor(QObject):
 
 
 class _RunWorker(QObject):
-    """Lives on the supervisor's thread; owns the RunJob of the current run and batches its events."""
+    """Lives on the supervisor's thread; owns the Attachment of the current run and batches its events."""
 
     events = Signal(list)
     run_started = Signal(object)
     finished = Signal(str, str, str)
     log_line = Signal(str)
+    notice = Signal(str)
 
-    start_requested = Signal(list, str, str)  # command, run_dir (when known) or "", temporary file to delete
+    start_requested = Signal(list, str, str, int)  # start command or [], run_dir or "", temporary file, from_line
     control_requested = Signal(str)
     stop_requested = Signal()
     shutdown_requested = Signal()
 
-    def __init__(self, grace_seconds: float, batch_ms: int) -> None:
+    def __init__(self, engine_command: EngineCommand, grace_seconds: float, batch_ms: int) -> None:
         super().__init__()
+        self._engine_command = engine_command
         self.grace_seconds = grace_seconds
-        self._job: RunJob | None = None
+        self._job: Attachment | None = None
         self._run_dir = self._temp_file = ""
         self._pending: list[Event] = []
+        # Batches: the first event after a quiet spell goes out as soon as the lines read with it
+        # are in, then the events of the next ``batch_ms`` go together (the timer is that cooldown).
+        # A fixed 50 ms tick made every event wait 25 ms on average; attach adds ~6-15 ms more.
         self._flush_timer = QTimer(self, interval=batch_ms)
-        self._flush_timer.timeout.connect(self._flush)
+        self._flush_timer.timeout.connect(self._on_batch_due)
+        self._flush_soon = False
         # Requests are emitted on the GUI thread and run here, on the worker's thread.
         queued = Qt.ConnectionType.QueuedConnection
         self.start_requested.connect(self._on_start, queued)
@@ -187,13 +215,13 @@ class _RunWorker(QObject):
         self.stop_requested.connect(self._on_stop, queued)
         self.shutdown_requested.connect(self._on_shutdown, Qt.ConnectionType.BlockingQueuedConnection)
 
-    @Slot(list, str, str)
-    def _on_start(self, command: list, run_dir: str, temp_file: str) -> None:
+    @Slot(list, str, str, int)
+    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int) -> None:
         self._run_dir, self._temp_file, self._pending = run_dir, temp_file, []
-        self._flush_timer.start()
-        self._job = (RunJob(command, parent=self)
-                     .on_result(self._take_event).on_log_line(self.log_line).on_end(self._on_ended)
-                     .start())
+        self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
+                               parent=self)
+        self._job.notice.connect(self.notice)
+        self._job.on_result(self._take_event).on_log_line(self.log_line).on_end(self._on_ended).start()
 
     @Slot(str)
     def _on_control(self, word: str) -> None:
@@ -203,12 +231,12 @@ class _RunWorker(QObject):
     @Slot()
     def _on_stop(self) -> None:
         if self._job is not None:
-            self._job.stop(self.grace_seconds, word="stop")  # the end of input also means stop
+            self._job.stop(self.grace_seconds)
 
     @Slot()
     def _on_shutdown(self) -> None:
         if self._job is not None:
-            self._job.kill(CLOSED_REASON)  # ends the run (_on_ended) before it returns
+            self._job.detach()  # the run goes on; ends the attachment (_on_ended) before it returns
 
     def _take_event(self, event: Event) -> None:
         if isinstance(event, (RunStarted, RunFinished)):
@@ -216,7 +244,24 @@ class _RunWorker(QObject):
         if isinstance(event, RunStarted):
             self._flush()  # keep order: earlier events, then run_started, then this batch
             self.run_started.emit(event)
+        self._batch(event)
+
+    def _batch(self, event: Event) -> None:
         self._pending.append(event)
+        if not (self._flush_timer.isActive() or self._flush_soon):
+            self._flush_soon = True
+            QTimer.singleShot(0, self, self._flush_now)  # after the rest of this read
+
+    def _flush_now(self) -> None:
+        self._flush_soon = False
+        self._flush()
+        self._flush_timer.start()
+
+    def _on_batch_due(self) -> None:
+        if self._pending:
+            self._flush()
+        else:  # quiet: the next event goes at once
+            self._flush_timer.stop()
 
     def _flush(self) -> None:
         if self._pending:
@@ -228,7 +273,9 @@ class _RunWorker(QObject):
         self._flush_timer.stop()
         job, self._job = self._job, None
         if job is not None:
-            job.finished.connect(job.deleteLater)  # after its last signal
+            run_dir = job.run_dir
+            job.deleteLater()  # after this slot: its jobs' last signals are queued before
+            self._run_dir = self._run_dir or run_dir
         if self._temp_file:
             Path(self._temp_file).unlink(missing_ok=True)
         self.finished.emit(status, self._run_dir, message)

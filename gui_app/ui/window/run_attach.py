@@ -1,0 +1,65 @@
+"""RunAttach: the window follows a run that is running already -- one it started before it was
+closed (or killed), or one started in a terminal (docs/detached.md).
+
+Asked from the run list (double-click on a running run, Attach, Run -> Attach) and, at launch,
+for the newest running run once the list has been read, when the window follows none. The
+charts fill from the run's history, read from ``events.jsonl`` in this process as Open reads a
+run (gui_app.core.rundir.read_history_so_far), and ``attach --from N`` goes on after the N lines
+read: replaying a long run through ``attach`` instead would send every line through a pipe, a
+JSON decode on the supervisor's thread and the window's batches (tens of thousands of lines for
+a day-long run), where the file read is one fold of the same lines with nothing in between.
+From then on the supervisor follows it as it follows a run it started: Stop, Pause and Continue
+act on it, and the window's run state is the run's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from gui_app.core.rundir import read_history_so_far
+from gui_app.ui.window.runs_panel import RunsPanel
+from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.window_state import TRAINING, WindowState
+from gui_app.ui.workers.supervisor import RunSupervisor
+
+
+class RunAttach(QObject):
+    note = Signal(str)
+
+    def __init__(self, state: WindowState, *, supervisor: RunSupervisor, shown: ShownRun, runs: RunsPanel,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._state, self._supervisor, self._shown, self._runs = state, supervisor, shown, runs
+        self._at_launch = True  # the first fill of the run list has not been looked at yet
+        runs.attach_requested.connect(self.attach)
+        runs.filled.connect(self._on_filled)
+
+    def attach(self, run_dir: str) -> bool:
+        """Show the run's history and follow it live; False when the window follows a run
+        already or the run has not started (no run_started yet)."""
+        if not self._state.is_idle():
+            return False
+        so_far = read_history_so_far(run_dir)
+        started = so_far.history.started
+        if started is None:
+            return False
+        self._shown.show_history(run_dir, so_far.history)
+        self.note.emit(f"Following {Path(run_dir).name} (from line {so_far.lines} of its events)")
+        self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused)
+        self._state.set_tab(TRAINING)
+        return True
+
+    def attach_selected(self) -> None:
+        selected = self._state.attachable_selection()
+        if selected is not None:
+            self.attach(selected.path)
+
+    def _on_filled(self) -> None:
+        """At launch: follow the newest running run, when the window follows none."""
+        if not self._at_launch:
+            return
+        self._at_launch = False
+        running = self._runs.running_runs()
+        if running and self._state.is_idle():
+            self.attach(running[0])

@@ -1,0 +1,298 @@
+"""Attachment: the window's hold on a run that lives on its own (docs/detached.md).
+
+Every run the window trains is detached: a short job starts it (``train CONFIG --detach``,
+``resume RUN_DIR --detach``: :class:`DetachedStart`, whose answer is the run directory, or the
+run's own error line), then ``attach RUN_DIR --from N`` follows it as a
+:class:`~gui_app.ui.workers.run_job.RunJob`: the run's events as JSON lines on its stdout, control
+words (stop, pause, continue, checkpoint) on its stdin, which it forwards to the run's channel.
+So the window's process is never the run's parent, and nothing the window does to its own
+processes -- closing, crashing, a ``kill -9`` -- reaches the run.
+
+The attachment counts the lines of ``events.jsonl`` it has (``N``), so when ``attach`` ends
+while the run still runs (killed, or its connection dropped) it attaches again from line ``N``,
+after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two ends apart by the
+run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
+line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
+stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
+
+    event(Event)      every event after line N, decoded once (RunJob)
+    log_line(str)     the run's log, the attach process's stderr
+    notice(str)       "following the run again…" while it re-attaches; "" once attached again
+    ended(str, str)   once: the status and message of run_finished; ``failed`` with the run's
+                      error line when its process is gone without one, or a start that failed;
+                      ``interrupted`` when it had to be killed; ``detached`` when the window let go
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from gui_app.core.engine_output import complete_lines, error_line
+from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.live_runs import live_process
+from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
+from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.run_job import RunJob
+
+DETACHED = "detached"
+DETACHED_REASON = "the run goes on in the background"
+KILLED_MESSAGE = "the engine process crashed or was killed (out of memory?)"
+REATTACHING = "following the run again…"
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
+# attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
+# (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
+ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
+NOT_STARTED = RunJob.NOT_STARTED
+LOG_POLL_MS = 250
+LOG_TAIL = 200  # lines of engine.log kept to explain a failure
+
+
+class DetachedStart(EngineJob):
+    """``train --detach`` or ``resume --detach``: its answer is the one line it prints, the run directory."""
+
+    def __init__(self, command: Sequence[str], parent: QObject | None = None) -> None:
+        super().__init__(command, name="the engine", parent=parent)
+        self._process.text_line.connect(self._take_answer)
+
+    def _on_start_failed(self, message: str) -> None:
+        super()._on_start_failed(f"cannot start {self.name}: {message}")
+
+
+class Attachment(QObject):
+    event = Signal(object)
+    log_line = Signal(str)
+    notice = Signal(str)
+    ended = Signal(str, str)
+
+    def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
+                 run_dir: str = "", from_line: int = 0, parent: QObject | None = None) -> None:
+        """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
+        ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
+        run_started (a resume, whose history the window has shown already)."""
+        super().__init__(parent)
+        self._engine_command, self._start_command = engine_command, list(start_command)
+        self.run_dir, self.lines = run_dir, from_line
+        self._starter: DetachedStart | None = None
+        self._job: RunJob | None = None
+        self._from = 0  # the line the current attach started at
+        self._delay = BACKOFF_FIRST_S
+        self._retry = QTimer(self, singleShot=True)
+        self._retry.timeout.connect(self._attach)
+        self._kill_timer = QTimer(self, singleShot=True)
+        self._kill_timer.timeout.connect(self._kill_run)
+        self._stopping = self._detaching = self._killed = self._done = False
+        self.kill_reason: str | None = None
+        self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
+        self._log = _LogTail(self)
+        self._log.line.connect(self.log_line)
+
+    # ---- connecting, as the jobs do ----------------------------------------------------------
+    def on_result(self, slot: Callable[[Event], Any]) -> Attachment:
+        self.event.connect(slot)
+        return self
+
+    def on_log_line(self, slot: Callable[[str], Any]) -> Attachment:
+        self.log_line.connect(slot)
+        return self
+
+    def on_end(self, slot: Callable[[str, str], Any]) -> Attachment:
+        self.ended.connect(slot)
+        return self
+
+    # ---- control -------------------------------------------------------------------------------
+    def start(self) -> Attachment:
+        if self.run_dir:
+            self._log.follow(self.run_dir, from_end=True)  # what it logged before is not this window's
+        if self._start_command:
+            self._starter = (DetachedStart(self._start_command, parent=self)
+                             .on_result(self._on_started).on_failure(self._on_start_failed)
+                             .on_log_line(self.log_line).start())
+        else:
+            self._attach()
+        return self
+
+    def send(self, word: str) -> None:
+        if self._job is not None:
+            self._job.send(word)
+
+    def stop(self, grace_s: float) -> None:
+        """Ask the run to stop (a checkpoint); kill its process if it has not ended after ``grace_s``."""
+        if self._stopping or self._done:
+            return
+        self._stopping = True
+        self.send("stop")  # none attached yet: sent as soon as one is
+        self.kill_reason = f"the engine did not stop within {grace_s:g} s and was killed"
+        self._kill_timer.start(int(grace_s * 1000))
+
+    def detach(self) -> None:
+        """Let go of the run (the window closes): the attach process ends, the run goes on.
+        ``ended`` says ``detached`` before this returns."""
+        self._detaching = True
+        self._retry.stop()
+        if self._starter is not None:  # the run goes on starting; only the waiting ends
+            self._starter.cancel(wait=True)
+        if self._job is not None:
+            self._job.detach()
+        self._finish(DETACHED, DETACHED_REASON)
+
+    # ---- the start -------------------------------------------------------------------------------
+    def _on_started(self, answer: Any) -> None:
+        self._starter = None
+        self.run_dir = str(answer).strip()
+        if self.lines < 0:
+            self.lines = last_start_line(self.run_dir)
+        self._log.follow(self.run_dir, from_end=self.lines > 0)
+        if not self._detaching:
+            self._attach()
+
+    def _on_start_failed(self, message: str) -> None:
+        self._starter = None
+        self._finish("failed", message)
+
+    # ---- attaching, and again ------------------------------------------------------------------
+    def _attach(self) -> None:
+        if self._done:
+            return
+        self._from = self.lines
+        self._job = (RunJob(self._engine_command("attach", self.run_dir, "--from", str(self.lines)), parent=self)
+                     .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
+                     .start())
+        if self._stopping:
+            self._job.send("stop")  # again: the word may have gone with the last attachment
+        if self._notice:  # a re-attachment: say so once it has held for a moment (or an event came)
+            job = self._job
+            QTimer.singleShot(1000, self, lambda: self._reattached(job))
+
+    def _reattached(self, job: RunJob) -> None:
+        if job is self._job and job.is_running():
+            self._delay = BACKOFF_FIRST_S
+            self._say("")
+
+    def _say(self, notice: str) -> None:
+        if notice != self._notice:
+            self._notice = notice
+            self.notice.emit(notice)
+
+    def _on_event(self, event: Event) -> None:
+        self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
+        self._say("")
+        if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
+            self.run_dir = self.run_dir or event.run_dir
+        self.event.emit(event)
+
+    def _on_attach_end(self, status: str, message: str) -> None:
+        job, self._job = self._job, None
+        if job is None:
+            return
+        job.finished.connect(job.deleteLater)  # after its last signal
+        if self._done:
+            return
+        if job.run_finished is not None:
+            self._finish(status, message)
+        elif self._detaching:
+            self._finish(DETACHED, DETACHED_REASON)
+        elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
+            self._finish("failed", message)
+        elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
+            self._finish(*self._gone())
+        else:  # killed, or its connection dropped: the run may go on
+            self._say(REATTACHING)
+            self._retry.start(int(self._delay * 1000))
+            self._delay = min(self._delay * 2, BACKOFF_MAX_S)
+
+    def _gone(self) -> tuple[str, str]:
+        """Why a run whose process is gone without run_finished ended."""
+        if self._killed:
+            return "interrupted", self.kill_reason or KILLED_MESSAGE
+        self._log.read()
+        return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
+
+    def _kill_run(self) -> None:
+        """The run did not stop within the grace period: end its process (here; a run on another
+        machine is left to its own stop)."""
+        self._killed = True
+        process = live_process(self.run_dir) if self.run_dir else None
+        if process is not None and process.host == socket.gethostname():
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _finish(self, status: str, message: str) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._retry.stop()
+        self._kill_timer.stop()
+        self._log.read()
+        self._log.stop()
+        self._say("")
+        self.ended.emit(status, message)
+
+
+def last_start_line(run_dir: str | Path) -> int:
+    """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
+    resumed run's own events begin."""
+    try:
+        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
+    except OSError:
+        return 0
+    lines = data.split(b"\n")
+    for index in range(len(lines) - 1, -1, -1):
+        if b'"run_started"' in lines[index]:
+            return index
+    return 0
+
+
+class _LogTail(QObject):
+    """Follows a run's ``engine.log`` (its stdout and stderr while detached) on this thread's
+    event loop: each new line is a ``line``; the last ones are kept to explain a failure."""
+
+    line = Signal(str)
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self.tail: deque[str] = deque(maxlen=LOG_TAIL)
+        self._path: Path | None = None
+        self._offset = 0
+        self._pending = b""
+        self._timer = QTimer(self, interval=LOG_POLL_MS)
+        self._timer.timeout.connect(self.read)
+
+    def follow(self, run_dir: str, from_end: bool) -> None:
+        path = Path(run_dir) / LOG_FILE
+        if path == self._path:
+            return
+        self._path, self._pending = path, b""
+        try:
+            self._offset = path.stat().st_size if from_end else 0
+        except OSError:
+            self._offset = 0
+        self._timer.start()
+
+    def read(self) -> None:
+        if self._path is None:
+            return
+        try:
+            with self._path.open("rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return
+        self._offset += len(data)
+        lines, self._pending = complete_lines(self._pending + data)
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").rstrip()
+            if text.strip():
+                self.tail.append(text.strip())
+                self.line.emit(text)
+
+    def stop(self) -> None:
+        self._timer.stop()
+
