@@ -7,6 +7,8 @@ config or input. Errors are one line on stderr; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from gui_app import __version__
 from gui_app.engine import (
@@ -67,4 +69,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return start(args)
     _quiet_tensorflow(bool(getattr(args, "debug", False)))
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # The reader went away (`replica-studio runs | head`): nothing is left to say, and the
+        # interpreter must not say it either when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

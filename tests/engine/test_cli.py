@@ -163,3 +163,16 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, write_config):
     events = parse_jsonl(proc.stdout)
     assert events[0]["start_step"] >= 8 and events[-1]["status"] == "completed"
     assert rundir.read_run(info.path).status == "completed"
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    """`replica-studio runs | head -1`: the pipe's reader leaves before the listing is written."""
+    for i in range(3):
+        run = tmp_path / f"2026120{i}-000000-digits-mlp"
+        run.mkdir()
+        (run / "config.json").write_text("{}")
+    proc = subprocess.Popen(app_command("runs", "--runs-dir", str(tmp_path)), env=app_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # gone before the first line
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == "", err
