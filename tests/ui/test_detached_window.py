@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 import pytest
 from run_dirs import listed_status, wait_listed, write_run
+from windows import alive
 
 from gui_app.core import events as ev
 from gui_app.core.live_runs import live_process
@@ -89,7 +90,7 @@ def test_keep_closes_at_once_and_the_run_completes_on_its_own(qtbot, make_window
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: KEEP)
     window.close()
     assert not window.isVisible()  # at once
-    qtbot.waitUntil(lambda: not any(_alive(pid) for pid in attach), timeout=5000)  # the attachment ended
+    qtbot.waitUntil(lambda: not any(alive(pid) for pid in attach), timeout=5000)  # the attachment ended
     assert live_process(run_dir) == process  # the run goes on
     qtbot.waitUntil(lambda: live_process(run_dir) is None, timeout=20_000)
     assert _last_event(run_dir)["type"] == "run_finished" and _last_event(run_dir)["status"] == "completed"
@@ -170,14 +171,6 @@ def test_a_killed_attachment_is_made_again_from_the_last_line(qtbot, make_window
     assert _chart_steps(window) == list(range(1, 151))  # every step once
     live = _steps(batches)
     assert live == sorted(set(live)) and live[-1] == 150  # none twice, none lost after the history
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_the_host_column_names_another_machine_and_a_running_run_can_be_attached(qtbot, runs_dir):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
@@ -11,7 +10,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 import pytest
 from form_errors import shown_errors
 from run_dirs import listed_status, wait_listed, write_run
-from windows import train
+from windows import alive, train
 
 from gui_app.core.events import Step
 from gui_app.core.rundir import list_runs, read_run
@@ -185,16 +184,8 @@ def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, 
         assert window.isVisible()  # waits for the engine before closing
     assert finished.args[0] == "stopped"
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
-    qtbot.waitUntil(lambda: not _alive(pid), timeout=5000)  # the run's process has ended (not our child)
+    qtbot.waitUntil(lambda: not alive(pid), timeout=5000)  # the run's process has ended (not our child)
     assert read_run(run_dir).status == "stopped" and read_run(run_dir).resumable  # with a checkpoint
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
