@@ -79,16 +79,22 @@ def _run_detached(args: argparse.Namespace, ready: int) -> int:
 
     code = EXIT_FAILED
     try:
-        os.setsid()
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.close(null)
+        leave_the_terminal()
         code = run_command(argparse.Namespace(**{**vars(args), "events": "jsonl"}), stream=ReadyPipe(ready))
     except BaseException:  # noqa: BLE001 - the child must end here, never return into the parent's stack
         pass
     return code
+
+
+def leave_the_terminal() -> None:
+    """Make this (forked) process a session of its own: no controlling terminal, SIGHUP ignored,
+    stdin, stdout and stderr on /dev/null (the run writes its log and events to files)."""
+    os.setsid()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def _wait_until_started(command: str, read_end: int, pid: int) -> int:

@@ -188,11 +188,9 @@ def detached(run):
         os.close(read_end)
         code = 1
         try:
-            os.setsid()
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
+            from gui_app.engine.detach import leave_the_terminal
+
+            leave_the_terminal()
             Emitter.ready = write_end
             code = run()
         finally:
