@@ -75,18 +75,23 @@ def run_name(config: RunConfig) -> str:
 
 def create_run_dir(runs_dir: str | Path, config: RunConfig) -> Path:
     """Make a new, uniquely named run directory and write its config into it."""
-    runs_dir = Path(runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    stem = run_name(config)
+    path = new_folder(Path(runs_dir), run_name(config), "a run directory")
+    config.save(path / CONFIG_FILE)
+    return path
+
+
+def new_folder(parent: Path, stem: str, what: str) -> Path:
+    """Make ``parent/stem`` (``stem-1``, ``stem-2``... when taken), atomically against another
+    process making the same name: a run directory, a sweep folder."""
+    parent.mkdir(parents=True, exist_ok=True)
     for n in range(1000):
-        path = runs_dir / (stem if n == 0 else f"{stem}-{n}")
+        path = parent / (stem if n == 0 else f"{stem}-{n}")
         try:
             path.mkdir()
         except FileExistsError:
             continue
-        config.save(path / CONFIG_FILE)
         return path
-    raise OSError(f"cannot create a run directory under {runs_dir}")
+    raise OSError(f"cannot create {what} under {parent}")
 
 
 def is_run_dir(path: str | Path) -> bool:

@@ -25,6 +25,7 @@ from gui_app.core import atomic_io
 from gui_app.core.config_json import ConfigError
 from gui_app.core.events import decode_line
 from gui_app.core.run_lock import RunInUse, RunLock, holder
+from gui_app.core.rundir import new_folder
 from gui_app.core.sweep_config import SweepConfig
 
 SWEEP_FILE = "sweep.json"
@@ -62,23 +63,15 @@ class SweepFolder:
 
     @classmethod
     def create(cls, sweeps_dir: Path, name: str, sweep: SweepConfig, storage: str | None) -> SweepFolder:
-        sweeps_dir.mkdir(parents=True, exist_ok=True)
-        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{name}"
-        for n in range(1000):
-            path = sweeps_dir / (stem if n == 0 else f"{stem}-{n}")
-            try:
-                path.mkdir()
-            except FileExistsError:
-                continue
-            folder = cls(path)
-            (path / TRIALS_DIR).mkdir()
-            (path / RUNS_DIR).mkdir()
-            atomic_io.write_text(path / SWEEP_FILE, sweep.to_json() + "\n")
-            storage = storage or f"sqlite:///{(path / 'study.db').resolve()}"
-            atomic_io.write_text(path / STUDY_FILE, json.dumps(
-                {"storage": storage, "study_name": path.name, "started": time.time()}) + "\n")
-            return folder
-        raise OSError(f"cannot create a sweep folder under {sweeps_dir}")
+        path = new_folder(sweeps_dir, f"{time.strftime('%Y%m%d-%H%M%S')}-{name}", "a sweep folder")
+        folder = cls(path)
+        (path / TRIALS_DIR).mkdir()
+        (path / RUNS_DIR).mkdir()
+        atomic_io.write_text(path / SWEEP_FILE, sweep.to_json() + "\n")
+        storage = storage or f"sqlite:///{(path / 'study.db').resolve()}"
+        atomic_io.write_text(path / STUDY_FILE, json.dumps(
+            {"storage": storage, "study_name": path.name, "started": time.time()}) + "\n")
+        return folder
 
     @classmethod
     def open(cls, path: str | Path) -> SweepFolder:
