@@ -15,21 +15,22 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-import yaml
 from engine_helpers import run_cli
 
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Step
-from gui_app.engine.cluster import kubernetes, kubernetes_submit
+from gui_app.engine.cluster import kubernetes, kubernetes_manifest, kubernetes_submit
 from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions, documents, manifest
 from gui_app.identity import app_command, app_env
 
-client = pytest.importorskip("kubernetes.client")
+client = pytest.importorskip("kubernetes.client")  # the test extra; it brings PyYAML too
+yaml = pytest.importorskip("yaml")
 
 
 def _config(tmp_path, epochs=1, **training) -> Path:
@@ -116,6 +117,11 @@ def test_bad_options_are_one_line(tmp_path, args, said):
     assert done.returncode == 2 and done.stderr.strip() == f"replica-studio cluster-script: {said}"
 
 
+def test_kubeflow_refuses_the_options_it_would_ignore(tmp_path):
+    done = run_cli("cluster-script", str(_config(tmp_path)), "--kubeflow", "--gpus-per-pod", "1")
+    assert done.returncode == 2 and "--kubeflow takes --image only" in done.stderr
+
+
 def test_a_pod_without_the_jobs_environment_is_bad_input():
     with pytest.raises(ConfigError, match="RS_K8S_JOB, RS_K8S_SERVICE not set"):
         kubernetes.tf_config({"RS_K8S_WORKERS": "2", "JOB_COMPLETION_INDEX": "0"})
@@ -125,8 +131,9 @@ def test_a_pod_without_the_jobs_environment_is_bad_input():
 
 def _pods(tmp_path, epochs: int) -> tuple[list[tuple[list[str], dict]], Path]:
     """Each pod's command and environment as the manifest gives them, run here: the image's
-    ``replica-studio`` is this checkout, the volumes are folders, and the pods' DNS names are
-    127.0.0.1 with a port each (RS_K8S_ADDRESSES; the manifest's port is one per pod address)."""
+    ``replica-studio`` is this checkout, the volumes are folders, and the pods' DNS names
+    ``JOB-i.JOB:2222`` become 127.0.0.1 with a port each (RS_K8S_ADDRESSES): /etc/hosts is shared
+    by every test on this machine, so the names cannot be mapped there."""
     config = _config(tmp_path, epochs)
     (_, _, job) = documents(RunConfig.load(config), "20261201-120000-digits-mlp", 3, KubernetesOptions())
     (container,) = job["spec"]["template"]["spec"]["containers"]
@@ -174,17 +181,19 @@ def test_pods_stop_on_sigterm_with_a_checkpoint_and_started_again_continue_the_r
 
     def terminate(event):
         if event["type"] == "step" and event["step"] >= 10 and not terminate.sent:
-            terminate.sent = True
+            terminate.sent = time.time()
             for p in first:
                 p.send_signal(signal.SIGTERM)
 
-    terminate.sent = False
+    terminate.sent = 0.0
     events = _run(first, terminate)
     errors = [(tmp_path / f"pod{i}-1.err").read_text()[-2000:] for i in range(2)]
     assert [p.returncode for p in first] == [kubernetes.EXIT_STOPPED] * 2, errors
     stopped = events[-1]
     assert stopped["type"] == "run_finished" and stopped["status"] == "stopped", errors
     assert stopped["message"] == "stopped by SIGTERM" and stopped["run_dir"] == str(run_dir)
+    print(f"SIGTERM to run_finished (stopped): {stopped['time'] - terminate.sent:.2f} s")
+    assert stopped["time"] - terminate.sent < kubernetes_manifest.GRACE_S
     checkpoints = [e for e in events if e["type"] == "checkpoint"]
     total = next(e for e in events if e["type"] == "run_started")["total_steps"]
     assert checkpoints[-1]["step"] == stopped["step"] < total
