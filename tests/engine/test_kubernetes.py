@@ -4,14 +4,16 @@ fake kubectl.
 
 ``kubectl apply|create --dry-run=client`` cannot check a manifest here: without an API server
 it fails before validating (kubectl 1.32: "failed to download openapi", and with
-``--validate=false`` "unable to recognize": it needs the server's API list to map the kinds). So
-the documents are validated by the kubernetes client's models (pydantic, ``extra="forbid"``):
-unknown fields, missing required fields and wrong types are errors.
+``--validate=false`` "unable to recognize": it needs the server's API list to map the kinds);
+``kubectl label --local`` reads the file but checks no field. So the documents are validated by
+the kubernetes client's models (pydantic, ``extra="forbid"``): unknown fields, missing required
+fields and wrong types are errors.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +108,20 @@ def test_cluster_script_writes_a_manifest_with_gpus_and_resources(tmp_path):
                                       "limits": {"memory": "32Gi", "nvidia.com/gpu": "2"}}
     assert [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v] == [
         "shared"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_reads_the_manifest_offline(tmp_path):
+    """What kubectl can do without an API server: ``label --local`` decodes the file (our JSON
+    documents with ``#`` comments, as YAML) into the objects ``apply`` would send. It checks no
+    field: the models above do."""
+    out = tmp_path / "job.yaml"
+    assert run_cli("cluster-script", str(_config(tmp_path)), "--kubernetes", "-o", str(out)).returncode == 0
+    done = subprocess.run(["kubectl", "label", "--local", "-f", str(out), "checked=yes", "-o", "name"],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "KUBECONFIG": os.devnull})
+    assert done.returncode == 0, done.stderr
+    name = _validated(out.read_text())[2]["metadata"]["name"]
+    assert done.stdout.split() == [f"configmap/{name}-config", f"service/{name}", f"job.batch/{name}"]
 
 
 @pytest.mark.parametrize("args, said", [

@@ -12,7 +12,9 @@ exit 2 (a bad config or input, which a restart would repeat) fails the Job at on
 evicted, preempted or drained (the ``DisruptionTarget`` condition) does not count against
 ``backoffLimit``; anything else is retried, and the new pod continues the run from its last
 checkpoint (``worker --continue`` on the run directory the manifest names, as Slurm's requeue
-does). A deleted pod gets SIGTERM: the workers agree to stop with a checkpoint (measured under
+does). With a ``podFailurePolicy`` the Job starts a replacement only once the old pod has ended
+(``podReplacementPolicy: Failed`` is then the only value allowed), so two pods never hold one
+host name. A deleted pod gets SIGTERM: the workers agree to stop with a checkpoint (measured under
 Slurm's scancel: under 1 s after the signal) well within ``terminationGracePeriodSeconds``.
 
 The manifest is JSON documents between ``---`` lines (valid YAML; ``kubectl apply -f`` reads it).
