@@ -133,11 +133,6 @@ def test_bad_options_are_one_line(tmp_path, args, said):
     assert done.returncode == 2 and done.stderr.strip() == f"replica-studio cluster-script: {said}"
 
 
-def test_kubeflow_refuses_the_options_it_would_ignore(tmp_path):
-    done = run_cli("cluster-script", str(_config(tmp_path)), "--kubeflow", "--gpus-per-pod", "1")
-    assert done.returncode == 2 and "--kubeflow takes --image only" in done.stderr
-
-
 def test_a_pod_without_the_jobs_environment_is_bad_input():
     with pytest.raises(ConfigError, match="RS_K8S_JOB, RS_K8S_SERVICE not set"):
         kubernetes.tf_config({"RS_K8S_WORKERS": "2", "JOB_COMPLETION_INDEX": "0"})

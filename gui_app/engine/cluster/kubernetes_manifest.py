@@ -133,8 +133,9 @@ def manifest(config: RunConfig, run_name: str, data_seed: int, options: Kubernet
 
 
 def add_options(p) -> None:
-    """The pods' requests, for ``cluster-script --kubernetes|--kubeflow`` and ``submit --kubernetes``."""
-    p.add_argument("--image", default=KubernetesOptions.image, help="Kubernetes: the container image")
+    """The pods' requests, for ``cluster-script --kubernetes`` and ``submit --kubernetes`` (``--image``:
+    ``--kubeflow`` too)."""
+    p.add_argument("--image", default=KubernetesOptions.image, help="Kubernetes and Kubeflow: the container image")
     p.add_argument("--namespace", help="Kubernetes: the namespace (default: kubectl's current one)")
     p.add_argument("--gpus-per-pod", type=int, help="Kubernetes: nvidia.com/gpu for each worker")
     p.add_argument("--cpus", help="Kubernetes: CPUs requested for each worker (a quantity: 4, 500m)")

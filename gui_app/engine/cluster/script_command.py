@@ -117,10 +117,6 @@ def run(args) -> int:
         elif args.kubernetes:
             text = _kubernetes(config, args)
         else:
-            options = kubernetes_manifest.options_from(args)
-            if options != kubernetes_manifest.KubernetesOptions(image=options.image):
-                raise ConfigError("--kubeflow takes --image only (the namespace, resources and claim options are "
-                                  "--kubernetes's)")
             text = kubeflow_manifest(config, args.image)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")

@@ -19,7 +19,7 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, slurm_script
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 COMMANDS = ("submit",)
 SCRIPT_FILE = "job.sbatch"
@@ -104,3 +104,5 @@ def _kubernetes(args) -> int:
     except (ConfigError, kubernetes_submit.SubmitError, OSError) as exc:
         print(f"replica-studio submit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl+C while following: the job runs on
+        return EXIT_INTERRUPTED
