@@ -140,6 +140,15 @@ def test_a_pod_without_the_jobs_environment_is_bad_input():
         kubernetes.tf_config({"RS_K8S_ADDRESSES": "a:1,b:2", "JOB_COMPLETION_INDEX": "2"})
 
 
+def test_a_pod_outside_an_indexed_job_ends_with_exit_2(tmp_path):
+    """Exit 2 is the code the manifest's podFailurePolicy fails the Job on: no restarts."""
+    done = run_cli("worker", str(_config(tmp_path)), "--cluster", "kubernetes", "--events", "none",
+                   env={"RS_K8S_JOB": "rs-x", "RS_K8S_SERVICE": "rs-x", "RS_K8S_WORKERS": "2"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == ("replica-studio worker: --cluster kubernetes: JOB_COMPLETION_INDEX "
+                                                    "not set (the Job must have completionMode: Indexed)")
+
+
 def _pods(tmp_path, epochs: int) -> tuple[list[tuple[list[str], dict]], Path]:
     """Each pod's command and environment as the manifest gives them, run here: the image's
     ``replica-studio`` is this checkout, the volumes are folders, and the pods' DNS names

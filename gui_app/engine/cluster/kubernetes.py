@@ -43,7 +43,7 @@ def tf_config(env: Mapping[str, str] = os.environ) -> str:
     """This pod's ``TF_CONFIG``; ConfigError when the environment is not an Indexed Job's."""
     try:
         hosts = workers(env)
-        if INDEX_ENV not in env:
+        if not env.get(INDEX_ENV):
             raise ValueError(f"{INDEX_ENV} not set (the Job must have completionMode: Indexed)")
         index = int(env[INDEX_ENV])
         if not 0 <= index < len(hosts):
