@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core import atomic_io
 from gui_app.core.comparison import METRICS, Comparison, Row, RunFigures, compare, read_figures, value_text
-from gui_app.core.wording import label
+from gui_app.core.wording import count, label
 from gui_app.ui.charts.compare_chart import CompareChart
 
 METRIC_TITLES = {"test_accuracy": "Test accuracy", "val_accuracy": "Val accuracy", "val_loss": "Val loss",
@@ -179,8 +179,9 @@ class CompareDialog(QDialog):
             self.model.appendRow(cells)
         self.chart.show_rows(result.rows, [_legend(row) for row in result.rows])
         groups = sum(len(row.runs) > 1 for row in result.rows)
-        self.status.setText(f"{len(self.figures)} runs, {len(keys)} settings differ"
-                            + (f", {groups} seed groups" if groups else ""))
+        self.status.setText(f"{count(len(self.figures), 'run')}: {count(len(keys), 'setting')} "
+                            f"{'differs' if len(keys) == 1 else 'differ'}"
+                            + (f", {count(groups, 'seed group')}" if groups else ""))
         self.csv_button.setEnabled(True)
         self._on_selection()
 
