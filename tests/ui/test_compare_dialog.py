@@ -100,6 +100,7 @@ def test_a_pair_of_seeds_is_one_row_with_a_band(qtbot, tmp_path):
     assert pair["Val accuracy"] == f"0.8500 ± {np.std([0.8, 0.9], ddof=1):.4f}"
     assert dialog.status.text() == "3 runs: 1 setting differs, 1 seed group"
     band_curve, single = dialog.chart.curves
+    assert [label.text for _, label in dialog.chart.plot.legend.items] == ["s1 + 1 more (seeds 1, 2)", "other"]
     assert single.band is None and isinstance(band_curve.band, pg.FillBetweenItem)
     assert band_curve.band in dialog.chart.plot.items
     low, high = band_curve.band.curves

@@ -244,4 +244,6 @@ def _started_cell(row: Row) -> QStandardItem:
 
 def _legend(row: Row) -> str:
     first = row.runs[0].run_dir.name
-    return first if len(row.runs) == 1 else f"{first} + {len(row.runs) - 1} (seeds {', '.join(map(str, row.seeds))})"
+    if len(row.runs) == 1:
+        return first
+    return f"{first} + {len(row.runs) - 1} more (seeds {', '.join(value_text(s) for s in row.seeds)})"
