@@ -6,7 +6,8 @@ shown are updated in place (so the selection, the current row and the scroll pos
 and rows of runs that went away are removed when the fill ends. A refresh during a fill drops
 the older fill. While a fill runs the panel says how many runs it is reading.
 
-Open one to see its charts and evaluation again, select two to overlay them, resume a run
+Open one to see its charts and evaluation again, select two to overlay them (or more to compare
+them: gui_app/ui/dialogs/compare.py), resume a run
 that was stopped, whose process died, or that failed after writing a checkpoint, export a
 finished run's model. A failed run shows its one-line reason. The buttons are also in the list's context menu.
 
@@ -63,6 +64,7 @@ LIVE_REFRESH_MS = 2000  # how often the list is read again while a run is runnin
 class RunsPanel(QWidget):
     open_requested = Signal(str)
     overlay_requested = Signal(str, str)  # main run, run drawn on top
+    compare_requested = Signal(list)  # two or more run folders, side by side
     resume_requested = Signal(str)
     attach_requested = Signal(str)
     export_requested = Signal(str)
@@ -111,6 +113,9 @@ class RunsPanel(QWidget):
                                         lambda: self.open_requested.emit(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
+        self.compare_button = self._button(row, "Compare…", "The selected runs side by side: the settings that "
+                                                            "differ, their final figures and curves",
+                                           lambda: self.compare_requested.emit(self.selected_paths()))
         self.attach_button = self._button(row, "Attach", "Follow the selected running run: its charts, "
                                                          "Stop, Pause and Continue",
                                           lambda: self.attach_requested.emit(self.selected_paths()[0]))
@@ -283,6 +288,7 @@ class RunsPanel(QWidget):
         one, idle = len(paths) == 1, self._state.is_idle()
         self.open_button.setEnabled(one and idle)
         self.overlay_button.setEnabled(len(paths) == 2 and idle)
+        self.compare_button.setEnabled(len(paths) >= 2)  # it reads their files: a live run can go on
         self.folder_button.setEnabled(one)
         self.attach_button.setEnabled(self._state.attachable_selection() is not None)
         info = self._runs.get(paths[0]) if one else None
@@ -306,8 +312,8 @@ class RunsPanel(QWidget):
         if not self.selected_paths():
             return
         menu = QMenu(self)
-        for button in (self.open_button, self.attach_button, self.overlay_button, self.resume_button,
-                       self.export_button, self.folder_button):
+        for button in (self.open_button, self.attach_button, self.overlay_button, self.compare_button,
+                       self.resume_button, self.export_button, self.folder_button):
             menu.addAction(button.text(), button.click).setEnabled(button.isEnabled())
         menu.exec(self.tree.viewport().mapToGlobal(position))
 
