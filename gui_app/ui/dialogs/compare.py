@@ -61,11 +61,20 @@ class FiguresReader(QThread):
         super().__init__(QCoreApplication.instance())
         self._run_dirs = run_dirs
         self.finished.connect(self.deleteLater)
-        QCoreApplication.instance().aboutToQuit.connect(self.wait)
+        QCoreApplication.instance().aboutToQuit.connect(self._end)
+
+    def _end(self) -> None:
+        """The application quits: stop after the run being read (a long run reads in seconds)."""
+        self.requestInterruption()
+        self.wait()
 
     def run(self) -> None:
+        figures = []
         try:
-            figures = [read_figures(path) for path in self._run_dirs]
+            for path in self._run_dirs:
+                if self.isInterruptionRequested():
+                    return
+                figures.append(read_figures(path))
         except (OSError, ValueError) as exc:
             self.failed.emit(str(exc))
             return
