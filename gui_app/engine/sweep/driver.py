@@ -30,7 +30,8 @@ from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, pid_alive, stop_run
 
-POLL_S = 0.25  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here
+POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
+# waits at each epoch's end for the sweep's decision (its pruning) until the next read
 States = optuna.trial.TrialState
 
 
@@ -67,6 +68,10 @@ class SweepDriver:
         strategy = sweep.base.strategy
         gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
         self.devices = trial_process.gpu_devices() if gives_gpus else []
+        # A pruned trial stops before its next epoch instead of several epochs later
+        # (engine/training/actions/epoch_hold.py); a cluster's trials are stopped as they go.
+        holds = sweep.pruner != "none" and strategy.name not in (*MULTI_WORKER, "parameter_server")
+        self._hold = ["--pause-after-each-epoch"] if holds else []
 
     # ---- the loop ---------------------------------------------------------------------------
     def run(self) -> str:
@@ -137,7 +142,8 @@ class SweepDriver:
         record = self.records[trial.number] = TrialRecord(device=self._free_device())
         active = Active(trial.number, trial, record)
         active.process = trial_process.start(self.folder, trial.number, record,
-                                             ["train", str(path), "--runs-dir", str(self.folder.runs_dir)])
+                                             ["train", str(path), "--runs-dir", str(self.folder.runs_dir),
+                                              *self._hold])
         self._save(active)
         self.active.append(active)
         on = f" on GPU {record.device}" if record.device is not None else ""
@@ -157,11 +163,11 @@ class SweepDriver:
         active.record.device = self._free_device()
         if active.run is None:
             args = ["train", str(self.folder.trial_file(active.number, ".json")), "--runs-dir",
-                    str(self.folder.runs_dir)]
+                    str(self.folder.runs_dir), *self._hold]
             said = f"trial {active.number} started again (its process ended before its run started)"
         else:
             active.record.resumes += 1
-            args = ["resume", str(active.run.run_dir)]
+            args = ["resume", str(active.run.run_dir), *self._hold]
             said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
         active.process = trial_process.start(self.folder, active.number, active.record, args)
         self._save(active)
@@ -187,6 +193,15 @@ class SweepDriver:
             self._report(active, epoch)
         if active.run.finished is not None or not alive:
             self._end(active)
+        elif self._held_for_decision(active):
+            trial_process.continue_run(active.run.run_dir)
+
+    def _held_for_decision(self, active: Active) -> bool:
+        """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
+        and not pruned -- also one that waited while the sweep was away (resumed since)."""
+        run = active.run
+        return (run is not None and run.paused_at is not None and active.pruned_at is None and not self.stopping
+                and any(epoch.step == run.paused_at for epoch in run.epochs.values()))
 
     def _report(self, active: Active, epoch: EpochEnd) -> None:
         name = "val_loss" if self.sweep.metric == "val_loss" else "val_accuracy"  # test_accuracy: validation

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.events import EpochEnd, Eval, RunFinished, RunStarted, decode_line
+from gui_app.core.events import Continued, EpochEnd, Eval, Paused, RunFinished, RunStarted, decode_line
 from gui_app.core.run_lock import holder as run_holder
+from gui_app.engine import control_channel
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.identity import app_command, app_env
 
@@ -41,6 +42,14 @@ def stop_run(pid: int | None) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):  # gone already (or the pid is another user's now)
+        pass
+
+
+def continue_run(run_dir: Path) -> None:
+    """Let a trial held at an epoch's end (``--pause-after-each-epoch``) go on to its next epoch."""
+    try:
+        control_channel.send(run_dir, "continue")
+    except control_channel.ChannelError:  # (NotRunning too) gone meanwhile: its end is read next
         pass
 
 
@@ -84,6 +93,7 @@ class TrialRun:
     epochs: dict[int, EpochEnd] = field(default_factory=dict)
     test_accuracy: float | None = None
     finished: RunFinished | None = None  # the last run_finished after the last run_started
+    paused_at: int | None = None  # the step it is paused at (``--pause-after-each-epoch``), None while it runs
 
     def read(self) -> list[EpochEnd]:
         """Fold what was appended since the last read; returns the epochs that ended in it."""
@@ -104,7 +114,11 @@ class TrialRun:
             elif isinstance(event, Eval):
                 self.test_accuracy = event.accuracy
             elif isinstance(event, RunStarted):
-                self.finished = None
+                self.finished, self.paused_at = None, None
+            elif isinstance(event, Paused):
+                self.paused_at = event.step
+            elif isinstance(event, Continued):
+                self.paused_at = None
             elif isinstance(event, RunFinished):
                 self.finished = event
         return ended
