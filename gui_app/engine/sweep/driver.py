@@ -24,7 +24,7 @@ import optuna
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd
-from gui_app.core.sweep_config import SweepConfig
+from gui_app.core.sweep_config import LOCAL, SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
@@ -50,9 +50,9 @@ class Active:
     def alive(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None  # (also reaps it)
-        if self.run is not None:
+        if self.run is not None and self.record.host is None:
             return self.run.running
-        return pid_alive(self.record.pid)
+        return pid_alive(self.record.pid)  # (on an SSH host: its connection here)
 
 
 class SweepDriver:
@@ -139,16 +139,31 @@ class SweepDriver:
             return True
         path = self.folder.trial_file(trial.number, ".json")
         config.save(path)
-        record = self.records[trial.number] = TrialRecord(device=self._free_device())
+        record = self.records[trial.number] = self._place()
         active = Active(trial.number, trial, record)
-        active.process = trial_process.start(self.folder, trial.number, record,
-                                             ["train", str(path), "--runs-dir", str(self.folder.runs_dir),
-                                              *self._hold])
+        active.process = trial_process.start(self.folder, trial.number, record, self._train(path, record))
         self._save(active)
         self.active.append(active)
-        on = f" on GPU {record.device}" if record.device is not None else ""
+        on = f" on GPU {record.device}" if record.device is not None else f" on {record.host}" if record.host else ""
         self.say(f"trial {trial.number} started{on}: {shown}")
         return True
+
+    def _place(self) -> TrialRecord:
+        """Where a new trial runs: the place of the sweep's ``hosts`` with the fewest running
+        trials (the first of them on a tie), and here one GPU of this machine's."""
+        running = [a.record.host or LOCAL for a in self.active]
+        place = min(self.sweep.hosts, key=running.count)
+        if place != LOCAL:
+            return TrialRecord(host=place)
+        return TrialRecord(device=self._free_device())
+
+    def _train(self, config: Path, record: TrialRecord) -> list[str]:
+        """The ``train`` arguments of a new trial: its run goes into the sweep folder here, or
+        into the host's runs folder there (docs/hosts.md); only a run here waits at each epoch's
+        end for the pruning (a run there has no control channel here)."""
+        if record.host:
+            return ["train", str(config)]
+        return ["train", str(config), "--runs-dir", str(self.folder.runs_dir), *self._hold]
 
     def _free_device(self) -> str | None:
         """One GPU per trial: the visible GPU fewest running trials have (None without GPUs)."""
@@ -160,14 +175,14 @@ class SweepDriver:
     def _resume(self, active: Active) -> None:
         """Continue a trial from its run's last checkpoint; one whose process died before it
         made its run starts again (it never trained)."""
-        active.record.device = self._free_device()
+        if active.record.host is None:
+            active.record.device = self._free_device()
         if active.run is None:
-            args = ["train", str(self.folder.trial_file(active.number, ".json")), "--runs-dir",
-                    str(self.folder.runs_dir), *self._hold]
+            args = self._train(self.folder.trial_file(active.number, ".json"), active.record)
             said = f"trial {active.number} started again (its process ended before its run started)"
         else:
             active.record.resumes += 1
-            args = ["resume", str(active.run.run_dir), *self._hold]
+            args = ["resume", str(active.run.run_dir), *([] if active.record.host else self._hold)]
             said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
         active.process = trial_process.start(self.folder, active.number, active.record, args)
         self._save(active)
@@ -187,7 +202,7 @@ class SweepDriver:
                     self._fail(active, "its process ended before its run started (see "
                                        f"{self.folder.trial_file(active.number, '.log')})")
                 return
-            active.run = TrialRun(Path(run_dir))
+            active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
             self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
@@ -200,7 +215,8 @@ class SweepDriver:
         """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
         and not pruned -- also one that waited while the sweep was away (resumed since)."""
         run = active.run
-        return (run is not None and run.paused_at is not None and active.pruned_at is None and not self.stopping
+        return (run is not None and active.record.host is None and run.paused_at is not None
+                and active.pruned_at is None and not self.stopping
                 and any(epoch.step == run.paused_at for epoch in run.epochs.values()))
 
     def _report(self, active: Active, epoch: EpochEnd) -> None:
@@ -263,7 +279,7 @@ class SweepDriver:
                             pruned_at=frozen.user_attrs.get("pruned_at"), reported=set(frozen.intermediate_values))
             run_dir = record.run_dir or self.folder.run_dir_of(number)
             if run_dir is not None:
-                active.run = TrialRun(Path(run_dir))
+                active.run = trial_process.trial_run(self.folder, number, record, run_dir)
             if active.alive():  # its process still runs: follow it again
                 self.active.append(active)
                 self.say(f"trial {number} is still running: following it again")

@@ -22,14 +22,17 @@ from gui_app.identity import app_command, app_env
 
 
 def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> subprocess.Popen:
-    """Start ``replica-studio ARGS`` for trial ``number``: events to ``trials/N.jsonl``, its log to
-    ``trials/N.log`` (both appended: a resumed trial adds to them)."""
+    """Start ``replica-studio ARGS`` for trial ``number`` (on the record's SSH host with ``--host``:
+    this process is then the connection, and its end stops the run there with a checkpoint):
+    events to ``trials/N.jsonl``, its log to ``trials/N.log`` (both appended: a resumed trial adds
+    to them)."""
     extra = {"TF_CPP_MIN_LOG_LEVEL": "2"}
     if record.device is not None:
         extra["CUDA_VISIBLE_DEVICES"] = record.device
     with folder.trial_file(number, ".jsonl").open("ab") as out, folder.trial_file(number, ".log").open("ab") as log:
-        process = subprocess.Popen(app_command(*args, "--events", "jsonl"), stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=log, env=app_env(extra), start_new_session=True)
+        there = ["--host", record.host] if record.host else []
+        process = subprocess.Popen(app_command(*args, "--events", "jsonl", *there), stdin=subprocess.DEVNULL,
+                                   stdout=out, stderr=log, env=app_env(extra), start_new_session=True)
     record.pid = process.pid
     return process
 
@@ -65,8 +68,9 @@ def pid_alive(pid: int | None) -> bool:
 
 def live_pid(run_dir: str | None, record: TrialRecord) -> int | None:
     """The process working on a trial now: the one holding its run directory, or, before the
-    run has one, the process the sweep last started for it; None when none is."""
-    if run_dir is not None:
+    run has one (or for a run on an SSH host: its connection), the process the sweep last
+    started for it; None when none is."""
+    if run_dir is not None and record.host is None:
         holder = run_holder(run_dir)
         return None if holder is None else holder if holder > 0 else record.pid
     return record.pid if pid_alive(record.pid) else None
@@ -83,12 +87,20 @@ def gpu_devices() -> list[str]:
     return [str(sample.index) for sample in read_gpus() or []]
 
 
+def trial_run(folder: SweepFolder, number: int, record: TrialRecord, run_dir: str) -> TrialRun:
+    """What trial ``number``'s run says: read from its run directory here, or, for a run on an
+    SSH host, from its process's output here (``trials/N.jsonl``: the same events, appended by
+    each resume as ``events.jsonl`` is)."""
+    return TrialRun(Path(run_dir), events=folder.trial_file(number, ".jsonl") if record.host else None)
+
+
 @dataclass
 class TrialRun:
     """What a trial's run directory says so far: read from where it was last read, one complete
     line at a time (a resumed run appends; its replayed epochs replace the earlier ones)."""
 
     run_dir: Path
+    events: Path | None = None  # where its events are read, when not in run_dir (a run on an SSH host)
     offset: int = 0
     epochs: dict[int, EpochEnd] = field(default_factory=dict)
     test_accuracy: float | None = None
@@ -98,7 +110,7 @@ class TrialRun:
     def read(self) -> list[EpochEnd]:
         """Fold what was appended since the last read; returns the epochs that ended in it."""
         try:
-            with (self.run_dir / rundir.EVENTS_FILE).open("rb") as f:
+            with (self.events or self.run_dir / rundir.EVENTS_FILE).open("rb") as f:
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
