@@ -33,7 +33,7 @@ LOCAL = "local"  # in ``hosts``: this machine
 _DEFAULTS: dict[str, Any] = {
     "metric": "val_accuracy", "direction": None, "method": "tpe", "pruner": "none", "pruner_warmup_epochs": 1,
     "pruner_startup_trials": 2, "grid_points": 3, "trials": 8, "time_limit": None, "parallel": 1, "seed": None,
-    "hosts": [LOCAL],
+    "hosts": [LOCAL], "gpus_per_trial": 1,
 }
 _KEYS = ("base", "parameters", *_DEFAULTS)
 
@@ -80,6 +80,7 @@ class SweepConfig:
     parallel: int = 1
     seed: int | None = None  # the sampler's seed
     hosts: tuple[str, ...] = (LOCAL,)  # where trials run: "local" (this machine) and SSH hosts (core/hosts.py)
+    gpus_per_trial: int = 1  # this machine's GPUs each trial is given (CUDA_VISIBLE_DEVICES)
 
     # ---- loading --------------------------------------------------------------------------
     @classmethod
@@ -118,7 +119,7 @@ class SweepConfig:
             time_limit=None if values["time_limit"] is None else _number("time_limit", values["time_limit"]),
             parallel=_int("parallel", values["parallel"], 1, MAX_PARALLEL),
             seed=None if values["seed"] is None else _int("seed", values["seed"], 0, 2**31 - 1),
-            hosts=_hosts(values["hosts"]))
+            hosts=_hosts(values["hosts"]), gpus_per_trial=_int("gpus_per_trial", values["gpus_per_trial"], 1, 64))
         if metric.startswith("val_") and base.dataset.validation == "none":
             fail("metric", f"{metric} needs validation, but base.dataset.validation is 'none'")
         return sweep

@@ -67,7 +67,8 @@ class SweepDriver:
         self.deadline = (folder.study()["started"] + sweep.time_limit) if sweep.time_limit else math.inf
         strategy = sweep.base.strategy
         gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
-        self.devices = trial_process.gpu_devices() if gives_gpus else []
+        self.devices = trial_process.gpu_groups(trial_process.gpu_devices() if gives_gpus else [],
+                                                sweep.gpus_per_trial)
         # A pruned trial stops before its next epoch instead of several epochs later
         # (engine/training/actions/epoch_hold.py); a cluster's trials are stopped as they go.
         holds = sweep.pruner != "none" and strategy.name not in (*MULTI_WORKER, "parameter_server")
@@ -144,7 +145,8 @@ class SweepDriver:
         active.process = trial_process.start(self.folder, trial.number, record, self._train(path, record))
         self._save(active)
         self.active.append(active)
-        on = f" on GPU {record.device}" if record.device is not None else f" on {record.host}" if record.host else ""
+        gpus = "GPUs" if record.device and "," in record.device else "GPU"
+        on = f" on {gpus} {record.device}" if record.device is not None else f" on {record.host}" if record.host else ""
         self.say(f"trial {trial.number} started{on}: {shown}")
         return True
 
@@ -166,7 +168,7 @@ class SweepDriver:
         return ["train", str(config), "--runs-dir", str(self.folder.runs_dir), *self._hold]
 
     def _free_device(self) -> str | None:
-        """One GPU per trial: the visible GPU fewest running trials have (None without GPUs)."""
+        """The group of GPUs (one by default) fewest running trials have (None without GPUs)."""
         if not self.devices:
             return None
         used = [a.record.device for a in self.active]

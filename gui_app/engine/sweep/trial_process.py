@@ -87,6 +87,15 @@ def gpu_devices() -> list[str]:
     return [str(sample.index) for sample in read_gpus() or []]
 
 
+def gpu_groups(gpus: list[str], per_trial: int) -> list[str]:
+    """``CUDA_VISIBLE_DEVICES`` values of ``per_trial`` GPUs each ("0,1", "2,3"); GPUs left over
+    by a last, smaller group stay unused (a trial's batch is planned for its group's size); all
+    of them as one group when there are fewer."""
+    if len(gpus) <= per_trial:
+        return [",".join(gpus)] if gpus else []
+    return [",".join(gpus[i:i + per_trial]) for i in range(0, len(gpus) - per_trial + 1, per_trial)]
+
+
 def trial_run(folder: SweepFolder, number: int, record: TrialRecord, run_dir: str) -> TrialRun:
     """What trial ``number``'s run says: read from its run directory here, or, for a run on an
     SSH host, from its process's output here (``trials/N.jsonl``: the same events, appended by
