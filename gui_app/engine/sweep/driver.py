@@ -23,7 +23,7 @@ import optuna
 
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
-from gui_app.core.events import EpochEnd
+from gui_app.core.events import EpochEnd, RunFinished
 from gui_app.core.sweep_config import LOCAL, SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
@@ -46,6 +46,14 @@ class Active:
     run: TrialRun | None = None
     pruned_at: int | None = None
     reported: set[int] = field(default_factory=set)
+    earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
+
+    @property
+    def finished(self) -> RunFinished | None:
+        """How the followed process ended its run: not the run_finished of an earlier process
+        (a resumed trial's stop), which its file still holds until its new run_started."""
+        run = self.run
+        return run.finished if run is not None and run.starts > self.earlier_starts else None
 
     def alive(self) -> bool:
         if self.process is not None:
@@ -184,6 +192,7 @@ class SweepDriver:
             said = f"trial {active.number} started again (its process ended before its run started)"
         else:
             active.record.resumes += 1
+            active.earlier_starts = active.run.starts
             args = ["resume", str(active.run.run_dir), *([] if active.record.host else self._hold)]
             said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
         active.process = trial_process.start(self.folder, active.number, active.record, args)
@@ -208,7 +217,7 @@ class SweepDriver:
             self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
-        if active.run.finished is not None or not alive:
+        if active.finished is not None or not alive:
             self._end(active)
         elif self._held_for_decision(active):
             trial_process.continue_run(active.run.run_dir)
@@ -238,7 +247,7 @@ class SweepDriver:
 
     def _end(self, active: Active) -> None:
         assert active.run is not None
-        run, finished = active.run, active.run.finished
+        run, finished = active.run, active.finished
         self.active.remove(active)
         active.trial.set_user_attr("epochs", len(run.epochs))
         if finished is not None and finished.status == "completed":  # (also when it ended before a pruning stop)

@@ -106,7 +106,9 @@ def trial_run(folder: SweepFolder, number: int, record: TrialRecord, run_dir: st
 @dataclass
 class TrialRun:
     """What a trial's run directory says so far: read from where it was last read, one complete
-    line at a time (a resumed run appends; its replayed epochs replace the earlier ones)."""
+    line at a time (a resumed run appends; its replayed epochs replace the earlier ones). A
+    resume replaces the file by its lines up to the checkpoint (core/events_file.py): a new file
+    is read again from its start."""
 
     run_dir: Path
     events: Path | None = None  # where its events are read, when not in run_dir (a run on an SSH host)
@@ -115,11 +117,16 @@ class TrialRun:
     test_accuracy: float | None = None
     finished: RunFinished | None = None  # the last run_finished after the last run_started
     paused_at: int | None = None  # the step it is paused at (``--pause-after-each-epoch``), None while it runs
+    starts: int = 0  # run_started lines read: its processes so far (train, then each resume)
+    _file: int | None = None  # the inode read from
 
     def read(self) -> list[EpochEnd]:
         """Fold what was appended since the last read; returns the epochs that ended in it."""
         try:
             with (self.events or self.run_dir / rundir.EVENTS_FILE).open("rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                if inode != self._file:  # the first read, or a resume replaced the file
+                    self._file, self.offset, self.starts, self.epochs = inode, 0, 0, {}
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
@@ -136,6 +143,7 @@ class TrialRun:
                 self.test_accuracy = event.accuracy
             elif isinstance(event, RunStarted):
                 self.finished, self.paused_at = None, None
+                self.starts += 1
             elif isinstance(event, Paused):
                 self.paused_at = event.step
             elif isinstance(event, Continued):
