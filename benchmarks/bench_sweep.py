@@ -2,6 +2,7 @@
 the same budget of trials, and the wall time of a sweep with 1 vs 2 trials at once.
 
     PYTHONPATH=. python benchmarks/bench_sweep.py [--trials 16] [--epochs 10] [--seeds 3] [--json OUT]
+        [--methods grid,random,tpe]
 
 Each sweep is ``replica-studio sweep`` as a user runs it (its trials real engine processes); the
 figures come from ``sweep status --json``: the best validation accuracy, and the trial-epochs
@@ -54,19 +55,23 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--methods", default="grid,random,tpe", help="which to run (comma-separated)")
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
         folder = Path(tmp)
-        results["grid, 1 at a time"] = [sweep(folder, "grid-p1", {"method": "grid", "grid_points": 4,
-                                                                  "parallel": 1}, args)]
-        results["grid"] = [sweep(folder, "grid-p2", {"method": "grid", "grid_points": 4, "parallel": 2}, args)]
+        methods = args.methods.split(",")
+        if "grid" in methods:
+            results["grid, 1 at a time"] = [sweep(folder, "grid-p1", {"method": "grid", "grid_points": 4,
+                                                                      "parallel": 1}, args)]
+            results["grid"] = [sweep(folder, "grid-p2", {"method": "grid", "grid_points": 4, "parallel": 2}, args)]
         for seed in range(args.seeds):
-            results.setdefault("random", []).append(
-                sweep(folder, f"random-{seed}", {"method": "random", "seed": seed, "parallel": 2}, args))
-            results.setdefault("tpe + median pruning", []).append(sweep(folder, f"tpe-{seed}", {
-                "method": "tpe", "pruner": "median", "pruner_warmup_epochs": 2, "pruner_startup_trials": 3,
-                "seed": seed, "parallel": 2}, args))
+            if "random" in methods:
+                results.setdefault("random", []).append(
+                    sweep(folder, f"random-{seed}", {"method": "random", "seed": seed, "parallel": 2}, args))
+            if "tpe" in methods:
+                results.setdefault("tpe + median pruning", []).append(sweep(folder, f"tpe-{seed}", {
+                    "method": "tpe", "pruner": "median", "seed": seed, "parallel": 2}, args))  # the pruner's defaults
     print(f"{'method':<22} {'best val_accuracy':>18} {'trial-epochs':>13} {'pruned':>7} {'wall s':>8}  (medians)")
     for method, runs in results.items():
         med = {key: statistics.median(r[key] for r in runs) for key in ("best", "trial_epochs", "pruned", "wall_s")}

@@ -17,6 +17,7 @@ from typing import Any
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError, fail, parse_json, read_text, show
+from gui_app.core.hosts import Host
 from gui_app.core.overrides import config_keys, set_keys
 
 KINDS = ("log_uniform", "uniform", "int", "choice")
@@ -27,10 +28,12 @@ PRUNERS = ("none", "median", "hyperband")
 MAX_TRIALS = 10_000
 MAX_PARALLEL = 64
 MAX_GRID_POINTS = 100
+LOCAL = "local"  # in ``hosts``: this machine
 
 _DEFAULTS: dict[str, Any] = {
     "metric": "val_accuracy", "direction": None, "method": "tpe", "pruner": "none", "pruner_warmup_epochs": 1,
     "pruner_startup_trials": 2, "grid_points": 3, "trials": 8, "time_limit": None, "parallel": 1, "seed": None,
+    "hosts": [LOCAL], "gpus_per_trial": 1,
 }
 _KEYS = ("base", "parameters", *_DEFAULTS)
 
@@ -76,6 +79,8 @@ class SweepConfig:
     time_limit: float | None = None  # seconds from the sweep's start after which no trial starts
     parallel: int = 1
     seed: int | None = None  # the sampler's seed
+    hosts: tuple[str, ...] = (LOCAL,)  # where trials run: "local" (this machine) and SSH hosts (core/hosts.py)
+    gpus_per_trial: int = 1  # this machine's GPUs each trial is given (CUDA_VISIBLE_DEVICES)
 
     # ---- loading --------------------------------------------------------------------------
     @classmethod
@@ -113,14 +118,15 @@ class SweepConfig:
             trials=_int("trials", values["trials"], 1, MAX_TRIALS),
             time_limit=None if values["time_limit"] is None else _number("time_limit", values["time_limit"]),
             parallel=_int("parallel", values["parallel"], 1, MAX_PARALLEL),
-            seed=None if values["seed"] is None else _int("seed", values["seed"], 0, 2**31 - 1))
+            seed=None if values["seed"] is None else _int("seed", values["seed"], 0, 2**31 - 1),
+            hosts=_hosts(values["hosts"]), gpus_per_trial=_int("gpus_per_trial", values["gpus_per_trial"], 1, 64))
         if metric.startswith("val_") and base.dataset.validation == "none":
             fail("metric", f"{metric} needs validation, but base.dataset.validation is 'none'")
         return sweep
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base.to_dict(), "parameters": {p.key: p.to_dict() for p in self.parameters},
-                **{key: getattr(self, key) for key in _DEFAULTS}}
+                **{key: getattr(self, key) for key in _DEFAULTS}, "hosts": list(self.hosts)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -166,6 +172,21 @@ def _int(key: str, value: Any, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         fail(key, f"must be an integer in [{low}, {high}]; got {show(value)}")
     return value
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    """Where trials run: "local" and SSH destinations as ``--host`` takes them (core/hosts.py)."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        fail("hosts", f'must be a non-empty list of "{LOCAL}" (this machine) and SSH hosts; got {show(value)}')
+    if len(set(value)) != len(value):
+        fail("hosts", f"names a host twice: {show(value)}")
+    for name in value:
+        if name != LOCAL:
+            try:
+                Host(name)
+            except ValueError as exc:
+                fail("hosts", str(exc).removeprefix("host: "))
+    return tuple(value)
 
 
 def _parameters(base: RunConfig, data: Any) -> tuple[Parameter, ...]:

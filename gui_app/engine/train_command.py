@@ -25,6 +25,7 @@ from gui_app.engine.events import EventWriter
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
 from gui_app.engine.presence import RunPresence
 from gui_app.engine.session import TrainingSession
+from gui_app.engine.training.actions.epoch_hold import EpochHold
 
 COMMANDS = RUN_COMMANDS
 
@@ -43,6 +44,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="run in a session of its own (it outlives this terminal and a logout): print the run "
                             "directory once it has started and exit; follow it with 'attach RUN_DIR'")
 
+    def pause_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--pause-after-each-epoch", action="store_true",
+                       help="pause after every epoch's validation until 'continue' (or 'stop') arrives on the "
+                            "run's control channel: a sweep decides on pruning before the next epoch starts")
+
     p = subparsers.add_parser("train", help="train a model from a run configuration (JSON)")
     p.add_argument("config", help="run configuration file (JSON)")
     p.add_argument("--allow-public-hosts", action="store_true",
@@ -50,6 +56,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runs-dir", help="folder for run directories (default: the user data folder)")
     run_options(p)
     detach_option(p)
+    pause_option(p)
     p = subparsers.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
     p.add_argument("run_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -57,6 +64,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         "or training.global_batch_size=32 (repeatable)")
     run_options(p)
     detach_option(p)
+    pause_option(p)
     p = subparsers.add_parser("evaluate", help="evaluate a run's model on its test set again")
     p.add_argument("run_dir")
     run_options(p)
@@ -115,6 +123,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         if getattr(args, "set", None):
             atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
         resume = args.command == "resume"
+        if getattr(args, "pause_after_each_epoch", False) and config.strategy.name in (*MULTI_WORKER,
+                                                                                        "parameter_server"):
+            raise ConfigError(f"--pause-after-each-epoch: works for one process's strategies, not "
+                              f"{config.strategy.name!r}")
         if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
             from gui_app.engine.cluster.parameter_servers import run_parameter_servers
 
@@ -126,7 +138,8 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             status, step = run_cluster(config, run_dir, events, control, resume=resume)
         else:
             session = TrainingSession(config, run_dir, events, control, resume)
-            status, step = session.run()
+            status, step = session.run([EpochHold(control)] if getattr(args, "pause_after_each_epoch", False)
+                                       else [])
         message = control.stop_reason if status == "stopped" else None
         events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step, message=message))
         events.sync()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -63,13 +64,16 @@ def test_defaults_and_the_grid():
     ({"trials": 0}, "trials: must be an integer in [1, 10000]"),
     ({"parallel": 2.5}, "parallel: must be an integer in [1, 64]"),
     ({"time_limit": -3}, "time_limit: must be a number of seconds > 0"),
+    ({"hosts": []}, 'hosts: must be a non-empty list of "local" (this machine) and SSH hosts'),
+    ({"hosts": ["local", "local"]}, 'hosts: names a host twice: ["local", "local"]'),
+    ({"hosts": ["local", "-oProxyCommand=x"]}, "hosts: an ssh destination (user@host or an alias) has no spaces"),
     ({"base": {**BASE, "training": {"epochs": 0}}}, "base.training.epochs: must be at least 1"),
     ({"base": {**BASE, "dataset": {"name": "digits", "validation": "none"}}},
      "metric: val_accuracy needs validation"),
 ])
 def test_bad_sweep_files_exit_2_with_one_line_naming_the_key(tmp_path, capfd, change, message):
     data = {"base": BASE, "parameters": {"training.learning_rate": {"log_uniform": [1e-4, 1e-1]}}, **change}
-    with pytest.raises(ConfigError, match="^" + message.replace("[", r"\[").replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
         SweepConfig.from_dict(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))

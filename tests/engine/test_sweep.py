@@ -73,10 +73,14 @@ def test_a_sweep_prunes_bad_trials_and_its_best_beats_the_base(tmp_path):
     states = [t["state"] for t in status["trials"]]
     assert len(states) == 6 and set(states) <= {"completed", "pruned"}, states
     assert "pruned" in states
+    pruned_after = {int(line.split()[1]): int(line.split()[5].rstrip(":")) for line in lines
+                    if " pruned after epoch " in line}
     for trial in status["trials"]:
         if trial["state"] == "pruned":  # stopped early, with a checkpoint
             assert trial["epochs"] < 8 and rundir.read_run(trial["run_dir"]).status == "stopped", trial
             assert rundir.has_checkpoint(trial["run_dir"])
+            # It waited at that epoch's end for the decision: no epoch ran after it (--pause-after-each-epoch).
+            assert trial["epochs"] == pruned_after[trial["number"]], (trial, pruned_after)
     _check_record_matches_runs(sweep_dir, status)
     assert status["best"]["metric"] >= base_val, (status["best"], base_val)
     assert f"best trial {status['best']['number']}:" in lines[-1]

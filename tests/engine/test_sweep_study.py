@@ -75,3 +75,12 @@ def test_a_combination_the_config_refuses_fails_without_a_process(tmp_path, capf
     status = json.loads(capfd.readouterr().out)
     assert [(t["state"], t["run_dir"]) for t in status["trials"]] == [("failed", None)]
     assert "micro-batches do not fit" in status["trials"][0]["message"]
+
+
+def test_gpus_are_given_in_groups_of_gpus_per_trial():
+    from gui_app.engine.sweep.trial_process import gpu_groups
+
+    assert gpu_groups(["0", "1", "2", "3"], 1) == ["0", "1", "2", "3"]
+    assert gpu_groups(["0", "1", "2", "3", "4"], 2) == ["0,1", "2,3"]  # the fifth would make a smaller run
+    assert gpu_groups(["2", "5"], 4) == ["2,5"]  # fewer than asked: one trial gets them all
+    assert gpu_groups([], 2) == []

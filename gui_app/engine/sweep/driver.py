@@ -23,14 +23,15 @@ import optuna
 
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
-from gui_app.core.events import EpochEnd
-from gui_app.core.sweep_config import SweepConfig
+from gui_app.core.events import EpochEnd, RunFinished
+from gui_app.core.sweep_config import LOCAL, SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, pid_alive, stop_run
 
-POLL_S = 0.25  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here
+POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
+# waits at each epoch's end for the sweep's decision (its pruning) until the next read
 States = optuna.trial.TrialState
 
 
@@ -45,13 +46,21 @@ class Active:
     run: TrialRun | None = None
     pruned_at: int | None = None
     reported: set[int] = field(default_factory=set)
+    earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
+
+    @property
+    def finished(self) -> RunFinished | None:
+        """How the followed process ended its run: not the run_finished of an earlier process
+        (a resumed trial's stop), which its file still holds until its new run_started."""
+        run = self.run
+        return run.finished if run is not None and run.starts > self.earlier_starts else None
 
     def alive(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None  # (also reaps it)
-        if self.run is not None:
+        if self.run is not None and self.record.host is None:
             return self.run.running
-        return pid_alive(self.record.pid)
+        return pid_alive(self.record.pid)  # (on an SSH host: its connection here)
 
 
 class SweepDriver:
@@ -66,7 +75,12 @@ class SweepDriver:
         self.deadline = (folder.study()["started"] + sweep.time_limit) if sweep.time_limit else math.inf
         strategy = sweep.base.strategy
         gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
-        self.devices = trial_process.gpu_devices() if gives_gpus else []
+        self.devices = trial_process.gpu_groups(trial_process.gpu_devices() if gives_gpus else [],
+                                                sweep.gpus_per_trial)
+        # A pruned trial stops before its next epoch instead of several epochs later
+        # (engine/training/actions/epoch_hold.py); a cluster's trials are stopped as they go.
+        holds = sweep.pruner != "none" and strategy.name not in (*MULTI_WORKER, "parameter_server")
+        self._hold = ["--pause-after-each-epoch"] if holds else []
 
     # ---- the loop ---------------------------------------------------------------------------
     def run(self) -> str:
@@ -134,18 +148,35 @@ class SweepDriver:
             return True
         path = self.folder.trial_file(trial.number, ".json")
         config.save(path)
-        record = self.records[trial.number] = TrialRecord(device=self._free_device())
+        record = self.records[trial.number] = self._place()
         active = Active(trial.number, trial, record)
-        active.process = trial_process.start(self.folder, trial.number, record,
-                                             ["train", str(path), "--runs-dir", str(self.folder.runs_dir)])
+        active.process = trial_process.start(self.folder, trial.number, record, self._train(path, record))
         self._save(active)
         self.active.append(active)
-        on = f" on GPU {record.device}" if record.device is not None else ""
+        gpus = "GPUs" if record.device and "," in record.device else "GPU"
+        on = f" on {gpus} {record.device}" if record.device is not None else f" on {record.host}" if record.host else ""
         self.say(f"trial {trial.number} started{on}: {shown}")
         return True
 
+    def _place(self) -> TrialRecord:
+        """Where a new trial runs: the place of the sweep's ``hosts`` with the fewest running
+        trials (the first of them on a tie), and here one GPU of this machine's."""
+        running = [a.record.host or LOCAL for a in self.active]
+        place = min(self.sweep.hosts, key=running.count)
+        if place != LOCAL:
+            return TrialRecord(host=place)
+        return TrialRecord(device=self._free_device())
+
+    def _train(self, config: Path, record: TrialRecord) -> list[str]:
+        """The ``train`` arguments of a new trial: its run goes into the sweep folder here, or
+        into the host's runs folder there (docs/hosts.md); only a run here waits at each epoch's
+        end for the pruning (a run there has no control channel here)."""
+        if record.host:
+            return ["train", str(config)]
+        return ["train", str(config), "--runs-dir", str(self.folder.runs_dir), *self._hold]
+
     def _free_device(self) -> str | None:
-        """One GPU per trial: the visible GPU fewest running trials have (None without GPUs)."""
+        """The group of GPUs (one by default) fewest running trials have (None without GPUs)."""
         if not self.devices:
             return None
         used = [a.record.device for a in self.active]
@@ -154,14 +185,15 @@ class SweepDriver:
     def _resume(self, active: Active) -> None:
         """Continue a trial from its run's last checkpoint; one whose process died before it
         made its run starts again (it never trained)."""
-        active.record.device = self._free_device()
+        if active.record.host is None:
+            active.record.device = self._free_device()
         if active.run is None:
-            args = ["train", str(self.folder.trial_file(active.number, ".json")), "--runs-dir",
-                    str(self.folder.runs_dir)]
+            args = self._train(self.folder.trial_file(active.number, ".json"), active.record)
             said = f"trial {active.number} started again (its process ended before its run started)"
         else:
             active.record.resumes += 1
-            args = ["resume", str(active.run.run_dir)]
+            active.earlier_starts = active.run.starts
+            args = ["resume", str(active.run.run_dir), *([] if active.record.host else self._hold)]
             said = f"trial {active.number} resumed from its last checkpoint: {active.run.run_dir}"
         active.process = trial_process.start(self.folder, active.number, active.record, args)
         self._save(active)
@@ -181,12 +213,22 @@ class SweepDriver:
                     self._fail(active, "its process ended before its run started (see "
                                        f"{self.folder.trial_file(active.number, '.log')})")
                 return
-            active.run = TrialRun(Path(run_dir))
+            active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
             self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
-        if active.run.finished is not None or not alive:
+        if active.finished is not None or not alive:
             self._end(active)
+        elif self._held_for_decision(active):
+            trial_process.continue_run(active.run.run_dir)
+
+    def _held_for_decision(self, active: Active) -> bool:
+        """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
+        and not pruned -- also one that waited while the sweep was away (resumed since)."""
+        run = active.run
+        return (run is not None and active.record.host is None and run.paused_at is not None
+                and active.pruned_at is None and not self.stopping
+                and any(epoch.step == run.paused_at for epoch in run.epochs.values()))
 
     def _report(self, active: Active, epoch: EpochEnd) -> None:
         name = "val_loss" if self.sweep.metric == "val_loss" else "val_accuracy"  # test_accuracy: validation
@@ -205,7 +247,7 @@ class SweepDriver:
 
     def _end(self, active: Active) -> None:
         assert active.run is not None
-        run, finished = active.run, active.run.finished
+        run, finished = active.run, active.finished
         self.active.remove(active)
         active.trial.set_user_attr("epochs", len(run.epochs))
         if finished is not None and finished.status == "completed":  # (also when it ended before a pruning stop)
@@ -248,7 +290,7 @@ class SweepDriver:
                             pruned_at=frozen.user_attrs.get("pruned_at"), reported=set(frozen.intermediate_values))
             run_dir = record.run_dir or self.folder.run_dir_of(number)
             if run_dir is not None:
-                active.run = TrialRun(Path(run_dir))
+                active.run = trial_process.trial_run(self.folder, number, record, run_dir)
             if active.alive():  # its process still runs: follow it again
                 self.active.append(active)
                 self.say(f"trial {number} is still running: following it again")

@@ -55,6 +55,7 @@ class TrialRecord:
     pid: int | None = None  # the last process started for it (train, then each resume)
     device: str | None = None  # CUDA_VISIBLE_DEVICES given to it, when the machine has GPUs
     resumes: int = 0
+    host: str | None = None  # the SSH host it runs on (its run directory is there); None: this machine
 
 
 class SweepFolder:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import optuna
 
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, live_pid
+from gui_app.engine.sweep.trial_process import TrialRun, live_pid, trial_run
 
 _STATES = {"COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed"}
 STATES = ("running", "completed", "pruned", "failed", "stopped")
@@ -28,6 +27,7 @@ class TrialRow:
     device: str | None
     duration: float | None  # seconds from the trial's start to its end (or to now)
     message: str | None
+    host: str | None  # the SSH host it ran on; None: this machine
 
 
 def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[TrialRow]:
@@ -36,7 +36,7 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Tr
     for frozen in study.get_trials(deepcopy=False):
         record = records.get(frozen.number, TrialRecord())
         run_dir = record.run_dir or frozen.user_attrs.get("run_dir") or folder.run_dir_of(frozen.number)
-        run = TrialRun(Path(run_dir)) if run_dir else None
+        run = trial_run(folder, frozen.number, record, run_dir) if run_dir else None
         if run is not None:
             run.read()
         state = _STATES.get(frozen.state.name)
@@ -46,7 +46,7 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Tr
         start, end = frozen.datetime_start, frozen.datetime_complete
         duration = ((end.timestamp() if end else time.time()) - start.timestamp()) if start else None
         rows.append(TrialRow(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
-                             run_dir, record.device, duration, frozen.user_attrs.get("message")))
+                             run_dir, record.device, duration, frozen.user_attrs.get("message"), record.host))
     return rows
 
 
