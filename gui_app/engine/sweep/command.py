@@ -105,7 +105,8 @@ def _open_study(sweep: SweepConfig, storage: str, study_name: str, create: bool)
 
 
 def _start(args: argparse.Namespace, path: Path) -> int:
-    from gui_app.engine.sweep.folder import SweepFolder, default_sweeps_dir
+    from gui_app.core.rundir import default_sweeps_dir
+    from gui_app.engine.sweep.folder import SweepFolder
 
     sweep = _with_parallel(SweepConfig.load(path), args.parallel)
     sweeps_dir = Path(args.sweeps_dir) if args.sweeps_dir else default_sweeps_dir()

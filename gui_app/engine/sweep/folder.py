@@ -16,7 +16,6 @@ Layout::
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -34,18 +33,6 @@ TRIALS_FILE = "trials.json"
 TRIALS_DIR = "trials"
 RUNS_DIR = "runs"
 STOP_FILE = "stop"
-SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
-
-
-def default_sweeps_dir() -> Path:
-    """``$REPLICA_STUDIO_SWEEPS_DIR`` if set, else ``sweeps`` in the user data folder."""
-    env = os.environ.get(SWEEPS_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "sweeps"
-
 
 @dataclass
 class TrialRecord:
