@@ -48,7 +48,7 @@ def test_a_detached_sweep_prints_its_folder_and_runs_on_with_its_lines_in_its_lo
     # Resumed detached: nothing is left to run, and that is no failure.
     again = run_cli("sweep", "resume", lines[0], "--detach")
     assert again.returncode == 0, again.stderr
-    assert again.stdout == ""
+    assert again.stdout == lines[0] + "\n"
 
 
 def test_a_detached_resume_is_refused_while_a_process_runs_the_sweep(tmp_path):

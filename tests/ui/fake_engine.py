@@ -398,6 +398,10 @@ def main(argv):
         from gui_app.engine.cli import main as engine_main
 
         return engine_main(argv)
+    if command == "sweep":
+        from fake_sweep import sweep
+
+        return sweep(argv)
     if "--detach" in argv and command in ("train", "resume"):
         argv = [word for word in argv if word != "--detach"]
         return detached(lambda: main(argv))

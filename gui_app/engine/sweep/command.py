@@ -5,9 +5,10 @@
     replica-studio sweep resume SWEEP_DIR [--parallel N] [--detach]
     replica-studio sweep stop SWEEP_DIR
 
-A new sweep prints its folder (one line), then a line per trial event. With ``--detach`` the sweep
-runs in a session of its own, its lines in ``SWEEP_DIR/sweep.log``, and this process exits once
-the sweep holds its folder (the window starts sweeps so). Exit codes: 0 the sweep completed or
+A new sweep prints its folder (one line), then a line per trial event. With ``--detach`` (a new
+sweep or resume) it prints the folder, runs in a session of its own with its lines in
+``SWEEP_DIR/sweep.log``, and this process exits once the sweep holds its folder (the window
+starts sweeps so). Exit codes: 0 the sweep completed or
 stopped (detached: it started), 2 a bad sweep file or folder (one line on stderr naming the key).
 """
 from __future__ import annotations
@@ -131,6 +132,7 @@ def _resume(args: argparse.Namespace, folder) -> int:
     if args.detach:
         if folder.runner_pid() is not None:
             folder.lock()  # refused, with the line that names the process
+        _say(str(folder.path))
         return _detach(folder, lambda: _continue(args, folder))
     return _continue(args, folder)
 
