@@ -34,7 +34,7 @@ class SweepCharts(ChartPanel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._graphics = pg.GraphicsLayoutWidget()
-        self.best_plot = make_plot("Best so far", "trial", "metric")
+        self.best_plot = make_plot("Best so far", "trial", "metric", legend="bottom")
         self.importance_plot = make_plot("Parameter importance", "importance", "", legend=None)
         self.coords_plot = make_plot("Parallel coordinates", "", "low → high", legend=None)
         self.curves_plot = make_plot("Trials' validation curves", "epoch", "metric", legend=None)
@@ -43,6 +43,11 @@ class SweepCharts(ChartPanel):
         self._graphics.addItem(self.coords_plot, row=1, col=0)
         self._graphics.addItem(self.curves_plot, row=1, col=1)
         self.importance_plot.getAxis("left").setWidth(120)
+        for plot in (self.best_plot, self.curves_plot):
+            plot.getAxis("left").enableAutoSIPrefix(False)  # 0.95, not 950 (x0.001)
+        self.axis_lines: list[pg.InfiniteLine] = []
+        self.axis_names: list[pg.TextItem] = []  # over each axis: tick labels at the ends would be cut off
+        self.coords_plot.hideAxis("bottom")
         self.best_points = make_curve(self.best_plot, TRAIN_COLOR, "trials", symbol="o")
         self.best_points.setPen(None)  # the trials as points, the best so far as the line
         self.best_line = make_curve(self.best_plot, HIGHLIGHT_COLOR, "best so far")
@@ -110,9 +115,18 @@ class SweepCharts(ChartPanel):
             self.coords_plot.addItem(item)
             self.coordinate_lines.append(item)
         names = [label(a) for a in coords.axes[:-1]] + [METRICS.get(status["metric"], status["metric"])]
-        self.coords_plot.getAxis("bottom").setTicks([list(enumerate(names))])
-        self.coords_plot.setXRange(0, max(len(names) - 1, 1), padding=0.05)
-        self.coords_plot.setYRange(0, 1)
+        _, foreground = theme_colors(self)
+        while len(self.axis_lines) < len(names):
+            i = len(self.axis_lines)
+            self.axis_lines.append(pg.InfiniteLine(i, angle=90, pen=pg.mkPen("#888888", width=1)))
+            self.axis_names.append(pg.TextItem(anchor=(0.5, 0.0), color=foreground))
+            self.axis_names[-1].setPos(i, 1.15)
+            self.coords_plot.addItem(self.axis_lines[-1])
+            self.coords_plot.addItem(self.axis_names[-1])
+        for item, name in zip(self.axis_names, names):
+            item.setText(name)
+        self.coords_plot.setXRange(0, max(len(names) - 1, 1), padding=0.2)  # room for the end names
+        self.coords_plot.setYRange(0, 1.15, padding=0)
 
     def _draw_curves(self, status: dict) -> None:
         for item in self.trial_curves:
@@ -136,6 +150,8 @@ class SweepCharts(ChartPanel):
         background, foreground = theme_colors(self)
         self._graphics.setBackground(background)
         self.note.setColor(foreground)
+        for item in self.axis_names:
+            item.setColor(foreground)
         for plot in (self.best_plot, self.importance_plot, self.coords_plot, self.curves_plot):
             style_plot(plot, foreground, background)
         self.request_redraw()

@@ -97,7 +97,7 @@ class NewSweepDialog(QDialog):
         for spin in (self.trials_box, self.time_limit_box, self.parallel_box):
             spin.valueChanged.connect(self.check)
         self.rows.add_row()
-        self.resize(760, 520)
+        self.resize(860, 520)
 
     def sweep_dict(self) -> dict[str, Any]:
         """The sweep file the fields describe."""

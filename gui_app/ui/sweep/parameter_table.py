@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.config import MODELS, OPTIMIZERS, SCHEDULES
-from gui_app.core.wording import field
+from gui_app.core.wording import field, label
 
 KINDS = {"log_uniform": "log range", "uniform": "range", "int": "integer range", "choice": "choices"}
 # The keys offered, each with the kind and values a new row starts from (any other key of the run
@@ -90,7 +90,8 @@ class ParameterTable(QWidget):
         self.table.insertRow(row)
         key_box = QComboBox()
         for name in SWEEPABLE:
-            key_box.addItem(field(name), name)
+            key_box.addItem(label(name), name)
+            key_box.setItemData(key_box.count() - 1, field(name), Qt.ItemDataRole.ToolTipRole)
         kind_box = QComboBox()
         for kind, text in KINDS.items():
             kind_box.addItem(text, kind)
