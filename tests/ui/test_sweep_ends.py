@@ -54,3 +54,25 @@ def test_a_followed_sweep_that_ends_is_notified(qtbot, make_window, tmp_path):
     assert sent == [("Sweep completed", f"{sweep_dir.name}: {COMPLETED}", False)]
     assert view.resume_button.isEnabled() and not view.stop_button.isEnabled()
     view.close()
+
+
+def test_stop_asks_the_sweeps_process_to_stop_and_the_view_sees_it_stopped(qtbot, fake_engine, tmp_path):
+    from gui_app.ui.sweep.view import SweepView
+
+    sweep_dir = write_sweep(tmp_path / "sweeps", [Trial(0.001, 64, "completed", (0.8, 0.9))])
+    lock = RunLock(sweep_dir).acquire()
+    view = SweepView(str(sweep_dir), fake_engine)
+    qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.status is not None and view.stop_button.isEnabled(), timeout=30_000)
+    view.stop_button.click()
+    qtbot.waitUntil(lambda: Path(sweep_dir, "stop").exists(), timeout=30_000)  # `sweep stop` asked it
+    qtbot.waitUntil(lambda: view.status["stop_asked"] and "stopping" in view.header.text(), timeout=30_000)
+    assert not view.stop_button.isEnabled()
+    stopped = "sweep stopped: 1 trials (1 completed, 0 pruned, 0 failed, 0 stopped)"
+    Path(sweep_dir, "sweep.log").write_text(f"{stopped}\nreplica-studio sweep resume {sweep_dir}  # continues it\n")
+    with qtbot.waitSignal(view.ended, timeout=30_000) as ended:
+        lock.release()  # the sweep's process has stopped its trials and ends
+    assert ended.args[0::2] == ["stopped", stopped]
+    qtbot.waitUntil(lambda: view.resume_button.isEnabled(), timeout=30_000)  # once `sweep stop` has returned
+    assert view.message.text() in (stopped, "Stopped; each trial wrote a checkpoint. Resume continues the sweep.")
+    view.close()

@@ -158,7 +158,7 @@ def test_a_sweep_without_two_completed_trials_shows_no_importance(qtbot, fake_en
     assert view.charts.note.textItem.toPlainText() == "Importance needs two completed trials"
 
 
-def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path):
+def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path, sweep_log):
     window = make_window()
     sweep_dir = write_sweep(tmp_path / "sweeps", TRIALS)
     with qtbot.waitSignal(window.sweeps.view_opened) as opened:
@@ -176,4 +176,14 @@ def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path):
     view.table.selectRow(2)
     qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.state.shown_run.endswith("trial-2"), timeout=10_000)
+
+    qtbot.mouseClick(view.export_button, Qt.MouseButton.LeftButton)
+    assert window.models.export_dialog.windowTitle() == "Export trial-2"
+    window.models.export_dialog.reject()
+
+    # 4 of 6 trials: the sweep's process is gone with budget left, so it can be resumed, not stopped.
+    assert view.resume_button.isEnabled() and not view.stop_button.isEnabled()
+    qtbot.mouseClick(view.resume_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: ["sweep", "resume", str(sweep_dir), "--detach"] in _commands(sweep_log), timeout=30_000)
+    qtbot.waitUntil(lambda: view.message.text() == "The sweep runs again.", timeout=30_000)
     view.close()

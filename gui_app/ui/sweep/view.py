@@ -36,7 +36,7 @@ from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.sweep.charts import SweepCharts
 from gui_app.ui.sweep.curves import CurveReader
-from gui_app.ui.sweep.figures import METRICS, finite, outcome
+from gui_app.ui.sweep.figures import DONE, METRICS, finite, outcome
 from gui_app.ui.workers.attachment import DetachedStart
 from gui_app.ui.workers.engine_job import EngineJob
 
@@ -166,8 +166,8 @@ class SweepView(QWidget):
 
     def _header(self, status: dict) -> str:
         trials = status["trials"]
-        done = sum(t["state"] in ("completed", "pruned", "failed") for t in trials)
-        state = "running" if status["running"] else "stopping" if status["stop_asked"] else "not running"
+        done = sum(t["state"] in DONE for t in trials)
+        state = ("stopping" if status["stop_asked"] else "running") if status["running"] else "not running"
         text = f"{state} — {done} of {self.sweep.trial_budget} trials done, {len(trials) - done} open"
         best = status.get("best")
         if best:
@@ -238,24 +238,24 @@ class SweepView(QWidget):
             self.export_run.emit(best["run_dir"])
 
     def stop(self) -> None:
-        self._run_action("stop", "Stopping the sweep and its trials (each writes a checkpoint)…",
-                         "sweep", "stop", self.sweep_dir)
+        self._run_action(("sweep", "stop", self.sweep_dir), "Stopping the sweep and its trials…",
+                         "Stopped; each trial wrote a checkpoint. Resume continues the sweep.")
+        self.poll()  # "stopping" at once
 
     def resume(self) -> None:
-        self._run_action("resume", "Resuming the sweep…", "sweep", "resume", self.sweep_dir, "--detach")
+        self._run_action(("sweep", "resume", self.sweep_dir, "--detach"), "Resuming the sweep…",
+                         "The sweep runs again.")
 
-    def _run_action(self, name: str, text: str, *command: str) -> None:
+    def _run_action(self, command: tuple[str, ...], doing: str, done: str) -> None:
         if self._action is not None:
             return
-        self._show_message(text)
+        self._show_message(doing)
         self._action = DetachedStart(self._engine_command(*command), parent=self)
-        self._action.name = f"sweep {name}"
-        (self._action.on_result(lambda _line: self._show_message(f"Sweep {name}: done."))
+        self._action.name = " ".join(command[:2])
+        (self._action.on_result(lambda _line: self._show_message(done))
             .on_failure(lambda message: self._show_message(message, error=True)).on_log_line(self.log_line)
             .on_finished(self._on_action_finished).start())
         self._update_buttons()
-        if name == "stop":
-            self.poll()  # "stopping" at once
 
     def _on_action_finished(self) -> None:
         action, self._action = self._action, None
@@ -271,7 +271,13 @@ class SweepView(QWidget):
         self.train_button.setEnabled(best is not None)
         self.export_button.setEnabled(bool(best and best["run_dir"]))
         self.stop_button.setEnabled(running and self._action is None and not self.status["stop_asked"])
-        self.resume_button.setEnabled(self.status is not None and not running and self._action is None)
+        self.resume_button.setEnabled(not running and self._action is None and self._unfinished())
+
+    def _unfinished(self) -> bool:
+        """Trials left open (stopped, or running without the sweep's process) or budget left."""
+        trials = self.status["trials"] if self.status else []
+        done = sum(t["state"] in DONE for t in trials)
+        return self.status is not None and (done < len(trials) or done < self.sweep.trial_budget)
 
     def _show_message(self, text: str, error: bool = False) -> None:
         self.message.setStyleSheet(ERROR_STYLE if error else "")
