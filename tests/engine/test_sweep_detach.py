@@ -8,7 +8,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from engine_helpers import run_cli
+from engine_helpers import run_cli, start_engine
 
 from gui_app.core.run_lock import RunLock
 from gui_app.core.sweep_config import SweepConfig
@@ -95,3 +95,24 @@ def test_sweep_status_json_has_the_importance(tmp_path, capfd):
     sweep_dir = capfd.readouterr().out.splitlines()[0]
     assert cli_main(["sweep", "status", sweep_dir, "--json"]) == 0
     assert json.loads(capfd.readouterr().out)["importance"] == {}  # no trial completed
+
+
+def test_status_every_follows_a_running_sweep_and_ends_with_it(tmp_path):
+    path = tmp_path / "refused.json"
+    path.write_text(json.dumps(REFUSED))
+    sweep_dir = run_cli("sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")).stdout.splitlines()[0]
+    lock = RunLock(Path(sweep_dir)).acquire()  # the sweep's process, as status sees it
+    proc, reader = start_engine("sweep", "status", sweep_dir, "--json", "--every", "0.2", stdin=False)
+    try:
+        lines = reader.events(timeout=60)
+        first, second = next(lines), next(lines)
+        assert first["running"] and second["running"] and len(second["trials"]) == 2
+        lock.release()
+        rest = list(lines)  # it ends by itself once nothing of the sweep runs
+        assert rest and not rest[-1]["running"]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        lock.release()
+        proc.kill()
+    refused = run_cli("sweep", "status", sweep_dir, "--every", "1")
+    assert refused.returncode == 2 and "--every: only with status --json" in refused.stderr

@@ -1,7 +1,7 @@
 """``replica-studio sweep``: hyperparameter sweeps of ordinary runs on Optuna (docs/sweeps.md).
 
     replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL] [--detach]
-    replica-studio sweep status SWEEP_DIR [--json]
+    replica-studio sweep status SWEEP_DIR [--json [--every S]]
     replica-studio sweep resume SWEEP_DIR [--parallel N] [--detach]
     replica-studio sweep stop SWEEP_DIR
 
@@ -39,13 +39,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "sweep", help="a hyperparameter sweep of runs (Optuna): sweep SWEEP.json | status|resume|stop SWEEP_DIR",
         description="Run a sweep file's trials as ordinary runs, or act on a sweep's folder (docs/sweeps.md).",
         usage="replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL] [--detach]\n"
-              "       replica-studio sweep {status [--json],resume [--parallel N] [--detach],stop} SWEEP_DIR")
+              "       replica-studio sweep {status [--json [--every S]],resume [--parallel N] [--detach],stop} "
+              "SWEEP_DIR")
     p.add_argument("words", nargs="+", metavar="ARG", help="a sweep file, or status|resume|stop and a sweep folder")
     p.add_argument("--parallel", type=int, metavar="N", help="trials at once (default: the sweep file's parallel)")
     p.add_argument("--sweeps-dir", metavar="DIR", help="folder for sweep folders (default: the user data folder)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db "
                                                     "(default: sqlite in the sweep folder)")
     p.add_argument("--json", action="store_true", help="status: print one JSON object")
+    p.add_argument("--every", type=float, metavar="S", help="status --json: a line every S seconds while the "
+                   "sweep or a trial runs (the window follows a sweep so: Optuna is imported once)")
     p.add_argument("--detach", action="store_true", help="a new sweep or resume: run in a session of its own "
                    f"(its lines in SWEEP_DIR/{LOG_FILE}); exit once it has started")
     p.add_argument("--debug", action="store_true", help="print tracebacks")
@@ -67,6 +70,8 @@ def _sweep(args: argparse.Namespace) -> int:
         if action is None and len(words) != 1:
             raise ConfigError(f"expected SWEEP.json or one of {', '.join(ACTIONS)} and a sweep folder; "
                               f"got {' '.join(words)[:80]!r}")
+        if args.every is not None and (action != "status" or not args.json or not 0.1 <= args.every <= 3600):
+            raise ConfigError(f"--every: only with status --json, 0.1 to 3600 seconds; got {args.every}")
         if args.detach and action not in (None, "resume"):
             raise ConfigError(f"--detach: only a new sweep or resume runs detached; got sweep {action}")
         if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
@@ -219,12 +224,19 @@ def _status(args: argparse.Namespace, folder) -> int:
     sweep = folder.sweep()
     info = folder.study()
     study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
-    rows = trial_rows(folder, study, sweep.metric)
-    if args.json:
-        _say(json.dumps(as_json(folder, rows, sweep.metric, sweep.direction, importance(study))))
-    else:
-        _say(as_text(rows, sweep.metric, sweep.direction))
-    return EXIT_OK
+    while True:
+        rows = trial_rows(folder, study, sweep.metric)
+        if not args.json:
+            _say(as_text(rows, sweep.metric, sweep.direction))
+            return EXIT_OK
+        status = as_json(folder, rows, sweep.metric, sweep.direction, importance(study))
+        try:
+            print(json.dumps(status), flush=True)
+        except (OSError, ValueError):  # the reader went away: nothing follows any more
+            return EXIT_OK
+        if args.every is None or not (status["running"] or any(r.state == "running" for r in rows)):
+            return EXIT_OK
+        time.sleep(args.every)
 
 
 def _stop(args: argparse.Namespace, folder) -> int:
