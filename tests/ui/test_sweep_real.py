@@ -39,7 +39,8 @@ def test_a_sweep_started_from_the_dialog_runs_detached_and_its_view_follows_it(q
     assert best["metric"] == max(t["metric"] for t in trials) and 0 < best["metric"] <= 1
     rates = {round(math.log10(t["parameters"]["training.learning_rate"]), 6) for t in trials}
     assert len(rates) == 2 and rates <= {-4.0, -3.0, -2.0}  # two points of the grid
-    qtbot.waitUntil(lambda: len(view.reader.curves) == 2, timeout=10_000)
+    curves = view.reader.curves  # (read as the trials ran, then once more after the sweep's last status)
+    qtbot.waitUntil(lambda: len(curves) == 2 and all(len(c.epochs) == 2 for c in curves.values()), timeout=10_000)
     view.charts.flush()
     assert len(view.charts.trial_curves) == 2 and all(len(c.getData()[0]) == 2 for c in view.charts.trial_curves)
     assert set(view.status["importance"]) == {"training.learning_rate"}
