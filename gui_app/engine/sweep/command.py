@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Callable
 
 from gui_app.core.config_json import ConfigError
-from gui_app.core.sweep_config import MAX_PARALLEL, SweepConfig
+from gui_app.core.sweep_config import MAX_PARALLEL, SWEEP_LOG, SweepConfig
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, exit_now
 
 COMMANDS = ("sweep",)
 ACTIONS = ("status", "resume", "stop")
 STOP_WAIT_S = 600.0  # a trial stops at its next step group (seconds) and writes a checkpoint
-LOG_FILE = "sweep.log"  # a detached sweep's stdout and stderr
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +49,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--every", type=float, metavar="S", help="status --json: a line every S seconds while the "
                    "sweep or a trial runs (the window follows a sweep so: Optuna is imported once)")
     p.add_argument("--detach", action="store_true", help="a new sweep or resume: run in a session of its own "
-                   f"(its lines in SWEEP_DIR/{LOG_FILE}); exit once it has started")
+                   f"(its lines in SWEEP_DIR/{SWEEP_LOG}); exit once it has started")
     p.add_argument("--debug", action="store_true", help="print tracebacks")
     p.set_defaults(handler=_sweep)
 
@@ -162,7 +161,7 @@ def _detach(folder, drive: Callable[[], int]) -> int:
 
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    log = folder.path / LOG_FILE
+    log = folder.path / SWEEP_LOG
     pid = os.fork()
     if pid == 0:
         code = EXIT_FAILED

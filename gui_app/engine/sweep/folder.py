@@ -6,6 +6,7 @@ Layout::
     <sweeps dir>/<YYYYmmdd-HHMMSS>-<name>/
         sweep.json       the sweep file, validated, as started
         study.json       where the Optuna study is (storage URL, study name) and when the sweep started
+        sweep.log        a detached sweep's lines (``sweep --detach``, ``sweep resume --detach``)
         study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
         trials.json      trial number -> its run directory, process, device (written at each change)
         trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
@@ -25,9 +26,8 @@ from gui_app.core.config_json import ConfigError
 from gui_app.core.events import decode_line
 from gui_app.core.run_lock import RunInUse, RunLock, holder
 from gui_app.core.rundir import new_folder
-from gui_app.core.sweep_config import SweepConfig
+from gui_app.core.sweep_config import SWEEP_FILE, SweepConfig
 
-SWEEP_FILE = "sweep.json"
 STUDY_FILE = "study.json"
 TRIALS_FILE = "trials.json"
 TRIALS_DIR = "trials"

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
-from gui_app.core.sweep_config import SweepConfig
+from gui_app.core.sweep_config import SWEEP_FILE, SWEEP_LOG, SweepConfig
 from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.labels import ElidedLabel
@@ -44,7 +44,6 @@ from gui_app.ui.workers.engine_job import EXIT_OK, ServingJob
 
 POLL_S = 2
 RETRY_MS = 5000  # after a status that failed (a sweep folder on a slow disk)
-LOG_FILE = "sweep.log"  # a detached sweep's lines (gui_app/engine/sweep/command.py)
 
 
 def duration_text(seconds: float | None) -> str:
@@ -81,7 +80,7 @@ class SweepView(QWidget):
         self.sweep_dir = str(sweep_dir)
         self._engine_command = engine_command
         self.setWindowTitle(f"Sweep — {Path(sweep_dir).name}")
-        self.sweep = SweepConfig.load(Path(sweep_dir) / "sweep.json")  # ConfigError: not a sweep folder
+        self.sweep = SweepConfig.load(Path(sweep_dir) / SWEEP_FILE)  # ConfigError: not a sweep folder
         self.status: dict | None = None
         self._seen_running = False  # the sweep's process ran at some poll: its end is news
         self._job: StatusFeed | None = None
@@ -170,7 +169,7 @@ class SweepView(QWidget):
 
     def _log_tail(self) -> list[str]:
         try:
-            return (Path(self.sweep_dir) / LOG_FILE).read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+            return (Path(self.sweep_dir) / SWEEP_LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
         except OSError:
             return []
 
