@@ -1,6 +1,6 @@
 """Runs side by side: the configuration keys that differ between them and each one's final
-figures, with runs that differ only in their seed grouped into one row (mean ± std, and per-step
-mean/min/max curves for a band).
+figures, with runs that differ only in their seed grouped into one row (mean ± std, and
+mean/min/max curves for a band: per step, or per epoch for the validation figures).
 
 For ``replica-studio compare`` and the window's comparison view; Qt-free and TensorFlow-free.
 Runs are read with gui_app/core/rundir.py (the events folded once, without per-replica rows).
@@ -22,6 +22,7 @@ from gui_app.core.overrides import flatten
 
 SEED_KEY = "training.seed"
 METRICS = ("test_accuracy", "val_accuracy", "val_loss", "steps", "duration")
+CURVES = {"loss": "steps", "accuracy": "steps", "val_accuracy": "epochs", "val_loss": "epochs"}  # curve: its x
 
 
 @dataclass
@@ -31,6 +32,7 @@ class RunFigures:
     run_dir: Path
     config: dict[str, Any]
     status: str
+    started: float | None
     test_accuracy: float | None
     val_accuracy: float | None  # the last epoch's
     val_loss: float | None
@@ -39,6 +41,13 @@ class RunFigures:
     curve_steps: np.ndarray = field(repr=False)  # per-step training loss and accuracy, for the bands
     curve_loss: np.ndarray = field(repr=False)
     curve_accuracy: np.ndarray = field(repr=False)
+    curve_epochs: np.ndarray = field(repr=False)  # per-epoch validation accuracy and loss
+    curve_val_accuracy: np.ndarray = field(repr=False)
+    curve_val_loss: np.ndarray = field(repr=False)
+
+    def curve(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) of one of :data:`CURVES`: steps or epochs, and the values (NaN where none)."""
+        return getattr(self, f"curve_{CURVES[name]}"), getattr(self, f"curve_{name}")
 
 
 def read_figures(run_dir: str | Path) -> RunFigures:
@@ -48,18 +57,29 @@ def read_figures(run_dir: str | Path) -> RunFigures:
     if info.config is None:
         raise ValueError(f"{run_dir}: not a run directory (no readable {rundir.CONFIG_FILE})")
     events = rundir.read_events(run_dir, parts=False)
-    epochs = [e for e in events if isinstance(e, EpochEnd)]
-    steps = [e for e in events if isinstance(e, Step)]
+    epochs = _last_each([e for e in events if isinstance(e, EpochEnd)], "epoch")
+    steps = _last_each([e for e in events if isinstance(e, Step)], "step")
     evaluation = rundir.read_eval(run_dir) if (run_dir / rundir.EVAL_FILE).is_file() else None
     last = epochs[-1] if epochs else None
     return RunFigures(
-        run_dir=run_dir, config=flatten(info.config.to_dict()), status=info.status,
+        run_dir=run_dir, config=flatten(info.config.to_dict()), status=info.status, started=info.started,
         test_accuracy=evaluation.accuracy if evaluation else info.test_accuracy,
         val_accuracy=last.val_accuracy if last else None, val_loss=last.val_loss if last else None,
         steps=max(info.step, steps[-1].step if steps else 0), duration=_duration(events),
         curve_steps=np.array([s.step for s in steps], dtype=np.int64),
-        curve_loss=np.array([np.nan if s.loss is None else s.loss for s in steps], dtype=np.float64),
-        curve_accuracy=np.array([np.nan if s.accuracy is None else s.accuracy for s in steps], dtype=np.float64))
+        curve_loss=_values(steps, "loss"),
+        curve_accuracy=_values(steps, "accuracy"), curve_epochs=np.array([e.epoch for e in epochs], dtype=np.int64),
+        curve_val_accuracy=_values(epochs, "val_accuracy"), curve_val_loss=_values(epochs, "val_loss"))
+
+
+def _last_each(events: list, key: str) -> list:
+    """One event per step (or epoch), the last written, in order: a resumed run writes the steps
+    after its checkpoint again (the curves' x must be sorted and unique for the bands)."""
+    return sorted({getattr(e, key): e for e in events}.values(), key=lambda e: getattr(e, key))
+
+
+def _values(events: list, name: str) -> np.ndarray:
+    return np.array([np.nan if getattr(e, name) is None else getattr(e, name) for e in events], dtype=np.float64)
 
 
 def _duration(events: list) -> float | None:
@@ -102,9 +122,9 @@ class Stat:
 
 @dataclass
 class Band:
-    """A group's per-step curve: mean, min and max over its runs, at the steps all of them reached."""
+    """A group's curve: mean, min and max over its runs, at the steps (or epochs) all of them reached."""
 
-    steps: np.ndarray
+    steps: np.ndarray  # the epochs, for a validation curve
     mean: np.ndarray
     low: np.ndarray
     high: np.ndarray
@@ -125,12 +145,14 @@ class Row:
         return Stat.of([getattr(run, metric) for run in self.runs])
 
     def band(self, curve: str = "loss") -> Band:
-        """``curve`` is ``loss`` or ``accuracy``."""
-        common = self.runs[0].curve_steps
-        for run in self.runs[1:]:
-            common = np.intersect1d(common, run.curve_steps)
-        stacked = np.stack([getattr(run, f"curve_{curve}")[np.searchsorted(run.curve_steps, common)]
-                            for run in self.runs]) if len(common) else np.empty((len(self.runs), 0))
+        """``curve`` is one of :data:`CURVES`."""
+        curves = [run.curve(curve) for run in self.runs]
+        common = curves[0][0]
+        for x, _ in curves[1:]:
+            if not np.array_equal(x, common):  # most seed repeats reached the same steps: nothing to match
+                common = np.intersect1d(common, x, assume_unique=True)
+        stacked = np.stack([y if np.array_equal(x, common) else y[np.searchsorted(x, common)] for x, y in curves]) \
+            if len(common) else np.empty((len(self.runs), 0))
         return Band(common, stacked.mean(axis=0), stacked.min(axis=0), stacked.max(axis=0))
 
 
@@ -145,9 +167,9 @@ class Comparison:
         header = [*self.keys, *(["seeds"] if self.grouped else []), "runs", *METRICS]
         cells = []
         for row in self.rows:
-            line = [_text(row.values.get(key)) for key in self.keys]
+            line = [value_text(row.values.get(key)) for key in self.keys]
             if self.grouped:
-                line.append(",".join(_text(seed) for seed in row.seeds))
+                line.append(",".join(value_text(seed) for seed in row.seeds))
             line.append(str(len(row.runs)))
             line += [row.stat(m).text(0 if m in ("steps", "duration") else 4) for m in METRICS]
             cells.append(line)
@@ -161,7 +183,7 @@ class Comparison:
         writer.writerow([*self.keys, "seeds", "runs", *figures, "run_dirs"])
         for row in self.rows:
             stats = [row.stat(m) for m in METRICS]
-            writer.writerow([*(row.values.get(k) for k in self.keys), " ".join(_text(s) for s in row.seeds),
+            writer.writerow([*(row.values.get(k) for k in self.keys), " ".join(value_text(s) for s in row.seeds),
                              len(row.runs), *(v for s in stats for v in (_num(s.mean), _num(s.std))),
                              " ".join(str(r.run_dir) for r in row.runs)])
         return out.getvalue()
@@ -194,11 +216,12 @@ def compare(runs: list[RunFigures], group_seeds: bool = True) -> Comparison:
     return Comparison(shown, list(rows.values()), grouped)
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A configuration value as the table shows it (floats to 4 significant digits)."""
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
+        return "[" + ", ".join(value_text(v) for v in value) + "]"
     return "-" if value is None else str(value)
 
 

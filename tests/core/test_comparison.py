@@ -4,40 +4,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from compared_runs import write_run
 
 from gui_app.core import events as ev
 from gui_app.core.comparison import compare, differing_keys, read_figures
-from gui_app.core.config import RunConfig
 from gui_app.engine.cli import main as cli_main
-
-
-def write_run(path: Path, lr: float, seed: int, val: float, test: float, steps: int = 10, resumed_at: int = 0) -> Path:
-    """A run directory as the engine writes it: config, events (one epoch per 5 steps), eval.json."""
-    config = RunConfig().replace(training={"learning_rate": lr, "seed": seed})
-    path.mkdir(parents=True)
-    config.save(path / "config.json")
-    t = 1000.0
-    events: list[ev.Event] = [ev.RunStarted(time=t, run_dir=str(path), config=config.to_dict(), total_steps=steps)]
-    for step in range(1, steps + 1):
-        if resumed_at and step == resumed_at + 1:  # killed, then resumed an hour later from step resumed_at
-            t += 3600
-            events.append(ev.RunStarted(time=t, run_dir=str(path), config=config.to_dict(), resumed=True))
-        t += 1
-        events.append(ev.Step(time=t, step=step, epoch=1 + (step - 1) // 5, loss=lr * 100 / step + seed,
-                              accuracy=val * step / steps))
-        if step % 5 == 0:
-            events.append(ev.EpochEnd(time=t, epoch=step // 5, step=step, val_accuracy=val * step / steps,
-                                      val_loss=1 - val * step / steps))
-    evaluation = ev.Eval(time=t + 1, accuracy=test, loss=0.1)
-    events += [evaluation, ev.RunFinished(time=t + 2, status="completed", run_dir=str(path), step=steps)]
-    (path / "events.jsonl").write_text("".join(json.dumps(ev.encode(e)) + "\n" for e in events))
-    (path / "eval.json").write_text(json.dumps({k: v for k, v in ev.encode(evaluation).items()
-                                                if k not in ("type", "time")}))
-    return path
 
 
 def test_three_runs_show_the_keys_that_differ_and_their_figures(tmp_path):
@@ -72,6 +46,9 @@ def test_a_seed_pair_is_one_row_with_mean_std_and_a_band(tmp_path, capfd):
     assert list(band.steps) == list(range(1, 11))
     assert band.low[0] == pytest.approx(1 + 1.0) and band.high[0] == pytest.approx(2 + 1.0)  # seed is the offset
     assert band.mean[9] == pytest.approx(1.5 + 0.1)
+    val = pair.band("val_accuracy")  # per epoch: the two seeds reached 0.8 and 0.9 at the end
+    assert list(val.steps) == [1, 2] and list(val.low) == pytest.approx([0.4, 0.8])
+    assert list(val.high) == pytest.approx([0.45, 0.9])
     header, cells = result.table()
     assert header[:3] == ["training.learning_rate", "seeds", "runs"]
     assert cells[0][:4] == ["0.01", "1,2", "2", "0.8500 ± 0.0707"]
@@ -86,3 +63,17 @@ def test_a_seed_pair_is_one_row_with_mean_std_and_a_band(tmp_path, capfd):
     assert len(json.loads(capfd.readouterr().out)["rows"]) == 3
     assert cli_main(["compare", str(tmp_path / "missing")]) == 2
     assert capfd.readouterr().err.startswith("replica-studio compare: ")
+
+
+def test_steps_written_again_after_a_resume_count_once(tmp_path):
+    """Killed at step 10 after a checkpoint at step 6, resumed: steps 7-10 come again; the later ones count."""
+    run = write_run(tmp_path / "r", 0.01, 1, 0.8, 0.8)
+    again = [ev.RunStarted(time=2000.0, run_dir=str(run), config={}, resumed=True)]
+    again += [ev.Step(time=2000.0 + s, step=s, epoch=2, loss=0.5, accuracy=0.9) for s in range(7, 11)]
+    with (run / "events.jsonl").open("a") as out:
+        out.write("".join(json.dumps(ev.encode(e)) + "\n" for e in again))
+    figures = read_figures(run)
+    assert list(figures.curve_steps) == list(range(1, 11))
+    assert list(figures.curve_loss[6:]) == [0.5] * 4 and figures.curve_loss[5] == pytest.approx(1 / 6 + 1)
+    pair = compare([figures, read_figures(write_run(tmp_path / "s", 0.01, 2, 0.8, 0.8))]).rows[0]
+    assert list(pair.band("loss").steps) == list(range(1, 11))

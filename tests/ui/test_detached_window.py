@@ -23,7 +23,7 @@ from gui_app.ui.config.config_panel import first_launch_config
 from gui_app.ui.dialogs.close_run import KEEP, close_question
 from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
-from gui_app.ui.window.runs_panel import ATTACHED_TIP
+from gui_app.ui.window.run_rows import ATTACHED_TIP
 
 
 @pytest.fixture
@@ -178,7 +178,8 @@ def test_the_host_column_names_another_machine_and_a_running_run_can_be_attached
 
     from gui_app.core import run_lock
     from gui_app.core.live_runs import record_process
-    from gui_app.ui.window.runs_panel import HOST, RunsPanel
+    from gui_app.ui.window.run_rows import HOST
+    from gui_app.ui.window.runs_panel import RunsPanel
     from gui_app.ui.window.window_state import WindowState
 
     here = write_run(runs_dir, "here", "completed")

@@ -10,7 +10,8 @@ from run_dirs import listed_status, write_run
 from stub_run import StubRun
 
 from gui_app.ui.window.run_reader import BATCH_RUNS
-from gui_app.ui.window.runs_panel import COLUMNS, RunsPanel
+from gui_app.ui.window.run_rows import COLUMNS
+from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.window_state import WindowState
 
 STATUS, NOTE, ACCURACY = COLUMNS.index("Status"), COLUMNS.index("Note"), COLUMNS.index("Test accuracy")

@@ -10,6 +10,8 @@ parameter_servers  ``train`` of a ParameterServer run: the coordinator and its w
 agreement          stop, pause and checkpoint agreed by every worker through one collective
 worker_command     ``replica-studio worker``: one worker of a cluster
 slurm_script       the sbatch script of one run: continues it when submitted again, requeues before a time limit
-script_command     ``replica-studio cluster-script``: an sbatch script or a Kubeflow manifest
-submit_command     ``replica-studio submit --slurm``: a new run submitted with sbatch
+kubernetes_manifest  the plain Kubernetes manifest of one run: ConfigMap, headless Service, Indexed Job
+script_command     ``replica-studio cluster-script``: an sbatch script, a Kubernetes or a Kubeflow manifest
+submit_command     ``replica-studio submit --slurm|--kubernetes``: a new run submitted with sbatch or kubectl
+kubernetes_submit  ``submit --kubernetes``: kubectl apply, and following the chief's events
 """

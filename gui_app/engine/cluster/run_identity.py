@@ -3,10 +3,10 @@
 Two Slurm jobs on the same nodes once shared a port, and one job's chief trained with the other
 job's worker: its run directory said completed while Slurm said FAILED. So each worker hashes
 what makes its run -- the worker list it built (under Slurm from the job's node list, in Slurm's
-order), the run configuration, and Slurm's job and step id -- and the workers all-gather their
-hashes once, before the first step. A worker whose
-hash differs is of another run (or built another worker list): every worker refuses, names it
-and ends without training.
+order), the run configuration, and Slurm's job and step id or the uid of the Kubernetes Job (a
+pod left from an older Job of the same name is of another run) -- and the workers all-gather
+their hashes once, before the first step. A worker whose hash differs is of another run (or
+built another worker list): every worker refuses, names it and ends without training.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gui_app.engine.cluster.kubernetes import JOB_UID_ENV
 from gui_app.engine.errors import ClusterFailed
 
 _PARTS, _BITS = 3, 20  # 60 bits of the hash as three float32 values (exact up to 2**24)
@@ -25,7 +26,7 @@ _PARTS, _BITS = 3, 20  # 60 bits of the hash as three float32 values (exact up t
 def run_identity(cluster: dict[str, list[str]], config_json: str, env: Mapping[str, str] = os.environ) -> str:
     """The hash every worker of one run computes alike."""
     parts = [json.dumps(cluster, sort_keys=True), config_json,
-             env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", "")]
+             env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", ""), env.get(JOB_UID_ENV, "")]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

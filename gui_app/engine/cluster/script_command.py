@@ -1,10 +1,12 @@
-"""``replica-studio cluster-script CONFIG --slurm|--kubeflow [-o FILE]``.
+"""``replica-studio cluster-script CONFIG --slurm|--kubernetes|--kubeflow [-o FILE]``.
 
 We do not schedule anything ourselves; we write what the user's scheduler runs:
 
 - ``--slurm``: an sbatch script for one run (slurm_script.py): one task per node; ``srun``
   starts ``replica-studio worker`` on every node, which builds the cluster from the step's
   ``SLURM_*`` variables in Slurm's node order (rank 0 is the chief and writes the run directory).
+- ``--kubernetes``: plain Kubernetes, no operator (kubernetes_manifest.py): a ConfigMap, a
+  headless Service and an Indexed Job whose pods build ``TF_CONFIG`` from their index.
 - ``--kubeflow``: a ConfigMap holding the run configuration and a Kubeflow ``TFJob``
   (Chief, Worker and, for parameter servers, PS replicas); the training operator sets
   ``TF_CONFIG`` in every pod. The manifest is JSON, which is YAML too (PyYAML is not needed to
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cluster import slurm_script
+from gui_app.engine.cluster import kubernetes_manifest, slurm_script
 from gui_app.engine.cluster.slurm_script import job_name, nodes
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
@@ -79,18 +81,27 @@ def _slurm(config: RunConfig, args) -> str:
                                      Path(args.output).name if args.output else "run.sbatch")
 
 
+def _kubernetes(config: RunConfig, args) -> str:
+    """A new run's manifest; its run directory, named here, is made by the chief on the volume."""
+    seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
+    return kubernetes_manifest.manifest(config, rundir.run_name(config), seed, kubernetes_manifest.options_from(args))
+
+
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("cluster-script", help="write a Slurm sbatch script or a Kubeflow TFJob manifest",
+    p = subparsers.add_parser("cluster-script", help="write a Slurm sbatch script or a Kubernetes (Indexed Job) or "
+                                                     "Kubeflow TFJob manifest",
                               description="Write what a scheduler needs to run this configuration as a cluster.")
     p.add_argument("config")
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--slurm", action="store_true", help="an sbatch script (one task per node, srun worker)")
+    kind.add_argument("--kubernetes", action="store_true",
+                      help="a plain Kubernetes manifest: Indexed Job, headless Service, ConfigMap (YAML)")
     kind.add_argument("--kubeflow", action="store_true", help="a Kubeflow TFJob manifest (YAML)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
-    p.add_argument("--image", default="replica-studio:latest", help="--kubeflow: the container image")
     p.add_argument("--runs-dir", default="runs",
                    help="--slurm: folder for the run directory (shared by the nodes; made absolute)")
     slurm_script.add_options(p)
+    kubernetes_manifest.add_options(p)
     p.add_argument("--debug", action="store_true")
     p.set_defaults(handler=run)
 
@@ -103,6 +114,8 @@ def run(args) -> int:
                               f"not {config.strategy.name!r}")
         if args.slurm:
             text = _slurm(config, args)
+        elif args.kubernetes:
+            text = _kubernetes(config, args)
         else:
             text = kubeflow_manifest(config, args.image)
         if args.output:

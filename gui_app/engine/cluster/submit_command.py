@@ -1,6 +1,7 @@
-"""``replica-studio submit CONFIG --slurm``: a new run, submitted to Slurm from this machine.
+"""``replica-studio submit CONFIG --slurm|--kubernetes``: a new run, submitted from this machine.
 
-It makes the run directory (its config inside), writes the run's sbatch script there
+``--kubernetes`` applies a plain Kubernetes manifest with kubectl (kubernetes_submit.py).
+``--slurm`` makes the run directory (its config inside), writes the run's sbatch script there
 (``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
 ``sbatch --parsable``. stdout gets two lines, the job id and the run directory; a bad config or
 a refused submission is one line on stderr and exit 2, and leaves no run directory behind.
@@ -17,8 +18,8 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cluster import slurm_script
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, slurm_script
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 COMMANDS = ("submit",)
 SCRIPT_FILE = "job.sbatch"
@@ -30,14 +31,23 @@ class SubmitError(Exception):
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("submit", help="submit a new multi-worker run to Slurm (prints the job id and the "
-                                             "run directory)",
-                              description="Make the run directory, write its sbatch script there and submit it "
-                                          "with sbatch. The runs folder must be on a filesystem every node sees.")
+    p = subparsers.add_parser("submit", help="submit a new multi-worker run to Slurm or Kubernetes (prints the job "
+                                             "id or name and the run directory)",
+                              description="Slurm: make the run directory, write its sbatch script there and submit "
+                                          "it with sbatch (the runs folder must be on a filesystem every node "
+                                          "sees). Kubernetes: apply an Indexed Job with kubectl; the run directory "
+                                          "is on the runs volume.")
     p.add_argument("config")
-    p.add_argument("--slurm", action="store_true", required=True, help="submit to Slurm with sbatch")
-    p.add_argument("--runs-dir", help="folder for the run directory (default: the user data folder)")
+    kind = p.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--slurm", action="store_true", help="submit to Slurm with sbatch")
+    kind.add_argument("--kubernetes", action="store_true", help="apply to Kubernetes with kubectl (no operator)")
+    p.add_argument("--runs-dir", help="Slurm: folder for the run directory (default: the user data folder)")
     slurm_script.add_options(p)
+    kubernetes_manifest.add_options(p)
+    p.add_argument("-o", "--output", help="Kubernetes: keep the manifest in this file (applied again, it continues "
+                                          "the run)")
+    p.add_argument("--follow", action="store_true",
+                   help="Kubernetes: then print the chief's events (JSON lines) until its pod ends")
     p.add_argument("--debug", action="store_true")
     p.set_defaults(handler=run)
 
@@ -71,6 +81,8 @@ def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions)
 
 
 def run(args) -> int:
+    if args.kubernetes:
+        return _kubernetes(args)
     try:
         runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
         job_id, run_dir = submit(args.config, runs_dir, slurm_script.options_from(args))
@@ -80,3 +92,17 @@ def run(args) -> int:
     print(job_id)
     print(run_dir)
     return EXIT_OK
+
+
+def _kubernetes(args) -> int:
+    try:
+        options = kubernetes_manifest.options_from(args)
+        job, run_dir = kubernetes_submit.submit(args.config, options, args.output)
+        print(job)
+        print(run_dir, flush=True)
+        return kubernetes_submit.follow(job, options.namespace) if args.follow else EXIT_OK
+    except (ConfigError, kubernetes_submit.SubmitError, OSError) as exc:
+        print(f"replica-studio submit: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl+C while following: the job runs on
+        return EXIT_INTERRUPTED

@@ -1,8 +1,9 @@
 """``replica-studio worker CONFIG``: one worker of a MultiWorkerMirroredStrategy cluster.
 
 Started by the local launcher (``train`` with ``strategy.workers``), by hand on each other
-host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, or by
-the Kubeflow training operator (TF_CONFIG). TensorFlow's rule for multi-worker checkpoints
+host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, by
+the Kubeflow training operator (TF_CONFIG), or as a pod of a Kubernetes Indexed Job
+(``--cluster kubernetes``: kubernetes.py). TensorFlow's rule for multi-worker checkpoints
 (Keras's ``distributed_file_utils``): every worker saves, because saving may need a collective;
 only the chief's directory is kept. So the chief writes the real run directory and the others
 a temporary copy of one that they delete when they end.
@@ -23,6 +24,7 @@ from pathlib import Path
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Error, RunFinished
+from gui_app.engine.cluster import kubernetes
 from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.control import Control, reclaim_signals
 from gui_app.engine.errors import JoinTimeout, classify, one_line
@@ -55,8 +57,9 @@ def _add_arguments(p) -> None:
                         "it (every worker; a scheduler's script that is submitted again or requeued)")
     p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
     p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
-    p.add_argument("--cluster", choices=("slurm", "tf_config"),
-                   help="take the cluster from Slurm's variables or TF_CONFIG instead of the config's")
+    p.add_argument("--cluster", choices=("slurm", "tf_config", "kubernetes"),
+                   help="take the cluster from Slurm's variables, TF_CONFIG or a Kubernetes Indexed Job's pod "
+                        "environment instead of the config's")
     p.add_argument("--allow-public-hosts", action="store_true",
                    help="allow cluster addresses that are not loopback or private (gRPC has no authentication)")
     p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
@@ -84,7 +87,11 @@ def run(args) -> int:
 
     events, run_dir, temp_dir, session, chief = None, None, None, None, True
     try:
-        config = load_config(args.config, args.allow_public_hosts, args.cluster)
+        cluster = args.cluster
+        if cluster == "kubernetes":  # the pod's TF_CONFIG, built from the manifest's environment
+            os.environ["TF_CONFIG"] = kubernetes.tf_config(os.environ)
+            cluster = "tf_config"
+        config = load_config(args.config, args.allow_public_hosts, cluster)
         if config.strategy.name == "parameter_server":
             return _serve(config, args)
         if config.strategy.name != "multi_worker_mirrored":
@@ -151,6 +158,8 @@ def run(args) -> int:
         print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
         events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step,
                                 message=agreed.stop_reason if status == "stopped" else None))
+        if status == "stopped" and args.cluster == "kubernetes":
+            return kubernetes.EXIT_STOPPED  # the Job starts the pod again, which continues the run
         return EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
         if isinstance(exc, KeyboardInterrupt):

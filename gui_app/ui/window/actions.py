@@ -60,6 +60,8 @@ class WindowActions:
                               pixmap.SP_MediaSeekForward)
         self.attach_run = act("&Attach to selected run", tip="Follow the run selected in the run list, which runs "
                               "without this window: its charts, Stop, Pause and Continue")
+        self.compare_runs = act("C&ompare selected runs…", tip="The runs selected in the run list side by side: "
+                                "the settings that differ, their final figures and curves")
         self.open_model = act("Try a &model file…", "Ctrl+Shift+O",
                               "Open an exported .keras, SavedModel, .tflite or .onnx model in the Try tab")
         # One entry per format; each opens the export dialog for the run on screen.
@@ -90,7 +92,7 @@ class WindowActions:
         run_menu = bar.addMenu("&Run")
         run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
         run_menu.addSeparator()
-        run_menu.addActions([self.resume_run, self.attach_run])
+        run_menu.addActions([self.resume_run, self.attach_run, self.compare_runs])
         run_menu.addSeparator()
         run_menu.addAction(self.notify)
         self.export_menu = bar.addMenu("&Export")
@@ -135,6 +137,7 @@ class WindowActions:
         self.checkpoint.setEnabled(live)
         self.resume_run.setEnabled(self._state.resumable_selection() is not None)
         self.attach_run.setEnabled(self._state.attachable_selection() is not None)
+        self.compare_runs.setEnabled(len(self._state.selection) >= 2)
         for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)

@@ -1,4 +1,4 @@
-"""FileActions: the File side of the main window -- past runs (open, overlay, recent),
+"""FileActions: the File side of the main window -- past runs (open, overlay, compare, recent),
 configuration files, a new run, and drops.
 
 The contract: it works on the window's state (is a run active, which tab shows, the status
@@ -18,6 +18,7 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.file_kinds import is_image_file, model_kind
 from gui_app.core.rundir import CONFIG_FILE, is_run_dir
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
+from gui_app.ui.dialogs.compare import CompareDialog
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.shown_run import ShownRun
@@ -55,6 +56,17 @@ class FileActions(QObject):
     def overlay_runs(self, main_run: str, other_run: str) -> None:
         if self.open_run(main_run):
             self._shown.overlay(other_run)
+
+    def compare_runs(self, run_dirs: list[str]) -> CompareDialog:
+        """The runs side by side, beside the window (non-modal); its Open run opens here."""
+        dialog = CompareDialog.for_runs(run_dirs, self._window)
+        dialog.open_requested.connect(self.open_run)
+        return dialog
+
+    def compare_selected(self) -> None:
+        paths = [run.path for run in self._state.selection]
+        if len(paths) >= 2:
+            self.compare_runs(paths)
 
     def new_run(self) -> None:
         self._shown.clear()

@@ -132,6 +132,7 @@ class MainWindow(QMainWindow):
         a.checkpoint.triggered.connect(sup.checkpoint)
         a.resume_run.triggered.connect(r.resume_selected)
         a.attach_run.triggered.connect(self.attach.attach_selected)
+        a.compare_runs.triggered.connect(f.compare_selected)
         a.notify.setChecked(self.settings.notify_when_run_ends)
         a.notify.toggled.connect(self._set_notify)
         a.new_run.triggered.connect(f.new_run)
@@ -152,6 +153,7 @@ class MainWindow(QMainWindow):
         # The run list's buttons.
         self.runs.open_requested.connect(f.open_run)
         self.runs.overlay_requested.connect(f.overlay_runs)
+        self.runs.compare_requested.connect(f.compare_runs)
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.

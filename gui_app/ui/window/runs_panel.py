@@ -6,7 +6,8 @@ shown are updated in place (so the selection, the current row and the scroll pos
 and rows of runs that went away are removed when the fill ends. A refresh during a fill drops
 the older fill. While a fill runs the panel says how many runs it is reading.
 
-Open one to see its charts and evaluation again, select two to overlay them, resume a run
+Open one to see its charts and evaluation again, select two to overlay them (or more to compare
+them: gui_app/ui/dialogs/compare.py), resume a run
 that was stopped, whose process died, or that failed after writing a checkpoint, export a
 finished run's model. A failed run shows its one-line reason. The buttons are also in the list's context menu.
 
@@ -18,15 +19,14 @@ Runs that live on their own (docs/detached.md) show as running while their proce
 whoever started them; the list reads the folder again every few seconds while one does. The run
 the window follows is marked (an icon, a tooltip); another running one can be attached to
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
-another one (a shared runs folder).
+another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QIcon
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QSizePolicy,
-    QStyle,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -44,32 +43,28 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
-from gui_app.core.wording import describe_strategy, for_people
-from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 from gui_app.ui.window.run_reader import RunReader
+from gui_app.ui.window.run_rows import (
+    COLUMNS,
+    HOST,
+    PATH_ROLE,
+    STARTED,
+    fill_row,
+    insert_sorted,
+    move_sorted,
+    resort,
+    select_exactly,
+    sort_key,
+)
 from gui_app.ui.window.window_state import ListedRun, WindowState
 
-COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note", "Host"]
-STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
-                  "running": "#1565c0"}
-PATH_ROLE = Qt.ItemDataRole.UserRole
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
-STARTED, HOST = COLUMNS.index("Started"), COLUMNS.index("Host")
 MIN_ROWS = 5
 LIVE_REFRESH_MS = 2000  # how often the list is read again while a run is running
-ATTACHED_TIP = "This window follows this run (Stop, Pause and Continue act on it)"
-
-
-def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
-    """What a row sorts by in ``column``: the value behind the date and accuracy columns, the
-    text elsewhere; the path breaks ties, so equal rows keep one order."""
-    value = item.data(column, SORT_ROLE)
-    return (value if value is not None else item.text(column), item.data(0, PATH_ROLE))
-
 
 class RunsPanel(QWidget):
     open_requested = Signal(str)
     overlay_requested = Signal(str, str)  # main run, run drawn on top
+    compare_requested = Signal(list)  # two or more run folders, side by side
     resume_requested = Signal(str)
     attach_requested = Signal(str)
     export_requested = Signal(str)
@@ -94,15 +89,13 @@ class RunsPanel(QWidget):
         self.tree.setHeaderLabels(COLUMNS)
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
-        # Qt's own sorting would re-sort every row through a Python comparison at each batch
-        # (35 ms for 1,000 rows): rows are placed by sort_key instead, and a click on a header
-        # sorts them once.
+        # Rows are placed by run_rows.sort_key, not by Qt's sorting (run_rows says why).
         self.tree.setSortingEnabled(False)
         header = self.tree.header()
         header.setSectionsClickable(True)
         header.setSortIndicatorShown(True)
         header.setSortIndicator(STARTED, Qt.SortOrder.DescendingOrder)  # newest first
-        header.sortIndicatorChanged.connect(self._on_sort_changed)
+        header.sortIndicatorChanged.connect(lambda *_: resort(self.tree))
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
@@ -120,6 +113,9 @@ class RunsPanel(QWidget):
                                         lambda: self.open_requested.emit(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
+        self.compare_button = self._button(row, "Compare…", "The selected runs side by side: the settings that "
+                                                            "differ, their final figures and curves",
+                                           lambda: self.compare_requested.emit(self.selected_paths()))
         self.attach_button = self._button(row, "Attach", "Follow the selected running run: its charts, "
                                                          "Stop, Pause and Continue",
                                           lambda: self.attach_requested.emit(self.selected_paths()[0]))
@@ -180,7 +176,7 @@ class RunsPanel(QWidget):
         """Select these runs; a run not listed yet is selected when its row arrives."""
         wanted = {str(Path(p)) for p in run_dirs}
         self._wanted = wanted - set(self._items) if self.is_filling() else set()
-        self._set_selection([item for path, item in self._items.items() if path in wanted])
+        select_exactly(self.tree, [item for path, item in self._items.items() if path in wanted])
 
     # ---- following the state ---------------------------------------------------------
     def _on_active_run_changed(self, run_dir: str) -> None:
@@ -237,7 +233,7 @@ class RunsPanel(QWidget):
             if item is None:
                 item = self._items[path] = QTreeWidgetItem()
                 self._fill(item, info)
-                self._insert(item)
+                insert_sorted(self.tree, item)
                 if path in self._wanted:
                     item.setSelected(True)
             elif not unchanged:
@@ -275,85 +271,14 @@ class RunsPanel(QWidget):
         before = sort_key(item, column)
         self._fill(item, info)
         if sort_key(item, column) != before:
-            self._move(item)
-
-    # ---- order -----------------------------------------------------------------------
-    def _insert(self, item: QTreeWidgetItem) -> None:
-        """Put a row where the current sort puts it (binary search over the rows shown)."""
-        header = self.tree.header()
-        column, descending = header.sortIndicatorSection(), header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
-        key = sort_key(item, column)
-        lo, hi = 0, self.tree.topLevelItemCount()
-        while lo < hi:
-            mid = (lo + hi) // 2
-            other = sort_key(self.tree.topLevelItem(mid), column)
-            if (other > key) if descending else (other < key):
-                lo = mid + 1
-            else:
-                hi = mid
-        self.tree.insertTopLevelItem(lo, item)
-
-    def _move(self, item: QTreeWidgetItem) -> None:
-        """A row whose sort value changed goes to its new place, still selected if it was."""
-        selected, current = item.isSelected(), self.tree.currentItem() is item
-        self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
-        self._insert(item)
-        if current:
-            self.tree.setCurrentItem(item, 0, QItemSelectionModel.SelectionFlag.NoUpdate)
-        if selected:
-            item.setSelected(True)
-
-    def _on_sort_changed(self, column: int, order: Qt.SortOrder) -> None:
-        selected, current = self.tree.selectedItems(), self.tree.currentItem()
-        items = self.tree.invisibleRootItem().takeChildren()
-        items.sort(key=lambda item: sort_key(item, column), reverse=order == Qt.SortOrder.DescendingOrder)
-        self.tree.addTopLevelItems(items)
-        if current is not None:
-            self.tree.setCurrentItem(current, 0, QItemSelectionModel.SelectionFlag.NoUpdate)
-        self._set_selection(selected)
-
-    def _set_selection(self, items: list[QTreeWidgetItem]) -> None:
-        """Select exactly ``items`` with one selection change (one signal, not one per row)."""
-        selection = QItemSelection()
-        for item in items:
-            index = self.tree.indexFromItem(item)
-            selection.select(index, index)
-        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
-        self.tree.selectionModel().select(selection, flags)
+            move_sorted(self.tree, item)
 
     # ---- rows ------------------------------------------------------------------------
     def _fill(self, item: QTreeWidgetItem, info: RunInfo) -> None:
-        config = info.config
         path = str(info.path)
-        attached = path == self._state.active_run
-        process = self._live.get(path)
-        status = "running" if attached or process is not None else info.status
-        if status in ("stopped", "interrupted", "failed") and info.total_steps and self._resumable.get(path):
-            shown_status = f"{status} ({info.step}/{info.total_steps})"
-        else:
-            shown_status = status
-        accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
-        note = for_people(info.message or self._notes.get(path, ""))
-        texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-                 describe_strategy(config.strategy) if config else "?", accuracy, started, note,
-                 self._hosts.get(path, "")]
-        for column, text in enumerate(texts):
-            item.setText(column, text)
-        item.setData(0, PATH_ROLE, path)
-        item.setData(4, SORT_ROLE, info.test_accuracy if accuracy else -1.0)
-        item.setData(5, SORT_ROLE, info.started or 0.0)
-        item.setForeground(0, QColor(STATUS_COLOURS.get(status, "#555555")))
-        item.setIcon(0, self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay) if attached else QIcon())
-        if attached:
-            item.setToolTip(0, f"{ATTACHED_TIP}\n{path}")
-        elif process is not None:
-            item.setToolTip(0, f"Running (process {process.pid} on {process.host}); double-click or Attach to "
-                               f"follow it\n{path}")
-        else:
-            item.setToolTip(0, path)
-        item.setToolTip(6, note)
-        item.setToolTip(1, "config.json is missing or unreadable" if config is None else "")
+        fill_row(item, info, attached=path == self._state.active_run, process=self._live.get(path),
+                 resumable=self._resumable.get(path, False), host=self._hosts.get(path, ""),
+                 note=self._notes.get(path, ""), style=self.style())
 
     def _update_buttons(self) -> None:
         """Enable what applies to the selection, and give the state the runs selected."""
@@ -363,6 +288,7 @@ class RunsPanel(QWidget):
         one, idle = len(paths) == 1, self._state.is_idle()
         self.open_button.setEnabled(one and idle)
         self.overlay_button.setEnabled(len(paths) == 2 and idle)
+        self.compare_button.setEnabled(len(paths) >= 2)  # it reads their files: a live run can go on
         self.folder_button.setEnabled(one)
         self.attach_button.setEnabled(self._state.attachable_selection() is not None)
         info = self._runs.get(paths[0]) if one else None
@@ -386,8 +312,8 @@ class RunsPanel(QWidget):
         if not self.selected_paths():
             return
         menu = QMenu(self)
-        for button in (self.open_button, self.attach_button, self.overlay_button, self.resume_button,
-                       self.export_button, self.folder_button):
+        for button in (self.open_button, self.attach_button, self.overlay_button, self.compare_button,
+                       self.resume_button, self.export_button, self.folder_button):
             menu.addAction(button.text(), button.click).setEnabled(button.isEnabled())
         menu.exec(self.tree.viewport().mapToGlobal(position))
 
