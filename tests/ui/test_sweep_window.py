@@ -7,12 +7,14 @@ import json
 import math
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 import pytest
 from sweep_dirs import Trial, write_sweep
 
 from gui_app.core.config import RunConfig
 from gui_app.core.sweep_config import SweepConfig
+from gui_app.ui.dialogs.compare import CompareDialog
 from gui_app.ui.sweep.new_sweep import NewSweepDialog
 from gui_app.ui.sweep.parameter_table import CHOICES, HIGH, KEY, KIND, LOW
 from gui_app.ui.sweep.view import SweepView
@@ -176,6 +178,12 @@ def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path, s
     view.table.selectRow(2)
     qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.state.shown_run.endswith("trial-2"), timeout=10_000)
+
+    assert view.compare_button.isEnabled()
+    qtbot.mouseClick(view.compare_button, Qt.MouseButton.LeftButton)
+    [compare] = [w for w in QApplication.topLevelWidgets() if isinstance(w, CompareDialog) and w.isVisible()]
+    qtbot.waitUntil(lambda: compare.figures is not None and len(compare.figures) == 4, timeout=30_000)
+    compare.close()
 
     qtbot.mouseClick(view.export_button, Qt.MouseButton.LeftButton)
     assert window.models.export_dialog.windowTitle() == "Export trial-2"

@@ -3,11 +3,11 @@
 It follows ``sweep status SWEEP_DIR --json --every 2`` (an engine process: Optuna never loads in
 the window), a status line every 2 s while the sweep's process or a trial runs, one for a sweep
 that has ended (a process per status would import Optuna and SQLAlchemy each time: 1 s of CPU a
-poll on the 2-core test machine, against 0.02 s a line);
-the trials' validation curves are read from their run directories off the GUI thread
-(:class:`~gui_app.ui.sweep.curves.CurveReader`). Its buttons act on the selected trial or the
-best one: Open trial, Train the best config (the forms get the best trial's configuration; the
-user presses Train), Export the best model; and on the sweep: Stop (``sweep stop``) and Resume
+poll on the 2-core test machine, against 0.02 s a line); the trials' validation curves are read
+from their run directories off the GUI thread (:class:`~gui_app.ui.sweep.curves.CurveReader`).
+Its buttons act on the trials: Open trial (the selected one), Compare trials (the window's run
+comparison), Train the best config (the forms get the best trial's configuration; the user
+presses Train), Export the best model; and on the sweep: Stop (``sweep stop``) and Resume
 (``sweep resume --detach``). When a sweep the view saw running ends, ``ended`` says how
 (``completed``, ``stopped`` or ``failed``) for the desktop notification.
 """
@@ -70,6 +70,7 @@ class StatusFeed(ServingJob):
 
 class SweepView(QWidget):
     open_run = Signal(str)
+    compare_runs = Signal(list)  # the trials' run directories
     train_config = Signal(object)  # a RunConfig: the best trial's
     export_run = Signal(str)
     ended = Signal(str, str, str)  # how (completed, stopped, failed), the sweep folder, its line
@@ -98,20 +99,23 @@ class SweepView(QWidget):
         self.table.doubleClicked.connect(lambda _index: self.open_selected())
         self.charts = SweepCharts()
         self.open_button = QPushButton("Open trial")
+        self.compare_button = QPushButton("Compare trials…")
         self.train_button = QPushButton("Train the best config")
         self.export_button = QPushButton("Export the best model…")
         self.stop_button = QPushButton("Stop sweep")
         self.resume_button = QPushButton("Resume")
         self.open_button.setToolTip("Show the selected trial's run in the main window")
+        self.compare_button.setToolTip("The trials' runs side by side: the values tried, their figures and curves")
         self.train_button.setToolTip("Put the best trial's configuration on the forms; press Train to train it")
         self.resume_button.setToolTip("Continue a stopped or killed sweep: open trials go on, then new ones")
         self.open_button.clicked.connect(self.open_selected)
+        self.compare_button.clicked.connect(lambda: self.compare_runs.emit(self.run_dirs()))
         self.train_button.clicked.connect(self.train_best)
         self.export_button.clicked.connect(self.export_best)
         self.stop_button.clicked.connect(self.stop)
         self.resume_button.clicked.connect(self.resume)
         buttons = QHBoxLayout()
-        for button in (self.open_button, self.train_button, self.export_button):
+        for button in (self.open_button, self.compare_button, self.train_button, self.export_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.stop_button)
@@ -219,6 +223,10 @@ class SweepView(QWidget):
         trials = self.status["trials"] if self.status else []
         return next((t for t in trials if t["number"] == number), None)
 
+    def run_dirs(self) -> list[str]:
+        """The trials' run directories (trials that never started have none)."""
+        return [t["run_dir"] for t in (self.status["trials"] if self.status else []) if t["run_dir"]]
+
     def best(self) -> dict | None:
         return self.status.get("best") if self.status else None
 
@@ -276,6 +284,7 @@ class SweepView(QWidget):
         running = bool(self.status and self.status["running"])
         trial, best = self._trial(self.selected_trial()), self.best()
         self.open_button.setEnabled(bool(trial and trial["run_dir"]))
+        self.compare_button.setEnabled(len(self.run_dirs()) >= 2)
         self.train_button.setEnabled(best is not None)
         self.export_button.setEnabled(bool(best and best["run_dir"]))
         self.stop_button.setEnabled(running and self._action is None and not self.status["stop_asked"])

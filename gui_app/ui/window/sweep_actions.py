@@ -3,8 +3,9 @@
 A sweep runs without the window (``sweep --detach``: a process of its own session, docs/sweeps.md),
 so the window only starts it and follows it in a :class:`~gui_app.ui.sweep.view.SweepView`, one
 per sweep folder. A view's buttons come back here: Open trial opens the run as the run list's
-Open does, Train the best config fills the forms (the user presses Train), Export the best model
-opens the export dialog for that run; a sweep's end goes to the desktop notifications.
+Open does, Compare trials opens the run comparison of the trials' runs, Train the best config
+fills the forms (the user presses Train), Export the best model opens the export dialog for that
+run; a sweep's end goes to the desktop notifications.
 """
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ class SweepActions(QObject):
             view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             view.destroyed.connect(lambda _=None, key=key: self.views.pop(key, None))
             view.open_run.connect(self._files.open_run)
+            view.compare_runs.connect(self._files.compare_runs)
             view.train_config.connect(self._train_config)
             view.export_run.connect(lambda run_dir: self._models.export_model("keras", run_dir))
             view.ended.connect(self._notifications.on_sweep_ended)
