@@ -304,6 +304,6 @@ class SweepView(QWidget):
         """The sweep goes on; the view stops following it."""
         self._timer.stop()
         if self._job is not None:
-            self._job.cancel()
+            self._job.cancel(wait=True)  # (a status process, ended by SIGTERM in milliseconds)
         self.reader.close()
         super().closeEvent(event)
