@@ -44,6 +44,7 @@ from gui_app.core.history import RunHistory
 from gui_app.core.history.status import RunStatus
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
+SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -60,12 +61,21 @@ RESUMABLE = ("stopped", "interrupted", "failed")
 
 def default_runs_dir() -> Path:
     """``$REPLICA_STUDIO_RUNS_DIR`` if set, else ``runs`` in the user data folder."""
-    env = os.environ.get(RUNS_DIR_ENV)
+    return _user_data_folder(RUNS_DIR_ENV, "runs")
+
+
+def default_sweeps_dir() -> Path:
+    """``$REPLICA_STUDIO_SWEEPS_DIR`` if set, else ``sweeps`` in the user data folder (beside ``runs``)."""
+    return _user_data_folder(SWEEPS_DIR_ENV, "sweeps")
+
+
+def _user_data_folder(env_name: str, name: str) -> Path:
+    env = os.environ.get(env_name)
     if env:
         return Path(env).expanduser()
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "runs"
+    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / name
 
 
 def run_name(config: RunConfig) -> str:

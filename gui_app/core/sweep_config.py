@@ -29,6 +29,9 @@ MAX_TRIALS = 10_000
 MAX_PARALLEL = 64
 MAX_GRID_POINTS = 100
 LOCAL = "local"  # in ``hosts``: this machine
+# The files of a sweep's folder that the window reads too (the layout: gui_app/engine/sweep/folder.py).
+SWEEP_FILE = "sweep.json"  # the sweep file, validated, as started
+SWEEP_LOG = "sweep.log"  # a detached sweep's stdout and stderr
 
 _DEFAULTS: dict[str, Any] = {
     "metric": "val_accuracy", "direction": None, "method": "tpe", "pruner": "none", "pruner_warmup_epochs": 1,

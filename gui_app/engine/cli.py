@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "host", None):  # before the log filter: the host's stderr passes unchanged
         return args.on_host(args)
     if getattr(args, "detach", False):  # before the log filter's thread, which a fork would not copy
+        if args.command == "sweep":  # it forks itself once its folder exists (and loads no TensorFlow)
+            return args.handler(args)
         from gui_app.engine.detach import start
 
         return start(args)

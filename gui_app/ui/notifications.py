@@ -1,4 +1,5 @@
-"""Desktop notifications when a run ends (completed, stopped, failed -- a NaN loss fails the run).
+"""Desktop notifications when a run ends (completed, stopped, failed -- a NaN loss fails the run),
+and when a sweep the window follows ends (completed, stopped, or its process failed).
 
 Two ways to reach the desktop, the first that exists:
 
@@ -10,7 +11,7 @@ Two ways to reach the desktop, the first that exists:
 
 The call never blocks the window: gdbus runs as a QProcess that nobody waits for. A notification
 is sent only while the window is not the active one (the user is elsewhere); a setting turns them
-off (Run -> Notify when a run ends).
+off (Run -> Notify when a run or sweep ends).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import sys
 
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QSystemTrayIcon, QWidget
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from gui_app.core.rundir import read_eval
 from gui_app.ui.workers.attachment import DETACHED
@@ -109,8 +110,15 @@ def run_notice(status: str, run_dir: str, message: str, test_accuracy: float | N
     return "Training failed", f"{name}: {message}" if message else name, True
 
 
+def sweep_notice(kind: str, sweep_dir: str, line: str) -> tuple[str, str, bool]:
+    """The summary, body and urgency of the notice for a sweep that ended (``completed``,
+    ``stopped`` or ``failed``); ``line`` is the sweep's own last words (gui_app/ui/sweep/figures.outcome)."""
+    name = os.path.basename(os.path.normpath(sweep_dir))
+    return f"Sweep {kind}", f"{name}: {line}" if line else name, kind == "failed"
+
+
 class RunNotifications(QObject):
-    """Notifies when a run the window follows ends, while the window is not the active one."""
+    """Notifies when a run or a sweep the window follows ends, while the window is not the active one."""
 
     def __init__(self, window: QWidget, notifier: DesktopNotifier, enabled: bool) -> None:
         super().__init__(window)
@@ -123,6 +131,11 @@ class RunNotifications(QObject):
             return
         self.notifier.notify(*run_notice(status, run_dir, message, _test_accuracy(run_dir) if status == "completed"
                                          else None))
+
+    def on_sweep_ended(self, kind: str, sweep_dir: str, line: str) -> None:
+        # The sweep has a window of its own: no notice while any of ours is the active one.
+        if self.enabled and QApplication.activeWindow() is None:
+            self.notifier.notify(*sweep_notice(kind, sweep_dir, line))
 
 
 def _test_accuracy(run_dir: str) -> float | None:

@@ -19,6 +19,8 @@ behaviour:
              run directory it made
     gpu      like normal, and ``devices`` reports one GPU
 
+``sweep`` is tests/ui/fake_sweep.py (the real status and stop over real sweep folders; no trial trains).
+
 ``FAKE_ENGINE_STEPS`` sets the number of training steps (default 20), ``FAKE_ENGINE_STEP_SECONDS``
 how long each takes (default 0). Tests run it from any
 folder: it imports gui_app.core.events (Qt- and TensorFlow-free) from its own checkout.
@@ -398,6 +400,10 @@ def main(argv):
         from gui_app.engine.cli import main as engine_main
 
         return engine_main(argv)
+    if command == "sweep":
+        from fake_sweep import sweep
+
+        return sweep(argv)
     if "--detach" in argv and command in ("train", "resume"):
         argv = [word for word in argv if word != "--detach"]
         return detached(lambda: main(argv))

@@ -338,10 +338,13 @@ def test_the_tools_menu_is_the_list_of_tools(window):
     from gui_app.ui.window.tool_actions import TOOLS
 
     menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Tools")
-    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS]
+    # The tools, then the sweeps (gui_app/ui/window/sweep_actions.py).
+    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS] + ["", "New s&weep…", "Open swee&p…"]
+    assert window.actions.new_sweep.isEnabled()
     window.config_panel.training.learning_rate.setText("fast")  # invalid: only tools that need no config
     assert {key: action.isEnabled() for key, action in window.actions.tools.items()} == {
         tool.key: not tool.needs_valid_config for tool in TOOLS}
+    assert not window.actions.new_sweep.isEnabled() and window.actions.open_sweep.isEnabled()
 
 
 def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, runs_dir):

@@ -144,3 +144,17 @@ def test_the_run_menu_turns_notifications_off_for_good(qtbot, fake_engine):
     again = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(again)
     assert not again.actions.notify.isChecked() and not again.notifications.enabled
+
+
+def test_a_sweeps_end_is_announced_failures_urgent(qtbot, session_bus, notifications):
+    notifications.on_sweep_ended("completed", "/sweeps/20261201-lr", "sweep completed: 6 trials (4 completed, "
+                                 "2 pruned, 0 failed, 0 stopped); best trial 1: val_accuracy 0.9722 (...)")
+    qtbot.waitUntil(lambda: session_bus.received(1), timeout=10_000)  # (each gdbus call is a process: one by one)
+    notifications.on_sweep_ended("failed", "/sweeps/20261201-lr/", "replica-studio sweep: internal error")
+    qtbot.waitUntil(lambda: session_bus.received(2), timeout=10_000)
+    (_, _, _, summary, body, _, _, _), failed = session_bus.calls[0]["args"], session_bus.calls[1]["args"]
+    assert (summary, body) == ("Sweep completed", "20261201-lr: sweep completed: 6 trials (4 completed, 2 pruned, "
+                                                  "0 failed, 0 stopped); best trial 1: val_accuracy 0.9722 (...)")
+    assert failed[3:5] == ["Sweep failed", "20261201-lr: replica-studio sweep: internal error"]
+    printed = session_bus.hints()
+    assert "byte 1" in printed and "byte 2" in printed, printed

@@ -1,27 +1,32 @@
 """``replica-studio sweep``: hyperparameter sweeps of ordinary runs on Optuna (docs/sweeps.md).
 
-    replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL]
-    replica-studio sweep status SWEEP_DIR [--json]
-    replica-studio sweep resume SWEEP_DIR [--parallel N]
+    replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL] [--detach]
+    replica-studio sweep status SWEEP_DIR [--json [--every S]]
+    replica-studio sweep resume SWEEP_DIR [--parallel N] [--detach]
     replica-studio sweep stop SWEEP_DIR
 
-A new sweep prints its folder (one line), then a line per trial event. Exit codes: 0 the sweep
-completed or stopped, 2 a bad sweep file or folder (one line on stderr naming the key).
+A new sweep prints its folder (one line), then a line per trial event. With ``--detach`` (a new
+sweep or resume) it prints the folder, runs in a session of its own with its lines in
+``SWEEP_DIR/sweep.log``, and this process exits once the sweep holds its folder (the window
+starts sweeps so). Exit codes: 0 the sweep completed or
+stopped (detached: it started), 2 a bad sweep file or folder (one line on stderr naming the key).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Callable
 
 from gui_app.core.config_json import ConfigError
-from gui_app.core.sweep_config import MAX_PARALLEL, SweepConfig
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.core.sweep_config import MAX_PARALLEL, SWEEP_LOG, SweepConfig
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, exit_now
 
 COMMANDS = ("sweep",)
 ACTIONS = ("status", "resume", "stop")
@@ -32,14 +37,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep", help="a hyperparameter sweep of runs (Optuna): sweep SWEEP.json | status|resume|stop SWEEP_DIR",
         description="Run a sweep file's trials as ordinary runs, or act on a sweep's folder (docs/sweeps.md).",
-        usage="replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL]\n"
-              "       replica-studio sweep {status [--json],resume [--parallel N],stop} SWEEP_DIR")
+        usage="replica-studio sweep SWEEP.json [--parallel N] [--sweeps-dir DIR] [--storage URL] [--detach]\n"
+              "       replica-studio sweep {status [--json [--every S]],resume [--parallel N] [--detach],stop} "
+              "SWEEP_DIR")
     p.add_argument("words", nargs="+", metavar="ARG", help="a sweep file, or status|resume|stop and a sweep folder")
     p.add_argument("--parallel", type=int, metavar="N", help="trials at once (default: the sweep file's parallel)")
     p.add_argument("--sweeps-dir", metavar="DIR", help="folder for sweep folders (default: the user data folder)")
     p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db "
                                                     "(default: sqlite in the sweep folder)")
     p.add_argument("--json", action="store_true", help="status: print one JSON object")
+    p.add_argument("--every", type=float, metavar="S", help="status --json: a line every S seconds while the "
+                   "sweep or a trial runs (the window follows a sweep so: Optuna is imported once)")
+    p.add_argument("--detach", action="store_true", help="a new sweep or resume: run in a session of its own "
+                   f"(its lines in SWEEP_DIR/{SWEEP_LOG}); exit once it has started")
     p.add_argument("--debug", action="store_true", help="print tracebacks")
     p.set_defaults(handler=_sweep)
 
@@ -53,12 +63,16 @@ def _say(text: str) -> None:
 
 def _sweep(args: argparse.Namespace) -> int:
     words = args.words
-    action = words[0] if len(words) == 2 and words[0] in ACTIONS else None
+    action = action_of(args)
     name = f"sweep {action}" if action else "sweep"
     try:
         if action is None and len(words) != 1:
             raise ConfigError(f"expected SWEEP.json or one of {', '.join(ACTIONS)} and a sweep folder; "
                               f"got {' '.join(words)[:80]!r}")
+        if args.every is not None and (action != "status" or not args.json or not 0.1 <= args.every <= 3600):
+            raise ConfigError(f"--every: only with status --json, 0.1 to 3600 seconds; got {args.every}")
+        if args.detach and action not in (None, "resume"):
+            raise ConfigError(f"--detach: only a new sweep or resume runs detached; got sweep {action}")
         if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
             raise ConfigError(f"--parallel: must be in [1, {MAX_PARALLEL}]; got {args.parallel}")
         if action is None:
@@ -69,7 +83,7 @@ def _sweep(args: argparse.Namespace) -> int:
         return {"status": _status, "resume": _resume, "stop": _stop}[action](args, folder)
     except ConfigError as exc:
         _fail(args, name, str(exc))
-        return EXIT_BAD_INPUT
+        return exc.code if isinstance(exc, _Ended) else EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - our bug or a broken storage: still one line
         _fail(args, name, f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return EXIT_FAILED
@@ -96,7 +110,8 @@ def _open_study(sweep: SweepConfig, storage: str, study_name: str, create: bool)
 
 
 def _start(args: argparse.Namespace, path: Path) -> int:
-    from gui_app.engine.sweep.folder import SweepFolder, default_sweeps_dir
+    from gui_app.core.rundir import default_sweeps_dir
+    from gui_app.engine.sweep.folder import SweepFolder
 
     sweep = _with_parallel(SweepConfig.load(path), args.parallel)
     sweeps_dir = Path(args.sweeps_dir) if args.sweeps_dir else default_sweeps_dir()
@@ -112,14 +127,77 @@ def _start(args: argparse.Namespace, path: Path) -> int:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise
     _say(str(folder.path))
+    if args.detach:  # the study exists; the sweep's own process opens it again (no connection crosses a fork)
+        return _detach(folder, lambda: _continue(args, folder))
     return _drive(folder, sweep, study)
 
 
 def _resume(args: argparse.Namespace, folder) -> int:
+    if args.detach:
+        if folder.runner_pid() is not None:
+            folder.lock()  # refused, with the line that names the process
+        _say(str(folder.path))
+        return _detach(folder, lambda: _continue(args, folder))
+    return _continue(args, folder)
+
+
+def _continue(args: argparse.Namespace, folder) -> int:
     sweep = _with_parallel(folder.sweep(), args.parallel)
     info = folder.study()
     study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
     return _drive(folder, sweep, study)
+
+
+def action_of(args: argparse.Namespace) -> str | None:
+    words = args.words
+    return words[0] if len(words) == 2 and words[0] in ACTIONS else None
+
+
+def _detach(folder, drive: Callable[[], int]) -> int:
+    """Run ``drive`` in a forked process of its own session (gui_app/engine/detach.py), its stdout
+    and stderr appended to ``SWEEP_DIR/sweep.log``; return once it holds the sweep's folder (its
+    lock), or with its code and its error line when it ended before."""
+    from gui_app.engine.detach import leave_the_terminal
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    log = folder.path / SWEEP_LOG
+    pid = os.fork()
+    if pid == 0:
+        code = EXIT_FAILED
+        try:
+            leave_the_terminal()
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
+            try:
+                code = drive()
+            except ConfigError as exc:
+                print(str(exc), file=sys.stderr, flush=True)
+                code = EXIT_BAD_INPUT
+        except BaseException:  # noqa: BLE001 - the child must end here, never return into the parent's stack
+            traceback.print_exc()
+        exit_now(code)
+    while folder.runner_pid() != pid:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            if code == EXIT_OK:  # it ran to its end already (nothing was left to run)
+                return EXIT_OK
+            lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
+            raise _Ended(code, lines[-1] if lines else f"the sweep's process ended before it started (exit {code}); "
+                                                       f"{log} says why")
+        time.sleep(0.05)
+    return EXIT_OK
+
+
+class _Ended(ConfigError):
+    """A detached sweep's process ended before it held its folder: its code and its error line."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code if code > 0 else EXIT_FAILED
 
 
 def _drive(folder, sweep: SweepConfig, study) -> int:
@@ -140,17 +218,24 @@ def _drive(folder, sweep: SweepConfig, study) -> int:
 
 
 def _status(args: argparse.Namespace, folder) -> int:
-    from gui_app.engine.sweep.status import as_json, as_text, trial_rows
+    from gui_app.engine.sweep.status import as_json, as_text, importance, trial_rows
 
     sweep = folder.sweep()
     info = folder.study()
     study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
-    rows = trial_rows(folder, study, sweep.metric)
-    if args.json:
-        _say(json.dumps(as_json(folder, rows, sweep.metric, sweep.direction)))
-    else:
-        _say(as_text(rows, sweep.metric, sweep.direction))
-    return EXIT_OK
+    while True:
+        rows = trial_rows(folder, study, sweep.metric)
+        if not args.json:
+            _say(as_text(rows, sweep.metric, sweep.direction))
+            return EXIT_OK
+        status = as_json(folder, rows, sweep.metric, sweep.direction, importance(study))
+        try:
+            print(json.dumps(status), flush=True)
+        except (OSError, ValueError):  # the reader went away: nothing follows any more
+            return EXIT_OK
+        if args.every is None or not (status["running"] or any(r.state == "running" for r in rows)):
+            return EXIT_OK
+        time.sleep(args.every)
 
 
 def _stop(args: argparse.Namespace, folder) -> int:

@@ -6,6 +6,7 @@ Layout::
     <sweeps dir>/<YYYYmmdd-HHMMSS>-<name>/
         sweep.json       the sweep file, validated, as started
         study.json       where the Optuna study is (storage URL, study name) and when the sweep started
+        sweep.log        a detached sweep's lines (``sweep --detach``, ``sweep resume --detach``)
         study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
         trials.json      trial number -> its run directory, process, device (written at each change)
         trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
@@ -16,7 +17,6 @@ Layout::
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -26,26 +26,13 @@ from gui_app.core.config_json import ConfigError
 from gui_app.core.events import decode_line
 from gui_app.core.run_lock import RunInUse, RunLock, holder
 from gui_app.core.rundir import new_folder
-from gui_app.core.sweep_config import SweepConfig
+from gui_app.core.sweep_config import SWEEP_FILE, SweepConfig
 
-SWEEP_FILE = "sweep.json"
 STUDY_FILE = "study.json"
 TRIALS_FILE = "trials.json"
 TRIALS_DIR = "trials"
 RUNS_DIR = "runs"
 STOP_FILE = "stop"
-SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
-
-
-def default_sweeps_dir() -> Path:
-    """``$REPLICA_STUDIO_SWEEPS_DIR`` if set, else ``sweeps`` in the user data folder."""
-    env = os.environ.get(SWEEPS_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("replica-studio", appauthor=False)) / "sweeps"
-
 
 @dataclass
 class TrialRecord:

@@ -52,8 +52,8 @@ class WindowActions:
                          pixmap.SP_MediaPause)
         self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
         self.checkpoint = act("Save a &checkpoint now", "Ctrl+K", "Write a checkpoint without stopping")
-        self.notify = act("&Notify when a run ends", tip="A desktop notification when a run completes, stops or "
-                          "fails while the window is not the active one")
+        self.notify = act("&Notify when a run or sweep ends", tip="A desktop notification when a run or a sweep "
+                          "completes, stops or fails while the window is not the active one")
         self.notify.setCheckable(True)
         self.resume_run = act("&Resume selected run", "Ctrl+Shift+R",
                               "Continue the stopped or interrupted run selected in the run list",
@@ -68,6 +68,9 @@ class WindowActions:
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
         # The Tools menu, one entry per tool (gui_app.ui.window.tool_actions.TOOLS).
         self.tools = {tool.key: act(tool.label, tip=tool.tip) for tool in self._tools}
+        self.new_sweep = act("New s&weep…", tip="Train many runs of the configuration on the forms with the settings "
+                             "you choose varied, and keep the best (Optuna)")
+        self.open_sweep = act("Open swee&p…", tip="Follow a sweep's trials, charts and best run")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -95,7 +98,10 @@ class WindowActions:
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))
-        bar.addMenu("&Tools").addActions(list(self.tools.values()))
+        tools_menu = bar.addMenu("&Tools")
+        tools_menu.addActions(list(self.tools.values()))
+        tools_menu.addSeparator()
+        tools_menu.addActions([self.new_sweep, self.open_sweep])
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])
@@ -139,6 +145,7 @@ class WindowActions:
         # benchmark would measure nothing useful).
         for tool in self._tools:
             self.tools[tool.key].setEnabled(idle and (config_valid or not tool.needs_valid_config))
+        self.new_sweep.setEnabled(config_valid)  # the forms are its base; it runs beside the window
         for name, action in self.export.items():
             action.setEnabled(exportable)
             action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"

@@ -11,7 +11,8 @@ the run list, the tab widget, the title and the status bar. The objects with one
 here: ``shown`` (:class:`ShownRun`, draws the run on screen), ``run`` (:class:`RunActions`, train,
 resume, pause, and what a run's end shows), ``models`` (:class:`ModelActions`, the Export menu and
 the Try tab), ``files`` (:class:`FileActions`, open, drop, load, save) and ``tools``
-(:class:`ToolActions`, the Tools menu's dialogs). Every engine process -- training, devices,
+(:class:`ToolActions`, the Tools menu's dialogs), ``sweeps`` (:class:`SweepActions`, New sweep, Open
+sweep and their views). Every engine process -- training, devices,
 inspection, export, prediction -- is built by the same ``engine_command``.
 """
 from __future__ import annotations
@@ -46,6 +47,7 @@ from gui_app.ui.window.run_attach import RunAttach
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.sweep_actions import SweepActions
 from gui_app.ui.window.tool_actions import TOOLS, ToolActions
 from gui_app.ui.window.window_state import IDLE, TABS, WindowState
 from gui_app.ui.workers.supervisor import EngineCommand, RunSupervisor
@@ -80,6 +82,8 @@ class MainWindow(QMainWindow):
         self.tools = ToolActions(self, self.config_panel, engine_command)
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
                                               self.settings.notify_when_run_ends)
+        self.sweeps = SweepActions(self, self.state, forms=self.config_panel, files=self.files, models=self.models,
+                                   notifications=self.notifications, engine_command=engine_command)
         self._build_layout()
         # Elided, not wrapped: "Run failed: <the engine's message>" must not widen the window.
         self.state_label, self.devices_label = ElidedLabel(self.state.status), ElidedLabel("Detecting devices…")
@@ -141,6 +145,8 @@ class MainWindow(QMainWindow):
         a.open_model.triggered.connect(m.try_model_file)
         for tool in TOOLS:
             a.tools[tool.key].triggered.connect(lambda _=False, tool=tool: self.tools.open(tool))
+        a.new_sweep.triggered.connect(self.sweeps.new_sweep)
+        a.open_sweep.triggered.connect(self.sweeps.open_sweep_dialog)
         for fmt, action in a.export.items():
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
         f.recent_changed.connect(self._fill_recent)
@@ -153,7 +159,7 @@ class MainWindow(QMainWindow):
         # The Log tab.
         for source in (r, self.attach, self.shown, m):
             source.note.connect(log.note)
-        for source in (sup, m, self.tools, self.try_tab):
+        for source in (sup, m, self.tools, self.try_tab, self.sweeps):
             source.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)
@@ -253,6 +259,7 @@ class MainWindow(QMainWindow):
         self.save_window_settings()
         self.models.close()
         self.tools.close()
+        self.sweeps.close()
         self.config_panel.inspector.cancel()
         self.config_panel.devices.cancel_detection()
         self.runs.stop_reading()

@@ -1,0 +1,157 @@
+"""Tools -> New sweep: a sweep of the run on the forms (docs/sweeps.md, "In the window").
+
+The forms' configuration is the base; the rows say which settings vary and how; method, metric,
+pruner and budget are the sweep file's. Every change is checked at once by the sweep file's own
+parsing (``SweepConfig.from_dict``: the CLI's one-line errors, naming the key) and Start stays off
+until it passes. Start writes the sweep file and runs ``sweep SWEEP.json --detach``: the sweep is
+a process of its own session, which closing the window leaves running; ``started(sweep_dir)``
+then says where its folder is.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui_app.core.config import RunConfig
+from gui_app.core.config_json import ConfigError
+from gui_app.core.sweep_config import MAX_PARALLEL, MAX_TRIALS, SweepConfig
+from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.sweep.figures import METRICS
+from gui_app.ui.sweep.parameter_table import ParameterTable
+from gui_app.ui.workers.attachment import DetachedStart
+
+METHODS = {"tpe": "TPE (Optuna's default)", "random": "Random", "grid": "Grid"}
+PRUNERS = {"none": "None", "median": "Median", "hyperband": "Hyperband"}
+
+
+def _combo(items: dict[str, str]) -> QComboBox:
+    box = QComboBox()
+    for value, text in items.items():
+        box.addItem(text, value)
+    return box
+
+
+class NewSweepDialog(QDialog):
+    started = Signal(str)  # the new sweep's folder
+    log_line = Signal(str)
+
+    def __init__(self, base: RunConfig, sweeps_dir: Path, engine_command: Callable[..., list[str]],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New sweep")
+        self.base, self.sweeps_dir, self._engine_command = base, Path(sweeps_dir), engine_command
+        self.sweep: SweepConfig | None = None  # what the fields say, when it passes
+        self._job: DetachedStart | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+        intro = QLabel(f"Each trial is a run of the configuration on the forms ({base.dataset.name}, "
+                       f"{base.model.name}) with the settings below varied.", wordWrap=True)
+        self.rows = ParameterTable()
+        self.method_box, self.metric_box, self.pruner_box = _combo(METHODS), _combo(METRICS), _combo(PRUNERS)
+        self.direction_box = _combo({"maximize": "higher is better", "minimize": "lower is better"})
+        self.trials_box = QSpinBox(minimum=1, maximum=MAX_TRIALS, value=8)
+        self.time_limit_box = QSpinBox(minimum=0, maximum=100_000, value=0, suffix=" min", specialValueText="none")
+        self.parallel_box = QSpinBox(minimum=1, maximum=MAX_PARALLEL, value=1)
+        self.parallel_box.setToolTip("Trials that train at once; with NVIDIA GPUs each trial gets one")
+        form = QFormLayout()
+        form.addRow("Search", self.method_box)
+        form.addRow("Metric", self.metric_box)
+        form.addRow("", self.direction_box)
+        form.addRow("Stop poor trials early", self.pruner_box)
+        form.addRow("Trials", self.trials_box)
+        form.addRow("Time budget", self.time_limit_box)
+        form.addRow("Trials at once", self.parallel_box)
+        self.error = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.start_button = QPushButton("Start sweep")
+        self.start_button.setDefault(True)
+        self.start_button.clicked.connect(self.start)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        buttons.addButton(self.start_button, QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.rows, 1)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+
+        self.rows.changed.connect(self.check)
+        self.metric_box.currentIndexChanged.connect(self._metric_changed)
+        for box in (self.method_box, self.pruner_box, self.direction_box):
+            box.currentIndexChanged.connect(self.check)
+        for spin in (self.trials_box, self.time_limit_box, self.parallel_box):
+            spin.valueChanged.connect(self.check)
+        self.rows.add_row()
+        self.resize(860, 520)
+
+    def sweep_dict(self) -> dict[str, Any]:
+        """The sweep file the fields describe."""
+        return {"base": self.base.to_dict(), "parameters": self.rows.parameters(),
+                "metric": self.metric_box.currentData(), "direction": self.direction_box.currentData(),
+                "method": self.method_box.currentData(), "pruner": self.pruner_box.currentData(),
+                "trials": self.trials_box.value(), "parallel": self.parallel_box.value(),
+                "time_limit": self.time_limit_box.value() * 60 or None}
+
+    def check(self) -> SweepConfig | None:
+        """Check the fields as the CLI checks a sweep file; the error (one line) shows under them."""
+        try:
+            self.sweep = SweepConfig.from_dict(self.sweep_dict())
+        except ConfigError as exc:
+            self.sweep = None
+            self.error.setText(str(exc))
+        else:
+            self.error.setText("")
+        self.start_button.setEnabled(self.sweep is not None and self._job is None)
+        return self.sweep
+
+    def _metric_changed(self) -> None:
+        self.direction_box.setCurrentIndex(self.direction_box.findData(
+            "minimize" if self.metric_box.currentData() == "val_loss" else "maximize"))
+        self.check()
+
+    def start(self) -> None:
+        sweep = self.check()
+        if sweep is None or self._job is not None:
+            return
+        self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-sweep-")
+        name = f"{self.base.dataset.name}-{self.base.model.name}"
+        path = Path(self._tmp.name) / f"{name}.json"  # the folder is named after the file
+        path.write_text(sweep.to_json() + "\n", encoding="utf-8")
+        self.start_button.setEnabled(False)
+        self.error.setStyleSheet("")
+        self.error.setText("Starting the sweep…")
+        self._job = DetachedStart(self._engine_command("sweep", str(path), "--detach", "--sweeps-dir",
+                                                       str(self.sweeps_dir)), parent=self)
+        self._job.name = "the sweep"
+        (self._job.on_result(self._on_started).on_failure(self._on_failed).on_log_line(self.log_line)
+            .on_finished(self._on_finished).start())
+
+    def _on_started(self, sweep_dir: str) -> None:
+        self.started.emit(sweep_dir)
+        self.accept()
+
+    def _on_failed(self, message: str) -> None:
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setText(message)
+
+    def _on_finished(self) -> None:
+        self._job = None
+        if self._tmp is not None:
+            self._tmp.cleanup()  # the sweep folder holds its own copy (sweep.json)
+            self._tmp = None
+        self.start_button.setEnabled(self.sweep is not None)
