@@ -338,7 +338,7 @@ def test_the_tools_menu_is_the_list_of_tools(window):
     from gui_app.ui.window.tool_actions import TOOLS
 
     menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Tools")
-    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS]
+    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS] + ["", "&Hosts…"]  # then the hosts
     window.config_panel.training.learning_rate.setText("fast")  # invalid: only tools that need no config
     assert {key: action.isEnabled() for key, action in window.actions.tools.items()} == {
         tool.key: not tool.needs_valid_config for tool in TOOLS}

@@ -66,6 +66,7 @@ class WindowActions:
         self.export = {name: act(f"{spec.label}…") for name, spec in FORMATS.items()}
         # The Tools menu, one entry per tool (gui_app.ui.window.tool_actions.TOOLS).
         self.tools = {tool.key: act(tool.label, tip=tool.tip) for tool in self._tools}
+        self.hosts = act("&Hosts…", tip="The SSH hosts the window can run on: add, change, remove, test the connection")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -93,7 +94,10 @@ class WindowActions:
         self.export_menu = bar.addMenu("&Export")
         self.export_menu.setToolTipsVisible(True)
         self.export_menu.addActions(list(self.export.values()))
-        bar.addMenu("&Tools").addActions(list(self.tools.values()))
+        tools_menu = bar.addMenu("&Tools")
+        tools_menu.addActions(list(self.tools.values()))
+        tools_menu.addSeparator()
+        tools_menu.addAction(self.hosts)
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])

@@ -15,6 +15,15 @@ run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
 
+A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
+system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
+ssh's failures into its exit 2, which a bad run directory also exits with, while here ssh's own
+exit 255 says the connection failed (docs/architecture.md, "OpenSSH facts"), and attach's 1 that
+the run's process is gone. On 255 (or the ssh client killed) the run goes on there, and the
+attachment says "connection to HOST lost, reconnecting…" and attaches again with the same
+back-off, for as long as it takes (a laptop asleep for hours). There is no lock or log to read
+here: the run's end comes from attach there.
+
     event(Event)      every event after line N, decoded once (RunJob)
     log_line(str)     the run's log, the attach process's stderr
     notice(str)       "following the run again…" while it re-attaches; "" once attached again
@@ -35,8 +44,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core.engine_output import complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.hosts import Host
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
+from gui_app.core.ssh import SSH_FAILED, HostError, remote_argv
 from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.run_job import RunJob
 
@@ -44,6 +55,7 @@ DETACHED = "detached"
 DETACHED_REASON = "the run goes on in the background"
 KILLED_MESSAGE = "the engine process crashed or was killed (out of memory?)"
 REATTACHING = "following the run again…"
+CONNECTION_LOST = "connection to {host} lost, reconnecting…"
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
@@ -71,12 +83,15 @@ class Attachment(QObject):
     ended = Signal(str, str)
 
     def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
-                 run_dir: str = "", from_line: int = 0, parent: QObject | None = None) -> None:
+                 run_dir: str = "", from_line: int = 0, host: Host | None = None,
+                 parent: QObject | None = None) -> None:
         """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
         ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
-        run_started (a resume, whose history the window has shown already)."""
+        run_started (a resume, whose history the window has shown already). ``host``: the SSH
+        host the run is on (``run_dir`` is a path there), None for this computer."""
         super().__init__(parent)
         self._engine_command, self._start_command = engine_command, list(start_command)
+        self.host = host
         self.run_dir, self.lines = run_dir, from_line
         self._starter: DetachedStart | None = None
         self._job: RunJob | None = None
@@ -107,7 +122,7 @@ class Attachment(QObject):
 
     # ---- control -------------------------------------------------------------------------------
     def start(self) -> Attachment:
-        if self.run_dir:
+        if self.run_dir and self.host is None:
             self._log.follow(self.run_dir, from_end=True)  # what it logged before is not this window's
         if self._start_command:
             self._starter = (DetachedStart(self._start_command, parent=self)
@@ -145,9 +160,12 @@ class Attachment(QObject):
     def _on_started(self, answer: Any) -> None:
         self._starter = None
         self.run_dir = str(answer).strip()
-        if self.lines < 0:
-            self.lines = last_start_line(self.run_dir)
-        self._log.follow(self.run_dir, from_end=self.lines > 0)
+        if self.host is not None:
+            self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
+        else:
+            if self.lines < 0:
+                self.lines = last_start_line(self.run_dir)
+            self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
 
@@ -160,7 +178,12 @@ class Attachment(QObject):
         if self._done:
             return
         self._from = self.lines
-        self._job = (RunJob(self._engine_command("attach", self.run_dir, "--from", str(self.lines)), parent=self)
+        try:
+            command = self._attach_command()
+        except HostError as exc:  # no folder for ssh's shared connections
+            self._finish("failed", str(exc))
+            return
+        self._job = (RunJob(command, parent=self)
                      .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
                      .start())
         if self._stopping:
@@ -168,6 +191,10 @@ class Attachment(QObject):
         if self._notice:  # a re-attachment: say so once it has held for a moment (or an event came)
             job = self._job
             QTimer.singleShot(1000, self, lambda: self._reattached(job))
+
+    def _attach_command(self) -> list[str]:
+        args = ["attach", self.run_dir, "--from", str(self.lines)]
+        return self._engine_command(*args) if self.host is None else remote_argv(self.host, args)
 
     def _reattached(self, job: RunJob) -> None:
         if job is self._job and job.is_running():
@@ -197,12 +224,16 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
+        elif self.host is not None and job.exit_code not in (SSH_FAILED, None):
+            # attach there ended on its own: the run's process is gone (1), a bad run directory
+            # (2), or no app there (127); its line says which
+            self._finish("interrupted" if self._killed else "failed", message or KILLED_MESSAGE)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
         elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
-            self._say(REATTACHING)
+            self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
             self._retry.start(int(self._delay * 1000))
             self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
@@ -217,7 +248,7 @@ class Attachment(QObject):
         """The run did not stop within the grace period: end its process (here; a run on another
         machine is left to its own stop)."""
         self._killed = True
-        process = live_process(self.run_dir) if self.run_dir else None
+        process = live_process(self.run_dir) if self.run_dir and self.host is None else None
         if process is not None and process.host == socket.gethostname():
             try:
                 os.kill(process.pid, signal.SIGKILL)

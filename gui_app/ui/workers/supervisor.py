@@ -46,6 +46,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signa
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
+from gui_app.core.hosts import Host
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.attachment import Attachment
 
@@ -88,13 +89,16 @@ class RunSupervisor(QObject):
     def is_active(self) -> bool:
         return self._state != IDLE
 
-    def start_train(self, config: RunConfig, runs_dir: str | Path) -> None:
-        """Start ``train`` on ``config``; the engine creates the run directory in ``runs_dir``."""
+    def start_train(self, config: RunConfig, runs_dir: str | Path, host: Host | None = None) -> None:
+        """Start ``train`` on ``config``; the engine creates the run directory in ``runs_dir``,
+        or on ``host`` (``train --host``: the configuration goes over the connection) in the
+        runs folder of its entry (docs/hosts.md)."""
         self._check_idle()
         fd, path = tempfile.mkstemp(prefix="replica-studio-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(config.to_json())
-        self.start(self._engine_command("train", path, "--detach", "--runs-dir", str(runs_dir)), temp_file=path)
+        where = ["--runs-dir", str(runs_dir)] if host is None else ["--host", host.name]
+        self.start(self._engine_command("train", path, "--detach", *where), temp_file=path, host=host)
 
     def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = ()) -> None:
         """Resume a stopped, interrupted or failed run from its last checkpoint; ``overrides`` are
@@ -104,24 +108,27 @@ class RunSupervisor(QObject):
         self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
                    from_line=-1)
 
-    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0) -> None:
+    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
+              host: Host | None = None) -> None:
         """Start a run with ``command``, an engine command that starts it detached and prints its
         run directory, then follow it (``attach``) from line ``from_line`` of its events (-1: from
         the start's own run_started). ``run_dir``: the run's folder when it is known before;
-        ``temp_file``: deleted when the run ends. One run at a time."""
+        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on. One run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line)
+        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line, host)
 
-    def attach(self, run_dir: str | Path, started: RunStarted, from_line: int, paused: bool = False) -> None:
-        """Follow a run that is running already: the window has the first ``from_line`` lines of
-        its events (the history on screen), ``started`` is its run_started, said again."""
+    def attach(self, run_dir: str | Path, started: RunStarted, from_line: int, paused: bool = False,
+               host: Host | None = None) -> None:
+        """Follow a run that is running already (on ``host``, when given): the window has the
+        first ``from_line`` lines of its events (the history on screen), ``started`` is its
+        run_started, said again."""
         self._check_idle()
         self._set_state(STARTING)
         self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start_requested.emit([], str(run_dir), "", from_line)
+        self._worker.start_requested.emit([], str(run_dir), "", from_line, host)
 
     def stop(self) -> None:
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
@@ -190,7 +197,8 @@ class _RunWorker(QObject):
     log_line = Signal(str)
     notice = Signal(str)
 
-    start_requested = Signal(list, str, str, int)  # start command or [], run_dir or "", temporary file, from_line
+    start_requested = Signal(list, str, str, int, object)  # start command or [], run_dir or "", temporary file,
+    # from_line, the Host or None
     control_requested = Signal(str)
     stop_requested = Signal()
     shutdown_requested = Signal()
@@ -215,11 +223,11 @@ class _RunWorker(QObject):
         self.stop_requested.connect(self._on_stop, queued)
         self.shutdown_requested.connect(self._on_shutdown, Qt.ConnectionType.BlockingQueuedConnection)
 
-    @Slot(list, str, str, int)
-    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int) -> None:
+    @Slot(list, str, str, int, object)
+    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
         self._run_dir, self._temp_file, self._pending = run_dir, temp_file, []
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
-                               parent=self)
+                               host=host, parent=self)
         self._job.notice.connect(self.notice)
         self._job.on_result(self._take_event).on_log_line(self.log_line).on_end(self._on_ended).start()
 
