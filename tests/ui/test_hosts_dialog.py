@@ -12,6 +12,8 @@ from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.run_place import THIS_COMPUTER, RunPlace
 
+GPU = "rs-gpu1.invalid"  # never resolves: the run list's reading of its runs fails at once, offline
+
 
 def _dialog(qtbot, fake_engine) -> HostsDialog:
     dialog = HostsDialog(fake_engine)
@@ -70,25 +72,26 @@ def test_the_test_result_says_the_release_and_devices():
         "Connected: replica-studio 0.1.0 there, TensorFlow 2.21.0; 2 GPUs; CPU AMD EPYC, 2 cores")
 
 
-def test_run_on_adds_the_host_to_the_queries_and_is_remembered(qtbot, fake_engine):
-    add_host(Host("gpu1"))
+def test_run_on_adds_the_host_to_the_queries_and_is_remembered(qtbot, fake_engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
+    add_host(Host(GPU))
     place = RunPlace(fake_engine)
     assert place.command("devices", "--json") == fake_engine("devices", "--json")
     with qtbot.waitSignal(place.changed):
-        place.set_host("gpu1")
-    assert place.command("devices", "--json")[-3:] == ["--json", "--host", "gpu1"]
+        place.set_host(GPU)
+    assert place.command("devices", "--json")[-3:] == ["--json", "--host", GPU]
     window = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
-    assert [window.run_on.itemText(i) for i in range(window.run_on.count())] == [THIS_COMPUTER, "gpu1"]
+    assert [window.run_on.itemText(i) for i in range(window.run_on.count())] == [THIS_COMPUTER, GPU]
     window.run_on.setCurrentIndex(1)
     window.run_on.activated.emit(1)
-    assert window.place.name == "gpu1" and load_settings().run_on == "gpu1"
+    assert window.place.name == GPU and load_settings().run_on == GPU
     window.config_panel.devices.cancel_detection()
     window.config_panel.inspector.cancel()
     window.close()
     again = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(again)
-    assert again.place.name == "gpu1" and again.run_on.currentText() == "gpu1"
+    assert again.place.name == GPU and again.run_on.currentText() == GPU
     dialog = again.open_hosts()
     dialog.list.setCurrentRow(0)
     dialog.remove()  # the host goes: the window runs here again

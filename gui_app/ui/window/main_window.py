@@ -25,6 +25,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
@@ -44,6 +45,7 @@ from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
+from gui_app.ui.window.remote_runs import RemoteOpen
 from gui_app.ui.window.run_actions import RunActions
 from gui_app.ui.window.run_attach import RunAttach
 from gui_app.ui.window.run_place import RunOnBox, RunPlace
@@ -70,7 +72,7 @@ class MainWindow(QMainWindow):
         self.dataset_tab, self.training_tab, self.replicas_tab = DatasetTab(), TrainingTab(), ReplicasTab()
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
-        self.runs = RunsPanel(self.state)
+        self.runs = RunsPanel(self.state, host=self.place.host)
         self.progress = RunProgress(self.state)
         self.tabs = QTabWidget()
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
@@ -82,6 +84,7 @@ class MainWindow(QMainWindow):
         self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
                               place=self.place)
         self.attach = RunAttach(self.state, supervisor=self.supervisor, shown=self.shown, runs=self.runs, parent=self)
+        self.remote_open = RemoteOpen(self.state, self.shown, self)
         self.models = ModelActions(self, self.state, self.try_tab, self.settings, engine_command)
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
@@ -159,12 +162,12 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
         f.recent_changed.connect(self._fill_recent)
         # The run list's buttons.
-        self.runs.open_requested.connect(f.open_run)
+        self.runs.open_requested.connect(self.open_run)
         self.runs.overlay_requested.connect(f.overlay_runs)
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.attach, self.shown, m):
+        for source in (r, self.attach, self.shown, m, self.remote_open):
             source.note.connect(log.note)
         for source in (sup, m, self.tools, self.try_tab):
             source.log_line.connect(log.append_line)
@@ -230,10 +233,22 @@ class MainWindow(QMainWindow):
         self.hosts_dialog.open()
         return self.hosts_dialog
 
+    def open_run(self, key: str) -> None:
+        """Open a run of the run list: from its folder here, or replayed from its host."""
+        host_name, run_dir = split_run_key(key)
+        if host_name is None:
+            self.files.open_run(key)
+            return
+        try:
+            self.remote_open.open(find_host(host_name), run_dir)
+        except HostsFileError as exc:
+            self.state.set_status(str(exc))
+
     def _on_place_changed(self) -> None:
-        """Run on another host (or here): its devices and the dataset check come from there."""
+        """Run on another host (or here): its devices, the dataset check and its runs come from there."""
         self.settings.run_on = self.place.name
         save_settings(self.settings)
+        self.runs.set_host(self.place.host)
         self.devices_label.setText(f"Detecting devices on {self.place.name}…" if self.place.name
                                    else "Detecting devices…")
         self.config_panel.place_changed()

@@ -37,6 +37,7 @@ earlier window, or a terminal). :meth:`RunSupervisor.close` lets go of the run: 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -46,7 +47,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signa
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
-from gui_app.core.hosts import Host
+from gui_app.core.hosts import Host, run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.attachment import Attachment
 
@@ -118,14 +119,15 @@ class RunSupervisor(QObject):
         self._set_state(STARTING)
         self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line, host)
 
-    def attach(self, run_dir: str | Path, started: RunStarted, from_line: int, paused: bool = False,
+    def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
                host: Host | None = None) -> None:
         """Follow a run that is running already (on ``host``, when given): the window has the
         first ``from_line`` lines of its events (the history on screen), ``started`` is its
-        run_started, said again."""
+        run_started, said again (None: it comes with the events, from line 0)."""
         self._check_idle()
         self._set_state(STARTING)
-        self._on_run_started(started)
+        if started is not None:
+            self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
         self._worker.start_requested.emit([], str(run_dir), "", from_line, host)
@@ -208,6 +210,7 @@ class _RunWorker(QObject):
         self._engine_command = engine_command
         self.grace_seconds = grace_seconds
         self._job: Attachment | None = None
+        self._host: Host | None = None  # the SSH host of the run followed, if any
         self._run_dir = self._temp_file = ""
         self._pending: list[Event] = []
         # Batches: the first event after a quiet spell goes out as soon as the lines read with it
@@ -225,7 +228,8 @@ class _RunWorker(QObject):
 
     @Slot(list, str, str, int, object)
     def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
-        self._run_dir, self._temp_file, self._pending = run_dir, temp_file, []
+        self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
+        self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
                                host=host, parent=self)
         self._job.notice.connect(self.notice)
@@ -246,8 +250,15 @@ class _RunWorker(QObject):
         if self._job is not None:
             self._job.detach()  # the run goes on; ends the attachment (_on_ended) before it returns
 
+    @staticmethod
+    def _named(run_dir: str, host: Host | None) -> str:
+        """The window's name of the run: its path, or ``HOST:PATH`` for a run on a host."""
+        return run_key(host.name, run_dir) if host is not None else run_dir
+
     def _take_event(self, event: Event) -> None:
         if isinstance(event, (RunStarted, RunFinished)):
+            if self._host is not None and event.run_dir:  # named as the run list names it
+                event = dataclasses.replace(event, run_dir=self._named(event.run_dir, self._host))
             self._run_dir = event.run_dir or self._run_dir
         if isinstance(event, RunStarted):
             self._flush()  # keep order: earlier events, then run_started, then this batch
@@ -281,7 +292,7 @@ class _RunWorker(QObject):
         self._flush_timer.stop()
         job, self._job = self._job, None
         if job is not None:
-            run_dir = job.run_dir
+            run_dir = job.run_dir and self._named(job.run_dir, self._host)
             job.deleteLater()  # after this slot: its jobs' last signals are queued before
             self._run_dir = self._run_dir or run_dir
         if self._temp_file:
