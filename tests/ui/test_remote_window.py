@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from ssh_host import ALIAS
+from ssh_host import ALIAS, ssh_clients
 
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
@@ -36,20 +36,6 @@ def on_host(ssh_host, monkeypatch, tmp_path) -> Host:
     host = Host(ALIAS, command=ssh_host.command, runs_dir=f"~/window-{tmp_path.name}")
     add_host(host)
     return host
-
-
-def _ssh_attach_clients() -> list[int]:
-    """This process's ssh children that run attach (the window's attachment to the run there)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            args = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == os.getpid() and Path(args[0].decode()).name == "ssh" and any(b" attach " in a for a in args):
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_hosts_dialog_tests_the_connection(qtbot, on_host):
@@ -89,7 +75,7 @@ def test_train_there_survives_a_dropped_connection_and_the_window_going_away(qtb
     """Run on the host, Train; the attach's ssh client killed mid-run: "connection to HOST lost,
     reconnecting…", attached again; the window closed (the run goes on), a new one follows it at
     launch from its first event; the run completes with every step once on its charts, the run
-    list shows it with the host, and Open replays it from there."""
+    list shows it with the host, Open replays it from there, and Export copies its model back."""
     window = MainWindow(settings=Settings(run_on=ALIAS))
     qtbot.addWidget(window)
     window.config_panel.set_config(CONFIG, checked=True)
@@ -102,7 +88,7 @@ def test_train_there_survives_a_dropped_connection_and_the_window_going_away(qtb
         key = window.state.active_run
         host_name, run_dir = split_run_key(key)
         assert host_name == ALIAS and Path(run_dir).parent == ssh_host.home / f"window-{tmp_path.name}"
-        (client,) = _ssh_attach_clients()
+        (client,) = ssh_clients(" attach ")
         lost = CONNECTION_LOST.format(host=ALIAS)
         with qtbot.waitSignal(window.supervisor.notice, check_params_cb=lambda text: text == lost, timeout=30_000):
             os.kill(client, signal.SIGKILL)
@@ -129,5 +115,13 @@ def test_train_there_survives_a_dropped_connection_and_the_window_going_away(qtb
         again.open_run(key)
         qtbot.waitUntil(lambda: not again.remote_open.is_reading(), timeout=60_000)
         assert again.state.shown_run == key and _steps_shown(again) == list(range(1, total + 1))
+        again.runs.select(key)
+        assert again.runs.export_button.isEnabled() and not again.runs.resume_button.isEnabled()
+        dialog = again.models.export_model("keras", key)  # written there, copied back here
+        dialog._output.setText(str(tmp_path / "exported" / "model.keras"))
+        with qtbot.waitSignal(dialog.succeeded, timeout=ENGINE_TIMEOUT_S * 1000) as exported:
+            dialog.start()
+        assert exported.args[0].written and (tmp_path / "exported" / "model.keras").is_file()
+        dialog.reject()
     finally:
         again.close()

@@ -21,8 +21,8 @@ the window follows is marked (an icon, a tooltip); another running one can be at
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 
 With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
-``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open and
-attach over ssh, and what needs their files here (export, resume, the folder) is disabled. A host
+``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach
+and export over ssh, and what needs their files here (resume, overlay, the folder) is disabled. A host
 that does not answer is one line beside the buttons, and its rows stay as last read.
 """
 from __future__ import annotations
@@ -312,8 +312,9 @@ class RunsPanel(QWidget):
         resumable = bool(info and self._resumable.get(paths[0])) and not self.is_running(paths[0])
         # A run stopped early exports its last checkpoint (replica-studio export restores it).
         active = bool(info) and str(info.path) == self._state.active_run
-        self.export_button.setEnabled(here and bool(info and (info.has_model or not active
-                                                              and has_checkpoint(info.path))))
+        # A host's run exports its model there, copied back (its checkpoints are not looked at from here).
+        self.export_button.setEnabled(bool(info and (info.has_model or here and not active
+                                                     and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
