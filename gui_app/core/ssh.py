@@ -40,6 +40,7 @@ from gui_app.identity import APP_ID
 SSH_CONFIG_ENV = "REPLICA_STUDIO_SSH_CONFIG"
 PERSIST = "10m"  # a shared connection outlives its last use by this long
 SSH_FAILED = 255  # ssh's own exit code for its failures; any other code is the remote command's
+CONNECT_TIMEOUT_S = 20  # ssh gives up connecting after this long (exit 255)
 # A socket path must fit in sun_path: 104 bytes on macOS (108 on Linux). ssh names the socket
 # %C (40 hex digits) and binds it first under a temporary name 17 characters longer.
 _SOCKET_PATH_MAX = 104
@@ -89,7 +90,7 @@ def ssh_options(host: Host) -> list[str]:
     options = []
     if os.environ.get(SSH_CONFIG_ENV):
         options += ["-F", os.environ[SSH_CONFIG_ENV]]
-    options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "ServerAliveInterval=15"]
+    options += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=15"]
     if os.name == "posix":  # OpenSSH for Windows cannot share connections
         options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
                     "-o", f"ControlPath={control_dir()}/%C"]

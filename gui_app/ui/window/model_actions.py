@@ -51,7 +51,8 @@ class ModelActions(QObject):
         command = self._engine_command if host_name is None else (
             lambda *args: self._engine_command(*args, "--host", host_name))  # written there, copied back here
         dialog = ExportDialog(there, fmt, self._window, folder=folder if folder and Path(folder).is_dir() else None,
-                              engine_command=command)
+                              # the run list offers a host's run only with its trained model
+                              engine_command=command, trained=None if host_name is None else True)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.succeeded.connect(self._on_exported)
         dialog.log_line.connect(self.log_line)

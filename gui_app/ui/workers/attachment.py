@@ -47,7 +47,7 @@ from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
-from gui_app.core.ssh import SSH_FAILED, HostError, remote_argv
+from gui_app.core.ssh import CONNECT_TIMEOUT_S, SSH_FAILED, HostError, remote_argv
 from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.run_job import RunJob
 
@@ -190,7 +190,11 @@ class Attachment(QObject):
             self._job.send("stop")  # again: the word may have gone with the last attachment
         if self._notice:  # a re-attachment: say so once it has held for a moment (or an event came)
             job = self._job
-            QTimer.singleShot(1000, self, lambda: self._reattached(job))
+            # An ssh that is still connecting (the network is down) runs too: it has held once it
+            # outlived ssh's connect timeout. Measured: an outage of 75 s was otherwise reported
+            # over at the first retry, one second into its 20 s connect.
+            held_ms = 1000 if self.host is None else (CONNECT_TIMEOUT_S + 5) * 1000
+            QTimer.singleShot(held_ms, self, lambda: self._reattached(job))
 
     def _attach_command(self) -> list[str]:
         args = ["attach", self.run_dir, "--from", str(self.lines)]
@@ -208,7 +212,9 @@ class Attachment(QObject):
 
     def _on_event(self, event: Event) -> None:
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
-        self._say("")
+        if self._notice:  # attached again: its first event says so
+            self._delay = BACKOFF_FIRST_S
+            self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
         self.event.emit(event)
