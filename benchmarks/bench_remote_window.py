@@ -135,6 +135,7 @@ def one_run(config: RunConfig, run_on: str | None, outage_s: float | None) -> di
                     _link("up")
                 up = time.time()
             else:
+                _wait(lambda: bool(ssh_clients(" attach ")), 30)
                 up = time.time()
                 for pid in ssh_clients(" attach "):
                     os.kill(pid, signal.SIGKILL)
@@ -148,7 +149,7 @@ def one_run(config: RunConfig, run_on: str | None, outage_s: float | None) -> di
         result.update(status=ended[0] if ended else "timeout", steps=len(steps),
                       once=steps == list(range(1, len(steps) + 1)))
         if outage_s is None:
-            ordered, came = sorted(_latencies), sorted(transit)
+            ordered, came = sorted(_latencies) or [float("nan")], sorted(transit) or [float("nan")]
             result.update(p99_ms=1000 * _p99(ordered), median_ms=1000 * statistics.median(ordered),
                           points=len(ordered), transit_p99_ms=1000 * _p99(came),
                           transit_median_ms=1000 * statistics.median(came))
@@ -164,6 +165,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--outages", default="20,75", help="seconds the link stays down, one run each")
+    parser.add_argument("--cases", default="here,ssh,killed,link", help="which of here, ssh, killed, link to run")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
@@ -173,6 +175,7 @@ def main() -> None:
     outages = [float(s) for s in args.outages.split(",") if s]
     cases = [("here", None, None), ("ssh", ALIAS, None), ("killed", ALIAS, 0.0),
              *((f"link down {s:g} s", ALIAS, s) for s in outages)]
+    cases = [case for case in cases if case[0].split()[0] in args.cases.split(",")]
     rows: dict[str, list] = {name: [] for name, _, _ in cases}
     with running_host() as host, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -186,10 +189,8 @@ def main() -> None:
                 print(json.dumps({"case": name, **result}), flush=True)
                 rows[name].append(result)
     figures = [
-        common.figure("emit -> chart point p99, this computer", [r["p99_ms"] for r in rows["here"]], 100, "lower",
-                      "ms", CMD),
-        common.figure("emit -> chart point p99, over ssh (namespace host)", [r["p99_ms"] for r in rows["ssh"]], 100,
-                      "lower", "ms", CMD),
+        *(common.figure(f"emit -> chart point p99, {name}", [r["p99_ms"] for r in rows[name]], 100, "lower", "ms",
+                        CMD) for name, _, outage in cases if outage is None),
         *(common.figure(f"next step on the charts after: {name}" if name == "killed" else
                         f"re-attach after the link comes back ({name})",
                         [r["reattach_s"] for r in rows[name] if r.get("reattach_s") is not None] or [float("inf")],
