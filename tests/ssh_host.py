@@ -211,6 +211,22 @@ class SshHost:
                                 "unused"], capture_output=True, timeout=30)
 
 
+def ssh_clients(word: str, parent: int | None = None) -> list[int]:
+    """The ``ssh`` processes started by ``parent`` (default: this process) whose command line
+    holds ``word`` (e.g. ``" attach "``: a window's attachment to a run there)."""
+    parent = os.getpid() if parent is None else parent
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            args = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and Path(args[0].decode()).name == "ssh" and any(word.encode() in a for a in args):
+            found.append(int(stat.parent.name))
+    return found
+
+
 def _skip_unless_possible() -> None:
     if sys.platform != "linux" or os.geteuid() != 0:
         pytest.skip("a real SSH host needs Linux and root (a network namespace, a user, sshd)")

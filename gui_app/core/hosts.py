@@ -117,6 +117,20 @@ def remove_host(name: str, path: str | Path | None = None) -> Host:
     return host
 
 
+def run_key(host_name: str, run_dir: str) -> str:
+    """How the window names a run on a host: ``HOST:RUN_DIR`` (scp's notation). A run here is
+    named by its absolute path, so the two never collide."""
+    return f"{host_name}:{run_dir}"
+
+
+def split_run_key(key: str) -> tuple[str | None, str]:
+    """(host name, run directory there) of a :func:`run_key`; (None, path) of a run here."""
+    if key.startswith("/"):
+        return None, key
+    host, _, run_dir = key.partition(":")
+    return (host, run_dir) if host and run_dir.startswith("/") else (None, key)
+
+
 def find_host(name: str, path: str | Path | None = None) -> Host:
     """The stored host of that name, else ``name`` as ssh takes it with the defaults: a host
     that ssh reaches needs no entry unless its command or runs folder differ."""

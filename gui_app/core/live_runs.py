@@ -79,7 +79,9 @@ class LiveRun:
         return {"run_dir": str(info.path), "name": info.name, "status": self.status, "step": info.step,
                 "total_steps": info.total_steps, "started": info.started, "test_accuracy": info.test_accuracy,
                 "message": info.message, "pid": process.pid if process else None,
-                "host": process.host if process else None, "detached": process.detached if process else None}
+                "host": process.host if process else None, "detached": process.detached if process else None,
+                "config": info.config.to_dict() if info.config else None, "has_model": info.has_model,
+                "resumable": info.resumable}
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:

@@ -40,6 +40,12 @@ from gui_app.identity import APP_ID
 SSH_CONFIG_ENV = "REPLICA_STUDIO_SSH_CONFIG"
 PERSIST = "10m"  # a shared connection outlives its last use by this long
 SSH_FAILED = 255  # ssh's own exit code for its failures; any other code is the remote command's
+CONNECT_TIMEOUT_S = 20  # ssh gives up connecting after this long (exit 255)
+# ... and when connecting again to follow a run (the window's re-attachment): Linux spaces a
+# connect's SYNs 1, 2, 4, 8 s apart, so in a 20 s attempt the link's return waited up to 8 s for
+# the next one (measured: 8-11 s from "link up" to attached after a 75 s outage); attempts of 5 s
+# one after another keep them at most 2 s apart.
+RECONNECT_TIMEOUT_S = 5
 # A socket path must fit in sun_path: 104 bytes on macOS (108 on Linux). ssh names the socket
 # %C (40 hex digits) and binds it first under a temporary name 17 characters longer.
 _SOCKET_PATH_MAX = 104
@@ -84,12 +90,12 @@ def control_dir() -> Path:
                     "(set XDG_RUNTIME_DIR to a short folder)")
 
 
-def ssh_options(host: Host) -> list[str]:
+def ssh_options(host: Host, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
     """The options ``ssh`` and ``scp`` share for ``host``."""
     options = []
     if os.environ.get(SSH_CONFIG_ENV):
         options += ["-F", os.environ[SSH_CONFIG_ENV]]
-    options += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "ServerAliveInterval=15"]
+    options += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", "-o", "ServerAliveInterval=15"]
     if os.name == "posix":  # OpenSSH for Windows cannot share connections
         options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
                     "-o", f"ControlPath={control_dir()}/%C"]
@@ -98,8 +104,8 @@ def ssh_options(host: Host) -> list[str]:
     return options
 
 
-def ssh_argv(host: Host, shell_command: str) -> list[str]:
-    return ["ssh", *ssh_options(host), "--", host.name, shell_command]
+def ssh_argv(host: Host, shell_command: str, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
+    return ["ssh", *ssh_options(host, connect_timeout), "--", host.name, shell_command]
 
 
 def _quote(arg: str | StdinFile) -> str:
@@ -131,11 +137,11 @@ def shell_command(host: Host, app_args: Sequence[str | StdinFile], ends_with_inp
     return _READ_STDIN_FILE + command if any(arg is STDIN_FILE for arg in app_args) else command
 
 
-def remote_argv(host: Host, app_args: Sequence[str | StdinFile]) -> list[str]:
+def remote_argv(host: Host, app_args: Sequence[str | StdinFile], connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
     """The ssh command line that runs the app with ``app_args`` on ``host`` (its stdout, stderr
     and exit code are the app's; 255 is ssh's own failure). With :data:`STDIN_FILE` among the
     arguments, write :func:`config_line` to its stdin first."""
-    return ssh_argv(host, shell_command(host, app_args))
+    return ssh_argv(host, shell_command(host, app_args), connect_timeout)
 
 
 def config_line(path: str | Path) -> bytes:

@@ -39,6 +39,7 @@ class Settings:
     last_open_dir: str | None = None  # where file dialogs start
     last_export_dir: str | None = None  # where the export dialog proposes to save
     notify_when_run_ends: bool = True  # a desktop notification while the window is not the active one
+    run_on: str | None = None  # the SSH host of hosts.json the window's jobs run on; None: this computer
 
     def add_recent_run(self, run_dir: str | Path) -> None:
         path = str(Path(run_dir))

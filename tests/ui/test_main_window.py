@@ -338,8 +338,9 @@ def test_the_tools_menu_is_the_list_of_tools(window):
     from gui_app.ui.window.tool_actions import TOOLS
 
     menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Tools")
-    # The tools, then the sweeps (gui_app/ui/window/sweep_actions.py).
-    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS] + ["", "New s&weep…", "Open swee&p…"]
+    # The tools, then the sweeps (gui_app/ui/window/sweep_actions.py), then the hosts.
+    assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS] + [
+        "", "New s&weep…", "&Open sweep…", "", "&Hosts…"]
     assert window.actions.new_sweep.isEnabled()
     window.config_panel.training.learning_rate.setText("fast")  # invalid: only tools that need no config
     assert {key: action.isEnabled() for key, action in window.actions.tools.items()} == {

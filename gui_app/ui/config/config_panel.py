@@ -212,6 +212,15 @@ class ConfigPanel(QScrollArea):
     def start_detection(self) -> None:
         self.devices.start_detection(self._engine_command)
 
+    def place_changed(self) -> None:
+        """The engine commands run elsewhere now (Run on: another SSH host, or this computer):
+        the devices there are detected, and the dataset and model checked there again (its
+        paths are the host's)."""
+        self._checks = {KNOWN_GOOD: ""}
+        self.start_detection()
+        self.inspector.retry()
+        self._update_blocker()
+
     def set_locked(self, locked: bool) -> None:
         """No edits while a run uses this configuration."""
         self.widget().setEnabled(not locked)

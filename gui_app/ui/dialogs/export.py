@@ -51,7 +51,10 @@ class ExportDialog(JobDialog):
     cancel_grace_s = 10.0  # SIGTERM unwinds at the next Python line; a converter call may take a while
 
     def __init__(self, run_dir: str | Path, fmt: str = "keras", parent: QWidget | None = None,
-                 folder: str | Path | None = None, engine_command: Callable[..., list[str]] = app_command) -> None:
+                 folder: str | Path | None = None, engine_command: Callable[..., list[str]] = app_command,
+                 trained: bool | None = None) -> None:
+        """``trained``: whether the run has its trained model (None: look for it in ``run_dir``;
+        a run on an SSH host says it from its host)."""
         super().__init__(parent, engine_command, run_label="Export")
         self._run_dir = Path(run_dir)
         self._result: ExportResult | None = None
@@ -78,7 +81,8 @@ class ExportDialog(JobDialog):
         form.addRow("Save to", path_row)
         form.addRow("Parity check", self._check)
         self._inputs = (self._format, self._output, browse, self._check)
-        what = ("the trained model" if (self._run_dir / MODEL_FILE).is_file()
+        trained = (self._run_dir / MODEL_FILE).is_file() if trained is None else trained
+        what = ("the trained model" if trained
                 else "the last checkpoint (the run stopped before its end)")
         self.form_area.addWidget(QLabel(f"Export {what} of run <b>{html.escape(self._run_dir.name)}</b>. "
                                         f"Every format returns class probabilities.", wordWrap=True))

@@ -70,7 +70,8 @@ class WindowActions:
         self.tools = {tool.key: act(tool.label, tip=tool.tip) for tool in self._tools}
         self.new_sweep = act("New s&weep…", tip="Train many runs of the configuration on the forms with the settings "
                              "you choose varied, and keep the best (Optuna)")
-        self.open_sweep = act("Open swee&p…", tip="Follow a sweep's trials, charts and best run")
+        self.open_sweep = act("&Open sweep…", tip="Follow a sweep's trials, charts and best run")
+        self.hosts = act("&Hosts…", tip="The SSH hosts the window can run on: add, change, remove, test the connection")
         self.getting_started = act("&Getting started", QKeySequence.StandardKey.HelpContents,
                                    "What each panel does, where runs are stored, TensorBoard")
         self.about = act("&About Replica Studio")
@@ -102,6 +103,8 @@ class WindowActions:
         tools_menu.addActions(list(self.tools.values()))
         tools_menu.addSeparator()
         tools_menu.addActions([self.new_sweep, self.open_sweep])
+        tools_menu.addSeparator()
+        tools_menu.addAction(self.hosts)
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.tabs)
         bar.addMenu("&Help").addActions([self.getting_started, self.about])

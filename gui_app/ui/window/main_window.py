@@ -13,7 +13,9 @@ resume, pause, and what a run's end shows), ``models`` (:class:`ModelActions`, t
 the Try tab), ``files`` (:class:`FileActions`, open, drop, load, save) and ``tools``
 (:class:`ToolActions`, the Tools menu's dialogs), ``sweeps`` (:class:`SweepActions`, New sweep, Open
 sweep and their views). Every engine process -- training, devices,
-inspection, export, prediction -- is built by the same ``engine_command``.
+inspection, export, prediction -- is built by the same ``engine_command``; ``place``
+(:class:`RunPlace`, the toolbar's "Run on" list) adds ``--host`` to training, devices and
+inspection when they run on an SSH host.
 """
 from __future__ import annotations
 
@@ -21,14 +23,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
 from gui_app.ui.dialogs.close_run import KEEP, STOP, ask_close_during_run
 from gui_app.ui.dialogs.getting_started import GettingStartedDialog
+from gui_app.ui.dialogs.hosts import HostsDialog
 from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.notifications import DesktopNotifier, RunNotifications
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
@@ -42,8 +46,10 @@ from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.model_actions import ModelActions
+from gui_app.ui.window.remote_runs import RemoteOpen
 from gui_app.ui.window.run_actions import RunActions
 from gui_app.ui.window.run_attach import RunAttach
+from gui_app.ui.window.run_place import RunOnBox, RunPlace
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
@@ -61,11 +67,14 @@ class MainWindow(QMainWindow):
         self.settings = settings or load_settings()
         self.supervisor = RunSupervisor(engine_command, grace_seconds=self.settings.stop_grace_seconds, parent=self)
         self.state = WindowState(self.supervisor, resolve_runs_dir(self.settings, runs_dir), self)
-        self.config_panel = ConfigPanel(engine_command)
+        self.place = RunPlace(engine_command, self.settings.run_on, self)
+        self._engine_command = engine_command
+        self.hosts_dialog: HostsDialog | None = None
+        self.config_panel = ConfigPanel(self.place.command)
         self.dataset_tab, self.training_tab, self.replicas_tab = DatasetTab(), TrainingTab(), ReplicasTab()
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
-        self.runs = RunsPanel(self.state)
+        self.runs = RunsPanel(self.state, host=self.place.host)
         self.progress = RunProgress(self.state)
         self.tabs = QTabWidget()
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
@@ -74,8 +83,10 @@ class MainWindow(QMainWindow):
         self.actions = WindowActions(self, self.state, TOOLS)
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self)
-        self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown)
+        self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
+                              place=self.place)
         self.attach = RunAttach(self.state, supervisor=self.supervisor, shown=self.shown, runs=self.runs, parent=self)
+        self.remote_open = RemoteOpen(self.state, self.shown, self)
         self.models = ModelActions(self, self.state, self.try_tab, self.settings, engine_command)
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
@@ -109,6 +120,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
+        self.run_on = RunOnBox(self.place)
+        self.actions.toolbar.addSeparator()
+        self.actions.toolbar.addWidget(QLabel(" Run on "))
+        self.actions.toolbar.addWidget(self.run_on)
 
     def _connect(self) -> None:
         a, state, panel, log = self.actions, self.state, self.config_panel, self.log_tab
@@ -118,6 +133,8 @@ class MainWindow(QMainWindow):
         state.tab_changed.connect(lambda tab: self.tabs.setCurrentIndex(TABS.index(tab)))
         self.tabs.currentChanged.connect(lambda index: state.set_tab(TABS[index]))
         state.run_state_changed.connect(lambda run_state: panel.set_locked(run_state != IDLE))
+        state.run_state_changed.connect(lambda run_state: self.run_on.setEnabled(run_state == IDLE))
+        self.place.changed.connect(self._on_place_changed)
         state.run_ended.connect(lambda *_: save_settings(self.settings))  # the recent runs, the last config
         state.run_ended.connect(self.notifications.on_run_ended)
         panel.validity_changed.connect(state.set_forms_valid)
@@ -142,6 +159,7 @@ class MainWindow(QMainWindow):
         a.quit.triggered.connect(self.close)
         a.about.triggered.connect(lambda: QMessageBox.about(self, "About Replica Studio", self.about_text()))
         a.getting_started.triggered.connect(lambda: GettingStartedDialog(state.runs_dir, self).open())
+        a.hosts.triggered.connect(self.open_hosts)
         a.open_model.triggered.connect(m.try_model_file)
         for tool in TOOLS:
             a.tools[tool.key].triggered.connect(lambda _=False, tool=tool: self.tools.open(tool))
@@ -151,13 +169,13 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, fmt=fmt: m.export_model(fmt))
         f.recent_changed.connect(self._fill_recent)
         # The run list's buttons.
-        self.runs.open_requested.connect(f.open_run)
+        self.runs.open_requested.connect(self.open_run)
         self.runs.overlay_requested.connect(f.overlay_runs)
         self.runs.compare_requested.connect(f.compare_runs)
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.attach, self.shown, m):
+        for source in (r, self.attach, self.shown, m, self.remote_open):
             source.note.connect(log.note)
         for source in (sup, m, self.tools, self.try_tab, self.sweeps):
             source.log_line.connect(log.append_line)
@@ -214,6 +232,35 @@ class MainWindow(QMainWindow):
         if config is not None:
             self.settings.last_config, self.settings.last_config_checked = config.to_dict(), True
 
+    def open_hosts(self) -> HostsDialog:
+        """Tools -> Hosts…: window-modal, not blocking; the Run on list follows what it saves."""
+        self.hosts_dialog = HostsDialog(self._engine_command, self)
+        self.hosts_dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.hosts_dialog.changed.connect(self.run_on.refill)
+        self.hosts_dialog.destroyed.connect(lambda: setattr(self, "hosts_dialog", None))
+        self.hosts_dialog.open()
+        return self.hosts_dialog
+
+    def open_run(self, key: str) -> None:
+        """Open a run of the run list: from its folder here, or replayed from its host."""
+        host_name, run_dir = split_run_key(key)
+        if host_name is None:
+            self.files.open_run(key)
+            return
+        try:
+            self.remote_open.open(find_host(host_name), run_dir)
+        except HostsFileError as exc:
+            self.state.set_status(str(exc))
+
+    def _on_place_changed(self) -> None:
+        """Run on another host (or here): its devices, the dataset check and its runs come from there."""
+        self.settings.run_on = self.place.name
+        save_settings(self.settings)
+        self.runs.set_host(self.place.host)
+        self.devices_label.setText(f"Detecting devices on {self.place.name}…" if self.place.name
+                                   else "Detecting devices…")
+        self.config_panel.place_changed()
+
     def _set_notify(self, on: bool) -> None:
         self.settings.notify_when_run_ends = self.notifications.enabled = on
         save_settings(self.settings)
@@ -221,6 +268,8 @@ class MainWindow(QMainWindow):
     def _on_detection_failed(self, message: str) -> None:
         self.devices_label.setText("Device detection failed")
         self.log_tab.note(f"Device detection failed: {message}")
+        if self.place.host is not None:  # the host's problem (shown on the Devices section), not this computer's
+            return
         # The engine could not start TensorFlow, so nothing can train: say so at once (after
         # this slot returns, as the dialog runs its own event loop).
         QTimer.singleShot(0, lambda: show_tensorflow_unavailable(message, self))

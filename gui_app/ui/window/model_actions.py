@@ -2,7 +2,9 @@
 
 The contract: it follows the window's state -- the run on screen and the tab on show -- and owns
 the export dialogs it opens and the Try tab's model choice. The Export menu exports the run on
-screen when it has a model or a checkpoint (``WindowState.export_run``); the Try tab tries the
+screen when it has a model or a checkpoint (``WindowState.export_run``), and the run list exports
+a run of an SSH host too (``HOST:RUN_DIR``: ``export --host``, the files copied back here); the
+Try tab tries the
 model run (the run on screen, when it has a ``model.keras``: ``WindowState.model_run``), and
 starts its ``predict --serve`` engine process only when the tab is shown (a TensorFlow start
 nobody who never opens the tab should pay for); a model the user opened in the Try tab stays
@@ -18,6 +20,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QWidget
 
 from gui_app.core.export_result import ExportResult
+from gui_app.core.hosts import split_run_key
 from gui_app.ui.dialogs.export import ExportDialog
 from gui_app.ui.settings import Settings
 from gui_app.ui.tabs.try_model import TryTab
@@ -44,8 +47,12 @@ class ModelActions(QObject):
         if run_dir is None:
             return None
         folder = self._settings.last_export_dir
-        dialog = ExportDialog(run_dir, fmt, self._window, folder=folder if folder and Path(folder).is_dir() else None,
-                              engine_command=self._engine_command)
+        host_name, there = split_run_key(run_dir)
+        command = self._engine_command if host_name is None else (
+            lambda *args: self._engine_command(*args, "--host", host_name))  # written there, copied back here
+        dialog = ExportDialog(there, fmt, self._window, folder=folder if folder and Path(folder).is_dir() else None,
+                              # the run list offers a host's run only with its trained model
+                              engine_command=command, trained=None if host_name is None else True)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.succeeded.connect(self._on_exported)
         dialog.log_line.connect(self.log_line)

@@ -21,6 +21,7 @@ from gui_app.core.events import Error, Event, RunStarted, Step
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.window.run_place import RunPlace
 from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import EVALUATION, PAUSED, STATE_TEXT, TRAINING, WindowState
@@ -31,9 +32,10 @@ class RunActions(QObject):
     note = Signal(str)
 
     def __init__(self, window: QWidget, state: WindowState, *, supervisor: RunSupervisor, forms: ConfigPanel,
-                 shown: ShownRun) -> None:
+                 shown: ShownRun, place: RunPlace | None = None) -> None:
         super().__init__(window)
         self._window, self._state, self._supervisor, self._forms, self._shown = window, state, supervisor, forms, shown
+        self._place = place  # where Train starts the run (None: this computer)
         self.failure_box: QMessageBox | None = None
         self.resume_dialog: ResumeDialog | None = None
         self.closing = False  # the run is being stopped so that the window can close
@@ -56,9 +58,11 @@ class RunActions(QObject):
 
     def _start_training(self, config: RunConfig) -> None:
         self._shown.clear()
-        self.note.emit(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})")
+        host = self._place.host if self._place is not None else None
+        self.note.emit(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})"
+                       + (f" on {host.name}" if host is not None else ""))
         self._defer_background_work()
-        self._supervisor.start_train(config, self._state.runs_dir)
+        self._supervisor.start_train(config, self._state.runs_dir, host=host)
         self._state.set_tab(TRAINING)
 
     def train_at_launch(self) -> None:

@@ -10,6 +10,10 @@ JSON decode on the supervisor's thread and the window's batches (tens of thousan
 a day-long run), where the file read is one fold of the same lines with nothing in between.
 From then on the supervisor follows it as it follows a run it started: Stop, Pause and Continue
 act on it, and the window's run state is the run's.
+
+A run on an SSH host (listed as ``HOST:RUN_DIR``: gui_app.ui.window.remote_runs) has no file
+here: its history comes with ``attach --from 0`` there, through the supervisor, so a window that
+was closed for hours shows the run's charts complete.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.rundir import read_history_so_far
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
@@ -40,6 +45,9 @@ class RunAttach(QObject):
         already or the run has not started (no run_started yet)."""
         if not self._state.is_idle():
             return False
+        host_name, there = split_run_key(run_dir)
+        if host_name is not None:
+            return self._attach_there(host_name, there)
         so_far = read_history_so_far(run_dir)
         started = so_far.history.started
         if started is None:
@@ -47,6 +55,18 @@ class RunAttach(QObject):
         self._shown.show_history(run_dir, so_far.history)
         self.note.emit(f"Following {Path(run_dir).name} (from line {so_far.lines} of its events)")
         self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused)
+        self._state.set_tab(TRAINING)
+        return True
+
+    def _attach_there(self, host_name: str, run_dir: str) -> bool:
+        try:
+            host = find_host(host_name)
+        except HostsFileError as exc:
+            self._state.set_status(str(exc))
+            return False
+        self._shown.clear()
+        self.note.emit(f"Following {Path(run_dir).name} on {host.name} (its events from the first)")
+        self._supervisor.attach(run_dir, None, 0, host=host)
         self._state.set_tab(TRAINING)
         return True
 

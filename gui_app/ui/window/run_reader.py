@@ -13,6 +13,10 @@ plain Python values (``RunInfo``) to the GUI thread through queued signals. Each
 generation number: a newer request (a refresh while a fill runs) makes the worker drop the
 older fill between two runs, and the GUI side ignores batches of any generation but the
 latest, so two fills never interleave in the list.
+
+With a host (the window's Run on host), its runs follow the local ones, read over ssh
+(gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
+(``host_failed``), not an error dialog.
 """
 from __future__ import annotations
 
@@ -22,8 +26,11 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
+from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, read_run, run_dirs
+from gui_app.core.ssh import HostError
+from gui_app.ui.window.remote_runs import read_host_rows
 
 BATCH_RUNS = 200  # rows handed over at most per batch: each batch costs the GUI thread a few ms
 BATCH_SECONDS = 0.1  # ... and at least this often while reading (cold runs read at ~15 ms each)
@@ -57,13 +64,14 @@ class _ReadWorker(QObject):
     counted = Signal(int, int)  # generation, run folders found
     batch = Signal(int, object)  # generation, [read_row(path), ...]
     done = Signal(int)  # generation: every run was read (not emitted for a dropped fill)
+    host_failed = Signal(int, str)  # generation, the line saying why the host's runs cannot be read
 
     def __init__(self, latest: _Latest) -> None:
         super().__init__()
         self._latest = latest
 
-    @Slot(int, str)
-    def read(self, generation: int, runs_dir: str) -> None:
+    @Slot(int, str, object)
+    def read(self, generation: int, runs_dir: str, host: Host | None = None) -> None:
         if generation != self._latest.generation:
             return  # a newer request is queued behind this one
         paths = run_dirs(Path(runs_dir))
@@ -79,6 +87,11 @@ class _ReadWorker(QObject):
                 rows, last = [], time.monotonic()
         if rows:
             self.batch.emit(generation, rows)
+        if host is not None and generation == self._latest.generation:
+            try:
+                self.batch.emit(generation, read_host_rows(host))
+            except HostError as exc:
+                self.host_failed.emit(generation, str(exc))
         self.done.emit(generation)
 
 
@@ -89,7 +102,8 @@ class RunReader(QObject):
     counted = Signal(int)
     batch = Signal(object)
     done = Signal()
-    _requested = Signal(int, str)
+    host_failed = Signal(str)
+    _requested = Signal(int, str, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -107,6 +121,7 @@ class RunReader(QObject):
         self._worker.counted.connect(self._on_counted, queued)
         self._worker.batch.connect(self._on_batch, queued)
         self._worker.done.connect(self._on_done, queued)
+        self._worker.host_failed.connect(self._on_host_failed, queued)
         self._thread.start()
         # Stop the thread before Qt or Python tears anything down. A plain function holding
         # only the thread: it may run while this object is being destroyed.
@@ -115,12 +130,12 @@ class RunReader(QObject):
         if app is not None:
             app.aboutToQuit.connect(self.stop)
 
-    def read(self, runs_dir: str | Path) -> int:
+    def read(self, runs_dir: str | Path, host: Host | None = None) -> int:
         if not self._thread.isRunning():
             return self._latest.generation  # stopped: the window is closing
         self._latest.generation += 1
         self._filling = True
-        self._requested.emit(self._latest.generation, str(runs_dir))
+        self._requested.emit(self._latest.generation, str(runs_dir), host)
         return self._latest.generation
 
     def is_filling(self) -> bool:
@@ -141,6 +156,11 @@ class RunReader(QObject):
     def _on_batch(self, generation: int, rows: list) -> None:
         if generation == self._latest.generation:
             self.batch.emit(rows)
+
+    @Slot(int, str)
+    def _on_host_failed(self, generation: int, line: str) -> None:
+        if generation == self._latest.generation:
+            self.host_failed.emit(line)
 
     @Slot(int)
     def _on_done(self, generation: int) -> None:

@@ -20,6 +20,11 @@ whoever started them; the list reads the folder again every few seconds while on
 the window follows is marked (an icon, a tooltip); another running one can be attached to
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
+
+With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
+``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach
+and export over ssh, and what needs their files here (resume, overlay, the folder) is disabled. A host
+that does not answer is one line beside the buttons, and its rows stay as last read.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.ui.window.run_reader import RunReader
@@ -70,7 +76,7 @@ class RunsPanel(QWidget):
     export_requested = Signal(str)
     filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
 
-    def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
+    def __init__(self, state: WindowState, parent: QWidget | None = None, host: Host | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._drawn_running: str | None = None  # the row last drawn as running (the state's active run)
@@ -83,6 +89,8 @@ class RunsPanel(QWidget):
         self._seen: set[str] = set()  # runs the current fill has read
         self._wanted: set[str] = set()  # selected before their rows arrived (a run that just finished)
         self._read, self._total = 0, None
+        self._host = host  # the Run on host, whose runs are listed too
+        self._host_problem = ""  # why the host's runs could not be read this time
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.tree = QTreeWidget()
@@ -137,6 +145,7 @@ class RunsPanel(QWidget):
         self._reader.counted.connect(self._on_counted)
         self._reader.batch.connect(self._on_batch)
         self._reader.done.connect(self._on_done)
+        self._reader.host_failed.connect(self._on_host_failed)
         self._live_timer = QTimer(self, singleShot=True, interval=LIVE_REFRESH_MS)
         self._live_timer.timeout.connect(self.refresh)
         state.run_state_changed.connect(self._update_buttons)
@@ -155,10 +164,17 @@ class RunsPanel(QWidget):
     # ---- public ----------------------------------------------------------------------
     def refresh(self) -> None:
         """Read the runs folder again, on the reader's thread; the rows change as runs are read."""
-        self._reader.read(self._state.runs_dir)
+        self._reader.read(self._state.runs_dir, self._host)
         if self._reader.is_filling():
             self._seen, self._read, self._total = set(), 0, None
+            self._host_problem = ""
             self._show_reading()
+
+    def set_host(self, host: Host | None) -> None:
+        """List the runs of ``host`` too (the window's Run on host; None: this computer's only)."""
+        if host != self._host:
+            self._host = host
+            self.refresh()
 
     def is_filling(self) -> bool:
         """A refresh is still reading the folder (``filled`` is emitted when it ends)."""
@@ -243,8 +259,13 @@ class RunsPanel(QWidget):
         self._state.set_listed_runs(len(self._items))
         self._update_buttons()
 
+    def _on_host_failed(self, line: str) -> None:
+        self._host_problem = line
+
     def _on_done(self) -> None:
-        gone = [path for path in self._items if path not in self._seen]
+        kept = self._host.name if self._host is not None and self._host_problem else None
+        gone = [path for path in self._items
+                if path not in self._seen and (kept is None or split_run_key(path)[0] != kept)]
         for path in gone:  # deleted or moved away since the last fill
             item = self._items.pop(path)
             self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
@@ -254,7 +275,8 @@ class RunsPanel(QWidget):
         self.tree.setColumnHidden(HOST, not any(self._hosts.values()))
         if any(process is not None for process in self._live.values()):
             self._live_timer.start()
-        self.reading_label.clear()
+        self.reading_label.setText(self._host_problem)
+        self.reading_label.setToolTip(self._host_problem)
         self._state.set_listed_runs(len(self._items))
         self._update_buttons()
         self.filled.emit()
@@ -286,16 +308,19 @@ class RunsPanel(QWidget):
         self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False), self._live.get(p))
                                    for p in paths if p in self._runs])
         one, idle = len(paths) == 1, self._state.is_idle()
+        here = not any(split_run_key(p)[0] for p in paths)  # a host's run has no files here
         self.open_button.setEnabled(one and idle)
-        self.overlay_button.setEnabled(len(paths) == 2 and idle)
-        self.compare_button.setEnabled(len(paths) >= 2)  # it reads their files: a live run can go on
-        self.folder_button.setEnabled(one)
+        self.overlay_button.setEnabled(len(paths) == 2 and idle and here)
+        self.compare_button.setEnabled(len(paths) >= 2 and here)  # it reads their files: a live run can go on
+        self.folder_button.setEnabled(one and here)
         self.attach_button.setEnabled(self._state.attachable_selection() is not None)
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0])) and not self.is_running(paths[0])
         # A run stopped early exports its last checkpoint (replica-studio export restores it).
         active = bool(info) and str(info.path) == self._state.active_run
-        self.export_button.setEnabled(bool(info and (info.has_model or not active and has_checkpoint(info.path))))
+        # A host's run exports its model there, copied back (its checkpoints are not looked at from here).
+        self.export_button.setEnabled(bool(info and (info.has_model or here and not active
+                                                     and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(

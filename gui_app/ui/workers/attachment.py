@@ -15,9 +15,19 @@ run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
 
+A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
+system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
+ssh's failures into its exit 2, which a bad run directory also exits with, while here ssh's own
+exit 255 says the connection failed (docs/architecture.md, "OpenSSH facts"), and attach's 1 that
+the run's process is gone. On 255 (or the ssh client killed) the run goes on there, and the
+attachment says "connection to HOST lost, reconnecting…" and attaches again with the same
+back-off, for as long as it takes (a laptop asleep for hours). There is no lock or log to read
+here: the run's end comes from attach there.
+
     event(Event)      every event after line N, decoded once (RunJob)
     log_line(str)     the run's log, the attach process's stderr
-    notice(str)       "following the run again…" while it re-attaches; "" once attached again
+    notice(str)       "following the run again…" (over ssh: "connection to HOST lost,
+                      reconnecting…") while it re-attaches; "" once attached again
     ended(str, str)   once: the status and message of run_finished; ``failed`` with the run's
                       error line when its process is gone without one, or a start that failed;
                       ``interrupted`` when it had to be killed; ``detached`` when the window let go
@@ -27,6 +37,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -35,8 +46,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core.engine_output import complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.hosts import Host
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
+from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError, remote_argv
 from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.run_job import RunJob
 
@@ -44,6 +57,7 @@ DETACHED = "detached"
 DETACHED_REASON = "the run goes on in the background"
 KILLED_MESSAGE = "the engine process crashed or was killed (out of memory?)"
 REATTACHING = "following the run again…"
+CONNECTION_LOST = "connection to {host} lost, reconnecting…"
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
@@ -71,17 +85,21 @@ class Attachment(QObject):
     ended = Signal(str, str)
 
     def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
-                 run_dir: str = "", from_line: int = 0, parent: QObject | None = None) -> None:
+                 run_dir: str = "", from_line: int = 0, host: Host | None = None,
+                 parent: QObject | None = None) -> None:
         """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
         ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
-        run_started (a resume, whose history the window has shown already)."""
+        run_started (a resume, whose history the window has shown already). ``host``: the SSH
+        host the run is on (``run_dir`` is a path there), None for this computer."""
         super().__init__(parent)
         self._engine_command, self._start_command = engine_command, list(start_command)
+        self.host = host
         self.run_dir, self.lines = run_dir, from_line
         self._starter: DetachedStart | None = None
         self._job: RunJob | None = None
         self._from = 0  # the line the current attach started at
         self._delay = BACKOFF_FIRST_S
+        self._attempt = 0.0  # when the current attach started (time.monotonic)
         self._retry = QTimer(self, singleShot=True)
         self._retry.timeout.connect(self._attach)
         self._kill_timer = QTimer(self, singleShot=True)
@@ -107,7 +125,7 @@ class Attachment(QObject):
 
     # ---- control -------------------------------------------------------------------------------
     def start(self) -> Attachment:
-        if self.run_dir:
+        if self.run_dir and self.host is None:
             self._log.follow(self.run_dir, from_end=True)  # what it logged before is not this window's
         if self._start_command:
             self._starter = (DetachedStart(self._start_command, parent=self)
@@ -145,9 +163,12 @@ class Attachment(QObject):
     def _on_started(self, answer: Any) -> None:
         self._starter = None
         self.run_dir = str(answer).strip()
-        if self.lines < 0:
-            self.lines = last_start_line(self.run_dir)
-        self._log.follow(self.run_dir, from_end=self.lines > 0)
+        if self.host is not None:
+            self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
+        else:
+            if self.lines < 0:
+                self.lines = last_start_line(self.run_dir)
+            self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
 
@@ -160,14 +181,31 @@ class Attachment(QObject):
         if self._done:
             return
         self._from = self.lines
-        self._job = (RunJob(self._engine_command("attach", self.run_dir, "--from", str(self.lines)), parent=self)
+        self._attempt = time.monotonic()
+        try:
+            command = self._attach_command()
+        except HostError as exc:  # no folder for ssh's shared connections
+            self._finish("failed", str(exc))
+            return
+        self._job = (RunJob(command, parent=self)
                      .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
                      .start())
         if self._stopping:
             self._job.send("stop")  # again: the word may have gone with the last attachment
         if self._notice:  # a re-attachment: say so once it has held for a moment (or an event came)
             job = self._job
-            QTimer.singleShot(1000, self, lambda: self._reattached(job))
+            # An ssh that is still connecting (the network is down) runs too: it has held once it
+            # outlived ssh's connect timeout. Measured: an outage of 75 s was otherwise reported
+            # over at the first retry, one second into its connect.
+            held_ms = 1000 if self.host is None else (RECONNECT_TIMEOUT_S + 5) * 1000
+            QTimer.singleShot(held_ms, self, lambda: self._reattached(job))
+
+    def _attach_command(self) -> list[str]:
+        args = ["attach", self.run_dir, "--from", str(self.lines)]
+        if self.host is None:
+            return self._engine_command(*args)
+        # the first attach goes over the connection the start made; connecting again is short attempts
+        return remote_argv(self.host, args, RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
     def _reattached(self, job: RunJob) -> None:
         if job is self._job and job.is_running():
@@ -181,7 +219,9 @@ class Attachment(QObject):
 
     def _on_event(self, event: Event) -> None:
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
-        self._say("")
+        if self._notice:  # attached again: its first event says so
+            self._delay = BACKOFF_FIRST_S
+            self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
         self.event.emit(event)
@@ -197,14 +237,30 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
+        elif self.host is not None and job.exit_code not in (SSH_FAILED, None):
+            # attach there ended on its own: the run's process is gone (1), a bad run directory
+            # (2), or no app there (127); its line says which
+            self._finish("interrupted" if self._killed else "failed", message or KILLED_MESSAGE)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
         elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
-            self._say(REATTACHING)
-            self._retry.start(int(self._delay * 1000))
-            self._delay = min(self._delay * 2, BACKOFF_MAX_S)
+            self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
+            self._retry_later()
+
+    def _retry_later(self) -> None:
+        """Attach again after the back-off. Over ssh it counts from the attempt's start, and grows
+        only when the attempt failed at once (refused, no route): one that hung in ssh's connect
+        while the network was down has waited already, so connects follow one another and one
+        is under way when the link comes back. Measured, 75 s outage: 8.7-11 s from "link up" to
+        attached when the back-off was waited out after each hung attempt."""
+        elapsed = time.monotonic() - self._attempt if self.host is not None else 0.0
+        if elapsed >= self._delay:
+            self._retry.start(0)
+            return
+        self._retry.start(int((self._delay - elapsed) * 1000))
+        self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
@@ -217,7 +273,7 @@ class Attachment(QObject):
         """The run did not stop within the grace period: end its process (here; a run on another
         machine is left to its own stop)."""
         self._killed = True
-        process = live_process(self.run_dir) if self.run_dir else None
+        process = live_process(self.run_dir) if self.run_dir and self.host is None else None
         if process is not None and process.host == socket.gethostname():
             try:
                 os.kill(process.pid, signal.SIGKILL)

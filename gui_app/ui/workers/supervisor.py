@@ -37,6 +37,7 @@ earlier window, or a terminal). :meth:`RunSupervisor.close` lets go of the run: 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -46,6 +47,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signa
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
+from gui_app.core.hosts import Host, run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.attachment import Attachment
 
@@ -88,13 +90,16 @@ class RunSupervisor(QObject):
     def is_active(self) -> bool:
         return self._state != IDLE
 
-    def start_train(self, config: RunConfig, runs_dir: str | Path) -> None:
-        """Start ``train`` on ``config``; the engine creates the run directory in ``runs_dir``."""
+    def start_train(self, config: RunConfig, runs_dir: str | Path, host: Host | None = None) -> None:
+        """Start ``train`` on ``config``; the engine creates the run directory in ``runs_dir``,
+        or on ``host`` (``train --host``: the configuration goes over the connection) in the
+        runs folder of its entry (docs/hosts.md)."""
         self._check_idle()
         fd, path = tempfile.mkstemp(prefix="replica-studio-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(config.to_json())
-        self.start(self._engine_command("train", path, "--detach", "--runs-dir", str(runs_dir)), temp_file=path)
+        where = ["--runs-dir", str(runs_dir)] if host is None else ["--host", host.name]
+        self.start(self._engine_command("train", path, "--detach", *where), temp_file=path, host=host)
 
     def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = ()) -> None:
         """Resume a stopped, interrupted or failed run from its last checkpoint; ``overrides`` are
@@ -104,24 +109,28 @@ class RunSupervisor(QObject):
         self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
                    from_line=-1)
 
-    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0) -> None:
+    def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
+              host: Host | None = None) -> None:
         """Start a run with ``command``, an engine command that starts it detached and prints its
         run directory, then follow it (``attach``) from line ``from_line`` of its events (-1: from
         the start's own run_started). ``run_dir``: the run's folder when it is known before;
-        ``temp_file``: deleted when the run ends. One run at a time."""
+        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on. One run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line)
+        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line, host)
 
-    def attach(self, run_dir: str | Path, started: RunStarted, from_line: int, paused: bool = False) -> None:
-        """Follow a run that is running already: the window has the first ``from_line`` lines of
-        its events (the history on screen), ``started`` is its run_started, said again."""
+    def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
+               host: Host | None = None) -> None:
+        """Follow a run that is running already (on ``host``, when given): the window has the
+        first ``from_line`` lines of its events (the history on screen), ``started`` is its
+        run_started, said again (None: it comes with the events, from line 0)."""
         self._check_idle()
         self._set_state(STARTING)
-        self._on_run_started(started)
+        if started is not None:
+            self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start_requested.emit([], str(run_dir), "", from_line)
+        self._worker.start_requested.emit([], str(run_dir), "", from_line, host)
 
     def stop(self) -> None:
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
@@ -190,7 +199,8 @@ class _RunWorker(QObject):
     log_line = Signal(str)
     notice = Signal(str)
 
-    start_requested = Signal(list, str, str, int)  # start command or [], run_dir or "", temporary file, from_line
+    start_requested = Signal(list, str, str, int, object)  # start command or [], run_dir or "", temporary file,
+    # from_line, the Host or None
     control_requested = Signal(str)
     stop_requested = Signal()
     shutdown_requested = Signal()
@@ -200,6 +210,7 @@ class _RunWorker(QObject):
         self._engine_command = engine_command
         self.grace_seconds = grace_seconds
         self._job: Attachment | None = None
+        self._host: Host | None = None  # the SSH host of the run followed, if any
         self._run_dir = self._temp_file = ""
         self._pending: list[Event] = []
         # Batches: the first event after a quiet spell goes out as soon as the lines read with it
@@ -215,11 +226,12 @@ class _RunWorker(QObject):
         self.stop_requested.connect(self._on_stop, queued)
         self.shutdown_requested.connect(self._on_shutdown, Qt.ConnectionType.BlockingQueuedConnection)
 
-    @Slot(list, str, str, int)
-    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int) -> None:
-        self._run_dir, self._temp_file, self._pending = run_dir, temp_file, []
+    @Slot(list, str, str, int, object)
+    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
+        self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
+        self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
-                               parent=self)
+                               host=host, parent=self)
         self._job.notice.connect(self.notice)
         self._job.on_result(self._take_event).on_log_line(self.log_line).on_end(self._on_ended).start()
 
@@ -238,8 +250,15 @@ class _RunWorker(QObject):
         if self._job is not None:
             self._job.detach()  # the run goes on; ends the attachment (_on_ended) before it returns
 
+    @staticmethod
+    def _named(run_dir: str, host: Host | None) -> str:
+        """The window's name of the run: its path, or ``HOST:PATH`` for a run on a host."""
+        return run_key(host.name, run_dir) if host is not None else run_dir
+
     def _take_event(self, event: Event) -> None:
         if isinstance(event, (RunStarted, RunFinished)):
+            if self._host is not None and event.run_dir:  # named as the run list names it
+                event = dataclasses.replace(event, run_dir=self._named(event.run_dir, self._host))
             self._run_dir = event.run_dir or self._run_dir
         if isinstance(event, RunStarted):
             self._flush()  # keep order: earlier events, then run_started, then this batch
@@ -273,7 +292,7 @@ class _RunWorker(QObject):
         self._flush_timer.stop()
         job, self._job = self._job, None
         if job is not None:
-            run_dir = job.run_dir
+            run_dir = job.run_dir and self._named(job.run_dir, self._host)
             job.deleteLater()  # after this slot: its jobs' last signals are queued before
             self._run_dir = self._run_dir or run_dir
         if self._temp_file:

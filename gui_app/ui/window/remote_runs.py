@@ -1,0 +1,100 @@
+"""The runs of the Run on host in the window: their rows in the run list, Open and Attach.
+
+A host's runs stay on the host (docs/hosts.md). The run list reads them with ``runs --json``
+there (:func:`read_host_rows`, on the list's reader thread, over the shared connection) and keys
+each row ``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's key is its absolute
+path, so the two never collide, and the Host column names the host. Their histories are not
+files here: Open replays the run's events with ``attach RUN_DIR --control none`` there
+(:class:`RemoteOpen`), and Attach follows a running one from line 0 (RunAttach), so its charts
+are complete however long the window was away.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.events import Event
+from gui_app.core.history import RunHistory
+from gui_app.core.hosts import Host, run_key, split_run_key
+from gui_app.core.live_runs import RunProcess
+from gui_app.core.rundir import RunInfo
+from gui_app.core.ssh import HostError, remote_argv, run_shell, shell_command
+from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.window_state import TRAINING, WindowState
+from gui_app.ui.workers.run_job import RunJob
+
+LIST_TIMEOUT_S = 60.0
+
+
+def read_host_rows(host: Host) -> list[tuple[RunInfo, bool, RunProcess | None, str]]:
+    """The run list's rows of ``host``'s runs folder (``runs --json`` there), as
+    gui_app.ui.window.run_reader.read_row gives a local run's; HostError when it cannot be read.
+    Runs on its reader thread: it waits for ssh."""
+    args = ["runs", "--json", *(["--runs-dir", host.runs_dir] if host.runs_dir else [])]
+    text = run_shell(host, shell_command(host, args), timeout=LIST_TIMEOUT_S)
+    try:
+        listed = json.loads(text.strip().splitlines()[-1]) if text.strip() else []
+    except ValueError:
+        raise HostError(f"{host.name}: 'runs --json' there printed no list ({text.strip()[:80]!r})") from None
+    return [_row(host.name, entry) for entry in listed if isinstance(entry, dict) and entry.get("run_dir")]
+
+
+def _row(host_name: str, entry: dict) -> tuple[RunInfo, bool, RunProcess | None, str]:
+    try:
+        config = RunConfig.from_dict(entry["config"]) if entry.get("config") else None
+    except ConfigError:
+        config = None
+    process = (RunProcess(pid=int(entry["pid"]), host=str(entry.get("host") or host_name), command="train",
+                          detached=bool(entry.get("detached")), started=0.0) if entry.get("pid") else None)
+    info = RunInfo(path=Path(run_key(host_name, entry["run_dir"])), config=config,
+                   status=str(entry.get("status") or "new"), started=entry.get("started"),
+                   step=int(entry.get("step") or 0), total_steps=entry.get("total_steps"),
+                   test_accuracy=entry.get("test_accuracy"), message=entry.get("message"),
+                   has_model=bool(entry.get("has_model")))
+    return info, False, process, host_name  # resuming a run there is not offered yet
+
+
+class RemoteOpen(QObject):
+    """Open a run of a host: its events replayed from there, folded into one history, shown."""
+
+    note = Signal(str)
+
+    def __init__(self, state: WindowState, shown: ShownRun, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._state, self._shown = state, shown
+        self._job: RunJob | None = None
+        self._events: list[Event] = []
+
+    def open(self, host: Host, run_dir: str) -> None:
+        if not self._state.is_idle():
+            self._state.set_status("A run is active: stop it before opening another")
+            return
+        if self._job is not None:
+            self._job.discard()
+        self._events = []
+        key = run_key(host.name, run_dir)
+        self._state.set_status(f"Reading {Path(run_dir).name} from {host.name}…")
+        job = RunJob(remote_argv(host, ["attach", run_dir, "--control", "none"]), parent=self)
+        job.on_result(self._events.append).on_end(lambda _status, message: self._show(job, key, message))
+        self._job = job.start()
+
+    def is_reading(self) -> bool:
+        return self._job is not None and self._job.is_running()
+
+    def _show(self, job: RunJob, key: str, message: str) -> None:
+        if job is not self._job:  # replaced by a later Open
+            return
+        events, self._events = self._events, []
+        if not events:
+            self._state.set_status(f"Cannot open {key}: {message}")
+            self.note.emit(f"Cannot open {key}: {message}")
+            return
+        history = RunHistory()
+        history.add(events)
+        history.run_dir = key
+        self._shown.show_history(key, history)
+        self._state.set_tab(TRAINING)
+        self._state.set_status(f"{Path(split_run_key(key)[1]).name} on {split_run_key(key)[0]}")

@@ -1,0 +1,84 @@
+"""RunPlace: where the window's engine jobs run -- this computer, or an SSH host of hosts.json
+(docs/hosts.md) -- and the "Run on" list that chooses it.
+
+With a host chosen, device detection, the dataset and model check and Train run there: their
+engine commands get ``--host HOST`` (:meth:`RunPlace.command`), the run directory is the host's
+and the run is followed over ssh (gui_app.ui.workers.attachment). The choice is kept in the
+settings (``run_on``); a host no longer in hosts.json falls back to this computer. The other
+tools (export, the Try tab, the scaling benchmark) stay on this computer.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QComboBox, QWidget
+
+from gui_app.core.hosts import Host, HostsFileError, load_hosts
+
+THIS_COMPUTER = "This computer"
+
+
+def stored_hosts() -> tuple[dict[str, Host], str]:
+    """The hosts of hosts.json, and "" or the line saying why it cannot be read."""
+    try:
+        return load_hosts(), ""
+    except HostsFileError as exc:
+        return {}, str(exc)
+
+
+class RunPlace(QObject):
+    changed = Signal()  # another host, or this computer
+
+    def __init__(self, engine_command: Callable[..., list[str]], host_name: str | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._engine_command = engine_command
+        self.host: Host | None = stored_hosts()[0].get(host_name) if host_name else None
+
+    @property
+    def name(self) -> str | None:
+        return self.host.name if self.host is not None else None
+
+    def command(self, *args: str) -> list[str]:
+        """The engine command ``args`` where the jobs run (``--host`` takes every query the forms ask)."""
+        return self._engine_command(*args, *(["--host", self.host.name] if self.host is not None else []))
+
+    def set_host(self, name: str | None) -> None:
+        """Run on the host of hosts.json called ``name`` (its entry as stored now), or here (None)."""
+        host = stored_hosts()[0].get(name) if name else None
+        if host != self.host:
+            self.host = host
+            self.changed.emit()
+
+
+class RunOnBox(QComboBox):
+    """The "Run on" list: this computer, then each host of hosts.json, read again whenever it opens."""
+
+    def __init__(self, place: RunPlace, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._place = place
+        self.setToolTip("Where Train, device detection and the dataset check run: this computer, or an SSH host "
+                        "(Tools → Hosts… adds one)")
+        self.refill()
+        self.activated.connect(lambda index: place.set_host(self.itemData(index)))
+        place.changed.connect(self.refill)
+
+    def refill(self) -> None:
+        hosts, problem = stored_hosts()
+        if self._place.name is not None and self._place.name not in hosts:
+            self._place.set_host(None)  # removed from the list: back here (refills again)
+            return
+        self.blockSignals(True)
+        self.clear()
+        self.addItem(THIS_COMPUTER, None)
+        for name in hosts:
+            self.addItem(name, name)
+        self.setCurrentIndex(max(0, self.findData(self._place.name)) if self._place.name else 0)
+        self.blockSignals(False)
+        if problem:
+            self.setToolTip(problem)
+
+    def showPopup(self) -> None:  # noqa: N802 (Qt override)
+        self.refill()  # hosts.json may have changed (the Hosts dialog, the command line)
+        super().showPopup()
