@@ -127,7 +127,7 @@ def test_the_sweep_view_fills_its_table_and_charts(qtbot, fake_engine, tmp_path)
     assert table.rowCount() == 4
     headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
     assert headers == ["Trial", "State", "Learning rate", "Global batch", "Validation accuracy", "Epochs",
-                       "Duration", "Device"]
+                       "Duration", "Runs on"]
     assert [table.item(r, 1).text() for r in range(4)] == ["completed", "pruned", "completed", "completed"]
     assert [table.item(r, 4).text() for r in range(4)] == ["0.9300", "0.3000", "0.9700", "0.7500"]
     assert [table.item(r, 2).text() for r in range(4)] == ["0.001", "0.0001", "0.01", "0.05"]
@@ -195,3 +195,39 @@ def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path, s
     qtbot.waitUntil(lambda: ["sweep", "resume", str(sweep_dir), "--detach"] in _commands(sweep_log), timeout=30_000)
     qtbot.waitUntil(lambda: view.message.text() == "The sweep runs again.", timeout=30_000)
     view.close()
+
+
+def test_new_sweep_runs_trials_on_the_hosts_ticked(qtbot, fake_engine, tmp_path, isolated_dirs):
+    from gui_app.core.hosts import Host, add_host
+
+    add_host(Host("gpu1"), isolated_dirs[0] / "hosts.json")
+    add_host(Host("me@gpu2", port=2222), isolated_dirs[0] / "hosts.json")
+    dialog = NewSweepDialog(RunConfig(), tmp_path / "sweeps", fake_engine)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert list(dialog.places) == ["local", "gpu1", "me@gpu2"]  # this computer, then Tools -> Hosts' list
+    assert dialog.sweep_dict()["hosts"] == ["local"]  # by default: this computer only
+    qtbot.mouseClick(dialog.places["me@gpu2"], Qt.MouseButton.LeftButton)
+    assert dialog.sweep_dict()["hosts"] == ["local", "me@gpu2"] and dialog.start_button.isEnabled()
+    qtbot.mouseClick(dialog.places["local"], Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(dialog.places["me@gpu2"], Qt.MouseButton.LeftButton)
+    assert dialog.error.text().startswith("hosts: must be a non-empty list") and not dialog.start_button.isEnabled()
+
+
+def test_a_trial_on_an_ssh_host_opens_from_there(qtbot, fake_engine, tmp_path):
+    trials = [*TRIALS[:3], Trial(0.05, 64, "completed", (0.60, 0.70, 0.99), host="gpu1")]
+    view = SweepView(str(write_sweep(tmp_path / "sweeps", trials)), fake_engine)
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitUntil(lambda: view.status is not None, timeout=30_000)
+    assert [view.table.item(r, 7).text() for r in range(4)] == ["this machine"] * 3 + ["gpu1"]
+    there = view.status["trials"][3]
+    assert view.best()["number"] == 3
+    assert view.run_dirs() == [t["run_dir"] for t in view.status["trials"][:3]]  # compared and drawn from here
+    with qtbot.waitSignal(view.export_run) as exported:
+        view.export_best()
+    assert exported.args == [f"gpu1:{there['run_dir']}"]  # the window exports it from the host
+    view.table.selectRow(3)
+    with qtbot.waitSignal(view.open_run) as opened:
+        view.open_selected()
+    assert opened.args == [f"gpu1:{there['run_dir']}"]

@@ -5,7 +5,8 @@ pruner and budget are the sweep file's. Every change is checked at once by the s
 parsing (``SweepConfig.from_dict``: the CLI's one-line errors, naming the key) and Start stays off
 until it passes. Start writes the sweep file and runs ``sweep SWEEP.json --detach``: the sweep is
 a process of its own session, which closing the window leaves running; ``started(sweep_dir)``
-then says where its folder is.
+then says where its folder is. "Run trials on" lists this computer and the SSH hosts of Tools ->
+Hosts (core/hosts.py): the sweep spreads its trials over the ones ticked.
 """
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from typing import Any, Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QPushButton,
     QSpinBox,
@@ -28,7 +31,8 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
-from gui_app.core.sweep_config import MAX_PARALLEL, MAX_TRIALS, SweepConfig
+from gui_app.core.hosts import HostsFileError, load_hosts
+from gui_app.core.sweep_config import LOCAL, MAX_PARALLEL, MAX_TRIALS, SweepConfig
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.sweep.figures import METRICS
 from gui_app.ui.sweep.parameter_table import ParameterTable
@@ -75,6 +79,7 @@ class NewSweepDialog(QDialog):
         form.addRow("Trials", self.trials_box)
         form.addRow("Time budget", self.time_limit_box)
         form.addRow("Trials at once", self.parallel_box)
+        form.addRow("Run trials on", self._places_row())
         self.error = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self.error.setStyleSheet(ERROR_STYLE)
         self.start_button = QPushButton("Start sweep")
@@ -96,8 +101,31 @@ class NewSweepDialog(QDialog):
             box.currentIndexChanged.connect(self.check)
         for spin in (self.trials_box, self.time_limit_box, self.parallel_box):
             spin.valueChanged.connect(self.check)
+        for box in self.places.values():
+            box.toggled.connect(self.check)
         self.rows.add_row()
         self.resize(860, 520)
+
+    def _places_row(self) -> QWidget:
+        """A tick for this computer (ticked) and one for each SSH host (Tools -> Hosts)."""
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.places = {LOCAL: QCheckBox("This computer", checked=True)}
+        try:
+            hosts, note = list(load_hosts()), "add SSH hosts with Tools -> Hosts…"
+        except HostsFileError as exc:  # the window's Hosts dialog says what is wrong with the file
+            hosts, note = [], str(exc)
+        for name in hosts:
+            self.places[name] = QCheckBox(name)
+            self.places[name].setToolTip(f"Trials on {name} run there with train --host {name}; their run "
+                                         f"directories stay there")
+        for box in self.places.values():
+            layout.addWidget(box)
+        if not hosts:
+            layout.addWidget(QLabel(note, enabled=False))
+        layout.addStretch(1)
+        return row
 
     def sweep_dict(self) -> dict[str, Any]:
         """The sweep file the fields describe."""
@@ -105,7 +133,8 @@ class NewSweepDialog(QDialog):
                 "metric": self.metric_box.currentData(), "direction": self.direction_box.currentData(),
                 "method": self.method_box.currentData(), "pruner": self.pruner_box.currentData(),
                 "trials": self.trials_box.value(), "parallel": self.parallel_box.value(),
-                "time_limit": self.time_limit_box.value() * 60 or None}
+                "time_limit": self.time_limit_box.value() * 60 or None,
+                "hosts": [name for name, box in self.places.items() if box.isChecked()]}
 
     def check(self) -> SweepConfig | None:
         """Check the fields as the CLI checks a sweep file; the error (one line) shows under them."""

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
+from gui_app.core.hosts import run_key
 from gui_app.core.sweep_config import SWEEP_FILE, SWEEP_LOG, SweepConfig
 from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
@@ -158,7 +159,7 @@ class SweepView(QWidget):
         self.status = status
         self._fill_table(status)
         self.charts.show_status(status, self.sweep.parameters)
-        self.reader.request([t["run_dir"] for t in status["trials"] if t["run_dir"]])
+        self.reader.request(self.run_dirs())
         if self._seen_running and not status["running"]:
             kind, line = outcome(status, self._log_tail())
             self.ended.emit(kind, self.sweep_dir, line)
@@ -190,7 +191,7 @@ class SweepView(QWidget):
     def _fill_table(self, status: dict) -> None:
         keys = [p.key for p in self.sweep.parameters]
         headers = ["Trial", "State", *[label(k) for k in keys], METRICS[status["metric"]], "Epochs", "Duration",
-                   "Device"]
+                   "Runs on"]
         selected = self.selected_trial()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
@@ -201,7 +202,7 @@ class SweepView(QWidget):
         for row, trial in enumerate(status["trials"]):
             cells = [str(trial["number"]), trial["state"], *[value_text(trial["parameters"].get(k, "")) for k in keys],
                      f"{trial['metric']:.4f}" if finite(trial["metric"]) else "", str(trial["epochs"]),
-                     duration_text(trial["duration"]), f"GPU {trial['device']}" if trial["device"] else "this machine"]
+                     duration_text(trial["duration"]), _place(trial)]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, trial["number"])
@@ -224,8 +225,10 @@ class SweepView(QWidget):
         return next((t for t in trials if t["number"] == number), None)
 
     def run_dirs(self) -> list[str]:
-        """The trials' run directories (trials that never started have none)."""
-        return [t["run_dir"] for t in (self.status["trials"] if self.status else []) if t["run_dir"]]
+        """The run directories here of the trials (trials that never started have none; a trial on
+        an SSH host keeps its run there: compared and drawn only from here)."""
+        return [t["run_dir"] for t in (self.status["trials"] if self.status else []) if t["run_dir"]
+                and not t.get("host")]
 
     def best(self) -> dict | None:
         return self.status.get("best") if self.status else None
@@ -233,7 +236,7 @@ class SweepView(QWidget):
     def open_selected(self) -> None:
         trial = self._trial(self.selected_trial())
         if trial and trial["run_dir"]:
-            self.open_run.emit(trial["run_dir"])
+            self.open_run.emit(_run_key(trial))
 
     def best_config(self) -> RunConfig | None:
         best = self.best()
@@ -252,7 +255,7 @@ class SweepView(QWidget):
     def export_best(self) -> None:
         best = self.best()
         if best and best["run_dir"]:
-            self.export_run.emit(best["run_dir"])
+            self.export_run.emit(_run_key(best))
 
     def stop(self) -> None:
         self._run_action(("sweep", "stop", self.sweep_dir), "Stopping the sweep and its trials…",
@@ -307,3 +310,14 @@ class SweepView(QWidget):
             self._job.cancel(wait=True)  # (a status process, ended by SIGTERM in milliseconds)
         self.reader.close()
         super().closeEvent(event)
+
+
+def _run_key(trial: dict) -> str:
+    """How the window names a trial's run: its folder here, or ``HOST:RUN_DIR`` (core/hosts.py)."""
+    return run_key(trial["host"], trial["run_dir"]) if trial.get("host") else trial["run_dir"]
+
+
+def _place(trial: dict) -> str:
+    if trial.get("host"):
+        return trial["host"]
+    return f"GPU {trial['device']}" if trial["device"] else "this machine"

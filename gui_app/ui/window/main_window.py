@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         self.runs.open_requested.connect(self.open_run)
         self.runs.overlay_requested.connect(f.overlay_runs)
         self.runs.compare_requested.connect(f.compare_runs)
+        self.sweeps.open_run.connect(self.open_run)
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.

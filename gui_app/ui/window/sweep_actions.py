@@ -30,6 +30,7 @@ from gui_app.ui.window.window_state import WindowState
 class SweepActions(QObject):
     log_line = Signal(str)
     view_opened = Signal(object)  # a SweepView (tests)
+    open_run = Signal(str)  # a trial's run: its folder here, or HOST:RUN_DIR (the window opens both)
 
     def __init__(self, window: QWidget, state: WindowState, *, forms: ConfigPanel, files: FileActions,
                  models: ModelActions, notifications: RunNotifications,
@@ -76,7 +77,7 @@ class SweepActions(QObject):
                 return None
             view.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             view.destroyed.connect(lambda _=None, key=key: self.views.pop(key, None))
-            view.open_run.connect(self._files.open_run)
+            view.open_run.connect(self.open_run)
             view.compare_runs.connect(self._files.compare_runs)
             view.train_config.connect(self._train_config)
             view.export_run.connect(lambda run_dir: self._models.export_model("keras", run_dir))
