@@ -14,6 +14,8 @@ after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two e
 run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
+A run submitted to Slurm (gui_app/core/slurm_jobs.py) goes on while its job is active, and its
+job's output (``slurm-JOBID.out``) is its log.
 
     event(Event)      every event after line N, decoded once (RunJob)
     log_line(str)     the run's log, the attach process's stderr
@@ -33,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from gui_app.core import slurm_jobs
 from gui_app.core.engine_output import complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.live_runs import live_process
@@ -145,8 +148,9 @@ class Attachment(QObject):
     def _on_started(self, answer: Any) -> None:
         self._starter = None
         self.run_dir = str(answer).strip()
-        if self.lines < 0:
-            self.lines = last_start_line(self.run_dir)
+        if self.lines < 0:  # a Slurm run's job was only queued (its start takes seconds): after every line
+            slurm = slurm_jobs.read_job(self.run_dir) is not None
+            self.lines = line_count(self.run_dir) if slurm else last_start_line(self.run_dir)
         self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
@@ -199,7 +203,8 @@ class Attachment(QObject):
             self._finish(DETACHED, DETACHED_REASON)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
-        elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
+        elif (job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None
+              and not slurm_jobs.job_active(self.run_dir)):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
             self._say(REATTACHING)
@@ -236,6 +241,14 @@ class Attachment(QObject):
         self.ended.emit(status, message)
 
 
+def line_count(run_dir: str | Path) -> int:
+    """The whole lines of ``events.jsonl`` (0 when there is none)."""
+    try:
+        return (Path(run_dir) / EVENTS_FILE).read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
 def last_start_line(run_dir: str | Path) -> int:
     """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
     resumed run's own events begin."""
@@ -266,7 +279,7 @@ class _LogTail(QObject):
         self._timer.timeout.connect(self.read)
 
     def follow(self, run_dir: str, from_end: bool) -> None:
-        path = Path(run_dir) / LOG_FILE
+        path = slurm_jobs.output_file(run_dir) or Path(run_dir) / LOG_FILE  # a Slurm run: its job's output
         if path == self._path:
             return
         self._path, self._pending = path, b""
