@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core import slurm_jobs
-from gui_app.core.engine_output import complete_lines, error_line
+from gui_app.core.engine_output import EXIT_OK, complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
@@ -203,7 +203,7 @@ class Attachment(QObject):
             self._finish(DETACHED, DETACHED_REASON)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
-        elif (job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None
+        elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
               and not slurm_jobs.job_active(self.run_dir)):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
@@ -211,12 +211,24 @@ class Attachment(QObject):
             self._retry.start(int(self._delay * 1000))
             self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
+    def _run_gone(self, code: int | None) -> bool:
+        """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
+        run started, attach (from after the last run's run_finished) says the run has finished: 0."""
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and slurm_jobs.read_job(self.run_dir) is not None)
+
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
         if self._killed:
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
-        return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
+        job = slurm_jobs.read_job(self.run_dir)
+        if job is None:
+            return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
+        state = slurm_jobs.job_states([job.job_id])[job.job_id]
+        if self._stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
+            return "stopped", f"Slurm job {job.job_id} was cancelled"
+        return "failed", (error_line(self._log.tail, crashed=True)
+                          or f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run")
 
     def _kill_run(self) -> None:
         """The run did not stop within the grace period: end its process (here; a run on another
