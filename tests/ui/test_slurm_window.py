@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 from run_dirs import listed_status, wait_listed, write_run
@@ -146,3 +147,60 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
         window.actions.stop.trigger()
     assert finished.args[0] == "stopped" and fake.calls("scancel")[-1] == ["scancel", "42"]
     assert "Slurm job 42 was cancelled" in finished.args[2]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, window, runs_dir, monkeypatch):
+    """tests/slurm_cluster.py's Slurm (node9 and node10): the window submits a 2-worker digits run,
+    the run list shows its job, the charts get both workers' replicas, Stop is scancel (stopped
+    with a checkpoint), Resume submits job.sbatch again and the run completes with every step once."""
+    from collections import Counter
+
+    from slurm_cluster import running_slurm
+
+    from gui_app.core import rundir
+
+    with running_slurm() as slurm:
+        for key, value in slurm.env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("REPLICA_STUDIO", " ".join(app_command()))  # the workers run this checkout
+        monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+        config = RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mlp"},
+                                      "strategy": {"name": "multi_worker_mirrored", "workers": 2},
+                                      "training": {"epochs": 6, "global_batch_size": 64, "seed": 3}})
+        window.config_panel.set_config(config, checked=True)
+        qtbot.waitUntil(window.actions.submit_slurm.isEnabled)
+        dialog = window.slurm.open()
+        dialog.cpus.setValue(1)
+        seen: set[str] = set()
+        with qtbot.waitSignal(window.supervisor.state_changed, timeout=60_000):
+            dialog.start()
+        (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
+        job = slurm_jobs.read_job(run_dir)
+        with qtbot.waitSignal(window.supervisor.run_started, timeout=240_000):
+            qtbot.waitUntil(lambda: seen.add(shown_status(window.runs, run_dir)) or "running" in seen, timeout=60_000)
+        print(f"the run list showed: {sorted(seen)}")
+        qtbot.waitUntil(lambda: window.shown.history.status.step >= 3, timeout=120_000)
+        assert window.shown.history.replicas.workers == [0, 1]
+        asked = time.monotonic()
+        with qtbot.waitSignal(window.supervisor.finished, timeout=120_000) as finished:
+            window.actions.stop.trigger()
+        print(f"Stop to the window's end of the run: {time.monotonic() - asked:.1f} s")
+        assert finished.args[0] == "stopped", finished.args
+        assert rundir.has_checkpoint(run_dir)
+        stopped_at = rundir.read_run(run_dir).step
+        assert slurm.job(job.job_id)["JobState"] == "CANCELLED"
+        wait_listed(qtbot, window.runs)
+        window.runs.select(run_dir)
+        qtbot.waitUntil(window.actions.resume_run.isEnabled, timeout=30_000)
+        with qtbot.waitSignal(window.supervisor.finished, timeout=600_000) as finished:
+            window.actions.resume_run.trigger()
+        assert finished.args[0] == "completed", finished.args
+        resumed = slurm_jobs.read_job(run_dir)
+        assert resumed.earlier == (job.job_id,) and resumed.job_id != job.job_id
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        steps = Counter(e["step"] for e in events if e["type"] == "step")
+        total = events[0]["total_steps"]
+        assert sorted(steps) == list(range(1, total + 1)) and set(steps.values()) == {1}
+        assert 0 < stopped_at < total

@@ -12,4 +12,5 @@ worker_command     ``replica-studio worker``: one worker of a cluster
 slurm_script       the sbatch script of one run: continues it when submitted again, requeues before a time limit
 script_command     ``replica-studio cluster-script``: an sbatch script or a Kubeflow manifest
 submit_command     ``replica-studio submit --slurm``: a new run submitted with sbatch
+slurm_runs         ``stop`` and ``resume`` of a submitted run: scancel, its job.sbatch submitted again
 """
