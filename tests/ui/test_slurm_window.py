@@ -186,7 +186,10 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         asked = time.monotonic()
         with qtbot.waitSignal(window.supervisor.finished, timeout=120_000) as finished:
             window.actions.stop.trigger()
-        print(f"Stop to the window's end of the run: {time.monotonic() - asked:.1f} s")
+        ended = time.time()
+        finish = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()][-1]
+        print(f"Stop to the window's end of the run: {time.monotonic() - asked:.1f} s, of which after the run's "
+              f"run_finished: {ended - finish['time']:.1f} s")
         assert finished.args[0] == "stopped", finished.args
         assert rundir.has_checkpoint(run_dir)
         stopped_at = rundir.read_run(run_dir).step
@@ -201,6 +204,6 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         assert resumed.earlier == (job.job_id,) and resumed.job_id != job.job_id
         events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
         steps = Counter(e["step"] for e in events if e["type"] == "step")
-        total = events[0]["total_steps"]
+        total = next(e for e in events if e["type"] == "run_started")["total_steps"]
         assert sorted(steps) == list(range(1, total + 1)) and set(steps.values()) == {1}
         assert 0 < stopped_at < total
