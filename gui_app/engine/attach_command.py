@@ -8,7 +8,9 @@ wherever and however it was started (docs/detached.md).
 Everything comes from the run directory: the events from ``events.jsonl``, whether a process
 runs it from its lock (gui_app/core/run_lock.py), who and where from ``process.json``
 (gui_app/core/live_runs.py), and words go through its control channel
-(engine/control_channel.py). No TensorFlow is loaded: ``attach`` starts in a Python start's time.
+(engine/control_channel.py). A run submitted to Slurm runs while its job does (Slurm's word,
+gui_app/core/slurm_jobs.py), and ``stop`` cancels its job (engine/cluster/slurm_runs.py). No
+TensorFlow is loaded: ``attach`` starts in a Python start's time.
 """
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from gui_app.core import run_lock, rundir
+from gui_app.core import run_lock, rundir, slurm_jobs
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
+from gui_app.engine.cluster import slurm_runs
 from gui_app.engine.control_channel import ChannelError, NotRunning, send
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
@@ -96,6 +99,7 @@ def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event) 
     this attachment ends (stdin closed, stdout gone, a signal)."""
     out = sys.stdout.buffer
     next_check = 0.0
+    job = slurm_jobs.JobWatch(run_dir)
     while not detached.is_set():
         lines = follower.read()
         if lines:
@@ -104,7 +108,7 @@ def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event) 
             continue
         now = time.monotonic()
         if now >= next_check:
-            if run_lock.holder(run_dir) is None:
+            if run_lock.holder(run_dir) is None and not job.active():
                 lines = follower.read()  # what it wrote before it let go of the run
                 if lines:
                     if not _write(out, lines):
@@ -120,7 +124,12 @@ def _ended(run_dir: Path, follower: EventsFollower) -> int:
     """No process runs it and every line is out: 0 when the run finished, else 1 and one line."""
     if follower.finished:
         return EXIT_OK
-    if not follower.events_read:
+    job = slurm_jobs.read_job(run_dir)
+    if job is not None:
+        state = slurm_jobs.job_states([job.job_id])[job.job_id]
+        _say("attach", f"{run_dir}: Slurm job {job.job_id} is {state.describe()} and the run did not finish"
+                       + ("" if follower.events_read else " (it never started)"))
+    elif not follower.events_read:
         _say("attach", f"{run_dir} has no events and no process runs it (it never started)")
     else:
         _say("attach", f"{run_dir}: its process is gone without finishing the run (killed, crashed, or its machine "
@@ -153,7 +162,12 @@ def _forward_stdin(run_dir: Path, detached: threading.Event) -> None:
             *lines, pending = (pending + data).split(b"\n")
             for line in lines:
                 word = line.decode("utf-8", "replace").strip()
-                if word:
+                job = slurm_runs.slurm_job(run_dir) if word == "stop" else None
+                if job is not None and live_process(run_dir) is None:
+                    failed = slurm_jobs.cancel(job.job_id)  # its workers are on the nodes, under Slurm
+                    if failed:
+                        _say("attach", f"'stop' not sent: {failed}")
+                elif word:
                     try:
                         send(run_dir, word)
                     except ChannelError as exc:
@@ -184,6 +198,9 @@ def stop(args: argparse.Namespace) -> int:
     if run_dir is None:
         return EXIT_BAD_INPUT
     process = live_process(run_dir)
+    job = slurm_runs.slurm_job(run_dir)
+    if process is None and job is not None:
+        return slurm_runs.stop(run_dir, job, args.timeout)
     if process is None:
         info = rundir.read_run(run_dir)
         print(f"{run_dir}: not running ({info.status} at step {info.step})", flush=True)

@@ -14,4 +14,5 @@ kubernetes_manifest  the plain Kubernetes manifest of one run: ConfigMap, headle
 script_command     ``replica-studio cluster-script``: an sbatch script, a Kubernetes or a Kubeflow manifest
 submit_command     ``replica-studio submit --slurm|--kubernetes``: a new run submitted with sbatch or kubectl
 kubernetes_submit  ``submit --kubernetes``: kubectl apply, and following the chief's events
+slurm_runs         ``stop`` and ``resume`` of a submitted run: scancel, its job.sbatch submitted again
 """

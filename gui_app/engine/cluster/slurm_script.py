@@ -15,8 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from gui_app.core.config import ConfigError, RunConfig
-
-SIGNAL_S = 120  # the warning before the time limit: a step group, the checkpoint and the exit fit easily
+from gui_app.core.slurm_jobs import SIGNAL_S
 
 
 @dataclass(frozen=True)

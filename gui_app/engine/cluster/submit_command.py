@@ -5,6 +5,8 @@
 (``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
 ``sbatch --parsable``. stdout gets two lines, the job id and the run directory; a bad config or
 a refused submission is one line on stderr and exit 2, and leaves no run directory behind.
+The job id goes into the run directory (``slurm_job.json``, gui_app/core/slurm_jobs.py): the run
+list, ``attach``, ``stop`` and ``resume`` ask Slurm about the run by it.
 Submitting ``job.sbatch`` again (or Slurm requeueing the job) continues the run.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gui_app.core import rundir
+from gui_app.core import rundir, slurm_jobs
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, slurm_script
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
@@ -63,21 +65,28 @@ def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions)
                                                     str(run_dir / "slurm-%j.out"), seed, options, str(script)),
                           encoding="utf-8")
         script.chmod(0o755)
-        sbatch = shutil.which("sbatch")
-        if sbatch is None:
-            raise SubmitError("sbatch: not found on PATH (is this a Slurm login node?)")
-        try:
-            done = subprocess.run([sbatch, "--parsable", str(script)], cwd=run_dir, capture_output=True, text=True,
-                                  timeout=SUBMIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise SubmitError(f"sbatch: no answer within {SUBMIT_TIMEOUT_S} s (is slurmctld running?)") from None
-        if done.returncode != 0:
-            said = [line for line in done.stderr.splitlines() if line.strip()]
-            raise SubmitError(said[-1] if said else f"sbatch: exit code {done.returncode}")
-        return done.stdout.strip().split(";")[0], run_dir  # --parsable: "JOBID" or "JOBID;CLUSTER"
+        job_id = sbatch(script)
+        slurm_jobs.record_job(run_dir, job_id)
+        return job_id, run_dir
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
+
+
+def sbatch(script: Path) -> str:
+    """Submit ``script`` from its folder with ``sbatch --parsable``: the job id, or SubmitError."""
+    program = shutil.which("sbatch")
+    if program is None:
+        raise SubmitError("sbatch: not found on PATH (is this a Slurm login node?)")
+    try:
+        done = subprocess.run([program, "--parsable", str(script)], cwd=script.parent, capture_output=True,
+                              text=True, timeout=SUBMIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SubmitError(f"sbatch: no answer within {SUBMIT_TIMEOUT_S} s (is slurmctld running?)") from None
+    if done.returncode != 0:
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        raise SubmitError(said[-1] if said else f"sbatch: exit code {done.returncode}")
+    return done.stdout.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
 
 
 def run(args) -> int:

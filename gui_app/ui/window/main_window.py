@@ -53,6 +53,7 @@ from gui_app.ui.window.run_place import RunOnBox, RunPlace
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
+from gui_app.ui.window.slurm_actions import SlurmActions
 from gui_app.ui.window.sweep_actions import SweepActions
 from gui_app.ui.window.tool_actions import TOOLS, ToolActions
 from gui_app.ui.window.window_state import IDLE, TABS, WindowState
@@ -91,6 +92,9 @@ class MainWindow(QMainWindow):
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
         self.tools = ToolActions(self, self.config_panel, engine_command)
+        self.slurm = SlurmActions(self, self.state, self.actions.submit_slurm, supervisor=self.supervisor,
+                                  forms=self.config_panel, shown=self.shown, runs=self.runs,
+                                  engine_command=engine_command)
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
                                               self.settings.notify_when_run_ends)
         self.sweeps = SweepActions(self, self.state, forms=self.config_panel, files=self.files, models=self.models,
@@ -176,9 +180,9 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.attach, self.shown, m, self.remote_open):
+        for source in (r, self.attach, self.shown, m, self.remote_open, self.slurm):
             source.note.connect(log.note)
-        for source in (sup, m, self.tools, self.try_tab, self.sweeps):
+        for source in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm):
             source.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)

@@ -12,7 +12,8 @@ QObject and touches no widget. It reads with the Qt-free ``gui_app.core.rundir``
 plain Python values (``RunInfo``) to the GUI thread through queued signals. Each fill has a
 generation number: a newer request (a refresh while a fill runs) makes the worker drop the
 older fill between two runs, and the GUI side ignores batches of any generation but the
-latest, so two fills never interleave in the list.
+latest, so two fills never interleave in the list. Runs submitted to Slurm get their job's
+state before the fill's rows (``jobs``): one squeue call per fill for all of them.
 
 With a host (the window's Run on host), its runs follow the local ones, read over ssh
 (gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
@@ -29,6 +30,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, read_run, run_dirs
+from gui_app.core.slurm_jobs import JobState, job_states, read_job
 from gui_app.core.ssh import HostError
 from gui_app.ui.window.remote_runs import read_host_rows
 
@@ -60,8 +62,17 @@ def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
     return info, info.resumable, live, host
 
 
+def read_jobs(paths: list[Path]) -> dict[str, tuple[str, JobState]]:
+    """The Slurm job of each run submitted to Slurm and its state, ``{path: (job id, JobState)}``:
+    one squeue call for all of them (gui_app/core/slurm_jobs.py), none without such runs."""
+    jobs = {str(path): job for path in paths if (job := read_job(path)) is not None}
+    states = job_states(job.job_id for job in jobs.values())
+    return {path: (job.job_id, states[job.job_id]) for path, job in jobs.items()}
+
+
 class _ReadWorker(QObject):
     counted = Signal(int, int)  # generation, run folders found
+    jobs = Signal(int, object)  # generation, read_jobs(paths): before the fill's first batch
     batch = Signal(int, object)  # generation, [read_row(path), ...]
     done = Signal(int)  # generation: every run was read (not emitted for a dropped fill)
     host_failed = Signal(int, str)  # generation, the line saying why the host's runs cannot be read
@@ -76,6 +87,7 @@ class _ReadWorker(QObject):
             return  # a newer request is queued behind this one
         paths = run_dirs(Path(runs_dir))
         self.counted.emit(generation, len(paths))
+        self.jobs.emit(generation, read_jobs(paths))
         rows: list[tuple[RunInfo, bool]] = []
         last = time.monotonic()
         for path in paths:
@@ -100,6 +112,7 @@ class RunReader(QObject):
     ``counted``, ``batch`` and ``done`` arrive on the GUI thread for the latest fill only."""
 
     counted = Signal(int)
+    jobs = Signal(object)
     batch = Signal(object)
     done = Signal()
     host_failed = Signal(str)
@@ -119,6 +132,7 @@ class RunReader(QObject):
         queued = Qt.ConnectionType.QueuedConnection
         self._requested.connect(self._worker.read, queued)
         self._worker.counted.connect(self._on_counted, queued)
+        self._worker.jobs.connect(self._on_jobs, queued)
         self._worker.batch.connect(self._on_batch, queued)
         self._worker.done.connect(self._on_done, queued)
         self._worker.host_failed.connect(self._on_host_failed, queued)
@@ -151,6 +165,11 @@ class RunReader(QObject):
     def _on_counted(self, generation: int, count: int) -> None:
         if generation == self._latest.generation:
             self.counted.emit(count)
+
+    @Slot(int, object)
+    def _on_jobs(self, generation: int, jobs: dict) -> None:
+        if generation == self._latest.generation:
+            self.jobs.emit(jobs)
 
     @Slot(int, object)
     def _on_batch(self, generation: int, rows: list) -> None:

@@ -15,12 +15,14 @@ from PySide6.QtWidgets import QStyle, QTreeWidget, QTreeWidgetItem
 
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
+from gui_app.core.slurm_jobs import UNKNOWN, JobState
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 
 COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note", "Host"]
 STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
-                  "running": "#1565c0"}
+                  "running": "#1565c0", "cancelled": WARNING_COLOR, "timeout": WARNING_COLOR}
+ENDED_BY_EVENTS = ("completed", "stopped", "failed")  # a run_finished says more than its Slurm job's end
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
 ACCURACY, STARTED, NOTE, HOST = (COLUMNS.index(name) for name in ("Test accuracy", "Started", "Note", "Host"))
@@ -35,13 +37,17 @@ def sort_key(item: QTreeWidgetItem, column: int) -> tuple:
 
 
 def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: RunProcess | None, resumable: bool,
-             host: str, note: str, style: QStyle) -> None:
+             host: str, note: str, style: QStyle, job: tuple[str, JobState] | None = None) -> None:
     """Show ``info`` in ``item``: ``attached`` when the window follows the run, ``process`` the
     one running it now, ``host`` where its process ran when another machine, ``note`` why it
-    ended when its events cannot say."""
+    ended when its events cannot say, ``job`` its Slurm job and state (a run submitted to Slurm:
+    "pending (Resources)" while it waits, Slurm's word for an end its events do not tell)."""
     config = info.config
     path = str(info.path)
     status = "running" if attached or process is not None else info.status
+    state = job[1] if job is not None and not attached and process is None else None
+    if state is not None and (state.active or (info.status not in ENDED_BY_EVENTS and state.state != UNKNOWN)):
+        status = state.describe()
     if status in ("stopped", "interrupted", "failed") and info.total_steps and resumable:
         shown_status = f"{status} ({info.step}/{info.total_steps})"
     else:
@@ -56,13 +62,15 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     item.setData(0, PATH_ROLE, path)
     item.setData(ACCURACY, SORT_ROLE, info.test_accuracy if accuracy else -1.0)
     item.setData(STARTED, SORT_ROLE, info.started or 0.0)
-    item.setForeground(0, QColor(STATUS_COLOURS.get(status, "#555555")))
+    item.setForeground(0, QColor(STATUS_COLOURS.get(status.split(" (")[0], "#555555")))
     item.setIcon(0, style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay) if attached else QIcon())
     if attached:
         item.setToolTip(0, f"{ATTACHED_TIP}\n{path}")
     elif process is not None:
         item.setToolTip(0, f"Running (process {process.pid} on {process.host}); double-click or Attach to "
                            f"follow it\n{path}")
+    elif job is not None:
+        item.setToolTip(0, f"Slurm job {job[0]}: {job[1].describe()}\n{path}")
     else:
         item.setToolTip(0, path)
     item.setToolTip(NOTE, note)

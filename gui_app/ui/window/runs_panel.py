@@ -16,7 +16,9 @@ is opened or resumed (one run at a time), the active run shows as running, and a
 shows why and is selected. It sets the state's selection: the runs selected, as read.
 
 Runs that live on their own (docs/detached.md) show as running while their process runs them,
-whoever started them; the list reads the folder again every few seconds while one does. The run
+whoever started them, and runs submitted to Slurm show their job's state ("pending (Resources)",
+"running", "requeued"; gui_app/core/slurm_jobs.py); the list reads the folder again every few
+seconds while one runs or waits. The run
 the window follows is marked (an icon, a tooltip); another running one can be attached to
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
@@ -49,6 +51,7 @@ from PySide6.QtWidgets import (
 from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
+from gui_app.core.slurm_jobs import JobState
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (
     COLUMNS,
@@ -84,6 +87,7 @@ class RunsPanel(QWidget):
         self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
         self._live: dict[str, RunProcess | None] = {}  # the process running it now (read with the run)
         self._hosts: dict[str, str] = {}  # where its process ran, when another machine
+        self._jobs: dict[str, tuple[str, JobState]] = {}  # a run submitted to Slurm: its job and state
         self._items: dict[str, QTreeWidgetItem] = {}
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
         self._seen: set[str] = set()  # runs the current fill has read
@@ -143,6 +147,7 @@ class RunsPanel(QWidget):
         layout.addLayout(row)
         self._reader = RunReader(self)
         self._reader.counted.connect(self._on_counted)
+        self._reader.jobs.connect(self._on_jobs)
         self._reader.batch.connect(self._on_batch)
         self._reader.done.connect(self._on_done)
         self._reader.host_failed.connect(self._on_host_failed)
@@ -229,13 +234,25 @@ class RunsPanel(QWidget):
         self._show_reading()
 
     def is_running(self, run_dir: str | Path) -> bool:
-        """A process runs this run now (as last read)."""
-        return self._live.get(str(Path(run_dir))) is not None
+        """A process runs this run now, or its Slurm job is active (as last read)."""
+        path = str(Path(run_dir))
+        return self._live.get(path) is not None or self._job_active(path)
+
+    def _job_active(self, path: str) -> bool:
+        job = self._jobs.get(path)
+        return job is not None and job[1].active
 
     def running_runs(self) -> list[str]:
-        """The runs a process runs now, newest first (as last read)."""
-        running = [path for path, process in self._live.items() if process is not None]
+        """The runs a process or a Slurm job runs now, newest first (as last read)."""
+        running = [path for path in self._runs if self.is_running(path)]
         return sorted(running, key=lambda path: self._runs[path].started or 0.0, reverse=True)
+
+    def _on_jobs(self, jobs: dict[str, tuple[str, JobState]]) -> None:
+        """The Slurm jobs' states, read before the fill's rows: redraw the rows whose state changed."""
+        before, self._jobs = self._jobs, jobs
+        for path in set(before) | set(jobs):
+            if before.get(path) != jobs.get(path):
+                self._show_again(path)
 
     def _on_batch(self, rows: list[tuple[RunInfo, bool, RunProcess | None, str]]) -> None:
         for info, resumable, process, host in rows:
@@ -273,7 +290,7 @@ class RunsPanel(QWidget):
                 known.pop(path, None)
         self._wanted = set()
         self.tree.setColumnHidden(HOST, not any(self._hosts.values()))
-        if any(process is not None for process in self._live.values()):
+        if any(process is not None for process in self._live.values()) or any(map(self._job_active, self._jobs)):
             self._live_timer.start()
         self.reading_label.setText(self._host_problem)
         self.reading_label.setToolTip(self._host_problem)
@@ -300,13 +317,13 @@ class RunsPanel(QWidget):
         path = str(info.path)
         fill_row(item, info, attached=path == self._state.active_run, process=self._live.get(path),
                  resumable=self._resumable.get(path, False), host=self._hosts.get(path, ""),
-                 note=self._notes.get(path, ""), style=self.style())
+                 note=self._notes.get(path, ""), style=self.style(), job=self._jobs.get(path))
 
     def _update_buttons(self) -> None:
         """Enable what applies to the selection, and give the state the runs selected."""
         paths = self.selected_paths()
-        self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False), self._live.get(p))
-                                   for p in paths if p in self._runs])
+        self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False), self._live.get(p),
+                                             self._job_active(p)) for p in paths if p in self._runs])
         one, idle = len(paths) == 1, self._state.is_idle()
         here = not any(split_run_key(p)[0] for p in paths)  # a host's run has no files here
         self.open_button.setEnabled(one and idle)

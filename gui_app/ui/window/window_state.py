@@ -54,6 +54,11 @@ class ListedRun:
     info: RunInfo
     resumable: bool
     process: RunProcess | None = None
+    job_active: bool = False  # submitted to Slurm, its job pending or running (gui_app/core/slurm_jobs.py)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None or self.job_active
 
     @property
     def path(self) -> str:
@@ -165,12 +170,12 @@ class WindowState(QObject):
     def attachable_selection(self) -> ListedRun | None:
         """The one run selected, when it runs and the window follows none (it can attach to it)."""
         one = self._selection[0] if len(self._selection) == 1 else None
-        return one if one is not None and one.process is not None and self.is_idle() else None
+        return one if one is not None and one.running and self.is_idle() else None
 
     def resumable_selection(self) -> ListedRun | None:
         """The one run selected, when it can be resumed (and the window is idle to do it)."""
         one = self._selection[0] if len(self._selection) == 1 else None
-        return one if one is not None and one.resumable and one.process is None and self.is_idle() else None
+        return one if one is not None and one.resumable and not one.running and self.is_idle() else None
 
     @property
     def listed_runs(self) -> int:

@@ -14,6 +14,8 @@ after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two e
 run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
+A run submitted to Slurm (gui_app/core/slurm_jobs.py) goes on while its job is active, and its
+job's output (``slurm-JOBID.out``) is its log.
 
 A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
 system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
@@ -44,7 +46,8 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from gui_app.core.engine_output import complete_lines, error_line
+from gui_app.core import slurm_jobs
+from gui_app.core.engine_output import EXIT_OK, complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import live_process
@@ -166,8 +169,9 @@ class Attachment(QObject):
         if self.host is not None:
             self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
         else:
-            if self.lines < 0:
-                self.lines = last_start_line(self.run_dir)
+            if self.lines < 0:  # a Slurm run's job was only queued (its start takes seconds): after every line
+                slurm = slurm_jobs.read_job(self.run_dir) is not None
+                self.lines = line_count(self.run_dir) if slurm else last_start_line(self.run_dir)
             self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
@@ -243,7 +247,8 @@ class Attachment(QObject):
             self._finish("interrupted" if self._killed else "failed", message or KILLED_MESSAGE)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
-        elif job.exit_code == ATTACH_RUN_GONE and live_process(self.run_dir) is None:
+        elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
+              and not slurm_jobs.job_active(self.run_dir)):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
             self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
@@ -262,12 +267,24 @@ class Attachment(QObject):
         self._retry.start(int((self._delay - elapsed) * 1000))
         self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
+    def _run_gone(self, code: int | None) -> bool:
+        """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
+        run started, attach (from after the last run's run_finished) says the run has finished: 0."""
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and slurm_jobs.read_job(self.run_dir) is not None)
+
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
         if self._killed:
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
-        return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
+        job = slurm_jobs.read_job(self.run_dir)
+        if job is None:
+            return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
+        state = slurm_jobs.job_states([job.job_id])[job.job_id]
+        if self._stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
+            return "stopped", f"Slurm job {job.job_id} was cancelled"
+        return "failed", (error_line(self._log.tail, crashed=True)
+                          or f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run")
 
     def _kill_run(self) -> None:
         """The run did not stop within the grace period: end its process (here; a run on another
@@ -290,6 +307,14 @@ class Attachment(QObject):
         self._log.stop()
         self._say("")
         self.ended.emit(status, message)
+
+
+def line_count(run_dir: str | Path) -> int:
+    """The whole lines of ``events.jsonl`` (0 when there is none)."""
+    try:
+        return (Path(run_dir) / EVENTS_FILE).read_bytes().count(b"\n")
+    except OSError:
+        return 0
 
 
 def last_start_line(run_dir: str | Path) -> int:
@@ -322,7 +347,7 @@ class _LogTail(QObject):
         self._timer.timeout.connect(self.read)
 
     def follow(self, run_dir: str, from_end: bool) -> None:
-        path = Path(run_dir) / LOG_FILE
+        path = slurm_jobs.output_file(run_dir) or Path(run_dir) / LOG_FILE  # a Slurm run: its job's output
         if path == self._path:
             return
         self._path, self._pending = path, b""

@@ -31,7 +31,8 @@ starts it with a command that prints its run directory (:meth:`RunSupervisor.sta
 --detach`` and ``resume --detach`` are two, built by ``engine_command``), then follows it with
 ``attach``, and attaches again from the last line it has when that ends while the run goes on
 (``notice``). :meth:`RunSupervisor.attach` follows a run that is running already (started by an
-earlier window, or a terminal). :meth:`RunSupervisor.close` lets go of the run: it goes on.
+earlier window, or a terminal), :meth:`RunSupervisor.follow` a run submitted to Slurm from its
+first event. :meth:`RunSupervisor.close` lets go of the run: it goes on.
 
     notice(str)                    "following the run again…" while it re-attaches, "" once it has
 """
@@ -131,6 +132,13 @@ class RunSupervisor(QObject):
         if paused:
             self._set_state(PAUSED)
         self._worker.start_requested.emit([], str(run_dir), "", from_line, host)
+
+    def follow(self, run_dir: str | Path) -> None:
+        """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
+        may wait in the queue (``attach`` waits while the job is pending)."""
+        self._check_idle()
+        self._set_state(STARTING)
+        self._worker.start_requested.emit([], str(run_dir), "", 0)
 
     def stop(self) -> None:
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""

@@ -1,0 +1,84 @@
+"""``resume`` and ``stop`` of a run submitted to Slurm (``submit --slurm``: its job in
+``RUN_DIR/slurm_job.json``, gui_app/core/slurm_jobs.py).
+
+Its workers run on the nodes, under Slurm: no process here holds the run or reads its control
+channel (a FIFO on the shared folder reaches no other machine). So:
+
+- ``stop RUN_DIR`` cancels the job (``scancel``: SIGTERM to every worker, which stop together with
+  a checkpoint, 0.7 s here) and waits until Slurm no longer runs it.
+- ``resume RUN_DIR`` submits the run's ``job.sbatch`` again (``worker --continue``: every worker
+  goes on from the newest checkpoint) and records the new job; it prints the job id and the run
+  directory, as ``submit`` does (the window takes the last line). ``--set`` changes the run's
+  config.json first, which every worker reads.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from gui_app.core import atomic_io, rundir, slurm_jobs
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.overrides import apply_overrides
+from gui_app.engine.cluster.submit_command import SCRIPT_FILE, SubmitError, sbatch
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
+
+
+def slurm_job(run_dir: str | Path) -> slurm_jobs.SlurmJob | None:
+    """The job of a run submitted with ``submit --slurm``; None for any other run."""
+    return slurm_jobs.read_job(run_dir) if (Path(run_dir) / SCRIPT_FILE).is_file() else None
+
+
+def _say(command: str, text: str) -> None:
+    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
+
+
+def resume(args: argparse.Namespace, job: slurm_jobs.SlurmJob) -> int:
+    run_dir = Path(args.run_dir).expanduser().absolute()
+    state = slurm_jobs.job_states([job.job_id])[job.job_id]
+    if state.active:
+        _say("resume", f"{run_dir} is still Slurm job {job.job_id} ({state.describe()}); stop it first with "
+                       f"'replica-studio stop {run_dir}'")
+        return EXIT_BAD_INPUT
+    if rundir.read_run(run_dir).status == "completed":
+        _say("resume", f"{run_dir} has completed; nothing to continue")
+        return EXIT_BAD_INPUT
+    try:
+        if getattr(args, "set", None):
+            config = apply_overrides(RunConfig.load(run_dir / rundir.CONFIG_FILE), args.set)
+            atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
+        job_id = sbatch(run_dir / SCRIPT_FILE)
+        slurm_jobs.record_job(run_dir, job_id)
+    except (ConfigError, SubmitError, OSError) as exc:
+        _say("resume", str(exc))
+        return EXIT_BAD_INPUT
+    print(job_id)
+    print(run_dir, flush=True)
+    return EXIT_OK
+
+
+def stop(run_dir: Path, job: slurm_jobs.SlurmJob, timeout: float) -> int:
+    """Cancel the run's job and wait until Slurm no longer runs it; say how the run ended."""
+    state = slurm_jobs.job_states([job.job_id])[job.job_id]
+    if not state.active:
+        info = rundir.read_run(run_dir)
+        print(f"{run_dir}: not running (Slurm job {job.job_id} {state.describe()}; the run {info.status} at step "
+              f"{info.step})", flush=True)
+        return EXIT_OK
+    failed = slurm_jobs.cancel(job.job_id)
+    if failed is not None:
+        _say("stop", failed)
+        return EXIT_BAD_INPUT
+    deadline = time.monotonic() + timeout
+    while (state := slurm_jobs.job_states([job.job_id])[job.job_id]).active:
+        if time.monotonic() >= deadline:
+            _say("stop", f"Slurm job {job.job_id} is still {state.describe()} {timeout:g} s after scancel; "
+                         f"Slurm kills its processes after the cluster's KillWait")
+            return EXIT_FAILED
+        time.sleep(POLL_SECONDS)
+    info = rundir.read_run(run_dir)
+    print(f"{run_dir}: {info.status} at step {info.step} (Slurm job {job.job_id} {state.describe()})", flush=True)
+    return EXIT_OK
