@@ -13,6 +13,7 @@ slurm_script       the sbatch script of one run: continues it when submitted aga
 kubernetes_manifest  the plain Kubernetes manifest of one run: ConfigMap, headless Service, Indexed Job
 script_command     ``replica-studio cluster-script``: an sbatch script, a Kubernetes or a Kubeflow manifest
 submit_command     ``replica-studio submit --slurm|--kubernetes``: a new run submitted with sbatch or kubectl
+scheduler_command  sbatch and kubectl as submit runs them: found, timed, a refusal as one line
 kubernetes_submit  ``submit --kubernetes``: kubectl apply, and following the chief's events
 slurm_runs         ``stop`` and ``resume`` of a submitted run: scancel, its job.sbatch submitted again
 """

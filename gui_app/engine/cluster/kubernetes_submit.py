@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,23 +20,18 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.config import RunConfig
-from gui_app.engine.cluster import kubernetes_manifest
+from gui_app.engine.cluster import kubernetes_manifest, scheduler_command
 from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions
+from gui_app.engine.cluster.scheduler_command import SubmitError
 
 APPLY_TIMEOUT_S = 60  # kubectl only talks to the API server: a minute means none answers
 START_TIMEOUT_S = 600  # --follow: an image pulled and a pod scheduled (a GPU node may scale up)
 RETRY_S = 3
-
-
-class SubmitError(Exception):
-    """kubectl is missing or refused the manifest: one line."""
+KUBECTL_HINT = "install it and set up its context for the cluster"
 
 
 def _kubectl() -> str:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise SubmitError("kubectl: not found on PATH (install it and set up its context for the cluster)")
-    return kubectl
+    return scheduler_command.find("kubectl", KUBECTL_HINT)
 
 
 def submit(config_path: str, options: KubernetesOptions, output: str | None = None) -> tuple[str, str]:
@@ -46,21 +40,15 @@ def submit(config_path: str, options: KubernetesOptions, output: str | None = No
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     name = rundir.run_name(config)
     text = kubernetes_manifest.manifest(config, name, seed, options)
-    kubectl = _kubectl()
+    _kubectl()  # missing: said before anything is written
     with tempfile.TemporaryDirectory(prefix="replica-studio-k8s-") as temp:
         path = Path(output) if output else Path(temp) / "run.yaml"
         path.write_text(text, encoding="utf-8")
-        try:
-            done = subprocess.run([kubectl, "apply", "-f", str(path)], capture_output=True, text=True,
-                                  timeout=APPLY_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise SubmitError(f"kubectl: no answer within {APPLY_TIMEOUT_S} s (is the cluster reachable?)") from None
-    if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.strip()]
-        raise SubmitError(said[-1] if said else f"kubectl apply: exit code {done.returncode}")
+        applied = scheduler_command.run("kubectl", ["apply", "-f", str(path)], timeout=APPLY_TIMEOUT_S,
+                                        hint=KUBECTL_HINT, silent="is the cluster reachable?")
     job = kubernetes_manifest.job_name(name)
-    if f"job.batch/{job} " not in done.stdout:
-        raise SubmitError(f"kubectl apply: did not create job.batch/{job} ({done.stdout.strip()!r})")
+    if f"job.batch/{job} " not in applied:
+        raise SubmitError(f"kubectl apply: did not create job.batch/{job} ({applied.strip()!r})")
     return job, kubernetes_manifest.run_dir(name)
 
 

@@ -14,22 +14,18 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from gui_app.core import rundir, slurm_jobs
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, slurm_script
+from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, scheduler_command, slurm_script
+from gui_app.engine.cluster.scheduler_command import SubmitError
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 COMMANDS = ("submit",)
 SCRIPT_FILE = "job.sbatch"
 SUBMIT_TIMEOUT_S = 60  # sbatch only talks to slurmctld; a minute means the controller does not answer
-
-
-class SubmitError(Exception):
-    """sbatch is missing or refused the job: one line."""
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -75,18 +71,9 @@ def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions)
 
 def sbatch(script: Path) -> str:
     """Submit ``script`` from its folder with ``sbatch --parsable``: the job id, or SubmitError."""
-    program = shutil.which("sbatch")
-    if program is None:
-        raise SubmitError("sbatch: not found on PATH (is this a Slurm login node?)")
-    try:
-        done = subprocess.run([program, "--parsable", str(script)], cwd=script.parent, capture_output=True,
-                              text=True, timeout=SUBMIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise SubmitError(f"sbatch: no answer within {SUBMIT_TIMEOUT_S} s (is slurmctld running?)") from None
-    if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.strip()]
-        raise SubmitError(said[-1] if said else f"sbatch: exit code {done.returncode}")
-    return done.stdout.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
+    said = scheduler_command.run("sbatch", ["--parsable", str(script)], hint="is this a Slurm login node?",
+                                 timeout=SUBMIT_TIMEOUT_S, silent="is slurmctld running?", cwd=script.parent)
+    return said.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
 
 
 def run(args) -> int:
@@ -110,7 +97,7 @@ def _kubernetes(args) -> int:
         print(job)
         print(run_dir, flush=True)
         return kubernetes_submit.follow(job, options.namespace) if args.follow else EXIT_OK
-    except (ConfigError, kubernetes_submit.SubmitError, OSError) as exc:
+    except (ConfigError, SubmitError, OSError) as exc:
         print(f"replica-studio submit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # Ctrl+C while following: the job runs on
