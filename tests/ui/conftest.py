@@ -81,15 +81,10 @@ def panel(qtbot, fake_engine):
 @pytest.fixture
 def real_window(qtbot, runs_dir):
     """The main window with the real engine (each engine process costs seconds: slow tests)."""
-    from gui_app.ui.window.main_window import MainWindow
+    from windows import shown_window
 
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.supervisor.close()
-    window.settings.confirm_close_during_run = False
-    window.close()
+    with shown_window(qtbot) as window:
+        yield window
     stop_live_runs(runs_dir)
 
 

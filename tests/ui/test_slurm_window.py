@@ -9,6 +9,7 @@ import time
 
 import pytest
 from run_dirs import listed_status, wait_listed, write_run
+from windows import shown_window
 
 from gui_app.core import events as ev
 from gui_app.core import slurm_jobs
@@ -89,18 +90,11 @@ def _step(step: int) -> ev.Step:
 @pytest.fixture
 def window(qtbot, fake_engine):
     """The main window: device detection and the dataset check fake, submit, attach and resume the engine's."""
-    from gui_app.ui.window.main_window import MainWindow
-
     def engine(*args: str) -> list[str]:
         return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
 
-    window = MainWindow(engine_command=engine)
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.supervisor.close()
-    window.settings.confirm_close_during_run = False
-    window.close()
+    with shown_window(qtbot, engine_command=engine) as window:
+        yield window
 
 
 def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs_dir):

@@ -1,10 +1,30 @@
-"""Driving the main window in tests: a run from Train to its end, as the user starts it, and
-whether a process the window started (or let go of) still runs."""
+"""Driving the main window in tests: one shown and closed, a run from Train to its end, as the
+user starts it, and whether a process the window started (or let go of) still runs."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 from run_dirs import wait_listed
+
+
+@contextlib.contextmanager
+def shown_window(qtbot, **options):
+    """A main window (``MainWindow(**options)``), shown; closed at the end without asking about a
+    run it follows (its supervisor lets go first). Not given to qtbot: qtbot closes its widgets
+    before the fixtures' teardown, and a window following a run (a test that failed mid-run) would
+    ask whether to keep the run -- a modal question nobody answers."""
+    from gui_app.ui.window.main_window import MainWindow
+
+    window = MainWindow(**options)
+    window.show()
+    try:
+        yield window
+    finally:
+        window.supervisor.close()
+        window.settings.confirm_close_during_run = False
+        window.close()
+        window.deleteLater()
 
 
 def train(qtbot, window, timeout: int = 15_000) -> tuple[str, str, str]:

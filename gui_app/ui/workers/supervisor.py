@@ -136,9 +136,7 @@ class RunSupervisor(QObject):
     def follow(self, run_dir: str | Path) -> None:
         """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
         may wait in the queue (``attach`` waits while the job is pending)."""
-        self._check_idle()
-        self._set_state(STARTING)
-        self._worker.start_requested.emit([], str(run_dir), "", 0)
+        self.attach(run_dir, None, 0)
 
     def stop(self) -> None:
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
