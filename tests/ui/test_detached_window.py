@@ -17,13 +17,14 @@ from windows import alive
 
 from gui_app.core import events as ev
 from gui_app.core.live_runs import live_process
-from gui_app.core.rundir import EVENTS_FILE, read_run
+from gui_app.core.rundir import EVENTS_FILE, read_history_so_far, read_run
 from gui_app.identity import app_env
 from gui_app.ui.config.config_panel import first_launch_config
 from gui_app.ui.dialogs.close_run import KEEP, close_question
-from gui_app.ui.window import main_window
+from gui_app.ui.window import main_window, run_attach
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.run_rows import ATTACHED_TIP
+from gui_app.ui.workers.supervisor import RunSupervisor
 
 
 @pytest.fixture
@@ -119,6 +120,17 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
     run_dir = first.state.active_run
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: KEEP)
     first.close()
+    read, attached = [], []  # (lines, last step) the new window read from the file; the line it attached from
+
+    def reading(run_dir):
+        so_far = read_history_so_far(run_dir)
+        read.append((so_far.lines, so_far.history.training.steps.column(0)[-1]))  # (the window adds to it)
+        return so_far
+
+    monkeypatch.setattr(run_attach, "read_history_so_far", reading)
+    follow = RunSupervisor.attach
+    monkeypatch.setattr(RunSupervisor, "attach", lambda self, run_dir, started, from_line, *args, **kwargs: (
+        attached.append(from_line), follow(self, run_dir, started, from_line, *args, **kwargs))[1])
     second = make_window()
     batches: list[list[ev.Event]] = []
     second.supervisor.events.connect(batches.append)
@@ -137,7 +149,12 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
         second.actions.stop.trigger()
     assert finished.args[:2] == ["stopped", run_dir]
     live = _steps(batches)
-    assert live[0] == history_steps[-1] + 1  # goes on after the history, nothing shown twice
+    # attach goes on after the lines read from the file: nothing twice (live steps may have come
+    # before this test listened, and be in history_steps already, under load)
+    ((lines, last_read),) = read
+    assert attached == [lines] and lines > 0
+    assert live and live[0] > last_read
+    assert live == list(range(live[0], live[-1] + 1))
     steps = _chart_steps(second)
     assert steps == list(range(1, read_run(run_dir).step + 1))  # every step once
     assert read_run(run_dir).status == "stopped"
