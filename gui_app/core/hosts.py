@@ -117,10 +117,10 @@ def remove_host(name: str, path: str | Path | None = None) -> Host:
     return host
 
 
-def run_key(host_name: str, run_dir: str) -> str:
-    """How the window names a run on a host: ``HOST:RUN_DIR`` (scp's notation). A run here is
-    named by its absolute path, so the two never collide."""
-    return f"{host_name}:{run_dir}"
+def run_key(host_name: str | None, run_dir: str) -> str:
+    """How the window names a run: on a host ``HOST:RUN_DIR`` (scp's notation); a run here
+    (``host_name`` None) by its absolute path, so the two never collide."""
+    return f"{host_name}:{run_dir}" if host_name else run_dir
 
 
 def split_run_key(key: str) -> tuple[str | None, str]:

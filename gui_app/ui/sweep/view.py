@@ -314,7 +314,7 @@ class SweepView(QWidget):
 
 def _run_key(trial: dict) -> str:
     """How the window names a trial's run: its folder here, or ``HOST:RUN_DIR`` (core/hosts.py)."""
-    return run_key(trial["host"], trial["run_dir"]) if trial.get("host") else trial["run_dir"]
+    return run_key(trial.get("host"), trial["run_dir"])
 
 
 def _place(trial: dict) -> str:

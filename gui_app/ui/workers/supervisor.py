@@ -259,7 +259,7 @@ class _RunWorker(QObject):
     @staticmethod
     def _named(run_dir: str, host: Host | None) -> str:
         """The window's name of the run: its path, or ``HOST:PATH`` for a run on a host."""
-        return run_key(host.name, run_dir) if host is not None else run_dir
+        return run_key(host.name if host is not None else None, run_dir)
 
     def _take_event(self, event: Event) -> None:
         if isinstance(event, (RunStarted, RunFinished)):
