@@ -28,7 +28,7 @@ from gui_app.core.sweep_config import LOCAL, SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, pid_alive, stop_run
+from gui_app.engine.sweep.trial_process import TrialRun, live_pid, stop_run
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
@@ -58,9 +58,9 @@ class Active:
     def alive(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None  # (also reaps it)
-        if self.run is not None and self.record.host is None:
-            return self.run.running
-        return pid_alive(self.record.pid)  # (on an SSH host: its connection here)
+        # found again: the process holding its run directory, or (before it has one, or on an SSH
+        # host) the process last started for it
+        return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None
 
 
 class SweepDriver:

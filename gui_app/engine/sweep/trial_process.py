@@ -159,8 +159,3 @@ class TrialRun:
         if not self.epochs:
             return None
         return getattr(self.epochs[max(self.epochs)], name)
-
-    @property
-    def running(self) -> bool:
-        """A process holds the run directory (the one this sweep started, or one it found again)."""
-        return run_holder(self.run_dir) is not None
