@@ -84,3 +84,41 @@ def test_gpus_are_given_in_groups_of_gpus_per_trial():
     assert gpu_groups(["0", "1", "2", "3", "4"], 2) == ["0,1", "2,3"]  # the fifth would make a smaller run
     assert gpu_groups(["2", "5"], 4) == ["2,5"]  # fewer than asked: one trial gets them all
     assert gpu_groups([], 2) == []
+
+
+def test_a_trial_held_at_an_epochs_end_is_told_to_continue_once_per_pause(tmp_path, monkeypatch):
+    # The run says `continued` only once it wakes: polls in between still see it paused. A second
+    # `continue` would be read after the next epoch's pause and skip it (a pruned trial then ran an
+    # epoch past its pruning decision: the slow sweep test failed at random).
+    from gui_app.engine.sweep import trial_process
+    from gui_app.engine.sweep.driver import Active, SweepDriver
+    from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
+    from gui_app.engine.sweep.trial_process import TrialRun
+
+    sweep = _sweep(pruner="median", pruner_startup_trials=5)  # no decision to prune yet: it continues
+    folder = SweepFolder.create(tmp_path, "held", sweep, None)
+    study = studies.load(sweep, folder.study()["storage"], folder.study()["study_name"], create=True)
+    driver = SweepDriver(folder, sweep, study, lambda line: None)
+    told: list = []
+    monkeypatch.setattr(trial_process, "continue_run", told.append)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    events = run_dir / "events.jsonl"
+
+    def write(*lines: dict) -> None:
+        with events.open("a") as f:
+            f.writelines(json.dumps({"time": 1, **line}) + "\n" for line in lines)
+
+    write({"type": "run_started", "run_dir": str(run_dir), "config": {}},
+          {"type": "epoch_end", "epoch": 1, "step": 10, "val_accuracy": 0.5}, {"type": "paused", "step": 10})
+    active = Active(0, study.ask(), TrialRecord(), run=TrialRun(run_dir))
+    monkeypatch.setattr(active, "alive", lambda: True)
+    driver.active.append(active)
+    for _ in range(3):
+        driver._follow(active)
+    assert told == [run_dir]
+    write({"type": "continued", "step": 10}, {"type": "epoch_end", "epoch": 2, "step": 20, "val_accuracy": 0.6},
+          {"type": "paused", "step": 20})
+    for _ in range(3):
+        driver._follow(active)
+    assert told == [run_dir, run_dir] and sorted(active.reported) == [1, 2]

@@ -47,6 +47,7 @@ class Active:
     pruned_at: int | None = None
     reported: set[int] = field(default_factory=set)
     earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
+    continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
 
     @property
     def finished(self) -> RunFinished | None:
@@ -220,7 +221,13 @@ class SweepDriver:
         if active.finished is not None or not alive:
             self._end(active)
         elif self._held_for_decision(active):
-            trial_process.continue_run(active.run.run_dir)
+            held = (active.run.starts, active.run.paused_at)
+            # Once per pause: the run reports `continued` only when it wakes, so the next poll still
+            # sees it paused, and a second `continue` read after the next epoch's pause would let the
+            # trial run an epoch past its pruning decision.
+            if active.continued != held:
+                trial_process.continue_run(active.run.run_dir)
+                active.continued = held
 
     def _held_for_decision(self, active: Active) -> bool:
         """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
