@@ -198,6 +198,25 @@ def test_redraw_waits_for_the_timer(training, qtbot):
     qtbot.waitUntil(lambda: len(xy(raw)[0]) == 5, timeout=2000)
 
 
+def test_an_idle_chart_redraws_at_once_and_a_busy_one_at_most_thirty_times_a_second(qtbot):
+    from gui_app.ui.charts.throttle import REDRAW_INTERVAL_MS, RedrawThrottle
+
+    drawn: list[float] = []
+    throttle = RedrawThrottle(lambda: drawn.append(time.perf_counter()))
+    throttle.request()
+    assert throttle._timer.remainingTime() == 0  # idle: on the next turn of the event loop
+    qtbot.waitUntil(lambda: len(drawn) == 1, timeout=2000)
+    throttle.request()  # just drawn: waits out the rest of the interval
+    assert 0 < throttle._timer.remainingTime() <= REDRAW_INTERVAL_MS
+    deadline = time.perf_counter() + 0.5
+    while time.perf_counter() < deadline:  # a request on every turn of the loop for half a second
+        throttle.request()
+        qtbot.wait(1)
+    qtbot.waitUntil(lambda: not throttle._timer.isActive(), timeout=2000)
+    gaps = [b - a for a, b in zip(drawn, drawn[1:])]
+    assert len(drawn) <= 2 + 0.5 * 1000 / REDRAW_INTERVAL_MS and min(gaps) >= 0.9 * REDRAW_INTERVAL_MS / 1000, gaps
+
+
 def test_hundred_thousand_points_stay_downsampled(training):
     n = 100_000
     started = time.perf_counter()
