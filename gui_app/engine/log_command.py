@@ -4,6 +4,7 @@ any process of its owner, here or with ``--host``.
     replica-studio log RUN_DIR                  # what it has logged so far
     replica-studio log RUN_DIR --follow         # then what it logs, until its process is gone
     replica-studio log RUN_DIR --follow --from N   # from byte N (after the N bytes read before)
+    replica-studio log RUN_DIR --follow --from end # only what it logs from now on
     replica-studio log RUN_DIR --json           # {"type": "log", "line": TEXT, "next": BYTE} per line
 
 The window follows a host's run's log with ``log --follow`` over ssh (its Log tab), as it
@@ -11,7 +12,8 @@ follows the file of a run here: one Python start there, no TensorFlow, and it en
 once the run's process is gone (its lock: gui_app/core/run_lock.py) or when the piped stdin ends
 (the window let go, or the connection dropped), so nothing is left following a finished run, as a
 ``tail -F`` would be. With ``--json`` each whole line comes with the byte it ends at, so a
-follower whose connection dropped goes on with ``--from`` where it was, no line lost or twice.
+follower whose connection dropped goes on with ``--from`` where it was, no line lost or twice
+(``--from end`` first says where the end was: ``{"type": "log", "next": BYTE}``).
 A run submitted to Slurm logs into its job's output file, which is what is followed then
 (gui_app/core/slurm_jobs.py).
 """
@@ -39,8 +41,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir")
     p.add_argument("--follow", action="store_true",
                    help="keep printing what it logs until its process is gone (or a piped stdin ends)")
-    p.add_argument("--from", dest="from_byte", type=int, default=0, metavar="N",
-                   help="start after the first N bytes of the log (what was read before)")
+    p.add_argument("--from", dest="from_byte", type=_start, default=0, metavar="N",
+                   help="start after the first N bytes of the log (what was read before), or at its end: 'end'")
     p.add_argument("--json", action="store_true",
                    help='one JSON object per line: {"type": "log", "line": TEXT, "next": BYTE after it}')
     p.set_defaults(handler=log)
@@ -56,19 +58,29 @@ def log(args: argparse.Namespace) -> int:
     if not rundir.is_run_dir(run_dir):
         _say(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
         return EXIT_BAD_INPUT
-    if args.from_byte < 0:
-        _say(f"--from: must be >= 0; got {args.from_byte}")
-        return EXIT_BAD_INPUT
     ended = threading.Event()
     if args.follow and _stdin_is_piped():
         threading.Thread(target=_wait_for_stdin_end, args=(ended,), name="log-stdin", daemon=True).start()
     path, offset = log_path(run_dir), args.from_byte
+    if offset is None:  # its end: what it logged before is not asked for
+        offset = path.stat().st_size if path.is_file() else 0
+        if args.json:
+            print(json.dumps({"type": "log", "next": offset}), flush=True)
     job = slurm_jobs.JobWatch(run_dir)
     while True:
         running = args.follow and (holder(run_dir) is not None or job.active())  # before the read: no line lost
         offset, written = _copy(path, offset, args.json, last=not running)
         if not written or not running or ended.wait(POLL_SECONDS):
             return EXIT_OK
+
+
+def _start(text: str) -> int | None:
+    """``--from``: a byte count, or None for "the end"."""
+    if text == "end":
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a byte count (0 or more) or 'end'; got {text!r}")
+    return int(text)
 
 
 def _copy(path: Path, offset: int, as_json: bool, last: bool) -> tuple[int, bool]:

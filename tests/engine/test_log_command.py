@@ -34,6 +34,9 @@ def test_log_prints_the_file_and_with_json_the_byte_each_line_ends_at(tmp_path):
                      {"type": "log", "line": "three, unfinished", "next": 34}]
     assert [json.loads(line)["line"] for line in _log(str(run_dir), "--json", "--from", "4").stdout.splitlines()] \
         == ["zwei – two", "three, unfinished"]
+    end = _log(str(run_dir), "--json", "--from", "end").stdout.splitlines()  # where the end was, then what follows
+    assert [json.loads(line) for line in end] == [{"type": "log", "next": 34}]
+    assert _log(str(run_dir), "--from", "-1").returncode == 2
     bad = _log(str(tmp_path / "nothing"))
     assert bad.returncode == 2 and bad.stderr.decode().strip() == (
         f"replica-studio log: run_dir: {tmp_path / 'nothing'} is not a run directory (no config.json)")

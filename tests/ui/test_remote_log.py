@@ -15,8 +15,8 @@ def test_lines_once_each_across_a_dropped_follower_then_its_end(qtbot, tmp_path)
     (run_dir / "engine.log").write_text("one\ntwo\n")
     lock = RunLock(run_dir).acquire()
     commands: list[list[str]] = []
-    follower = RemoteLog(lambda offset: commands.append(app_command("log", str(run_dir), "--follow", "--json",
-                                                                    "--from", str(offset))) or commands[-1])
+    follower = RemoteLog(lambda start: commands.append(app_command("log", str(run_dir), "--follow", "--json",
+                                                                   "--from", start)) or commands[-1], from_end=False)
     lines: list[str] = []
     follower.line.connect(lines.append)
     try:
@@ -31,8 +31,16 @@ def test_lines_once_each_across_a_dropped_follower_then_its_end(qtbot, tmp_path)
         follower.follow()  # the next attach follows it again, from where it was
         assert commands[-1][-1] == "8"
         qtbot.waitUntil(lambda: lines == ["one", "two", "three"], timeout=30_000)
+        later: list[str] = []
+        attached = RemoteLog(lambda start: app_command("log", str(run_dir), "--follow", "--json", "--from", start),
+                             from_end=True)  # a window that attaches: what was logged before is not its
+        attached.line.connect(later.append)
+        attached.follow()
+        qtbot.waitUntil(lambda: attached.offset is not None, timeout=30_000)
         with (run_dir / "engine.log").open("a") as log:
             log.write("four, its last words\n")
+        qtbot.waitUntil(lambda: later == ["four, its last words"], timeout=30_000)
+        attached.stop()
         lock.release()  # the run has ended: its last lines come before the end is told
         ended: list[list[str]] = []
         follower.end(lambda: ended.append(list(lines)))

@@ -114,8 +114,9 @@ class Attachment(QObject):
         self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
         self._log = _LogTail(self)
         self._log.line.connect(self.log_line)
-        self._remote_log = RemoteLog(lambda offset: remote_argv(host, ["log", self.run_dir, "--follow", "--json",
-                                                                       "--from", str(offset)]), self)
+        self._remote_log = RemoteLog(lambda start: remote_argv(host, ["log", self.run_dir, "--follow", "--json",
+                                                                      "--from", start]),
+                                     from_end=bool(run_dir), parent=self)  # attached or resumed: as a run here
         self._remote_log.line.connect(self.log_line)
 
     # ---- connecting, as the jobs do ----------------------------------------------------------

@@ -23,11 +23,12 @@ END_WAIT_MS = 2000  # the run has ended: its log's last lines come within a poll
 class RemoteLog(QObject):
     line = Signal(str)
 
-    def __init__(self, command: Callable[[int], list[str]], parent: QObject | None = None) -> None:
-        """``command(n)``: the ``log --follow --json --from n`` command line (over ssh)."""
+    def __init__(self, command: Callable[[str], list[str]], from_end: bool, parent: QObject | None = None) -> None:
+        """``command(start)``: the ``log --follow --json --from START`` command line (over ssh);
+        ``from_end``: what the run logged before is not this window's (as for a run here)."""
         super().__init__(parent)
         self._command = command
-        self.offset = 0  # the bytes of the log read so far
+        self.offset: int | None = None if from_end else 0  # the bytes of the log read so far (None: its end)
         self._process = EngineProcess(self)
         self._process.event.connect(self._take)
         self._process.finished.connect(self._on_finished)
@@ -38,7 +39,7 @@ class RemoteLog(QObject):
     def follow(self) -> None:
         """Follow the log from where it was left (nothing when it is followed already)."""
         if not self._process.is_running() and self._then is None:
-            self._process.start(self._command(self.offset))
+            self._process.start(self._command("end" if self.offset is None else str(self.offset)))
 
     def is_running(self) -> bool:
         return self._process.is_running()
@@ -59,7 +60,8 @@ class RemoteLog(QObject):
     def _take(self, value: dict) -> None:
         if value.get("type") == "log" and isinstance(value.get("next"), int):
             self.offset = value["next"]
-            self.line.emit(str(value.get("line", "")))
+            if "line" in value:  # not the first answer to --from end, which says where that was
+                self.line.emit(str(value["line"]))
 
     def _on_finished(self, *_end: object) -> None:
         self._end_timer.stop()
