@@ -126,7 +126,7 @@ def _serve_lines(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, load_p
 
 def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
     """The lines that answer one request line: errors first, then the predictions."""
-    from gui_app.core.export import image_from_bytes, read_image
+    from gui_app.core.export import read_image
 
     try:
         request = json.loads(line)
@@ -152,8 +152,7 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
                         isinstance(f, dict) and isinstance(f.get("source"), str) and isinstance(f.get("data"), str)
                         for f in files):
                     return [error('files: must be a list of {"source": name, "data": base64}')]
-                readers = [(f["source"], functools.partial(_sent_image, f, image_from_bytes))
-                           for f in files]
+                readers = [(f["source"], functools.partial(_sent_image, f)) for f in files]
             answers, images, sources = [], [], []
             for source, reader in readers:
                 try:
@@ -183,7 +182,10 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
         return [error(f"internal error: {typed_line(exc)}")]
 
 
-def _sent_image(entry: dict[str, str], image_from_bytes, input_shape: tuple[int, int, int]):
+def _sent_image(entry: dict[str, str], input_shape: tuple[int, int, int]):
+    """The image of a ``files`` entry as the model sees it (ExportError naming its source)."""
+    from gui_app.core.export import image_from_bytes
+
     try:
         content = received_file(entry)
     except ValueError as exc:

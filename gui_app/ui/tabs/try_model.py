@@ -237,7 +237,7 @@ class TryTab(QWidget):
             self._start_server()
         if self.is_loading():
             self._waiting.append(request)
-            waiting = sum(len(r.get("images", ())) + r.get("test_samples", 0) for r in self._waiting)
+            waiting = sum(len(r.get("images", r.get("files", ()))) + r.get("test_samples", 0) for r in self._waiting)
             self._say(f"{wording.count(waiting, 'image')} waiting for the model to load…")
             return
         if self._info is None or self._server is None:
