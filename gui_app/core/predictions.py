@@ -2,12 +2,14 @@
 
 NumPy only (no TensorFlow, no Qt): :mod:`gui_app.core.export.predict` makes these, the
 ``predict --serve`` process writes them as JSON lines (:meth:`Prediction.to_dict`) and the
-window reads them back (:meth:`Prediction.from_dict`) with the pixels the model saw.
+window reads them back (:meth:`Prediction.from_dict`) with the pixels the model saw. An image
+for a model on an SSH host goes in the request itself (:func:`sent_file`, :func:`received_file`).
 """
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -53,3 +55,22 @@ class Prediction:
                              f"for {len(class_names)} classes")
         return cls(str(data.get("source", "")), image, probabilities, [str(n) for n in class_names],
                    None if label is None else int(label))
+
+
+MAX_SENT_BYTES = 32 << 20  # an image sent to a host's model: a photo is a few MiB; more is no image
+
+
+def sent_file(path: str) -> dict[str, str]:
+    """An image file as an entry of a ``files`` request: its bytes go over the connection
+    (OSError when it cannot be read or is too large)."""
+    if Path(path).stat().st_size > MAX_SENT_BYTES:
+        raise OSError(f"larger than {MAX_SENT_BYTES >> 20} MiB, too large to send")
+    return {"source": path, "data": base64.b64encode(Path(path).read_bytes()).decode("ascii")}
+
+
+def received_file(entry: dict[str, str]) -> bytes:
+    """The bytes of a ``files`` entry; ValueError when its data is not base64."""
+    try:
+        return base64.b64decode(entry["data"], validate=True)
+    except ValueError:
+        raise ValueError(f"{entry['source']}: its data is not base64") from None

@@ -18,6 +18,7 @@ from gui_app.engine import (
     export_command,
     hosts_command,
     inspect_command,
+    log_command,
     predict_command,
     prepare_command,
     remote_command,
@@ -28,9 +29,9 @@ from gui_app.engine.cluster import script_command, slurm_runs, submit_command, w
 from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.engine.sweep import command as sweep_command
 
-_MODULES = (train_command, attach_command, inspect_command, devices_command, scaling_command, export_command,
-            predict_command, prepare_command, worker_command, script_command, submit_command, hosts_command,
-            sweep_command, compare_command)
+_MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
+            export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
+            hosts_command, sweep_command, compare_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

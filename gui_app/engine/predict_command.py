@@ -10,6 +10,8 @@ loaded); then one answer per stdin line:
 
     {"id": 1, "images": ["seven.png"]}   ->  {"type": "predictions", "id": 1, "predictions": [...]}
     {"id": 2, "test_samples": 8}         ->  the same, for 8 random test images (with labels)
+    {"id": 3, "files": [{"source": "seven.png", "data": BASE64}]}   ->  the same, for files sent
+                                         in the request: the window's images for a model on an SSH host
 
 Each prediction carries source, label (or null), the top-k classes, every probability and
 the image as the model sees it (:meth:`gui_app.core.predictions.Prediction.to_dict`). A bad
@@ -20,6 +22,7 @@ ends the process (exit 0).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -27,6 +30,7 @@ from typing import Any, TextIO
 
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG, ExportError
 from gui_app.core.messages import typed_line
+from gui_app.core.predictions import received_file
 from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_OK
 
@@ -136,17 +140,26 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
         return {"type": "error", "id": request_id, **extra, "message": message}
 
     try:
-        if "images" in request:
-            paths = request["images"]
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return [error("images: must be a list of file paths")]
+        if "images" in request or "files" in request:
+            if "images" in request:
+                paths = request["images"]
+                if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                    return [error("images: must be a list of file paths")]
+                readers = [(path, functools.partial(read_image, path)) for path in paths]
+            else:
+                files = request["files"]
+                if not isinstance(files, list) or not all(
+                        isinstance(f, dict) and isinstance(f.get("source"), str) and isinstance(f.get("data"), str)
+                        for f in files):
+                    return [error('files: must be a list of {"source": name, "data": base64}')]
+                readers = [(f["source"], functools.partial(_sent_image, f)) for f in files]
             answers, images, sources = [], [], []
-            for path in paths:
+            for source, reader in readers:
                 try:
-                    images.append(read_image(path, predictor.input_shape))
-                    sources.append(path)
+                    images.append(reader(predictor.input_shape))
+                    sources.append(source)
                 except ExportError as exc:
-                    answers.append(error(str(exc), image=path))
+                    answers.append(error(str(exc), image=source))
             if images:
                 import numpy as np
 
@@ -160,13 +173,24 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
             images, labels = predictor.test_samples(count)
             found = predictor.predict_images(images, [f"test image {i + 1}" for i in range(len(images))], labels)
             return [_predictions(request_id, found, top)]
-        return [error("a request has 'images' or 'test_samples'")]
+        return [error("a request has 'images', 'files' or 'test_samples'")]
     except ExportError as exc:
         return [error(str(exc))]
     except (KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:  # noqa: BLE001 - one bad request must not end the session
         return [error(f"internal error: {typed_line(exc)}")]
+
+
+def _sent_image(entry: dict[str, str], input_shape: tuple[int, int, int]):
+    """The image of a ``files`` entry as the model sees it (ExportError naming its source)."""
+    from gui_app.core.export import image_from_bytes
+
+    try:
+        content = received_file(entry)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    return image_from_bytes(content, entry["source"], input_shape)
 
 
 def _predictions(request_id, predictions, top: int) -> dict[str, Any]:

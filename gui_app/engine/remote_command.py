@@ -84,6 +84,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "export": Remote(outputs=("output",)),
     "predict": Remote(stdin_flag="serve"),
     "attach": Remote(control=True),
+    "log": Remote(stdin_flag="follow"),  # --follow ends with this stdin, as it does there
     "stop": Remote(),
     "runs": Remote(runs_dir=True),
     "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node

@@ -1,6 +1,7 @@
 """``export --json`` and ``predict --serve`` as the window runs them: real processes, JSON lines."""
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
@@ -83,6 +84,21 @@ def test_predict_serve_answers_images_errors_and_test_samples(trained_run, tmp_p
             assert prediction.label is None and raw["label"] is None and len(raw["top"]) == 3
             assert prediction.top(1)[0][0] == label
             assert abs(float(prediction.probabilities.sum()) - 1.0) < 1e-5
+
+        # The files themselves in the request (the window's images for a model on an SSH host):
+        # the same answers as for their paths, named by the source given.
+        sent = [{"source": f"here/{path.name}", "data": base64.b64encode(path.read_bytes()).decode()}
+                for path in (paths[0], broken, paths[1])]
+        *errors, found = ask({"id": 6, "files": [*sent, {"source": "x.png", "data": "@@"}]}, answers=3)
+        assert [(e["type"], e["id"], e["image"]) for e in errors] == [("error", 6, "here/broken.png"),
+                                                                      ("error", 6, "x.png")]
+        assert "here/broken.png" in errors[0]["message"]
+        assert errors[1]["message"] == "x.png: its data is not base64"
+        assert [p["source"] for p in found["predictions"]] == [f"here/{paths[0].name}", f"here/{paths[1].name}"]
+        for raw, image in zip(found["predictions"], images):
+            np.testing.assert_array_equal(Prediction.from_dict(raw, ready["class_names"]).image, image)
+        [bad] = ask({"id": 7, "files": ["seven.png"]})
+        assert bad["type"] == "error" and bad["message"].startswith("files: must be a list")
 
         [samples] = ask({"id": 2, "test_samples": 4})
         assert samples["type"] == "predictions" and samples["id"] == 2 and len(samples["predictions"]) == 4

@@ -32,6 +32,9 @@ def test_a_row_from_runs_json_there(runs_dir):
     assert (resumable, process, host) == (False, None, "gpu1")
     info, _, process, _ = _row("gpu1", {**entry, "status": "running", "pid": 42, "host": "gpu1-node", "config": {}})
     assert (process.pid, process.host) == (42, "gpu1-node")
+    write_run(runs_dir, "20261201-100000-digits", "stopped")  # with a checkpoint: resumable there, as read there
+    stopped = next(run.to_json() for run in list_live_runs(runs_dir) if run.info.status == "stopped")
+    assert stopped["resumable"] and _row("gpu1", stopped)[1] is True
 
 
 def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_stay(qtbot, runs_dir, tmp_path, monkeypatch):

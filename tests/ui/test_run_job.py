@@ -47,3 +47,25 @@ def test_events_are_decoded_once_and_the_end_reads_from_them(qtbot, args, end):
     assert logs[:3] == ["[engine stdout] a stray print", "[engine stdout] {'note': 'JSON, but no event'}",
                         "warning: the batch does not divide evenly"]
     assert ends == [end]
+
+
+RESUMED = """
+import json
+def say(**line):
+    print(json.dumps(line), flush=True)
+say(type="run_started", run_dir="/runs/a", config={})
+say(type="run_finished", status="stopped", run_dir="/runs/a", step=3)
+say(type="run_started", run_dir="/runs/a", config={})  # resumed, read from the file's first line
+"""
+
+
+def test_a_resumed_runs_earlier_end_is_not_its_end(qtbot):
+    """Read from its first event (a host's run resumed), a run's earlier run_finished is not how
+    this attachment ended: the attachment then tries again rather than tell it ended."""
+    job = RunJob([sys.executable, "-c", textwrap.dedent(RESUMED)])
+    ends: list[tuple[str, str]] = []
+    job.on_end(lambda *end: ends.append(end))
+    with qtbot.waitSignal(job.finished, timeout=TIMEOUT_MS):
+        job.start()
+    assert job.run_finished is None
+    assert ends == [("failed", "the engine exited without reporting the end of the run")]

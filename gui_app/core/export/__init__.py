@@ -13,7 +13,7 @@ Formats: keras, savedmodel, tflite, tflite-fp16, tflite-int8, tflite-int8-full, 
 from gui_app.core.export.exporter import ExportResult, export_run
 from gui_app.core.export.model_card import card_path_for, read_card
 from gui_app.core.export.parity import ParityReport
-from gui_app.core.export.predict import Prediction, Predictor, load_predictor, read_image
+from gui_app.core.export.predict import Prediction, Predictor, image_from_bytes, load_predictor, read_image
 from gui_app.core.export.runtimes import detect_kind
 from gui_app.core.formats import (
                                   DEFAULT_CHECK,
@@ -30,5 +30,6 @@ from gui_app.core.formats import (
 __all__ = [
     "DEFAULT_CHECK", "FORMATS", "ConversionError", "ExportCancelled", "ExportError", "ExportFormat",
     "ExportResult", "ParityReport", "Prediction", "Predictor", "card_path_for", "default_file_name",
-    "detect_kind", "export_run", "format_size", "get_format", "load_predictor", "read_card", "read_image",
+    "detect_kind", "export_run", "format_size", "get_format", "image_from_bytes", "load_predictor", "read_card",
+    "read_image",
 ]

@@ -162,13 +162,18 @@ def read_image(path: str | Path, input_shape: tuple[int, int, int]) -> np.ndarra
     training images were.
     """
     path = Path(path)
-    height, width, channels = input_shape
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ExportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return image_from_bytes(data, str(path), input_shape)
+
+
+def image_from_bytes(data: bytes, source: str, input_shape: tuple[int, int, int]) -> np.ndarray:
+    """The bytes of an image file (named ``source`` in errors) as the model sees it, as :func:`read_image`."""
+    height, width, channels = input_shape
     import_tensorflow()  # keeps the GPU out of this process when TensorFlow starts here
     try:
         return decode_image(data, (height, width), channels)
     except ValueError as exc:
-        raise ExportError(f"{path}: {exc}") from None
+        raise ExportError(f"{source}: {exc}") from None

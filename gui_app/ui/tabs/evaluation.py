@@ -3,7 +3,9 @@
 misclassified test images with their true and predicted labels.
 
 It shows the run history's ``evaluation`` -- the live ``eval`` event, or the run's eval.json
-(gui_app.core.rundir.read_history) -- once, when it changes, with the run's misclassified.npz.
+(gui_app.core.rundir.read_history) -- once, when it changes, with the run's misclassified.npz:
+read here, or, for a run on an SSH host (``HOST:RUN_DIR``), copied back from there
+(gui_app.ui.workers.remote_gallery) and shown when it has come.
 """
 from __future__ import annotations
 
@@ -30,11 +32,13 @@ import numpy as np
 
 from gui_app.core.events import ClassMetrics, Eval
 from gui_app.core.history import Part
+from gui_app.core.hosts import split_run_key
 from gui_app.core.metrics import per_class_metrics
 from gui_app.core.rundir import MISCLASSIFIED_FILE
 from gui_app.ui.charts.confusion import ConfusionHeatmap
 from gui_app.ui.charts.plot import theme_colors
 from gui_app.ui.charts.run_view import RunView
+from gui_app.ui.workers.remote_gallery import RemoteGallery
 
 GALLERY_LIMIT = 200  # images shown; the rest are counted in the title
 THUMBNAIL = 72
@@ -185,6 +189,9 @@ class EvaluationTab(QWidget, RunView):
         layout.addWidget(self._summary)
         layout.addWidget(top, 1)
         self._apply_palette()
+        self._names: list[str] = []  # the class names of the evaluation shown
+        self._remote = RemoteGallery(load_misclassified, self)
+        self._remote.fetched.connect(self._on_fetched)
         self.clear()
 
     # --- public API -------------------------------------------------------------------
@@ -213,6 +220,7 @@ class EvaluationTab(QWidget, RunView):
         self._per_class.set_rows(per_class)
         self.table.setColumnHidden(0, names_are_indices(names))  # "#" would repeat "Class"
         self._fit_table_height()
+        self._names = names
         self._fill_gallery(misclassified, names)
 
     def has_evaluation(self) -> bool:
@@ -249,12 +257,25 @@ class EvaluationTab(QWidget, RunView):
             self.clear()
             return
         run_dir = history.run_dir
-        misclassified = load_misclassified(Path(run_dir) / MISCLASSIFIED_FILE) if run_dir else None  # names the file
+        host = split_run_key(run_dir)[0] if run_dir else None
+        here = run_dir and host is None
+        misclassified = load_misclassified(Path(run_dir) / MISCLASSIFIED_FILE) if here else None  # names the file
         try:
             self.show_eval(history.evaluation, misclassified)
         except ValueError as exc:
             where = history.evaluation_source
             raise ValueError(f"{where}: {exc}" if where else str(exc)) from None
+        if host is not None:
+            self._gallery_title.setText(f"Misclassified test images: copying them from {host}…")
+            self._remote.fetch(run_dir)
+
+    def _on_fetched(self, key: str, misclassified: dict | None, problem: str) -> None:
+        """A host's run's images came back (or why not): shown if its evaluation still is."""
+        if self.history.run_dir != key or not self.has_evaluation():
+            return
+        self._fill_gallery(misclassified, self._names)
+        if problem:
+            self._gallery_title.setText(f"Misclassified test images: not copied back ({problem})")
 
     def _fit_table_height(self) -> None:
         """No taller than its rows; many classes scroll in the space the splitter gives it."""

@@ -15,7 +15,12 @@ model and predicting happen in a long-lived engine process, ``replica-studio pre
 ONNX Runtime never enter the window's process): it is started when a model is set, replaced
 when the model changes (the older one's late answers reach nobody) and ended with the panel
 (:meth:`TryTab.shutdown`). An image the model cannot read is shown inline, in red, and the
-others are still classified. Signals: ``model_loaded(str)`` (a one-line description),
+others are still classified.
+
+The model of a run on an SSH host (``HOST:RUN_DIR``) stays there: ``predict --serve --host HOST``
+loads it there, and the images dropped here go over the connection in the requests themselves
+(``files``: their bytes). A dropped connection is one line in the tab; the model loads there again
+with the next images. Signals: ``model_loaded(str)`` (a one-line description),
 ``predictions_ready(list)`` (the new :class:`~gui_app.core.predictions.Prediction` objects),
 ``image_failed(str, str)`` (path, one line), ``failed(str)`` (one line), ``log_line(str)``
 (the engine's stderr, for the Log tab).
@@ -45,7 +50,8 @@ from PySide6.QtWidgets import (
 from gui_app.core import wording
 from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
-from gui_app.core.predictions import Prediction
+from gui_app.core.hosts import split_run_key
+from gui_app.core.predictions import Prediction, sent_file
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow
@@ -136,19 +142,26 @@ class TryTab(QWidget):
         self._info, self._waiting = None, []
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
-        if not Path(path).exists():  # a typo or a moved file should not cost a TensorFlow start
+        host, there = split_run_key(str(path))
+        if host is None and not Path(path).exists():  # a typo or a moved file should not cost a TensorFlow start
             self._end_server()
             self._source = None
             self._model_label.setText("No model.")
             self._fail(f"{path}: no such file or folder")
             return
         self._source = Path(path)
-        self._model_label.setText(f"Loading {html.escape(Path(path).name)}…")
+        self._model_label.setText(f"Loading {html.escape(Path(there).name)}" + (f" on {html.escape(host)}" if host
+                                                                                 else "") + "…")
         self._model_label.setToolTip(str(path))
         self._say("Loading the model (TensorFlow starts in its own process: a few seconds)…")
+        self._start_server(trusted)
+
+    def _start_server(self, trusted: bool = False) -> None:
+        host, there = split_run_key(str(self._source))
         flags = [UNVERIFIED_SAVEDMODEL_FLAG] if trusted else []
-        self._server = (ServingJob(self._engine_command("predict", "--serve", str(path), "--top", str(TOP_K), *flags),
-                                   name="the model process", parent=self)
+        where = [] if host is None else ["--host", host]  # the model stays there
+        self._server = (ServingJob(self._engine_command("predict", "--serve", there, "--top", str(TOP_K), *flags,
+                                                        *where), name="the model process", parent=self)
                         .on_result(self._on_answer).on_failure(self._on_server_failed).on_log_line(self.log_line)
                         .start(replacing=self._server))
 
@@ -161,7 +174,16 @@ class TryTab(QWidget):
 
     def add_image_files(self, paths: Sequence[str | Path]) -> None:
         paths = [str(p) for p in paths]
-        if paths:
+        if paths and self._host() is not None:  # the model is there: the files go in the request
+            files = []
+            for path in paths:
+                try:
+                    files.append(sent_file(path))
+                except OSError as exc:
+                    self._add_error_row(path, f"cannot read ({exc.strerror or exc})")
+            if files:
+                self._request({"files": files}, f"Classifying {wording.count(len(files), 'image')}…")
+        elif paths:
             self._request({"images": paths}, f"Classifying {wording.count(len(paths), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
@@ -211,9 +233,11 @@ class TryTab(QWidget):
 
     # ---- the predict process ---------------------------------------------------------------
     def _request(self, request: dict, status: str) -> None:
+        if self._server is None and self._source is not None:  # a host's model whose connection dropped
+            self._start_server()
         if self.is_loading():
             self._waiting.append(request)
-            waiting = sum(len(r.get("images", ())) + r.get("test_samples", 0) for r in self._waiting)
+            waiting = sum(len(r.get("images", r.get("files", ()))) + r.get("test_samples", 0) for r in self._waiting)
             self._say(f"{wording.count(waiting, 'image')} waiting for the model to load…")
             return
         if self._info is None or self._server is None:
@@ -248,6 +272,10 @@ class TryTab(QWidget):
         """The model's process ended without being asked to: it could not load the model, or died."""
         loading = self._info is None
         self._end_server()
+        if not loading and self._host() is not None:  # the connection, most likely: the tab goes on
+            self._waiting = []
+            self._fail(f"{reason}; the model loads there again with the next images")
+            return
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
         source, self._source, self._waiting = self._source, None, []
@@ -271,10 +299,14 @@ class TryTab(QWidget):
         self.trust_box = box
         box.open()  # window-modal, not blocking
 
+    def _host(self) -> str | None:
+        """The SSH host the model is on (None: this computer)."""
+        return split_run_key(str(self._source))[0] if self._source is not None else None
+
     def _on_model_loaded(self, info: dict) -> None:
         self._info = info
         h, w, c = info["input_shape"]
-        name = Path(str(info.get("model") or self._source)).name
+        name = Path(str(info.get("model") or split_run_key(str(self._source))[1])).name
         kind = _KIND_NAMES.get(str(info.get("kind")), str(info.get("kind")))
         description = (f"{name}: {kind}, {w}×{h} {'grey' if c == 1 else 'colour'}, "
                        f"{len(info['class_names'])} classes")

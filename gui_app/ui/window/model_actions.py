@@ -5,7 +5,8 @@ the export dialogs it opens and the Try tab's model choice. The Export menu expo
 screen when it has a model or a checkpoint (``WindowState.export_run``), and the run list exports
 a run of an SSH host too (``HOST:RUN_DIR``: ``export --host``, the files copied back here); the
 Try tab tries the
-model run (the run on screen, when it has a ``model.keras``: ``WindowState.model_run``), and
+model run (the run on screen, when it has a ``model.keras``: ``WindowState.model_run``; a host's
+completed run tries its model there, ``predict --serve --host``), and
 starts its ``predict --serve`` engine process only when the tab is shown (a TensorFlow start
 nobody who never opens the tab should pay for); a model the user opened in the Try tab stays
 until another run comes on screen.

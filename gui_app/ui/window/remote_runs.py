@@ -6,7 +6,9 @@ each row ``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's ke
 path, so the two never collide, and the Host column names the host. Their histories are not
 files here: Open replays the run's events with ``attach RUN_DIR --control none`` there
 (:class:`RemoteOpen`), and Attach follows a running one from line 0 (RunAttach), so its charts
-are complete however long the window was away.
+are complete however long the window was away. Resume resumes a stopped, interrupted or failed
+run there (``resume --host HOST RUN_DIR --detach``, RunActions) and follows it from its first
+event, the run's history with it.
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def _row(host_name: str, entry: dict) -> tuple[RunInfo, bool, RunProcess | None,
                    step=int(entry.get("step") or 0), total_steps=entry.get("total_steps"),
                    test_accuracy=entry.get("test_accuracy"), message=entry.get("message"),
                    has_model=bool(entry.get("has_model")))
-    return info, False, process, host_name  # resuming a run there is not offered yet
+    return info, bool(entry.get("resumable")), process, host_name  # resumable: as it reads there
 
 
 class RemoteOpen(QObject):

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Error, Event, RunStarted, Step
+from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
@@ -85,12 +86,22 @@ class RunActions(QObject):
             self.resume_dialog.accepted.connect(lambda: self.resume_run(run_dir, self.resume_dialog.overrides()))
             self.resume_dialog.open()
             return
+        host_name, there = split_run_key(str(run_dir))
+        try:
+            host = None if host_name is None else find_host(host_name)
+        except HostsFileError as exc:
+            self._state.set_status(f"Cannot resume {run_dir}: {exc}")
+            return
         # The history first: the resumed engine appends to the same events.jsonl, and the
-        # charts drop any steps after the checkpoint when its run_started arrives.
-        self._shown.show_history(run_dir)
-        self.note.emit(f"Resuming {Path(run_dir).name}")
+        # charts drop any steps after the checkpoint when its run_started arrives. A host's
+        # run brings its history with it (followed from its first event).
+        if host is None:
+            self._shown.show_history(run_dir)
+        else:
+            self._shown.clear()
+        self.note.emit(f"Resuming {Path(there).name}" + (f" on {host_name}" if host_name else ""))
         self._defer_background_work()
-        self._supervisor.start_resume(run_dir, overrides or ())
+        self._supervisor.start_resume(there, overrides or (), host=host)
         self._state.set_tab(TRAINING)
 
     def resume_selected(self) -> None:

@@ -24,8 +24,8 @@ the window follows is marked (an icon, a tooltip); another running one can be at
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 
 With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
-``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach
-and export over ssh, and what needs their files here (resume, overlay, the folder) is disabled. A host
+``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach,
+resume and export over ssh, and what needs their files here (overlay, the folder) is disabled. A host
 that does not answer is one line beside the buttons, and its rows stay as last read.
 """
 from __future__ import annotations

@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
+from gui_app.core.hosts import split_run_key
 from gui_app.core.rundir import read_history
 from gui_app.ui.tabs.evaluation import EvaluationTab
 from gui_app.ui.tabs.replicas import ReplicasTab
@@ -69,7 +70,9 @@ class ShownRun(QObject):
             self.note.emit(problem)
         for chart in (self.training, self.replicas):
             chart.flush()
-        self._state.set_shown_run(run_dir)
+        # A host's run's folder is not here: a completed run has saved its model there.
+        on_host = split_run_key(str(run_dir))[0] is not None
+        self._state.set_shown_run(run_dir, history.status.status == "completed" if on_host else None)
         return self.has_evaluation()
 
     def open(self, run_dir: str | Path) -> bool:

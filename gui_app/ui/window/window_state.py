@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
+from gui_app.core.hosts import split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
@@ -116,7 +117,7 @@ class WindowState(QObject):
 
     def _on_run_finished(self, status: str, run_dir: str, message: str) -> None:
         self._set_active_run(None)
-        self._check_model()  # a completed run has its model.keras now
+        self._check_model(status == "completed" and run_dir == self._shown_run)  # it has its model.keras now
         self.run_ended.emit(status, run_dir, message)
 
     def _set_active_run(self, run_dir: str | None) -> None:
@@ -144,16 +145,20 @@ class WindowState(QObject):
             return run
         return run if run != self._active_run and has_checkpoint(run) else None
 
-    def set_shown_run(self, run_dir: str | Path | None) -> None:
+    def set_shown_run(self, run_dir: str | Path | None, has_model: bool | None = None) -> None:
         """A run came on screen (ShownRun), or none did. Said even when it is the run shown
-        before: it was read again."""
+        before: it was read again. ``has_model``: what its history says of a run on a host, whose
+        files are not here (None: its folder here is looked at)."""
         self._shown_run = str(run_dir) if run_dir else None
-        self._shown_has_model = _has_model(self._shown_run)
+        self._shown_has_model = _has_model(self._shown_run) if has_model is None else has_model
         self.shown_run_changed.emit(self._shown_run or "")
 
-    def _check_model(self) -> None:
-        if _has_model(self._shown_run) != self._shown_has_model:
-            self._shown_has_model = not self._shown_has_model
+    def _check_model(self, completed: bool) -> None:
+        run = self._shown_run
+        # A host's run completed on screen has saved its model there; its folder is not here.
+        has_model = (completed or self._shown_has_model) if run and split_run_key(run)[0] else _has_model(run)
+        if has_model != self._shown_has_model:
+            self._shown_has_model = has_model
             self.shown_run_changed.emit(self._shown_run or "")
 
     # ---- the run list, the forms, the tabs, the status bar -------------------------------------

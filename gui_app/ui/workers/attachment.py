@@ -24,7 +24,8 @@ exit 255 says the connection failed (docs/architecture.md, "OpenSSH facts"), and
 the run's process is gone. On 255 (or the ssh client killed) the run goes on there, and the
 attachment says "connection to HOST lost, reconnecting…" and attaches again with the same
 back-off, for as long as it takes (a laptop asleep for hours). There is no lock or log to read
-here: the run's end comes from attach there.
+here: the run's end comes from attach there, and its log is followed with ``log --follow`` there
+(:class:`~gui_app.ui.workers.remote_log.RemoteLog`), whose last lines come before ``ended``.
 
     event(Event)      every event after line N, decoded once (RunJob)
     log_line(str)     the run's log, the attach process's stderr
@@ -54,6 +55,7 @@ from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError, remote_argv
 from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.remote_log import RemoteLog
 from gui_app.ui.workers.run_job import RunJob
 
 DETACHED = "detached"
@@ -112,6 +114,10 @@ class Attachment(QObject):
         self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
         self._log = _LogTail(self)
         self._log.line.connect(self.log_line)
+        self._remote_log = RemoteLog(lambda start: remote_argv(host, ["log", self.run_dir, "--follow", "--json",
+                                                                      "--from", start]),
+                                     from_end=bool(run_dir), parent=self)  # attached or resumed: as a run here
+        self._remote_log.line.connect(self.log_line)
 
     # ---- connecting, as the jobs do ----------------------------------------------------------
     def on_result(self, slot: Callable[[Event], Any]) -> Attachment:
@@ -191,6 +197,8 @@ class Attachment(QObject):
         except HostError as exc:  # no folder for ssh's shared connections
             self._finish("failed", str(exc))
             return
+        if self.host is not None:
+            self._remote_log.follow()  # again after a dropped connection, from where it was
         self._job = (RunJob(command, parent=self)
                      .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
                      .start())
@@ -306,7 +314,11 @@ class Attachment(QObject):
         self._log.read()
         self._log.stop()
         self._say("")
-        self.ended.emit(status, message)
+        if status == DETACHED or not self._remote_log.is_running():  # said before detach() returns
+            self._remote_log.stop()
+            self.ended.emit(status, message)
+        else:
+            self._remote_log.end(lambda: self.ended.emit(status, message))
 
 
 def line_count(run_dir: str | Path) -> int:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Self, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.engine_output import EXIT_OK
-from gui_app.core.events import Error, RunFinished, Warning, decode
+from gui_app.core.events import Error, RunFinished, RunStarted, Warning, decode
 from gui_app.ui.workers.engine_job import KILL_WAIT_MS, ServingJob
 
 
@@ -76,6 +76,8 @@ class RunJob(ServingJob):
             self._error = event.message
         elif isinstance(event, RunFinished):
             self._run_finished = event
+        elif isinstance(event, RunStarted):  # a resumed run, read from its first event: that end was not its last
+            self._run_finished = None
         self._take_answer(event)
 
     def _report_end(self, code: int, crashed: bool, line: str) -> None:

@@ -102,13 +102,17 @@ class RunSupervisor(QObject):
         where = ["--runs-dir", str(runs_dir)] if host is None else ["--host", host.name]
         self.start(self._engine_command("train", path, "--detach", *where), temp_file=path, host=host)
 
-    def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = ()) -> None:
+    def start_resume(self, run_dir: str | Path, overrides: Sequence[str] = (), host: Host | None = None) -> None:
         """Resume a stopped, interrupted or failed run from its last checkpoint; ``overrides`` are
-        ``KEY=VALUE`` changes (``resume --set``) such as a smaller batch after running out of memory."""
+        ``KEY=VALUE`` changes (``resume --set``) such as a smaller batch after running out of memory.
+        A run on ``host`` (``run_dir`` is its path there) resumes there."""
         sets = [word for override in overrides for word in ("--set", override)]
-        # The window shows the run's history before; it follows the resumed run from its run_started.
-        self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
-                   from_line=-1)
+        if host is None:  # the window shows the run's history before; it follows the resumed run from its run_started
+            self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
+                       from_line=-1)
+        else:  # its history is there: followed from its first event, as Attach does
+            self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, "--host", host.name),
+                       run_dir=str(run_dir), host=host)
 
     def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
               host: Host | None = None) -> None:
