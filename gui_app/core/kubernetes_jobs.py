@@ -32,6 +32,7 @@ MANIFEST_FILE = "job.yaml"
 ASK_TIMEOUT_S = 15  # kubectl get only talks to the API server: longer means none answers
 RESUMABLE = ("stopped", "interrupted", "failed")  # the checkpoints are on the volume, not here
 DELETED = "DELETED"
+DELETING = "deleting"  # the reason of a Job that was deleted while its pods stop (no new pod comes)
 
 
 class KubernetesJobState(JobState):
@@ -143,8 +144,10 @@ def _state(job: dict) -> KubernetesJobState:
     # "ready" counts pods whose container runs (ours have no readiness probe); clusters before
     # 1.24 do not report it: an active pod then counts as running.
     ready = int(status.get("ready", active) or 0)
-    if ready > 0 or (active > 0 and job.get("metadata", {}).get("deletionTimestamp")):
-        return KubernetesJobState("RUNNING")  # deleted, its pods still stopping: the checkpoint is being written
+    if active > 0 and job.get("metadata", {}).get("deletionTimestamp"):
+        return KubernetesJobState("RUNNING", DELETING)  # its pods still stop: the checkpoint is being written
+    if ready > 0:
+        return KubernetesJobState("RUNNING")
     return KubernetesJobState("PENDING", "pods starting" if active else "")
 
 

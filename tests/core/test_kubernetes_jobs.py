@@ -41,7 +41,8 @@ def test_the_jobs_status_reads_as_pending_running_succeeded_or_failed(status, ex
 
 def test_a_deleted_job_whose_pods_still_stop_is_running_until_it_is_gone():
     states = parse_jobs(json.dumps({"kind": "List", "items": [
-        _job("rs-a", {"active": 2, "ready": 0}, deleting=True), _job("rs-b", {"succeeded": 2, "conditions": [COMPLETE]})]}))
+        _job("rs-a", {"active": 2, "ready": 0}, deleting=True),
+        _job("rs-b", {"succeeded": 2, "conditions": [COMPLETE]})]}))
     assert {name: s.state for name, s in states.items()} == {"rs-a": "RUNNING", "rs-b": "SUCCEEDED"}
     assert parse_jobs("") == {} and parse_jobs("not json") == {}
 

@@ -91,6 +91,7 @@ class Mirror(threading.Thread):
                 self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                               stdin=subprocess.DEVNULL, errors="replace")
                 seen: dict[str, list[int]] = {}  # this stream's lines of each pod so far: events, log
+                finished = False  # the stream's last event was a run_finished
                 assert self._proc.stdout is not None
                 for raw in self._proc.stdout:
                     pod, text = _split(raw)
@@ -100,8 +101,10 @@ class Mirror(threading.Thread):
                     if pod not in record.pods:  # a pod not followed before: its output goes after what is here
                         record.pods[pod] = list(written)
                         kubernetes_jobs.write_job(self.run_dir, record)
-                    line = self._event_line(text)
-                    kind = 0 if line is not None else 1
+                    event = self._event(text)
+                    line = json.dumps(event) + "\n" if event is not None else None
+                    kind = 0 if event is not None else 1
+                    finished = event["type"] == "run_finished" if event is not None else finished
                     counts = seen.setdefault(pod, [0, 0])
                     if record.pods[pod][kind] + counts[kind] >= written[kind]:  # not copied before
                         out = events if kind == 0 else log
@@ -112,14 +115,15 @@ class Mirror(threading.Thread):
                 self._proc.wait()
                 record = kubernetes_jobs.read_job(self.run_dir) or record  # a resume applies the Job again
                 state = kubernetes_jobs.job_state(record)
-                if self._closed.is_set() or not state.active:
+                # deleted (Stop) and its chief has said how the run ended: no pod comes after it
+                if self._closed.is_set() or not state.active or (finished and state.reason == kubernetes_jobs.DELETING):
                     if state.state != UNKNOWN:
                         self.error = ""  # what kubectl said while the pod started is no reason
                     return
                 self._closed.wait(RETRY_S)
 
-    def _event_line(self, text: str) -> str | None:
-        """The line for events.jsonl when ``text`` is an event (its run_dir: the local one), else None."""
+    def _event(self, text: str) -> dict | None:
+        """``text``'s event for events.jsonl (its run_dir: the local one); None when it is no event."""
         try:
             event = json.loads(text)
         except ValueError:
@@ -128,7 +132,7 @@ class Mirror(threading.Thread):
             return None
         if "run_dir" in event:
             event["run_dir"] = str(self.run_dir)
-        return json.dumps(event) + "\n"
+        return event
 
 
 def _split(raw: str) -> tuple[str, str]:
