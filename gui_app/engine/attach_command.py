@@ -137,9 +137,10 @@ def _ended(run_dir: Path, follower: EventsFollower, kubectl_said: str = "") -> i
     job = slurm_jobs.read_job(run_dir)
     record = kubernetes_jobs.read_job(run_dir)
     if record is not None:
-        state = kubernetes_jobs.job_state(record)
-        _say("attach", kubectl_said or f"{run_dir}: Kubernetes job {record.job} is {state.describe()} and the run "
-                                       "did not finish" + ("" if follower.events_read else " (it never started)"))
+        never = "" if follower.events_read else " (it never started)"
+        word = kubernetes_jobs.job_state(record).describe()
+        _say("attach", kubectl_said or f"{run_dir}: Kubernetes job {record.job} is {word} and the run did not "
+                                       f"finish{never}")
     elif job is not None:
         state = slurm_jobs.job_states([job.job_id])[job.job_id]
         _say("attach", f"{run_dir}: Slurm job {job.job_id} is {state.describe()} and the run did not finish"
