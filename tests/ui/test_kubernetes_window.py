@@ -180,3 +180,38 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
     assert len(kubernetes_jobs.read_job(run_dir).pods) == 2  # the chief pod of each apply
     wait_listed(qtbot, window.runs)
     assert listed_status(window.runs, run_dir) == "completed"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_closing_the_window_leaves_the_job_running_and_the_next_window_follows_it_on(qtbot, fake, runs_dir,
+                                                                                    fake_engine, monkeypatch):
+    """The window lets go of the run when it closes (the Job is not deleted); the next one finds
+    it running from the Job's state, attaches at launch, and its copy of the chief's events goes
+    on from where the first window's ended: every step once."""
+    def engine(*args: str) -> list[str]:
+        return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
+
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    config = RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mlp"},
+                                  "strategy": {"name": "multi_worker_mirrored", "workers": 2},
+                                  "training": {"epochs": 5, "global_batch_size": 64, "seed": 3, "steps_per_call": 2}})
+    with shown_window(qtbot, engine_command=engine) as first:
+        first.config_panel.set_config(config, checked=True)
+        qtbot.waitUntil(first.actions.submit_kubernetes.isEnabled)
+        with qtbot.waitSignal(first.supervisor.run_started, timeout=240_000):
+            first.kubernetes.open().start()
+        qtbot.waitUntil(lambda: first.shown.history.status.step >= 2, timeout=120_000)
+    (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
+    copied = (run_dir / "events.jsonl").read_text().count("\n")
+    assert fake.calls("delete") == [] and kubernetes_jobs.job_active(run_dir)  # the Job runs on
+    with shown_window(qtbot, engine_command=engine) as second:
+        with qtbot.waitSignal(second.supervisor.finished, timeout=600_000) as finished:
+            pass  # it attaches to the running run at launch, once its run list is read
+        assert finished.args[0] == "completed", finished.args
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        total = next(e for e in events if e["type"] == "run_started")["total_steps"]
+        assert second.shown.history.status.step == total
+    steps = Counter(e["step"] for e in events if e["type"] == "step")
+    assert sorted(steps) == list(range(1, total + 1)) and set(steps.values()) == {1}
+    assert len(events) > copied and len(kubernetes_jobs.read_job(run_dir).pods) == 1  # one chief, followed twice
