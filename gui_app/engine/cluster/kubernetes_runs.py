@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import subprocess
 import sys
@@ -64,8 +63,12 @@ class Mirror(threading.Thread):
                 self._proc.kill()
 
     def run(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock (as gui_app/core/run_lock.py)
+            fcntl = None  # type: ignore[assignment]
         with open(self.run_dir / LOCK_FILE, "a") as lock:
-            while True:  # another process copies: wait for it to end (then there is little left to add)
+            while fcntl is not None:  # another process copies: wait for it to end (then little is left to add)
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
