@@ -25,7 +25,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import ClassVar, Iterable
 
 from gui_app.core import atomic_io
 
@@ -51,6 +51,7 @@ class SlurmJob:
 
 @dataclass(frozen=True)
 class JobState:
+    scheduler: ClassVar[str] = "Slurm"  # who the state is from (the run list's tooltip)
     state: str  # Slurm's word: PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, ... or UNKNOWN
     reason: str = ""  # why it waits (Resources, Priority, BeginTime, ...); "" for None
 

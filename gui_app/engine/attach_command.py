@@ -9,7 +9,9 @@ Everything comes from the run directory: the events from ``events.jsonl``, wheth
 runs it from its lock (gui_app/core/run_lock.py), who and where from ``process.json``
 (gui_app/core/live_runs.py), and words go through its control channel
 (engine/control_channel.py). A run submitted to Slurm runs while its job does (Slurm's word,
-gui_app/core/slurm_jobs.py), and ``stop`` cancels its job (engine/cluster/slurm_runs.py). No
+gui_app/core/slurm_jobs.py), and ``stop`` cancels its job (engine/cluster/slurm_runs.py). A run
+applied to Kubernetes is followed from its local record, its chief's output copied into it as
+attach goes, and ``stop`` deletes its Job (engine/cluster/kubernetes_runs.py). No
 TensorFlow is loaded: ``attach`` starts in a Python start's time.
 """
 from __future__ import annotations
@@ -24,10 +26,10 @@ import threading
 import time
 from pathlib import Path
 
-from gui_app.core import run_lock, rundir, slurm_jobs
+from gui_app.core import kubernetes_jobs, run_lock, rundir, slurm_jobs
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
-from gui_app.engine.cluster import slurm_runs
+from gui_app.engine.cluster import kubernetes_runs, slurm_runs
 from gui_app.engine.control_channel import ChannelError, NotRunning, send
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
@@ -86,17 +88,24 @@ def attach(args: argparse.Namespace) -> int:
     detached = threading.Event()  # set when this attachment ends and the run goes on
     if args.control == "stdin":
         threading.Thread(target=_forward_stdin, args=(run_dir, detached), name="attach-stdin", daemon=True).start()
+    mirror = kubernetes_runs.Mirror(run_dir) if kubernetes_runs.kubernetes_job(run_dir) is not None else None
+    if mirror is not None:
+        mirror.start()
     with _detaching_on_signals(detached):
         follower = EventsFollower(run_dir, args.from_line)
         try:
-            return _follow(run_dir, follower, detached)
+            return _follow(run_dir, follower, detached, mirror)
         finally:
             follower.close()
+            if mirror is not None:
+                mirror.close()
 
 
-def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event) -> int:
-    """Copy the run's event lines to stdout until it has finished, its process is gone, or
-    this attachment ends (stdin closed, stdout gone, a signal)."""
+def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event,
+            mirror: kubernetes_runs.Mirror | None = None) -> int:
+    """Copy the run's event lines to stdout until it has finished, its process is gone (a
+    Kubernetes run: its ``mirror`` has copied the chief's output to its end), or this attachment
+    ends (stdin closed, stdout gone, a signal)."""
     out = sys.stdout.buffer
     next_check = 0.0
     job = slurm_jobs.JobWatch(run_dir)
@@ -108,24 +117,31 @@ def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event) 
             continue
         now = time.monotonic()
         if now >= next_check:
-            if run_lock.holder(run_dir) is None and not job.active():
+            running = mirror.is_alive() if mirror is not None else run_lock.holder(run_dir) is not None
+            if not running and not job.active():
                 lines = follower.read()  # what it wrote before it let go of the run
                 if lines:
                     if not _write(out, lines):
                         return EXIT_OK
                     continue
-                return _ended(run_dir, follower)
+                return _ended(run_dir, follower, mirror.error if mirror is not None else "")
             next_check = now + LIVE_CHECK_SECONDS
         detached.wait(POLL_SECONDS)
     return EXIT_OK
 
 
-def _ended(run_dir: Path, follower: EventsFollower) -> int:
+def _ended(run_dir: Path, follower: EventsFollower, kubectl_said: str = "") -> int:
     """No process runs it and every line is out: 0 when the run finished, else 1 and one line."""
     if follower.finished:
         return EXIT_OK
     job = slurm_jobs.read_job(run_dir)
-    if job is not None:
+    record = kubernetes_jobs.read_job(run_dir)
+    if record is not None:
+        never = "" if follower.events_read else " (it never started)"
+        word = kubernetes_jobs.job_state(record).describe()
+        _say("attach", kubectl_said or f"{run_dir}: Kubernetes job {record.job} is {word} and the run did not "
+                                       f"finish{never}")
+    elif job is not None:
         state = slurm_jobs.job_states([job.job_id])[job.job_id]
         _say("attach", f"{run_dir}: Slurm job {job.job_id} is {state.describe()} and the run did not finish"
                        + ("" if follower.events_read else " (it never started)"))
@@ -163,8 +179,13 @@ def _forward_stdin(run_dir: Path, detached: threading.Event) -> None:
             for line in lines:
                 word = line.decode("utf-8", "replace").strip()
                 job = slurm_runs.slurm_job(run_dir) if word == "stop" else None
+                record = kubernetes_runs.kubernetes_job(run_dir) if word == "stop" else None
                 if job is not None and live_process(run_dir) is None:
                     failed = slurm_jobs.cancel(job.job_id)  # its workers are on the nodes, under Slurm
+                    if failed:
+                        _say("attach", f"'stop' not sent: {failed}")
+                elif record is not None:  # its pods get SIGTERM: they stop together with a checkpoint
+                    failed = kubernetes_jobs.delete(record)
                     if failed:
                         _say("attach", f"'stop' not sent: {failed}")
                 elif word:
@@ -201,6 +222,8 @@ def stop(args: argparse.Namespace) -> int:
     job = slurm_runs.slurm_job(run_dir)
     if process is None and job is not None:
         return slurm_runs.stop(run_dir, job, args.timeout)
+    if (record := kubernetes_runs.kubernetes_job(run_dir)) is not None:
+        return kubernetes_runs.stop(run_dir, record, args.timeout)
     if process is None:
         info = rundir.read_run(run_dir)
         print(f"{run_dir}: not running ({info.status} at step {info.step})", flush=True)

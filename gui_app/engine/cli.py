@@ -25,7 +25,7 @@ from gui_app.engine import (
     scaling_command,
     train_command,
 )
-from gui_app.engine.cluster import script_command, slurm_runs, submit_command, worker_command
+from gui_app.engine.cluster import kubernetes_runs, script_command, slurm_runs, submit_command, worker_command
 from gui_app.engine.exits import EXIT_BAD_INPUT
 from gui_app.engine.sweep import command as sweep_command
 
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.on_host(args)
     if args.command == "resume" and (job := slurm_runs.slurm_job(args.run_dir)) is not None:  # under Slurm
         return slurm_runs.resume(args, job)
+    if args.command == "resume" and (record := kubernetes_runs.kubernetes_job(args.run_dir)) is not None:
+        return kubernetes_runs.resume(args, record)
     if getattr(args, "detach", False):  # before the log filter's thread, which a fork would not copy
         if args.command == "sweep":  # it forks itself once its folder exists (and loads no TensorFlow)
             return args.handler(args)

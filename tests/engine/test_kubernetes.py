@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from engine_helpers import run_cli
 
-from gui_app.core import rundir
+from gui_app.core import kubernetes_jobs, rundir
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Step
-from gui_app.engine.cluster import kubernetes, kubernetes_manifest, kubernetes_submit
+from gui_app.engine.cluster import kubernetes, kubernetes_manifest
 from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions, documents, manifest
 from gui_app.identity import app_command, app_env
 
@@ -243,24 +243,32 @@ def _fake_kubectl(tmp_path, body: str) -> dict[str, str]:
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
+NO_CONTEXT = 'if [ "$1" = config ]; then echo "error: current-context is not set" >&2; exit 1; fi\n'
 APPLIED = (  # what kubectl apply prints for our three documents, named from the Job's RS_K8S_JOB
     'job=$(grep -A1 \'"name": "RS_K8S_JOB"\' "$3" | grep -o \'"value": "[^"]*"\' | cut -d\'"\' -f4)\n'
     'echo "configmap/$job-config created"; echo "service/$job created"; echo "job.batch/$job created"')
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a fake kubectl in bash")
-def test_submit_applies_the_manifest_and_prints_the_job_and_the_run_directory(tmp_path):
-    env = _fake_kubectl(tmp_path, APPLIED)
-    done = run_cli("submit", str(_config(tmp_path)), "--kubernetes", "--namespace", "ml", env=env)
+def test_submit_applies_the_manifest_and_keeps_a_local_record_of_the_run(tmp_path):
+    env = _fake_kubectl(tmp_path, NO_CONTEXT + APPLIED)
+    runs = tmp_path / "runs"
+    done = run_cli("submit", str(_config(tmp_path)), "--kubernetes", "--namespace", "ml", "--runs-dir", str(runs),
+                   env=env)
     assert done.returncode == 0, done.stderr
-    job, run_dir = done.stdout.splitlines()
+    job, run_dir, local = done.stdout.splitlines()
     assert job.startswith("rs-") and job.endswith("-digits-mlp") and run_dir == f"/runs/{job[3:]}"
-    (call,) = (tmp_path / "kubectl-calls").read_text().splitlines()
-    assert call.startswith("apply -f ") and not Path(call.split()[-1]).exists()  # the temporary manifest is gone
+    assert local == str(runs / job[3:])  # the record has the name of the run directory on the volume
+    calls = (tmp_path / "kubectl-calls").read_text().splitlines()
+    assert calls == ["config current-context", f"apply -f {local}/job.yaml -n ml"]
     docs = _validated((tmp_path / "applied.yaml").read_text())
+    assert (tmp_path / "applied.yaml").read_text() == Path(local, "job.yaml").read_text()  # kept: resume applies it
     assert docs[2]["metadata"] == {"name": job, "namespace": "ml", "labels": {"replica-studio/job": job}}
     (container,) = docs[2]["spec"]["template"]["spec"]["containers"]
     assert f"--run-dir {run_dir} --continue" in " ".join(container["command"])
+    record = kubernetes_jobs.read_job(local)
+    assert (record.job, record.namespace, record.context, record.pods) == (job, "ml", "", {})
+    assert RunConfig.load(Path(local, "config.json")) == RunConfig.load(_config(tmp_path))
 
 
 @pytest.mark.parametrize("body, said", [
@@ -269,32 +277,69 @@ def test_submit_applies_the_manifest_and_prints_the_job_and_the_run_directory(tm
      'error: unable to recognize "x.yaml": connection refused'),
     (None, "kubectl: not found on PATH"),
 ])
-def test_a_refused_or_impossible_submission_is_one_line_exit_2(tmp_path, body, said):
+def test_a_refused_or_impossible_submission_is_one_line_exit_2_and_leaves_no_record(tmp_path, body, said):
     env = _fake_kubectl(tmp_path, body) if body else {"PATH": str(tmp_path / "empty")}
-    done = run_cli("submit", str(_config(tmp_path)), "--kubernetes", env=env)
+    runs = tmp_path / "runs"
+    done = run_cli("submit", str(_config(tmp_path)), "--kubernetes", "--runs-dir", str(runs), env=env)
     assert done.returncode == 2 and done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"replica-studio submit: {said}")
+    assert not runs.exists() or list(runs.iterdir()) == []
+
+
+def _mirror_kubectl(tmp_path, monkeypatch) -> Path:
+    """kubectl logs prints the file ``chief.log`` (lines already prefixed), get job says ``state``."""
+    (tmp_path / "chief.log").write_text("")
+    (tmp_path / "state").write_text('{"status": {"active": 2, "ready": 2}}')
+    env = _fake_kubectl(tmp_path, f"""if [ "$1" = logs ]; then cat {tmp_path}/chief.log; fi
+if [ "$1" = get ]; then sed 's/^{{/{{"metadata": {{"name": "rs-x"}}, /' {tmp_path}/state; fi""")
+    monkeypatch.setenv("PATH", env["PATH"])
+    local = tmp_path / "run"
+    local.mkdir()
+    kubernetes_jobs.record_job(local, "rs-x", "ml")
+    return local
+
+
+def _event(kind: str, **fields) -> str:
+    return json.dumps({"type": kind, "time": 1.7e9, **fields})
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a fake kubectl in bash")
-def test_follow_waits_for_the_chief_pod_then_passes_its_events_to_stdout(tmp_path, monkeypatch, capsys):
-    """kubectl logs before the pod runs: "No resources found" (exit 0), then "waiting to start"
-    (exit 1); then the pod's output, events and stderr lines mixed as kubectl logs gives them."""
-    event = json.dumps({"type": "run_finished", "status": "completed", "step": 5, "run_dir": "/runs/r"})
-    env = _fake_kubectl(tmp_path, f"""n=$(wc -l < {tmp_path}/kubectl-calls)
-if [ "$n" = 1 ]; then echo "No resources found in ml namespace." >&2; exit 0; fi
-if [ "$n" = 2 ]; then echo 'container "worker" in pod "rs-x-0-ab" is waiting to start: ContainerCreating' >&2
-  exit 1; fi
-echo "[replica-studio] worker 0: forming the cluster"; echo '{event}'""")
-    monkeypatch.setenv("PATH", env["PATH"])
-    monkeypatch.setattr(kubernetes_submit, "RETRY_S", 0)
-    assert kubernetes_submit.follow("rs-x", "ml") == 0
-    out, err = capsys.readouterr()
-    assert out == event + "\n" and err == "[replica-studio] worker 0: forming the cluster\n"
-    calls = (tmp_path / "kubectl-calls").read_text().splitlines()
-    assert calls == ["logs -f -l batch.kubernetes.io/job-name=rs-x,batch.kubernetes.io/job-completion-index=0 "
-                     "--tail=-1 -n ml"] * 3
+def test_the_local_copy_gets_each_line_of_each_chief_pod_once(tmp_path, monkeypatch):
+    """kubectl logs prints a pod's output from its start each time: a follow again adds only what
+    is new; a new pod (the run resumed, or the Job replaced a failed one) goes after it."""
+    from gui_app.engine.cluster.kubernetes_runs import Mirror
+
+    local = _mirror_kubectl(tmp_path, monkeypatch)
+    monkeypatch.setattr("gui_app.engine.cluster.kubernetes_runs.RETRY_S", 0.0)
+    log = tmp_path / "chief.log"
+
+    def pod(name: str, *lines: str) -> None:
+        with log.open("a") as f:
+            f.writelines(f"[pod/{name}/worker] {line}\n" for line in lines)
+
+    def follow() -> list[dict]:
+        (tmp_path / "state").write_text('{"status": {"succeeded": 2, "conditions": [{"type": "Complete", '
+                                        '"status": "True"}]}}')
+        mirror = Mirror(local)
+        mirror.run()
+        assert mirror.error == ""
+        return [json.loads(line) for line in (local / "events.jsonl").read_text().splitlines()]
+
+    pod("rs-x-0-a", "[replica-studio] worker 0: forming the cluster",
+        _event("run_started", run_dir="/runs/r", total_steps=3), _event("step", step=1))
+    assert [e.get("step") for e in follow()] == [None, 1]
+    pod("rs-x-0-a", _event("step", step=2), _event("run_finished", status="stopped", step=2, run_dir="/runs/r"))
+    events = follow()
+    assert [(e["type"], e.get("step")) for e in events] == [("run_started", None), ("step", 1), ("step", 2),
+                                                              ("run_finished", 2)]
+    assert {e["run_dir"] for e in events if "run_dir" in e} == {str(local.absolute())}  # the one this machine sees
+    log.write_text("")  # the old pods are gone: the resumed run's chief prints its own output
+    pod("rs-x-0-b", "[replica-studio] worker 0: forming the cluster", _event("step", step=3))
+    assert [e.get("step") for e in follow()] == [None, 1, 2, 2, 3]
+    assert follow()[-1]["step"] == 3 and len(follow()) == 5
+    assert (local / "engine.log").read_text().count("forming the cluster") == 2  # once per pod
+    assert kubernetes_jobs.read_job(local).pods == {"rs-x-0-a": [0, 0], "rs-x-0-b": [4, 1]}
 
 
 def test_pods_of_another_job_of_the_same_name_have_another_run_identity():

@@ -14,6 +14,7 @@ kubernetes_manifest  the plain Kubernetes manifest of one run: ConfigMap, headle
 script_command     ``replica-studio cluster-script``: an sbatch script, a Kubernetes or a Kubeflow manifest
 submit_command     ``replica-studio submit --slurm|--kubernetes``: a new run submitted with sbatch or kubectl
 scheduler_command  sbatch and kubectl as submit runs them: found, timed, a refusal as one line
-kubernetes_submit  ``submit --kubernetes``: kubectl apply, and following the chief's events
+kubernetes_submit  ``submit --kubernetes``: kubectl apply, and the run's local record
+kubernetes_runs    ``attach``, ``stop`` and ``resume`` of that record: the chief's output copied, delete, apply
 slurm_runs         ``stop`` and ``resume`` of a submitted run: scancel, its job.sbatch submitted again
 """

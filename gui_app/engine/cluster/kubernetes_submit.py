@@ -1,86 +1,73 @@
 """``replica-studio submit CONFIG --kubernetes``: a new run applied to a cluster with kubectl.
 
-The manifest (kubernetes_manifest.py) goes to ``-o FILE`` (kept: applied again after the Job
-was deleted, it continues the run) or a temporary file, and ``kubectl apply -f`` sends it to the
-cluster kubectl is set up for (its current context, or ``--namespace``). stdout gets two lines,
-the job name and the run directory on the runs volume; kubectl missing, or refusing (no
-cluster reachable, no permission), is kubectl's last stderr line, exit 2. ``--follow`` then
-streams the chief's events: its pod prints them as JSON lines on stdout, which ``kubectl logs
--f`` carries mixed with the pod's stderr, so event lines go to our stdout and the rest to stderr.
+The run directory is on the cluster's volume; this machine gets a local record of the run, a run
+directory of the same name in the runs folder (``--runs-dir``; gui_app/core/kubernetes_jobs.py):
+its config, the manifest (kubernetes_manifest.py) as ``job.yaml`` (applied again after the Job
+was deleted, it continues the run: ``resume RUN_DIR``), and the Job's name, namespace and kubectl
+context. ``-o FILE`` keeps a copy of the manifest too. ``kubectl apply -f`` sends it to the cluster
+kubectl is set up for (its current context, or ``--namespace``). stdout gets three lines: the job
+name, the run directory on the volume and the local record; kubectl missing, or refusing (no
+cluster reachable, no permission), is kubectl's last stderr line, exit 2, and leaves no record.
+``--follow`` then follows the run as ``attach RUN_DIR`` does (engine/cluster/kubernetes_runs.py:
+the chief's events copied into the record and printed as JSON lines).
 """
 from __future__ import annotations
 
-import json
 import random
+import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-from gui_app.core import rundir
+from gui_app.core import kubernetes_jobs, rundir
 from gui_app.core.config import RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, scheduler_command
 from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions
 from gui_app.engine.cluster.scheduler_command import SubmitError
+from gui_app.identity import app_command, app_env
 
 APPLY_TIMEOUT_S = 60  # kubectl only talks to the API server: a minute means none answers
-START_TIMEOUT_S = 600  # --follow: an image pulled and a pod scheduled (a GPU node may scale up)
-RETRY_S = 3
 KUBECTL_HINT = "install it and set up its context for the cluster"
 
 
-def _kubectl() -> str:
+def kubectl() -> str:
     return scheduler_command.find("kubectl", KUBECTL_HINT)
 
 
-def submit(config_path: str, options: KubernetesOptions, output: str | None = None) -> tuple[str, str]:
-    """(job name, run directory on the volume); ConfigError, SubmitError or OSError."""
+def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
+           output: str | None = None) -> tuple[str, str, Path]:
+    """(job name, run directory on the volume, local record); ConfigError, SubmitError or
+    OSError, with no record left behind."""
     config = RunConfig.load(config_path)
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
-    name = rundir.run_name(config)
-    text = kubernetes_manifest.manifest(config, name, seed, options)
-    _kubectl()  # missing: said before anything is written
-    with tempfile.TemporaryDirectory(prefix="replica-studio-k8s-") as temp:
-        path = Path(output) if output else Path(temp) / "run.yaml"
-        path.write_text(text, encoding="utf-8")
-        applied = scheduler_command.run("kubectl", ["apply", "-f", str(path)], timeout=APPLY_TIMEOUT_S,
-                                        hint=KUBECTL_HINT, silent="is the cluster reachable?")
-    job = kubernetes_manifest.job_name(name)
-    if f"job.batch/{job} " not in applied:
-        raise SubmitError(f"kubectl apply: did not create job.batch/{job} ({applied.strip()!r})")
-    return job, kubernetes_manifest.run_dir(name)
-
-
-def follow(job: str, namespace: str | None) -> int:
-    """Stream the chief's events until its pod ends; kubectl's exit code. Before the pod runs,
-    kubectl logs says "No resources found" (exit 0) or "is waiting to start" (exit 1): tried again."""
-    kubectl = _kubectl()
-    chief = f"batch.kubernetes.io/job-name={job},batch.kubernetes.io/job-completion-index=0"
-    command = [kubectl, "logs", "-f", "-l", chief, "--tail=-1", *(["-n", namespace] if namespace else [])]
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None and proc.stderr is not None
-        streamed = False
-        for line in proc.stdout:
-            streamed = True
-            out = sys.stdout if _is_event(line) else sys.stderr
-            out.write(line)
-            out.flush()
-        said = [line for line in proc.stderr.read().splitlines() if line.strip()]
-        code = proc.wait()
-        waiting = not streamed and (code == 0 or any("waiting to start" in line for line in said))
-        if not waiting or time.monotonic() > deadline:
-            if said and (code != 0 or not streamed):
-                print(f"replica-studio submit: {said[-1]}", file=sys.stderr)
-            return code if streamed or not waiting else 1
-        time.sleep(RETRY_S)
-
-
-def _is_event(line: str) -> bool:
+    kubernetes_manifest.documents(config, "check", seed, options)  # a config it cannot run: said before the folder
+    kubectl()  # missing: said before anything is written
+    local = rundir.create_run_dir(runs_dir.resolve(), config)
     try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:
-        return False
+        name = local.name  # the run directory on the volume has the record's name
+        text = kubernetes_manifest.manifest(config, name, seed, options)
+        (local / kubernetes_jobs.MANIFEST_FILE).write_text(text, encoding="utf-8")
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+        job = kubernetes_manifest.job_name(name)
+        where = ["-n", options.namespace] if options.namespace else []
+        context = kubernetes_jobs.current_context()
+        apply(local / kubernetes_jobs.MANIFEST_FILE, job, [*(["--context", context] if context else []), *where])
+        kubernetes_jobs.record_job(local, job, options.namespace or "", context)
+        return job, kubernetes_manifest.run_dir(name), local
+    except BaseException:
+        shutil.rmtree(local, ignore_errors=True)
+        raise
+
+
+def apply(manifest: Path, job: str, where: list[str]) -> None:
+    """``kubectl apply -f MANIFEST``; SubmitError unless it created (or started again) the Job."""
+    applied = scheduler_command.run("kubectl", ["apply", "-f", str(manifest), *where], timeout=APPLY_TIMEOUT_S,
+                                    hint=KUBECTL_HINT, silent="is the cluster reachable?")
+    if f"job.batch/{job} created" not in applied:
+        raise SubmitError(f"kubectl apply: did not create job.batch/{job} ({applied.strip()!r})")
+
+
+def follow(local: Path) -> int:
+    """``attach RUN_DIR`` on the record, without control words: its exit code."""
+    return subprocess.call(app_command("attach", str(local), "--control", "none"), env=app_env(),
+                           stdin=subprocess.DEVNULL)

@@ -1,6 +1,7 @@
 """``replica-studio submit CONFIG --slurm|--kubernetes``: a new run, submitted from this machine.
 
-``--kubernetes`` applies a plain Kubernetes manifest with kubectl (kubernetes_submit.py).
+``--kubernetes`` applies a plain Kubernetes manifest with kubectl and keeps a local record of the
+run in the runs folder (kubernetes_submit.py).
 ``--slurm`` makes the run directory (its config inside), writes the run's sbatch script there
 (``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
 ``sbatch --parsable``. stdout gets two lines, the job id and the run directory; a bad config or
@@ -39,13 +40,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--slurm", action="store_true", help="submit to Slurm with sbatch")
     kind.add_argument("--kubernetes", action="store_true", help="apply to Kubernetes with kubectl (no operator)")
-    p.add_argument("--runs-dir", help="Slurm: folder for the run directory (default: the user data folder)")
+    p.add_argument("--runs-dir", help="folder for the run directory (Kubernetes: the run's local record; default: "
+                                      "the user data folder)")
     slurm_script.add_options(p)
     kubernetes_manifest.add_options(p)
     p.add_argument("-o", "--output", help="Kubernetes: keep the manifest in this file (applied again, it continues "
                                           "the run)")
     p.add_argument("--follow", action="store_true",
-                   help="Kubernetes: then print the chief's events (JSON lines) until its pod ends")
+                   help="Kubernetes: then follow the run as attach does (the chief's events as JSON lines)")
     p.add_argument("--debug", action="store_true")
     p.set_defaults(handler=run)
 
@@ -93,10 +95,12 @@ def run(args) -> int:
 def _kubernetes(args) -> int:
     try:
         options = kubernetes_manifest.options_from(args)
-        job, run_dir = kubernetes_submit.submit(args.config, options, args.output)
+        runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
+        job, run_dir, local = kubernetes_submit.submit(args.config, options, runs_dir, args.output)
         print(job)
-        print(run_dir, flush=True)
-        return kubernetes_submit.follow(job, options.namespace) if args.follow else EXIT_OK
+        print(run_dir)
+        print(local, flush=True)
+        return kubernetes_submit.follow(local) if args.follow else EXIT_OK
     except (ConfigError, SubmitError, OSError) as exc:
         print(f"replica-studio submit: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

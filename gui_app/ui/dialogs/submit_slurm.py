@@ -23,11 +23,11 @@ from gui_app.ui.workers.engine_job import EngineJob
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")  # what a Slurm job can run
 
 
-class _SubmitJob(EngineJob):
-    """``submit``: its answer is the two lines it prints, the job id and the run directory."""
+class SubmitJob(EngineJob):
+    """``submit``: its answer is the first and the last line it prints, the job and the run directory."""
 
-    def __init__(self, command: list[str], parent: QWidget) -> None:
-        super().__init__(command, name="sbatch", read=lambda lines: (lines[0], lines[-1]), parent=parent)
+    def __init__(self, command: list[str], parent: QWidget, name: str = "sbatch") -> None:
+        super().__init__(command, name=name, read=lambda lines: (lines[0], lines[-1]), parent=parent)
         self._lines: list[str] = []
         self._process.text_line.connect(self._take_line)
 
@@ -98,7 +98,7 @@ class SubmitSlurmDialog(JobDialog):
         return [*args, "--host", host] if host else [*args, "--runs-dir", self._runs_dir]
 
     def _make_job(self) -> EngineJob:
-        return _SubmitJob(self._engine_command(*self.arguments(str(self._config_file(self._config)))), parent=self)
+        return SubmitJob(self._engine_command(*self.arguments(str(self._config_file(self._config)))), parent=self)
 
     def _show_result(self, result: tuple[str, str]) -> None:
         self._show_status(f"Submitted job {result[0]}: {result[1]}")

@@ -53,6 +53,7 @@ class WindowActions:
         self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
         self.submit_slurm = act("Submit to S&lurm…", tip="Submit the multi-worker run on the forms to a Slurm "
                                 "cluster (sbatch here or on a login node) and follow it")
+        self.submit_kubernetes = act("Submit to &Kubernetes…")  # its tips: KubernetesActions (why it is off)
         self.checkpoint = act("Save a &checkpoint now", "Ctrl+K", "Write a checkpoint without stopping")
         self.notify = act("&Notify when a run or sweep ends", tip="A desktop notification when a run or a sweep "
                           "completes, stops or fails while the window is not the active one")
@@ -96,6 +97,7 @@ class WindowActions:
         run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
         run_menu.addSeparator()
         run_menu.addAction(self.submit_slurm)  # enabled by SlurmActions (it needs a multi-worker config)
+        run_menu.addAction(self.submit_kubernetes)  # enabled by KubernetesActions (kubectl, multi_worker_mirrored)
         run_menu.addSeparator()
         run_menu.addActions([self.resume_run, self.attach_run, self.compare_runs])
         run_menu.addSeparator()

@@ -45,6 +45,7 @@ from gui_app.ui.tabs.training import TrainingTab
 from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
+from gui_app.ui.window.kubernetes_actions import KubernetesActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.remote_runs import RemoteOpen
 from gui_app.ui.window.run_actions import RunActions
@@ -95,6 +96,9 @@ class MainWindow(QMainWindow):
         self.slurm = SlurmActions(self, self.state, self.actions.submit_slurm, supervisor=self.supervisor,
                                   forms=self.config_panel, shown=self.shown, runs=self.runs,
                                   engine_command=engine_command)
+        self.kubernetes = KubernetesActions(self, self.state, self.actions.submit_kubernetes,
+                                            supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
+                                            runs=self.runs, engine_command=engine_command)
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
                                               self.settings.notify_when_run_ends)
         self.sweeps = SweepActions(self, self.state, forms=self.config_panel, files=self.files, models=self.models,
@@ -180,9 +184,9 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.attach, self.shown, m, self.remote_open, self.slurm):
+        for source in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):
             source.note.connect(log.note)
-        for source in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm):
+        for source in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes):
             source.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)

@@ -12,8 +12,9 @@ QObject and touches no widget. It reads with the Qt-free ``gui_app.core.rundir``
 plain Python values (``RunInfo``) to the GUI thread through queued signals. Each fill has a
 generation number: a newer request (a refresh while a fill runs) makes the worker drop the
 older fill between two runs, and the GUI side ignores batches of any generation but the
-latest, so two fills never interleave in the list. Runs submitted to Slurm get their job's
-state before the fill's rows (``jobs``): one squeue call per fill for all of them.
+latest, so two fills never interleave in the list. Runs submitted to Slurm or Kubernetes get
+their job's state before the fill's rows (``jobs``): one squeue call per fill for all of them,
+one ``kubectl get job`` per context and namespace.
 
 With a host (the window's Run on host), its runs follow the local ones, read over ssh
 (gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
+from gui_app.core import kubernetes_jobs
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, read_run, run_dirs
@@ -59,15 +61,17 @@ def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
     live = live_process(path)
     recorded = live or read_process(path)
     host = recorded.host if recorded is not None and recorded.host != socket.gethostname() else ""
-    return info, info.resumable, live, host
+    return info, info.resumable or kubernetes_jobs.resumable(path, info.status), live, host
 
 
 def read_jobs(paths: list[Path]) -> dict[str, tuple[str, JobState]]:
-    """The Slurm job of each run submitted to Slurm and its state, ``{path: (job id, JobState)}``:
-    one squeue call for all of them (gui_app/core/slurm_jobs.py), none without such runs."""
+    """The Slurm or Kubernetes job of each run submitted to one and its state, ``{path: (job id,
+    JobState)}``: one squeue call for all of them (gui_app/core/slurm_jobs.py), none without such
+    runs; the Kubernetes runs' from kubectl (gui_app/core/kubernetes_jobs.py)."""
     jobs = {str(path): job for path in paths if (job := read_job(path)) is not None}
     states = job_states(job.job_id for job in jobs.values())
-    return {path: (job.job_id, states[job.job_id]) for path, job in jobs.items()}
+    return {**{path: (job.job_id, states[job.job_id]) for path, job in jobs.items()},
+            **kubernetes_jobs.read_states(paths)}
 
 
 class _ReadWorker(QObject):

@@ -70,7 +70,7 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
         item.setToolTip(0, f"Running (process {process.pid} on {process.host}); double-click or Attach to "
                            f"follow it\n{path}")
     elif job is not None:
-        item.setToolTip(0, f"Slurm job {job[0]}: {job[1].describe()}\n{path}")
+        item.setToolTip(0, f"{job[1].scheduler} job {job[0]}: {job[1].describe()}\n{path}")
     else:
         item.setToolTip(0, path)
     item.setToolTip(NOTE, note)

@@ -15,7 +15,8 @@ run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
 A run submitted to Slurm (gui_app/core/slurm_jobs.py) goes on while its job is active, and its
-job's output (``slurm-JOBID.out``) is its log.
+job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
+local record (gui_app/core/kubernetes_jobs.py): ``attach`` copies the chief's output into it.
 
 A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
 system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
@@ -47,7 +48,7 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from gui_app.core import slurm_jobs
+from gui_app.core import kubernetes_jobs, slurm_jobs
 from gui_app.core.engine_output import EXIT_OK, complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.hosts import Host
@@ -175,9 +176,8 @@ class Attachment(QObject):
         if self.host is not None:
             self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
         else:
-            if self.lines < 0:  # a Slurm run's job was only queued (its start takes seconds): after every line
-                slurm = slurm_jobs.read_job(self.run_dir) is not None
-                self.lines = line_count(self.run_dir) if slurm else last_start_line(self.run_dir)
+            if self.lines < 0:  # a Slurm or Kubernetes job was only queued (its start takes seconds): after every line
+                self.lines = line_count(self.run_dir) if scheduled(self.run_dir) else last_start_line(self.run_dir)
             self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
@@ -256,7 +256,7 @@ class Attachment(QObject):
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
         elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
-              and not slurm_jobs.job_active(self.run_dir)):
+              and not slurm_jobs.job_active(self.run_dir) and not kubernetes_jobs.job_active(self.run_dir)):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
             self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
@@ -278,14 +278,20 @@ class Attachment(QObject):
     def _run_gone(self, code: int | None) -> bool:
         """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
         run started, attach (from after the last run's run_finished) says the run has finished: 0."""
-        return code == ATTACH_RUN_GONE or (code == EXIT_OK and slurm_jobs.read_job(self.run_dir) is not None)
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and scheduled(self.run_dir))
 
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
         if self._killed:
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
-        job = slurm_jobs.read_job(self.run_dir)
+        job, record = slurm_jobs.read_job(self.run_dir), kubernetes_jobs.read_job(self.run_dir)
+        if record is not None:
+            state = kubernetes_jobs.job_state(record)
+            if self._stopping and state.state == kubernetes_jobs.DELETED:  # Stop before its pods started
+                return "stopped", f"Kubernetes job {record.job} was deleted"
+            return "failed", (error_line(self._log.tail, crashed=True)
+                              or f"Kubernetes job {record.job} ended ({state.describe()}) without finishing the run")
         if job is None:
             return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
         state = slurm_jobs.job_states([job.job_id])[job.job_id]
@@ -319,6 +325,11 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
+
+
+def scheduled(run_dir: str | Path) -> bool:
+    """A run submitted to Slurm or applied to Kubernetes: its job, not a process here, runs it."""
+    return slurm_jobs.read_job(run_dir) is not None or kubernetes_jobs.read_job(run_dir) is not None
 
 
 def line_count(run_dir: str | Path) -> int:
