@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from gui_app.core import kubernetes_jobs, slurm_jobs
+from gui_app.core import scheduled_runs, slurm_jobs
 from gui_app.core.engine_output import EXIT_OK, complete_lines, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.hosts import Host
@@ -177,7 +177,8 @@ class Attachment(QObject):
             self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
         else:
             if self.lines < 0:  # a Slurm or Kubernetes job was only queued (its start takes seconds): after every line
-                self.lines = line_count(self.run_dir) if scheduled(self.run_dir) else last_start_line(self.run_dir)
+                scheduled = scheduled_runs.scheduled(self.run_dir)
+                self.lines = line_count(self.run_dir) if scheduled else last_start_line(self.run_dir)
             self._log.follow(self.run_dir, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
@@ -256,7 +257,7 @@ class Attachment(QObject):
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
         elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
-              and not slurm_jobs.job_active(self.run_dir) and not kubernetes_jobs.job_active(self.run_dir)):
+              and not scheduled_runs.job_active(self.run_dir)):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
             self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
@@ -278,27 +279,19 @@ class Attachment(QObject):
     def _run_gone(self, code: int | None) -> bool:
         """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
         run started, attach (from after the last run's run_finished) says the run has finished: 0."""
-        return code == ATTACH_RUN_GONE or (code == EXIT_OK and scheduled(self.run_dir))
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and scheduled_runs.scheduled(self.run_dir))
 
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
         if self._killed:
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
-        job, record = slurm_jobs.read_job(self.run_dir), kubernetes_jobs.read_job(self.run_dir)
-        if record is not None:
-            state = kubernetes_jobs.job_state(record)
-            if self._stopping and state.state == kubernetes_jobs.DELETED:  # Stop before its pods started
-                return "stopped", f"Kubernetes job {record.job} was deleted"
-            return "failed", (error_line(self._log.tail, crashed=True)
-                              or f"Kubernetes job {record.job} ended ({state.describe()}) without finishing the run")
-        if job is None:
-            return "failed", error_line(self._log.tail, crashed=True) or KILLED_MESSAGE
-        state = slurm_jobs.job_states([job.job_id])[job.job_id]
-        if self._stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
-            return "stopped", f"Slurm job {job.job_id} was cancelled"
-        return "failed", (error_line(self._log.tail, crashed=True)
-                          or f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run")
+        said = error_line(self._log.tail, crashed=True)
+        ending = scheduled_runs.ending(self.run_dir, stopping=self._stopping)
+        if ending is None:
+            return "failed", said or KILLED_MESSAGE
+        status, message = ending
+        return status, message if status == "stopped" else said or message
 
     def _kill_run(self) -> None:
         """The run did not stop within the grace period: end its process (here; a run on another
@@ -325,11 +318,6 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
-
-
-def scheduled(run_dir: str | Path) -> bool:
-    """A run submitted to Slurm or applied to Kubernetes: its job, not a process here, runs it."""
-    return slurm_jobs.read_job(run_dir) is not None or kubernetes_jobs.read_job(run_dir) is not None
 
 
 def line_count(run_dir: str | Path) -> int:

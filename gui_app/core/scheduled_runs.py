@@ -1,0 +1,36 @@
+"""A run that a scheduler runs, not a process here: a Slurm job (gui_app/core/slurm_jobs.py) or
+a Kubernetes Job (gui_app/core/kubernetes_jobs.py). Whether a run is one, whether its job is still
+active (its run goes on though no process here holds it), and what its job says when the run's
+events end without ``run_finished``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gui_app.core import kubernetes_jobs, slurm_jobs
+
+
+def scheduled(run_dir: str | Path) -> bool:
+    return slurm_jobs.read_job(run_dir) is not None or kubernetes_jobs.read_job(run_dir) is not None
+
+
+def job_active(run_dir: str | Path) -> bool:
+    return slurm_jobs.job_active(run_dir) or kubernetes_jobs.job_active(run_dir)
+
+
+def ending(run_dir: str | Path, stopping: bool) -> tuple[str, str] | None:
+    """(status, message) for a scheduled run whose job ended before the run finished: "stopped"
+    when a Stop removed the job before its run started, else "failed" with the job's state; None
+    for a run that is not scheduled."""
+    record = kubernetes_jobs.read_job(run_dir)
+    if record is not None:
+        k8s = kubernetes_jobs.job_state(record)
+        if stopping and k8s.state == kubernetes_jobs.DELETED:  # Stop before its pods started
+            return "stopped", f"Kubernetes job {record.job} was deleted"
+        return "failed", f"Kubernetes job {record.job} ended ({k8s.describe()}) without finishing the run"
+    job = slurm_jobs.read_job(run_dir)
+    if job is None:
+        return None
+    state = slurm_jobs.job_states([job.job_id])[job.job_id]
+    if stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
+        return "stopped", f"Slurm job {job.job_id} was cancelled"
+    return "failed", f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run"
