@@ -54,6 +54,14 @@ def test_submit_records_the_job_in_the_run_directory(tmp_path, fake):
     assert fake.calls("sbatch") == [["sbatch", "--parsable", str(run_dir / "job.sbatch")]]
 
 
+def test_the_job_runs_the_app_as_submit_was_started_unless_replica_studio_is_set(tmp_path, fake):
+    _, run_dir = _submit(tmp_path, fake)  # REPLICA_STUDIO unset: sshd's PATH on a login node has no replica-studio
+    fake.set("41", "CANCELLED")
+    resumed = run_cli("resume", str(run_dir), env={"PATH": fake.path(), "REPLICA_STUDIO": "/opt/rs/bin/replica-studio"})
+    assert resumed.returncode == 0, resumed.stderr
+    assert fake.job_commands() == [" ".join(app_command()), "/opt/rs/bin/replica-studio"]
+
+
 def test_attach_waits_while_the_job_is_pending_and_ends_when_slurm_ends_it(tmp_path, fake):
     _, run_dir = _submit(tmp_path, fake)
     attach = subprocess.Popen(app_command("attach", str(run_dir), "--control", "none"), stdout=subprocess.PIPE,
