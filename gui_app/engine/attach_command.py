@@ -10,8 +10,8 @@ runs it from its lock (gui_app/core/run_lock.py), who and where from ``process.j
 (gui_app/core/live_runs.py), and words go through its control channel
 (engine/control_channel.py). A run submitted to Slurm runs while its job does (Slurm's word,
 gui_app/core/slurm_jobs.py: ``runs`` lists it by its job), and ``stop`` cancels its job
-(engine/cluster/slurm_runs.py). No
-TensorFlow is loaded: ``attach`` starts in a Python start's time.
+(engine/cluster/slurm_runs.py). No TensorFlow is loaded: ``attach`` starts in a Python start's
+time.
 """
 from __future__ import annotations
 
