@@ -1,8 +1,9 @@
 """Fake ``sbatch``, ``squeue``, ``scontrol``, ``sacct`` and ``scancel`` on PATH that print what
 the real ones print (Slurm 22.05 of tests/slurm_cluster.py, recorded in
 tests/core/test_slurm_jobs.py), over a job table the test sets: ``FakeSlurm.set(job, state,
-reason)``. sbatch queues a PENDING job and runs nothing; scancel marks it CANCELLED (no
-accounting: sacct says so, exit 1). Every call is appended to ``calls``.
+reason)``. sbatch queues a PENDING job and runs nothing (the ``REPLICA_STUDIO`` it was given, which
+the job would run, goes to ``job_commands``); scancel marks it CANCELLED (no accounting: sacct says
+so, exit 1). Every call is appended to ``calls``.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 _SCRIPT = r'''#!{python}
-import json, sys
+import json, os, sys
 from pathlib import Path
 table = Path({table!r})
 jobs = json.loads(table.read_text())
@@ -25,6 +26,8 @@ if name == "sbatch":
     if jobs.get("refuse"):
         print("sbatch: error: " + jobs["refuse"], file=sys.stderr); sys.exit(1)
     job = str(jobs["next"]); jobs["next"] += 1; jobs[job] = ["PENDING", "Priority"]; save()
+    with open({commands!r}, "a") as f:
+        f.write(json.dumps(os.environ.get("REPLICA_STUDIO")) + "\n")
     print(job)
 elif name == "squeue":
     ids = args[args.index("-j") + 1].split(",")
@@ -55,11 +58,13 @@ class FakeSlurm:
         self.bin = folder / "bin"
         self.bin.mkdir(parents=True)
         self.table, self.calls_file = folder / "jobs.json", folder / "calls.jsonl"
+        self.commands_file = folder / "job_commands.jsonl"
         self.table.write_text(json.dumps({"next": 41}))
         self.calls_file.write_text("")
         for name in COMMANDS:
             path = self.bin / name
-            path.write_text(_SCRIPT.format(python=sys.executable, table=str(self.table), calls=str(self.calls_file)))
+            path.write_text(_SCRIPT.format(python=sys.executable, table=str(self.table), calls=str(self.calls_file),
+                                           commands=str(self.commands_file)))
             path.chmod(0o755)
 
     def path(self) -> str:
@@ -77,6 +82,11 @@ class FakeSlurm:
 
     def state(self, job_id: str) -> str:
         return json.loads(self.table.read_text())[job_id][0]
+
+    def job_commands(self) -> list[str | None]:
+        """``$REPLICA_STUDIO`` as each sbatch call got it (what the job's workers would run)."""
+        text = self.commands_file.read_text() if self.commands_file.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line]
 
     def calls(self, name: str | None = None) -> list[list[str]]:
         calls = [json.loads(line) for line in self.calls_file.read_text().splitlines() if line]

@@ -226,6 +226,7 @@ def running_slurm() -> Iterator[SlurmCluster]:
     if why:
         pytest.skip(why)
     base = Path(tempfile.mkdtemp(prefix="rs-slurm-"))
+    base.chmod(0o711)  # another user (a login node's, over ssh: tests/ssh_host.py) reads slurm.conf
     (base / "log").mkdir()
     (base / "state").mkdir()
     conf = base / "slurm.conf"

@@ -7,7 +7,8 @@ process was killed, crashed or went down with its machine is told apart from a l
 guessing from process ids or clocks. The process records who and where it is in
 ``RUN_DIR/process.json`` (written once, atomically, as it takes the run); the step it reached
 and the total come from the events (the run list's summary cache, gui_app/core/rundir.py).
-TensorFlow-free.
+A run submitted to Slurm has no process here: its job's state says (gui_app/core/slurm_jobs.py,
+one squeue call for every such run of a listing). TensorFlow-free.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_app.core import atomic_io, run_lock, rundir
+from gui_app.core import atomic_io, run_lock, rundir, scheduled_runs, slurm_jobs
 
 PROCESS_FILE = "process.json"
 RUN_COMMANDS = ("train", "resume")  # the processes that run a run (evaluate and export hold the lock too)
@@ -65,14 +66,19 @@ def live_process(run_dir: str | Path) -> RunProcess | None:
 
 @dataclass
 class LiveRun:
-    """A run as ``runs`` lists it: its status by its events, ``running`` while its process runs it."""
+    """A run as ``runs`` lists it: its status by its events, ``running`` while its process runs it,
+    and a Slurm or Kubernetes run's by its job (``slurm_jobs.run_status``: "pending (Resources)",
+    "cancelled")."""
 
     info: rundir.RunInfo
     process: RunProcess | None
+    job: tuple[str, slurm_jobs.JobState] | None = None  # a Slurm job's id or Kubernetes Job's name, its state
 
     @property
     def status(self) -> str:
-        return "running" if self.process is not None else self.info.status
+        if self.process is not None:
+            return "running"
+        return slurm_jobs.run_status(self.info.status, self.job[1] if self.job is not None else None)
 
     def to_json(self) -> dict:
         info, process = self.info, self.process
@@ -81,13 +87,20 @@ class LiveRun:
                 "message": info.message, "pid": process.pid if process else None,
                 "host": process.host if process else None, "detached": process.detached if process else None,
                 "config": info.config.to_dict() if info.config else None, "has_model": info.has_model,
-                "resumable": info.resumable}
+                "resumable": info.resumable, "slurm_job": self._job("Slurm"), "kubernetes_job": self._job("Kubernetes")}
+
+    def _job(self, scheduler: str) -> str | None:
+        return self.job[0] if self.job is not None and self.job[1].scheduler == scheduler else None
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:
-    return LiveRun(rundir.read_run(run_dir), live_process(run_dir))
+    return LiveRun(rundir.read_run(run_dir), live_process(run_dir),
+                   scheduled_runs.run_jobs([run_dir]).get(str(run_dir)))
 
 
 def list_live_runs(runs_dir: str | Path) -> list[LiveRun]:
-    """Every run under ``runs_dir``, newest first, with the process of each running one."""
-    return [LiveRun(info, live_process(info.path)) for info in rundir.list_runs(runs_dir)]
+    """Every run under ``runs_dir``, newest first, with the process of each running one and the
+    job of each Slurm or Kubernetes run (gui_app/core/scheduled_runs.py)."""
+    infos = rundir.list_runs(runs_dir)
+    jobs = scheduled_runs.run_jobs(info.path for info in infos)
+    return [LiveRun(info, live_process(info.path), jobs.get(str(info.path))) for info in infos]

@@ -5,12 +5,21 @@ events end without ``run_finished``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from gui_app.core import kubernetes_jobs, slurm_jobs
+from gui_app.core.slurm_jobs import JobState
 
 
 def scheduled(run_dir: str | Path) -> bool:
     return slurm_jobs.read_job(run_dir) is not None or kubernetes_jobs.read_job(run_dir) is not None
+
+
+def run_jobs(run_dirs: Iterable[str | Path]) -> dict[str, tuple[str, JobState]]:
+    """``{run_dir: (job id or name, its state)}`` for the scheduled runs among ``run_dirs``: one
+    squeue call for the Slurm ones, one kubectl call per cluster and namespace for the others."""
+    paths = [Path(path) for path in run_dirs]
+    return {**slurm_jobs.run_jobs(paths), **kubernetes_jobs.read_states(paths)}
 
 
 def job_active(run_dir: str | Path) -> bool:

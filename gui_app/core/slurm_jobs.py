@@ -13,7 +13,8 @@ alive is Slurm's word, asked for many jobs at once (the run list asks once per f
 
 A missing or failing command leaves its jobs unknown: never an exception. ``scancel`` stops a
 job: SIGTERM reaches every worker, which stop together with a checkpoint (docs/cluster.md).
-TensorFlow-free, Qt-free.
+:func:`run_status` is the one rule by which ``replica-studio runs`` and the window's run list
+tell a Slurm run's status from its events and its job. TensorFlow-free, Qt-free.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDE
 UNKNOWN = "UNKNOWN"
 SIGNAL_S = 120  # the job's warning before its time limit: a step group, the checkpoint and the exit fit easily
 WATCH_SECONDS = 2.0  # a job that ended is seen this late at most (the run_finished comes before it)
+ENDED_BY_EVENTS = frozenset({"completed", "stopped", "failed"})  # a run_finished says more than its job's end
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,26 @@ def job_states(job_ids: Iterable[str]) -> dict[str, JobState]:
     if left:
         states.update(parse_sacct(_ask("sacct", "-n", "-P", "-X", "-j", ",".join(left), "-o", "JobID,State,Reason")))
     return {job_id: states.get(job_id, JobState(UNKNOWN)) for job_id in ids}
+
+
+def run_jobs(run_dirs: Iterable[str | Path]) -> dict[str, tuple[str, JobState]]:
+    """The job of each run submitted to Slurm and its state, ``{run_dir: (job id, JobState)}``:
+    one squeue call for all of them, none without such runs."""
+    jobs = {str(path): job for path in run_dirs if (job := read_job(path)) is not None}
+    states = job_states(job.job_id for job in jobs.values())
+    return {path: (job.job_id, states[job.job_id]) for path, job in jobs.items()}
+
+
+def run_status(events_status: str, state: JobState | None) -> str:
+    """A run's status where no process here runs it, from its events' status and its job's state
+    (None: not a Slurm run): the job's while Slurm may still run it ("pending (Resources)",
+    "running", "requeued"); Slurm's word for an end the events do not tell (no run_finished:
+    "cancelled", "failed", "timeout", "node fail"); else the events'. A job that completed
+    without its run's run_finished completed nothing: the events' word stays ("interrupted")."""
+    if state is not None and (state.active or (events_status not in ENDED_BY_EVENTS
+                                               and state.state not in (UNKNOWN, "COMPLETED"))):
+        return state.describe()
+    return events_status
 
 
 def job_state(run_dir: str | Path) -> JobState | None:

@@ -9,10 +9,11 @@ Everything comes from the run directory: the events from ``events.jsonl``, wheth
 runs it from its lock (gui_app/core/run_lock.py), who and where from ``process.json``
 (gui_app/core/live_runs.py), and words go through its control channel
 (engine/control_channel.py). A run submitted to Slurm runs while its job does (Slurm's word,
-gui_app/core/slurm_jobs.py), and ``stop`` cancels its job (engine/cluster/slurm_runs.py). A run
-applied to Kubernetes is followed from its local record, its chief's output copied into it as
-attach goes, and ``stop`` deletes its Job (engine/cluster/kubernetes_runs.py). No
-TensorFlow is loaded: ``attach`` starts in a Python start's time.
+gui_app/core/slurm_jobs.py: ``runs`` lists it by its job), and ``stop`` cancels its job
+(engine/cluster/slurm_runs.py). A run applied to Kubernetes is followed from its local record,
+its chief's output copied into it as attach goes, ``runs`` lists it by its Job, and ``stop``
+deletes its Job (engine/cluster/kubernetes_runs.py). No TensorFlow is loaded: ``attach`` starts
+in a Python start's time.
 """
 from __future__ import annotations
 
@@ -263,7 +264,9 @@ def runs(args: argparse.Namespace) -> int:
     for run in found:
         info, process = run.info, run.process
         step = f"{info.step}/{info.total_steps}" if info.total_steps else str(info.step)
-        rows.append((run.status, step, f"{process.pid} on {process.host}" if process else "-", str(info.path)))
+        job = f"{run.job[1].scheduler} job {run.job[0]}" if run.job else "-"
+        where = f"{process.pid} on {process.host}" if process else job
+        rows.append((run.status, step, where, str(info.path)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])

@@ -98,3 +98,17 @@ def test_cancel_asks_scancel(fake):
     fake.set("9", "RUNNING")
     assert slurm_jobs.cancel("9") is None
     assert fake.state("9") == "CANCELLED"
+
+
+def test_run_status_is_the_jobs_where_the_events_cannot_say(tmp_path):
+    from gui_app.core.live_runs import read_live_run
+    from gui_app.core.slurm_jobs import run_status
+
+    assert run_status("interrupted", None) == "interrupted"
+    assert run_status("stopped", JobState("REQUEUED")) == "requeued"  # the stopped run goes on
+    assert run_status("interrupted", JobState("UNKNOWN")) == "interrupted"  # Slurm could not say
+    assert run_status("new", JobState("NODE_FAIL")) == "node fail"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text("{}")
+    assert read_live_run(run_dir).to_json()["slurm_job"] is None

@@ -3,10 +3,18 @@ in its own network namespace, jobs submitted with ``replica-studio submit`` and 
 
 The workers run this checkout's code: ``REPLICA_STUDIO`` in the submitting environment (which
 sbatch passes on) is this Python with ``-m gui_app``, and PYTHONPATH has the checkout.
+
+A login node is the SSH test host (tests/ssh_host.py): a network namespace on this machine, so
+the same files (``slurm.conf``, munge's socket, the runs folder in its user's home: the shared
+filesystem), with a route to the controller's address; ``submit --host`` runs sbatch there as
+its user.
 """
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import json
+import pwd
 import shlex
 import subprocess
 import time
@@ -14,9 +22,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from slurm_cluster import SlurmCluster, running_slurm
+from slurm_cluster import HOST_IP, SlurmCluster, running_slurm
+from ssh_host import ALIAS, CLIENT_IP, USER, SshHost
 
 from gui_app.core import rundir
+from gui_app.core.hosts import Host, add_host
 from gui_app.identity import app_command, app_env
 
 pytestmark = pytest.mark.slow
@@ -152,8 +162,24 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
     assert _events(run_dir) == events and "has completed; nothing to continue" in _output(run_dir, done)
 
 
+@pytest.fixture
+def faulthandler_timeout(request):
+    """Arm pytest's faulthandler timer again for a test that runs longer than its 280 s
+    (``faulthandler_timeout`` in pyproject.toml) on purpose; pytest cancels it after the test."""
+    from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+    def arm(seconds: float) -> None:
+        faulthandler.dump_traceback_later(seconds, file=request.config.stash[fault_handler_stderr_fd_key])
+
+    return arm
+
+
 @pytest.mark.timeout(900)
-def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path):
+def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path, faulthandler_timeout):
+    # 5-7 minutes by design (a 1-minute limit, the requeue after cred_expire, then the rest of
+    # the run on 2 shared cores): the stacks are printed only if it outlives 880 s, just before
+    # pytest-timeout's 900 s end it.
+    faulthandler_timeout(880)
     # A run of more than a minute (100 epochs of one step per call) against a 1-minute limit with
     # the warning 30 s before it: slurmctld sends it at one of its periodic checks, seen 5 s early
     # to 15 s late, while the cluster forms or trains. Once Slurm requeued the job the test gives
@@ -179,3 +205,57 @@ def test_a_time_limit_checkpoints_requeues_and_completes(slurm, tmp_path):
     starts = [e["time"] - submitted for e in events if e["type"] == "run_started"]
     print(f"USR1 stop at step {stop['step']}, {stop['time'] - submitted:.0f} s after submit; requeued "
           f"{requeued - submitted:.0f} s; run_started at {', '.join(f'{t:.0f}' for t in starts)} s")
+
+
+@contextlib.contextmanager
+def _login_node(slurm: SlurmCluster, ssh_host: SshHost, config_dir: Path, runs_dir: str):
+    """The SSH test host as a login node: a route from its namespace to the controller's address
+    (its LAN reaches only this machine's bridge), and its hosts entry runs the app there with the
+    test Slurm's ``SLURM_CONF`` (a real login node has /etc/slurm/slurm.conf)."""
+    route = ("ip", "netns", "exec", ssh_host.ns, "ip", "route", "add", f"{HOST_IP}/32", "via", CLIENT_IP)
+    added = subprocess.run(route, capture_output=True, text=True, timeout=30)
+    if added.returncode != 0:
+        pytest.skip(f"no route from the SSH test host to the Slurm controller: {added.stderr.strip()}")
+    try:
+        add_host(Host(ALIAS, command=f"SLURM_CONF={slurm.env['SLURM_CONF']} {ssh_host.command}", runs_dir=runs_dir),
+                 config_dir / "hosts.json")
+        yield
+    finally:
+        subprocess.run(("ip", "netns", "exec", ssh_host.ns, "ip", "route", "del", f"{HOST_IP}/32"),
+                       capture_output=True, timeout=30)
+
+
+@pytest.mark.timeout(600)
+def test_submit_through_a_login_node_over_ssh_runs_as_its_user_and_stops_over_ssh(slurm, ssh_host, tmp_path):
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    with _login_node(slurm, ssh_host, config_dir, f"~/slurm-{tmp_path.name}"):
+        config = _config(tmp_path, epochs=100, steps_per_call=1)
+        asked = time.time()
+        done = ssh_host.cli(config_dir, "submit", str(config), "--slurm", "--host", ALIAS, "--cpus-per-task", "1",
+                            timeout=120)
+        submitted = time.time()
+        assert done.returncode == 0, done.stderr
+        job_id, there = done.stdout.splitlines()
+        run_dir = Path(there)  # the user's home there is a folder here too: the shared filesystem
+        assert run_dir.is_relative_to(ssh_host.home / f"slurm-{tmp_path.name}")
+        _wait_for_step(run_dir, 5)
+        job = slurm.job(job_id)
+        assert job["UserId"].startswith(f"{USER}(") and job["NodeList"] == "node[9-10]"
+        assert (run_dir / rundir.EVENTS_FILE).stat().st_uid == pwd.getpwnam(USER).pw_uid
+
+        listed = ssh_host.cli(config_dir, "runs", "--json", "--host", ALIAS, timeout=120)
+        assert listed.returncode == 0, listed.stderr
+        (entry,) = json.loads(listed.stdout)
+        assert (entry["run_dir"], entry["slurm_job"], entry["status"]) == (there, job_id, "running")
+
+        stopped = ssh_host.cli(config_dir, "stop", there, "--host", ALIAS, timeout=180)  # scancel as the user
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"(Slurm job {job_id} cancelled)" in stopped.stdout
+    assert slurm.job(job_id)["JobState"] == "CANCELLED"
+    events = _events(run_dir)
+    finished = events[-1]
+    assert finished["type"] == "run_finished" and finished["status"] == "stopped", _output(run_dir, job_id)[-4000:]
+    assert finished["message"] == "stopped by SIGTERM" and rundir.has_checkpoint(run_dir)
+    first = next(e for e in events if e["type"] == "step")
+    print(f"submit over ssh: {submitted - asked:.1f} s; to the first step: {first['time'] - asked:.1f} s")

@@ -54,6 +54,14 @@ def test_submit_records_the_job_in_the_run_directory(tmp_path, fake):
     assert fake.calls("sbatch") == [["sbatch", "--parsable", str(run_dir / "job.sbatch")]]
 
 
+def test_the_job_runs_the_app_as_submit_was_started_unless_replica_studio_is_set(tmp_path, fake):
+    _, run_dir = _submit(tmp_path, fake)  # REPLICA_STUDIO unset: sshd's PATH on a login node has no replica-studio
+    fake.set("41", "CANCELLED")
+    resumed = run_cli("resume", str(run_dir), env={"PATH": fake.path(), "REPLICA_STUDIO": "/opt/rs/bin/replica-studio"})
+    assert resumed.returncode == 0, resumed.stderr
+    assert fake.job_commands() == [" ".join(app_command()), "/opt/rs/bin/replica-studio"]
+
+
 def test_attach_waits_while_the_job_is_pending_and_ends_when_slurm_ends_it(tmp_path, fake):
     _, run_dir = _submit(tmp_path, fake)
     attach = subprocess.Popen(app_command("attach", str(run_dir), "--control", "none"), stdout=subprocess.PIPE,
@@ -123,3 +131,37 @@ def test_a_refused_resubmission_is_one_line(tmp_path, fake):
     assert done.stderr.strip() == ("replica-studio resume: sbatch: error: Batch job submission failed: Invalid "
                                    "partition name specified")
     assert slurm_jobs.read_job(run_dir).job_id == "41"
+
+
+def test_runs_lists_slurm_runs_by_their_jobs_with_one_squeue_call(tmp_path, fake):
+    runs = {job_id: run_dir for job_id, run_dir in (_submit(tmp_path, fake) for _ in range(5))}
+    from gui_app.core import events as ev
+
+    started = ev.encode(ev.RunStarted(time=1.7e9, run_dir="", config={}, total_steps=20, steps_per_epoch=20,
+                                      epochs=1, num_replicas=2))
+
+    def step(n: int) -> dict:
+        return ev.encode(ev.Step(time=1.7e9 + n, step=n, epoch=1, loss=0.5, accuracy=0.5, learning_rate=0.001,
+                                 examples_per_sec=640.0, step_time=0.1, replicas=[]))
+
+    fake.set("41", "PENDING", "Resources")  # never started: no events
+    fake.set("42", "RUNNING")
+    _events(runs["42"], started, step(3))
+    fake.set("43", "CANCELLED")  # cancelled before its workers could say anything
+    _events(runs["43"], started, step(1))
+    fake.set("44", "CANCELLED")  # scancel: the workers stopped with a checkpoint first
+    _events(runs["44"], started, ev.encode(ev.RunFinished(time=1.7e9 + 9, status="stopped", run_dir="", step=5)))
+    fake.set("45", "COMPLETED")  # a job that completed without the run's run_finished completed nothing
+    _events(runs["45"], started, step(2))
+    asked = len(fake.calls("squeue"))
+    done = run_cli("runs", "--json", "--runs-dir", str(tmp_path / "runs"), env={"PATH": fake.path()})
+    assert done.returncode == 0, done.stderr
+    listed = {entry["slurm_job"]: entry for entry in json.loads(done.stdout)}
+    assert {job: entry["status"] for job, entry in listed.items()} == {
+        "41": "pending (Resources)", "42": "running", "43": "cancelled", "44": "stopped", "45": "interrupted"}
+    assert listed["42"]["step"] == 3 and listed["42"]["pid"] is None
+    assert len(fake.calls("squeue")) == asked + 1  # one call for the five jobs
+    table = run_cli("runs", "--runs-dir", str(tmp_path / "runs"), env={"PATH": fake.path()}).stdout
+    row = next(line for line in table.splitlines() if line.endswith(str(runs["41"])))
+    assert row.split()[:6] == ["pending", "(Resources)", "0", "Slurm", "job", "41"]
+

@@ -143,6 +143,56 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
     assert "Slurm job 42 was cancelled" in finished.args[2]
 
 
+
+def _pending_run(runs_dir, name: str, job_id: str):
+    """A run as ``submit --slurm`` leaves it while its job waits: config, script, job; no events."""
+    run = runs_dir / name
+    run.mkdir(parents=True)
+    CONFIG.save(run / "config.json")
+    (run / "job.sbatch").write_text("#!/bin/bash\n")
+    slurm_jobs.record_job(run, job_id)
+    return run
+
+
+def test_a_pending_slurm_run_opened_from_the_list_is_followed_once_it_starts(qtbot, window, fake, runs_dir):
+    wait_listed(qtbot, window.runs)  # the launch's fill: nothing running to follow then
+    run_dir = _pending_run(runs_dir, "waiting", "41")
+    fake.set("41", "PENDING", "Resources")
+    window.runs.refresh()
+    qtbot.waitUntil(lambda: shown_status(window.runs, run_dir) == "pending (Resources)", timeout=10_000)
+    window.runs.select(run_dir)
+    assert window.runs.open_button.isEnabled() and window.runs.attach_button.isEnabled()
+    with qtbot.waitSignal(window.supervisor.state_changed, timeout=20_000):  # idle -> starting: following it
+        window.runs.open_button.click()
+    assert window.state.status.startswith("Slurm job 41 is pending (Resources): following the run once it starts")
+    assert window.shown.history.started is None
+    # The job starts: the chief writes the run's events into the shared run directory.
+    fake.set("41", "RUNNING")
+    started = ev.RunStarted(time=1.7e9, run_dir=str(run_dir), config=CONFIG.to_dict(), total_steps=20,
+                            steps_per_epoch=20, epochs=1, num_replicas=2)
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=20_000):
+        _write(run_dir, started, _step(1), _step(2))
+    qtbot.waitUntil(lambda: window.shown.history.status.step == 2, timeout=10_000)
+    assert window.state.active_run == str(run_dir) and window.shown.history.replicas.workers == [0, 1]
+    with qtbot.waitSignal(window.supervisor.finished, timeout=20_000) as finished:
+        _write(run_dir, ev.RunFinished(time=1.7e9 + 3, status="completed", run_dir=str(run_dir), step=2))
+        fake.set("41", "COMPLETED")
+    assert finished.args[0] == "completed"
+
+    # Double-click on another pending run follows it too; Stop while it waits cancels its job.
+    other = _pending_run(runs_dir, "waiting-too", "42")
+    fake.set("42", "PENDING", "Priority")
+    window.runs.refresh()
+    qtbot.waitUntil(lambda: shown_status(window.runs, other) == "pending (Priority)", timeout=10_000)
+    item = next(window.runs.tree.topLevelItem(i) for i in range(window.runs.tree.topLevelItemCount())
+                if window.runs.tree.topLevelItem(i).data(0, PATH_ROLE) == str(other))
+    with qtbot.waitSignal(window.supervisor.state_changed, timeout=20_000):
+        window.runs.tree.itemDoubleClicked.emit(item, 0)
+    assert window.state.status.startswith("Slurm job 42 is pending (Priority)")
+    with qtbot.waitSignal(window.supervisor.finished, timeout=30_000) as finished:
+        window.actions.stop.trigger()
+    assert fake.calls("scancel") == [["scancel", "42"]] and "Slurm job 42 was cancelled" in finished.args[2]
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, window, runs_dir, monkeypatch):

@@ -20,13 +20,15 @@ def find(program: str, hint: str) -> str:
     return path
 
 
-def run(program: str, args: list[str], *, hint: str, timeout: float, silent: str, cwd: Path | None = None) -> str:
-    """Run ``program ARGS``; its stdout, or SubmitError: missing (``hint``), no answer within
-    ``timeout`` seconds (``silent`` says who does not answer), or its own last stderr line."""
+def run(program: str, args: list[str], *, hint: str, timeout: float, silent: str, cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> str:
+    """Run ``program ARGS`` (in ``env``, default ours); its stdout, or SubmitError: missing
+    (``hint``), no answer within ``timeout`` seconds (``silent`` says who does not answer), or its
+    own last stderr line."""
     command = [find(program, hint), *args]
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         raise SubmitError(f"{program}: no answer within {timeout:.0f} s ({silent})") from None
     if done.returncode != 0:

@@ -8,11 +8,14 @@ run in the runs folder (kubernetes_submit.py).
 a refused submission is one line on stderr and exit 2, and leaves no run directory behind.
 The job id goes into the run directory (``slurm_job.json``, gui_app/core/slurm_jobs.py): the run
 list, ``attach``, ``stop`` and ``resume`` ask Slurm about the run by it.
-Submitting ``job.sbatch`` again (or Slurm requeueing the job) continues the run.
+Submitting ``job.sbatch`` again (or Slurm requeueing the job) continues the run. The workers run
+this app as it was started here (:func:`sbatch`), so a submission over ssh on a login node
+(``--host``) runs the app the host's entry names, not a ``replica-studio`` the nodes may lack.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sys
@@ -23,6 +26,7 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, scheduler_command, slurm_script
 from gui_app.engine.cluster.scheduler_command import SubmitError
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from gui_app.identity import app_command, app_env
 
 COMMANDS = ("submit",)
 SCRIPT_FILE = "job.sbatch"
@@ -72,9 +76,18 @@ def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions)
 
 
 def sbatch(script: Path) -> str:
-    """Submit ``script`` from its folder with ``sbatch --parsable``: the job id, or SubmitError."""
+    """Submit ``script`` from its folder with ``sbatch --parsable``: the job id, or SubmitError.
+
+    sbatch passes its environment on to the job, and the script runs ``$REPLICA_STUDIO`` (default
+    ``replica-studio`` from PATH): unless set, it is this app as it was started here (an absolute
+    path, on the shared filesystem the nodes see). Run over ssh the command has sshd's PATH, which
+    has no venv of the user's in it: the real test Slurm's workers failed with "execve():
+    replica-studio: No such file or directory" (docs/cluster.md)."""
+    own = " ".join(app_command())  # the script splits it on spaces (a path with a space cannot be said)
+    env = app_env({"REPLICA_STUDIO": os.environ.get("REPLICA_STUDIO") or own})
     said = scheduler_command.run("sbatch", ["--parsable", str(script)], hint="is this a Slurm login node?",
-                                 timeout=SUBMIT_TIMEOUT_S, silent="is slurmctld running?", cwd=script.parent)
+                                 timeout=SUBMIT_TIMEOUT_S, silent="is slurmctld running?", cwd=script.parent,
+                                 env=env)
     return said.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
 
 

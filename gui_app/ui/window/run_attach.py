@@ -11,6 +11,11 @@ a day-long run), where the file read is one fold of the same lines with nothing 
 From then on the supervisor follows it as it follows a run it started: Stop, Pause and Continue
 act on it, and the window's run state is the run's.
 
+A run submitted to Slurm whose job has not started it yet (no ``run_started``) is followed from
+its first event, as the window follows a run right after Submit to Slurm: the status line says
+what Slurm said in the run list's last read ("pending (Resources)"), ``attach`` waits while the
+job is pending, and the charts fill once the workers start.
+
 A run on an SSH host (listed as ``HOST:RUN_DIR``: gui_app.ui.window.remote_runs) has no file
 here: its history comes with ``attach --from 0`` there, through the supervisor, so a window that
 was closed for hours shows the run's charts complete.
@@ -42,7 +47,7 @@ class RunAttach(QObject):
 
     def attach(self, run_dir: str) -> bool:
         """Show the run's history and follow it live; False when the window follows a run
-        already or the run has not started (no run_started yet)."""
+        already or the run has not started (no run_started yet) and no Slurm job will start it."""
         if not self._state.is_idle():
             return False
         host_name, there = split_run_key(run_dir)
@@ -51,10 +56,22 @@ class RunAttach(QObject):
         so_far = read_history_so_far(run_dir)
         started = so_far.history.started
         if started is None:
-            return False
+            return self._follow_job(run_dir)
         self._shown.show_history(run_dir, so_far.history)
         self.note.emit(f"Following {Path(run_dir).name} (from line {so_far.lines} of its events)")
         self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused)
+        self._state.set_tab(TRAINING)
+        return True
+
+    def _follow_job(self, run_dir: str) -> bool:
+        job = self._runs.job(run_dir)
+        if job is None or not job[1].active:
+            return False
+        said = f"Slurm job {job[0]} is {job[1].describe()}"
+        self._shown.clear()
+        self.note.emit(f"Following {Path(run_dir).name} once it starts: {said}")
+        self._supervisor.follow(run_dir)
+        self._state.set_status(f"{said}: following the run once it starts (the run list shows why it waits)…")
         self._state.set_tab(TRAINING)
         return True
 

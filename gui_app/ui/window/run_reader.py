@@ -32,7 +32,7 @@ from gui_app.core import kubernetes_jobs
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, read_run, run_dirs
-from gui_app.core.slurm_jobs import JobState, job_states, read_job
+from gui_app.core.scheduled_runs import run_jobs
 from gui_app.core.ssh import HostError
 from gui_app.ui.window.remote_runs import read_host_rows
 
@@ -64,19 +64,9 @@ def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
     return info, info.resumable or kubernetes_jobs.resumable(path, info.status), live, host
 
 
-def read_jobs(paths: list[Path]) -> dict[str, tuple[str, JobState]]:
-    """The Slurm or Kubernetes job of each run submitted to one and its state, ``{path: (job id,
-    JobState)}``: one squeue call for all of them (gui_app/core/slurm_jobs.py), none without such
-    runs; the Kubernetes runs' from kubectl (gui_app/core/kubernetes_jobs.py)."""
-    jobs = {str(path): job for path in paths if (job := read_job(path)) is not None}
-    states = job_states(job.job_id for job in jobs.values())
-    return {**{path: (job.job_id, states[job.job_id]) for path, job in jobs.items()},
-            **kubernetes_jobs.read_states(paths)}
-
-
 class _ReadWorker(QObject):
     counted = Signal(int, int)  # generation, run folders found
-    jobs = Signal(int, object)  # generation, read_jobs(paths): before the fill's first batch
+    jobs = Signal(int, object)  # generation, scheduled_runs.run_jobs(paths): before the fill's first batch
     batch = Signal(int, object)  # generation, [read_row(path), ...]
     done = Signal(int)  # generation: every run was read (not emitted for a dropped fill)
     host_failed = Signal(int, str)  # generation, the line saying why the host's runs cannot be read
@@ -91,7 +81,7 @@ class _ReadWorker(QObject):
             return  # a newer request is queued behind this one
         paths = run_dirs(Path(runs_dir))
         self.counted.emit(generation, len(paths))
-        self.jobs.emit(generation, read_jobs(paths))
+        self.jobs.emit(generation, run_jobs(paths))
         rows: list[tuple[RunInfo, bool]] = []
         last = time.monotonic()
         for path in paths:

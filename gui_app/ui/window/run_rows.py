@@ -15,14 +15,13 @@ from PySide6.QtWidgets import QStyle, QTreeWidget, QTreeWidgetItem
 
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
-from gui_app.core.slurm_jobs import UNKNOWN, JobState
+from gui_app.core.slurm_jobs import JobState, run_status
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 
 COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note", "Host"]
 STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
                   "running": "#1565c0", "cancelled": WARNING_COLOR, "timeout": WARNING_COLOR}
-ENDED_BY_EVENTS = ("completed", "stopped", "failed")  # a run_finished says more than its Slurm job's end
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the value a column sorts by, where its text would sort wrongly
 ACCURACY, STARTED, NOTE, HOST = (COLUMNS.index(name) for name in ("Test accuracy", "Started", "Note", "Host"))
@@ -44,10 +43,10 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     "pending (Resources)" while it waits, Slurm's word for an end its events do not tell)."""
     config = info.config
     path = str(info.path)
-    status = "running" if attached or process is not None else info.status
-    state = job[1] if job is not None and not attached and process is None else None
-    if state is not None and (state.active or (info.status not in ENDED_BY_EVENTS and state.state != UNKNOWN)):
-        status = state.describe()
+    if attached or process is not None:
+        status = "running"
+    else:  # Slurm's word where the events cannot tell (gui_app/core/slurm_jobs.py: the rule runs lists by too)
+        status = run_status(info.status, job[1] if job is not None else None)
     if status in ("stopped", "interrupted", "failed") and info.total_steps and resumable:
         shown_status = f"{status} ({info.step}/{info.total_steps})"
     else:

@@ -122,7 +122,7 @@ class RunsPanel(QWidget):
         layout.addWidget(self.tree, 1)
         row = QHBoxLayout()
         self.open_button = self._button(row, "Open", "Show the selected run's charts and evaluation",
-                                        lambda: self.open_requested.emit(self.selected_paths()[0]))
+                                        lambda: self._open(self.selected_paths()[0]))
         self.overlay_button = self._button(row, "Overlay", "Draw the second selected run over the first",
                                            lambda: self.overlay_requested.emit(*self.selected_paths()[:2]))
         self.compare_button = self._button(row, "Compare…", "The selected runs side by side: the settings that "
@@ -242,6 +242,10 @@ class RunsPanel(QWidget):
         job = self._jobs.get(path)
         return job is not None and job[1].active
 
+    def job(self, run_dir: str | Path) -> tuple[str, JobState] | None:
+        """The run's Slurm job and its state (as last read); None for a run not submitted to Slurm."""
+        return self._jobs.get(str(Path(run_dir)))
+
     def running_runs(self) -> list[str]:
         """The runs a process or a Slurm job runs now, newest first (as last read)."""
         running = [path for path in self._runs if self.is_running(path)]
@@ -344,6 +348,12 @@ class RunsPanel(QWidget):
             "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
             "out of memory or diverged)" if info and info.status == "failed" and resumable else
             "Continue a stopped, interrupted or failed run from its checkpoint")
+
+    def _open(self, path: str) -> None:
+        """Open a run; one whose Slurm job has not started it yet has nothing to show: it is followed."""
+        info = self._runs.get(path)
+        waiting = info is not None and info.status == "new" and self._job_active(path)
+        (self.attach_requested if waiting else self.open_requested).emit(path)
 
     def _on_double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
         if self._state.is_idle():  # the charts belong to the live run
