@@ -95,3 +95,25 @@ def test_kubectl_failing_or_missing_leaves_the_state_unknown(tmp_path, monkeypat
     assert kubernetes_jobs.job_state(record).describe() == "unknown"
     assert kubernetes_jobs.delete(record) == "kubectl: not found on PATH"
     assert kubernetes_jobs.current_context() == ""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a fake kubectl in bash")
+def test_runs_lists_a_kubernetes_run_by_its_job(tmp_path, monkeypatch):
+    # No process here holds the run's lock: without its Job it would read "interrupted".
+    from gui_app.core.live_runs import list_live_runs
+
+    listed = json.dumps({"kind": "List", "items": [_job("rs-a", {"active": 2, "ready": 2})]})
+    _kubectl(tmp_path, monkeypatch, f"echo '{listed}'")
+    runs_dir = tmp_path / "runs"
+    for name in ("rs-a", "rs-b"):  # rs-b: its Job is gone, its events end without run_finished
+        run = runs_dir / name
+        run.mkdir(parents=True)
+        (run / "config.json").write_text("{}")
+        (run / "events.jsonl").write_text(json.dumps(
+            {"type": "run_started", "time": 1, "run_dir": str(run), "config": {}, "total_steps": 100}) + "\n"
+            + json.dumps({"type": "step", "time": 2, "step": 7, "loss": 1.0}) + "\n")
+        kubernetes_jobs.record_job(run, name, "ml")
+    found = {run.info.path.name: run for run in list_live_runs(runs_dir)}
+    assert {name: (run.status, run.to_json()["kubernetes_job"], run.to_json()["slurm_job"])
+            for name, run in found.items()} == {"rs-a": ("running", "rs-a", None),
+                                               "rs-b": ("deleted", "rs-b", None)}  # the Job's word for that end
