@@ -54,7 +54,7 @@ def test_the_menu_entry_says_why_it_is_off(qtbot, window, monkeypatch, tmp_path)
     monkeypatch.setenv("PATH", fake.path())
     window.config_panel.set_config(CONFIG, checked=True)
     qtbot.waitUntil(action.isEnabled)
-    assert action.statusTip() == kubernetes_actions.TIP
+    assert action.statusTip() == kubernetes_actions.KubernetesActions.tip
     ps = RunConfig.from_dict({**CONFIG.to_dict(), "strategy": {"name": "parameter_server", "workers": 2, "ps": 1}})
     window.config_panel.set_config(ps, checked=True)
     qtbot.waitUntil(lambda: not action.isEnabled())

@@ -16,6 +16,7 @@ from gui_app.core import slurm_jobs
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.identity import app_command
 from gui_app.ui.window.run_rows import PATH_ROLE
+from gui_app.ui.window.slurm_actions import SlurmActions
 from tests.fake_slurm import FakeSlurm
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fake Slurm commands")
@@ -99,8 +100,10 @@ def window(qtbot, fake_engine):
 
 def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs_dir):
     assert not window.actions.submit_slurm.isEnabled()  # the first-launch config is not multi-worker
+    assert "needs a valid multi_worker_mirrored or parameter_server" in window.actions.submit_slurm.toolTip()
     window.config_panel.set_config(CONFIG, checked=True)
     qtbot.waitUntil(window.actions.submit_slurm.isEnabled)
+    assert window.actions.submit_slurm.toolTip() == SlurmActions.tip  # on: no reason given
     dialog = window.slurm.open()
     dialog.partition.setText("debug")
     dialog.extra.setPlainText("--qos=long\n")

@@ -94,6 +94,7 @@ class WindowActions:
         file_menu.addSeparator()
         file_menu.addAction(self.quit)
         run_menu = bar.addMenu("&Run")
+        run_menu.setToolTipsVisible(True)  # a Submit entry that is off says why in its tooltip
         run_menu.addActions([self.train, self.pause, self.stop, self.checkpoint])
         run_menu.addSeparator()
         run_menu.addAction(self.submit_slurm)  # enabled by SlurmActions (it needs a multi-worker config)
