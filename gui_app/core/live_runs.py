@@ -7,8 +7,9 @@ process was killed, crashed or went down with its machine is told apart from a l
 guessing from process ids or clocks. The process records who and where it is in
 ``RUN_DIR/process.json`` (written once, atomically, as it takes the run); the step it reached
 and the total come from the events (the run list's summary cache, gui_app/core/rundir.py).
-A run submitted to Slurm has no process here: its job's state says (gui_app/core/slurm_jobs.py,
-one squeue call for every such run of a listing). TensorFlow-free.
+A run submitted to Slurm or applied to Kubernetes has no process here: its job's state says
+(gui_app/core/scheduled_runs.py: one squeue call, one kubectl call per namespace, for every such
+run of a listing). TensorFlow-free.
 """
 from __future__ import annotations
 

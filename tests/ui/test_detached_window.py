@@ -162,7 +162,10 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
 
 def test_a_killed_attachment_is_made_again_from_the_last_line(qtbot, make_window, fake_engine, runs_dir,
                                                                tmp_path):
-    fake_engine.configure("normal", steps=150, step_seconds=0.02)
+    # 8 s of steps: the window (made after the run started) must attach while it runs. With 3 s, a
+    # window slow to start under load attached to a nearly finished run, whose attach had ended
+    # by the kill below (ProcessLookupError, once).
+    fake_engine.configure("normal", steps=400, step_seconds=0.02)
     config = tmp_path / "config.json"
     config.write_text(first_launch_config().to_json())
     start = subprocess.run(fake_engine("train", str(config), "--detach", "--runs-dir", str(runs_dir)),
@@ -177,6 +180,7 @@ def test_a_killed_attachment_is_made_again_from_the_last_line(qtbot, make_window
     qtbot.waitUntil(lambda: window.state.active_run == run_dir, timeout=15_000)
     first_attach = _attach_pids(run_dir)
     qtbot.waitUntil(lambda: len(_steps(batches)) >= 5, timeout=10_000)
+    assert _last_event(run_dir)["type"] != "run_finished", "the run ended before the attach could be killed"
     for pid in first_attach:
         os.kill(pid, signal.SIGKILL)
     qtbot.waitUntil(lambda: notices[:1] == ["following the run again…"], timeout=5000)
@@ -185,9 +189,9 @@ def test_a_killed_attachment_is_made_again_from_the_last_line(qtbot, make_window
         pass
     assert finished.args[0] == "completed" and "" in notices  # attached again, and said so
     assert set(_attach_pids(run_dir)).isdisjoint(first_attach)
-    assert _chart_steps(window) == list(range(1, 151))  # every step once
+    assert _chart_steps(window) == list(range(1, 401))  # every step once
     live = _steps(batches)
-    assert live == sorted(set(live)) and live[-1] == 150  # none twice, none lost after the history
+    assert live == sorted(set(live)) and live[-1] == 400  # none twice, none lost after the history
 
 
 def test_the_host_column_names_another_machine_and_a_running_run_can_be_attached(qtbot, runs_dir):
