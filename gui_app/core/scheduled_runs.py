@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from gui_app.core import kubernetes_jobs, slurm_jobs
+from gui_app.core import kubernetes_jobs, rundir, slurm_jobs
 from gui_app.core.slurm_jobs import JobState
 
 
@@ -43,3 +43,14 @@ def ending(run_dir: str | Path, stopping: bool) -> tuple[str, str] | None:
     if stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
         return "stopped", f"Slurm job {job.job_id} was cancelled"
     return "failed", f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run"
+
+
+def resume_refusal(run_dir: Path, job: str, state: JobState) -> str | None:
+    """Why ``resume`` cannot submit a scheduled run again now (None: it can): its job still runs
+    it, or the run has completed."""
+    if state.active:
+        return (f"{run_dir} is still {state.scheduler} job {job} ({state.describe()}); stop it first with "
+                f"'replica-studio stop {run_dir}'")
+    if rundir.read_run(run_dir).status == "completed":
+        return f"{run_dir} has completed; nothing to continue"
+    return None

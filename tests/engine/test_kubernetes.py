@@ -271,6 +271,22 @@ def test_submit_applies_the_manifest_and_keeps_a_local_record_of_the_run(tmp_pat
     assert RunConfig.load(Path(local, "config.json")) == RunConfig.load(_config(tmp_path))
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a fake kubectl in bash")
+def test_resume_refuses_a_run_whose_job_still_runs_and_applies_nothing(tmp_path):
+    running = ("""if [ "$1" = get ]; then echo '{"kind": "Job", "metadata": {"name": "'$3'"}, """
+               """"status": {"active": 2, "ready": 2}}'; exit; fi\n""")
+    env = _fake_kubectl(tmp_path, NO_CONTEXT + running + APPLIED)
+    done = run_cli("submit", str(_config(tmp_path)), "--kubernetes", "--runs-dir", str(tmp_path / "runs"), env=env)
+    assert done.returncode == 0, done.stderr
+    job, _, local = done.stdout.splitlines()
+    applied = (tmp_path / "kubectl-calls").read_text().count(" apply ")
+    refused = run_cli("resume", local, env=env)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip() == (f"replica-studio resume: {local} is still Kubernetes job {job} (running); stop "
+                                      f"it first with 'replica-studio stop {local}'")
+    assert (tmp_path / "kubectl-calls").read_text().count(" apply ") == applied  # nothing applied again
+
+
 @pytest.mark.parametrize("body, said", [
     ('echo "E1201 memcache.go:265 couldn\'t get current server API group list" >&2\n'
      'echo "error: unable to recognize \\"x.yaml\\": connection refused" >&2; exit 1',

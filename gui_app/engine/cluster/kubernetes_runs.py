@@ -28,7 +28,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gui_app.core import kubernetes_jobs, rundir
+from gui_app.core import kubernetes_jobs, rundir, scheduled_runs
 from gui_app.core.kubernetes_jobs import MANIFEST_FILE, KubernetesJob
 from gui_app.core.slurm_jobs import UNKNOWN
 from gui_app.engine.cluster import kubernetes_submit
@@ -189,13 +189,9 @@ def resume(args: argparse.Namespace, record: KubernetesJob) -> int:
     if getattr(args, "set", None):
         _say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
         return EXIT_BAD_INPUT
-    state = kubernetes_jobs.job_state(record)
-    if state.active:
-        _say("resume", f"{run_dir} is still Kubernetes job {record.job} ({state.describe()}); stop it first with "
-                       f"'replica-studio stop {run_dir}'")
-        return EXIT_BAD_INPUT
-    if rundir.read_run(run_dir).status == "completed":
-        _say("resume", f"{run_dir} has completed; nothing to continue")
+    refusal = scheduled_runs.resume_refusal(run_dir, record.job, kubernetes_jobs.job_state(record))
+    if refusal is not None:
+        _say("resume", refusal)
         return EXIT_BAD_INPUT
     try:
         failed = kubernetes_jobs.delete(record, wait=True)  # a Job that ended is still there: apply would keep it

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from gui_app.core import atomic_io, rundir, slurm_jobs
+from gui_app.core import atomic_io, rundir, scheduled_runs, slurm_jobs
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
 from gui_app.engine.cluster.submit_command import SCRIPT_FILE, SubmitError, sbatch
@@ -38,13 +38,9 @@ def _say(command: str, text: str) -> None:
 
 def resume(args: argparse.Namespace, job: slurm_jobs.SlurmJob) -> int:
     run_dir = Path(args.run_dir).expanduser().absolute()
-    state = slurm_jobs.job_states([job.job_id])[job.job_id]
-    if state.active:
-        _say("resume", f"{run_dir} is still Slurm job {job.job_id} ({state.describe()}); stop it first with "
-                       f"'replica-studio stop {run_dir}'")
-        return EXIT_BAD_INPUT
-    if rundir.read_run(run_dir).status == "completed":
-        _say("resume", f"{run_dir} has completed; nothing to continue")
+    refusal = scheduled_runs.resume_refusal(run_dir, job.job_id, slurm_jobs.job_states([job.job_id])[job.job_id])
+    if refusal is not None:
+        _say("resume", refusal)
         return EXIT_BAD_INPUT
     try:
         if getattr(args, "set", None):
