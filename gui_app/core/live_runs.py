@@ -95,8 +95,7 @@ class LiveRun:
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:
-    return LiveRun(rundir.read_run(run_dir), live_process(run_dir),
-                   scheduled_runs.run_jobs([run_dir]).get(str(run_dir)))
+    return LiveRun(rundir.read_run(run_dir), live_process(run_dir), scheduled_runs.job_of(run_dir))
 
 
 def list_live_runs(runs_dir: str | Path) -> list[LiveRun]:

@@ -10,6 +10,8 @@ from typing import Iterable
 from gui_app.core import kubernetes_jobs, rundir, slurm_jobs
 from gui_app.core.slurm_jobs import JobState
 
+REMOVED = frozenset({"CANCELLED", kubernetes_jobs.DELETED})  # what a Stop leaves of a job that had not started
+
 
 def scheduled(run_dir: str | Path) -> bool:
     return slurm_jobs.read_job(run_dir) is not None or kubernetes_jobs.read_job(run_dir) is not None
@@ -22,27 +24,28 @@ def run_jobs(run_dirs: Iterable[str | Path]) -> dict[str, tuple[str, JobState]]:
     return {**slurm_jobs.run_jobs(paths), **kubernetes_jobs.read_states(paths)}
 
 
+def job_of(run_dir: str | Path) -> tuple[str, JobState] | None:
+    """The run's job id (or Job name) and its state, as :func:`run_jobs` gives them; None for a
+    run no scheduler runs."""
+    return run_jobs([run_dir]).get(str(Path(run_dir)))
+
+
 def job_active(run_dir: str | Path) -> bool:
-    return slurm_jobs.job_active(run_dir) or kubernetes_jobs.job_active(run_dir)
+    job = job_of(run_dir)
+    return job is not None and job[1].active
 
 
 def ending(run_dir: str | Path, stopping: bool) -> tuple[str, str] | None:
     """(status, message) for a scheduled run whose job ended before the run finished: "stopped"
-    when a Stop removed the job before its run started, else "failed" with the job's state; None
-    for a run that is not scheduled."""
-    record = kubernetes_jobs.read_job(run_dir)
-    if record is not None:
-        k8s = kubernetes_jobs.job_state(record)
-        if stopping and k8s.state == kubernetes_jobs.DELETED:  # Stop before its pods started
-            return "stopped", f"Kubernetes job {record.job} was deleted"
-        return "failed", f"Kubernetes job {record.job} ended ({k8s.describe()}) without finishing the run"
-    job = slurm_jobs.read_job(run_dir)
+    when a Stop removed the job before its run started (scancel, kubectl delete), else "failed"
+    with the job's state; None for a run that is not scheduled."""
+    job = job_of(run_dir)
     if job is None:
         return None
-    state = slurm_jobs.job_states([job.job_id])[job.job_id]
-    if stopping and state.state == "CANCELLED":  # Stop while the job waited in the queue
-        return "stopped", f"Slurm job {job.job_id} was cancelled"
-    return "failed", f"Slurm job {job.job_id} ended ({state.describe()}) without finishing the run"
+    name, state = f"{job[1].scheduler} job {job[0]}", job[1]
+    if stopping and state.state in REMOVED:
+        return "stopped", f"{name} was {state.describe()}"
+    return "failed", f"{name} ended ({state.describe()}) without finishing the run"
 
 
 def resume_refusal(run_dir: Path, job: str, state: JobState) -> str | None:

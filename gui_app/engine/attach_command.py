@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from gui_app.core import kubernetes_jobs, run_lock, rundir, slurm_jobs
+from gui_app.core import kubernetes_jobs, run_lock, rundir, scheduled_runs, slurm_jobs
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
 from gui_app.engine.cluster import kubernetes_runs, slurm_runs
@@ -135,17 +135,11 @@ def _ended(run_dir: Path, follower: EventsFollower, kubectl_said: str = "") -> i
     """No process runs it and every line is out: 0 when the run finished, else 1 and one line."""
     if follower.finished:
         return EXIT_OK
-    job = slurm_jobs.read_job(run_dir)
-    record = kubernetes_jobs.read_job(run_dir)
-    if record is not None:
+    job = scheduled_runs.job_of(run_dir)
+    if job is not None:
         never = "" if follower.events_read else " (it never started)"
-        word = kubernetes_jobs.job_state(record).describe()
-        _say("attach", kubectl_said or f"{run_dir}: Kubernetes job {record.job} is {word} and the run did not "
-                                       f"finish{never}")
-    elif job is not None:
-        state = slurm_jobs.job_states([job.job_id])[job.job_id]
-        _say("attach", f"{run_dir}: Slurm job {job.job_id} is {state.describe()} and the run did not finish"
-                       + ("" if follower.events_read else " (it never started)"))
+        _say("attach", kubectl_said or f"{run_dir}: {job[1].scheduler} job {job[0]} is {job[1].describe()} and "
+                                       f"the run did not finish{never}")
     elif not follower.events_read:
         _say("attach", f"{run_dir} has no events and no process runs it (it never started)")
     else:

@@ -11,10 +11,11 @@ a day-long run), where the file read is one fold of the same lines with nothing 
 From then on the supervisor follows it as it follows a run it started: Stop, Pause and Continue
 act on it, and the window's run state is the run's.
 
-A run submitted to Slurm whose job has not started it yet (no ``run_started``) is followed from
-its first event, as the window follows a run right after Submit to Slurm: the status line says
-what Slurm said in the run list's last read ("pending (Resources)"), ``attach`` waits while the
-job is pending, and the charts fill once the workers start.
+A run submitted to Slurm (or applied to Kubernetes) whose job has not started it yet (no
+``run_started``) is followed from its first event, as the window follows a run right after
+Submit: the status line says what the scheduler said in the run list's last read ("pending
+(Resources)"), ``attach`` waits while the job is pending, and the charts fill once the workers
+start.
 
 A run on an SSH host (listed as ``HOST:RUN_DIR``: gui_app.ui.window.remote_runs) has no file
 here: its history comes with ``attach --from 0`` there, through the supervisor, so a window that
@@ -47,7 +48,7 @@ class RunAttach(QObject):
 
     def attach(self, run_dir: str) -> bool:
         """Show the run's history and follow it live; False when the window follows a run
-        already or the run has not started (no run_started yet) and no Slurm job will start it."""
+        already or the run has not started (no run_started yet) and no scheduler's job will start it."""
         if not self._state.is_idle():
             return False
         host_name, there = split_run_key(run_dir)
@@ -67,7 +68,7 @@ class RunAttach(QObject):
         job = self._runs.job(run_dir)
         if job is None or not job[1].active:
             return False
-        said = f"Slurm job {job[0]} is {job[1].describe()}"
+        said = f"{job[1].scheduler} job {job[0]} is {job[1].describe()}"
         self._shown.clear()
         self.note.emit(f"Following {Path(run_dir).name} once it starts: {said}")
         self._supervisor.follow(run_dir)

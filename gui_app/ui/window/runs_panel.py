@@ -16,8 +16,8 @@ is opened or resumed (one run at a time), the active run shows as running, and a
 shows why and is selected. It sets the state's selection: the runs selected, as read.
 
 Runs that live on their own (docs/detached.md) show as running while their process runs them,
-whoever started them, and runs submitted to Slurm show their job's state ("pending (Resources)",
-"running", "requeued"; gui_app/core/slurm_jobs.py); the list reads the folder again every few
+whoever started them, and runs submitted to Slurm or Kubernetes show their job's state ("pending
+(Resources)", "running", "requeued"; gui_app/core/scheduled_runs.py); the list reads the folder again every few
 seconds while one runs or waits. The run
 the window follows is marked (an icon, a tooltip); another running one can be attached to
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
@@ -87,7 +87,7 @@ class RunsPanel(QWidget):
         self._resumable: dict[str, bool] = {}  # read with the run, off the GUI thread (it stats the folder)
         self._live: dict[str, RunProcess | None] = {}  # the process running it now (read with the run)
         self._hosts: dict[str, str] = {}  # where its process ran, when another machine
-        self._jobs: dict[str, tuple[str, JobState]] = {}  # a run submitted to Slurm: its job and state
+        self._jobs: dict[str, tuple[str, JobState]] = {}  # a run submitted to Slurm or Kubernetes: its job and state
         self._items: dict[str, QTreeWidgetItem] = {}
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
         self._seen: set[str] = set()  # runs the current fill has read
@@ -234,7 +234,7 @@ class RunsPanel(QWidget):
         self._show_reading()
 
     def is_running(self, run_dir: str | Path) -> bool:
-        """A process runs this run now, or its Slurm job is active (as last read)."""
+        """A process runs this run now, or its scheduler's job is active (as last read)."""
         path = str(Path(run_dir))
         return self._live.get(path) is not None or self._job_active(path)
 
@@ -243,16 +243,16 @@ class RunsPanel(QWidget):
         return job is not None and job[1].active
 
     def job(self, run_dir: str | Path) -> tuple[str, JobState] | None:
-        """The run's Slurm job and its state (as last read); None for a run not submitted to Slurm."""
+        """The run's job and its state (as last read); None for a run no scheduler runs."""
         return self._jobs.get(str(Path(run_dir)))
 
     def running_runs(self) -> list[str]:
-        """The runs a process or a Slurm job runs now, newest first (as last read)."""
+        """The runs a process or a scheduler's job runs now, newest first (as last read)."""
         running = [path for path in self._runs if self.is_running(path)]
         return sorted(running, key=lambda path: self._runs[path].started or 0.0, reverse=True)
 
     def _on_jobs(self, jobs: dict[str, tuple[str, JobState]]) -> None:
-        """The Slurm jobs' states, read before the fill's rows: redraw the rows whose state changed."""
+        """The jobs' states, read before the fill's rows: redraw the rows whose state changed."""
         before, self._jobs = self._jobs, jobs
         for path in set(before) | set(jobs):
             if before.get(path) != jobs.get(path):
@@ -350,7 +350,7 @@ class RunsPanel(QWidget):
             "Continue a stopped, interrupted or failed run from its checkpoint")
 
     def _open(self, path: str) -> None:
-        """Open a run; one whose Slurm job has not started it yet has nothing to show: it is followed."""
+        """Open a run; one whose job has not started it yet has nothing to show: it is followed."""
         info = self._runs.get(path)
         waiting = info is not None and info.status == "new" and self._job_active(path)
         (self.attach_requested if waiting else self.open_requested).emit(path)

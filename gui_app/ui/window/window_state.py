@@ -55,7 +55,7 @@ class ListedRun:
     info: RunInfo
     resumable: bool
     process: RunProcess | None = None
-    job_active: bool = False  # submitted to Slurm, its job pending or running (gui_app/core/slurm_jobs.py)
+    job_active: bool = False  # its Slurm or Kubernetes job pending or running (gui_app/core/scheduled_runs.py)
 
     @property
     def running(self) -> bool:
