@@ -98,6 +98,18 @@ def window(qtbot, fake_engine):
         yield window
 
 
+def _job_starts(qtbot, window, fake, run_dir) -> None:
+    """Job 41 starts: its chief writes the run's events into the shared run directory, and the
+    window's charts get two steps with both workers' replicas."""
+    fake.set("41", "RUNNING")
+    started = ev.RunStarted(time=1.7e9, run_dir=str(run_dir), config=CONFIG.to_dict(), total_steps=20,
+                            steps_per_epoch=20, epochs=1, num_replicas=2)
+    with qtbot.waitSignal(window.supervisor.run_started, timeout=20_000):
+        _write(run_dir, started, _step(1), _step(2))
+    qtbot.waitUntil(lambda: window.shown.history.status.step == 2, timeout=10_000)
+    assert window.shown.history.replicas.workers == [0, 1]
+
+
 def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs_dir):
     assert not window.actions.submit_slurm.isEnabled()  # the first-launch config is not multi-worker
     assert "needs a valid multi_worker_mirrored or parameter_server" in window.actions.submit_slurm.toolTip()
@@ -115,14 +127,7 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
     script = (run_dir / "job.sbatch").read_text()
     assert "#SBATCH --partition=debug" in script and "#SBATCH --qos=long" in script
     qtbot.waitUntil(lambda: shown_status(window.runs, run_dir) == "pending (Priority)", timeout=10_000)
-    # The job starts: the chief writes the run's events into the shared run directory.
-    fake.set("41", "RUNNING")
-    started = ev.RunStarted(time=1.7e9, run_dir=str(run_dir), config=CONFIG.to_dict(), total_steps=20,
-                            steps_per_epoch=20, epochs=1, num_replicas=2)
-    with qtbot.waitSignal(window.supervisor.run_started, timeout=20_000):
-        _write(run_dir, started, _step(1), _step(2))
-    qtbot.waitUntil(lambda: window.shown.history.status.step == 2, timeout=10_000)
-    assert window.shown.history.replicas.workers == [0, 1]  # both workers' replicas on the charts
+    _job_starts(qtbot, window, fake, run_dir)
     # Stop: scancel; the workers stop with a checkpoint and the chief says so.
     window.actions.stop.trigger()
     qtbot.waitUntil(lambda: bool(fake.calls("scancel")), timeout=10_000)
@@ -169,14 +174,8 @@ def test_a_pending_slurm_run_opened_from_the_list_is_followed_once_it_starts(qtb
         window.runs.open_button.click()
     assert window.state.status.startswith("Slurm job 41 is pending (Resources): following the run once it starts")
     assert window.shown.history.started is None
-    # The job starts: the chief writes the run's events into the shared run directory.
-    fake.set("41", "RUNNING")
-    started = ev.RunStarted(time=1.7e9, run_dir=str(run_dir), config=CONFIG.to_dict(), total_steps=20,
-                            steps_per_epoch=20, epochs=1, num_replicas=2)
-    with qtbot.waitSignal(window.supervisor.run_started, timeout=20_000):
-        _write(run_dir, started, _step(1), _step(2))
-    qtbot.waitUntil(lambda: window.shown.history.status.step == 2, timeout=10_000)
-    assert window.state.active_run == str(run_dir) and window.shown.history.replicas.workers == [0, 1]
+    _job_starts(qtbot, window, fake, run_dir)
+    assert window.state.active_run == str(run_dir)
     with qtbot.waitSignal(window.supervisor.finished, timeout=20_000) as finished:
         _write(run_dir, ev.RunFinished(time=1.7e9 + 3, status="completed", run_dir=str(run_dir), step=2))
         fake.set("41", "COMPLETED")
