@@ -13,11 +13,10 @@ from collections import Counter
 
 import pytest
 from run_dirs import listed_status, wait_listed, write_run
-from windows import shown_window
+from windows import real_engine, shown_window
 
 from gui_app.core import kubernetes_jobs
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
-from gui_app.identity import app_command
 from gui_app.ui.window import kubernetes_actions
 from tests.fake_kubectl import FakeKubectl
 
@@ -37,10 +36,7 @@ def fake(tmp_path, monkeypatch):
 @pytest.fixture
 def window(qtbot, fake_engine):
     """The main window: device detection and the dataset check fake, submit, attach and resume the engine's."""
-    def engine(*args: str) -> list[str]:
-        return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
-
-    with shown_window(qtbot, engine_command=engine) as window:
+    with shown_window(qtbot, engine_command=real_engine(fake_engine)) as window:
         yield window
 
 
@@ -189,9 +185,7 @@ def test_closing_the_window_leaves_the_job_running_and_the_next_window_follows_i
     """The window lets go of the run when it closes (the Job is not deleted); the next one finds
     it running from the Job's state, attaches at launch, and its copy of the chief's events goes
     on from where the first window's ended: every step once."""
-    def engine(*args: str) -> list[str]:
-        return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
-
+    engine = real_engine(fake_engine)
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     config = RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mlp"},
                                   "strategy": {"name": "multi_worker_mirrored", "workers": 2},

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from run_dirs import listed_status, wait_listed, write_run
-from windows import shown_window
+from windows import real_engine, shown_window
 
 from gui_app.core import events as ev
 from gui_app.core import slurm_jobs
@@ -91,10 +91,7 @@ def _step(step: int) -> ev.Step:
 @pytest.fixture
 def window(qtbot, fake_engine):
     """The main window: device detection and the dataset check fake, submit, attach and resume the engine's."""
-    def engine(*args: str) -> list[str]:
-        return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
-
-    with shown_window(qtbot, engine_command=engine) as window:
+    with shown_window(qtbot, engine_command=real_engine(fake_engine)) as window:
         yield window
 
 

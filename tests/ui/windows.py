@@ -27,6 +27,17 @@ def shown_window(qtbot, **options):
         window.deleteLater()
 
 
+def real_engine(fake_engine):
+    """An engine command for a window that submits, attaches and resumes with the real engine,
+    its device detection and dataset check faked (fast, and no TensorFlow beside the run)."""
+    from gui_app.identity import app_command
+
+    def engine(*args: str) -> list[str]:
+        return fake_engine(*args) if args[0] in ("devices", "inspect") else app_command(*args)
+
+    return engine
+
+
 def train(qtbot, window, timeout: int = 15_000) -> tuple[str, str, str]:
     """Run → Train, until the run ends and the run list has read it again: (status, run_dir, message)."""
     with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
