@@ -347,6 +347,19 @@ def second_ssh_host(ssh_host):
     ssh_host.close_connections()
 
 
+@pytest.fixture
+def on_host(ssh_host, monkeypatch, tmp_path):
+    """For a window in this process: it reaches the test host (its ssh config and shared
+    connections), and hosts.json names the host with a runs folder of this test's own there."""
+    from gui_app.core.hosts import Host, add_host
+
+    for key in ("REPLICA_STUDIO_SSH_CONFIG", "XDG_RUNTIME_DIR"):
+        monkeypatch.setenv(key, ssh_host.env(tmp_path)[key])
+    host = Host(ALIAS, command=ssh_host.command, runs_dir=f"~/window-{tmp_path.name}")
+    add_host(host)
+    return host
+
+
 @contextlib.contextmanager
 def _only_session() -> Iterator[None]:
     """The names here are fixed (a killed session's leftovers are found by them), so two test

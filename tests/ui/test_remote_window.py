@@ -13,7 +13,7 @@ from ssh_host import ALIAS, ssh_clients
 
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
-from gui_app.core.hosts import Host, add_host, split_run_key
+from gui_app.core.hosts import split_run_key
 from gui_app.core.rundir import read_run
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.main_window import MainWindow
@@ -25,17 +25,6 @@ pytestmark = pytest.mark.slow
 CONFIG = RunConfig(strategy=StrategyConfig(name="one_device"),
                    training=TrainingConfig(epochs=12, global_batch_size=64, steps_per_call=1, seed=1))
 ENGINE_TIMEOUT_S = 240  # two cores shared with other work: a ceiling
-
-
-@pytest.fixture
-def on_host(ssh_host, monkeypatch, tmp_path) -> Host:
-    """The window's process reaches the test host (its ssh config and shared connections), and
-    hosts.json names it with a runs folder of this test's own there."""
-    for key in ("REPLICA_STUDIO_SSH_CONFIG", "XDG_RUNTIME_DIR"):
-        monkeypatch.setenv(key, ssh_host.env(tmp_path)[key])
-    host = Host(ALIAS, command=ssh_host.command, runs_dir=f"~/window-{tmp_path.name}")
-    add_host(host)
-    return host
 
 
 def test_hosts_dialog_tests_the_connection(qtbot, on_host):

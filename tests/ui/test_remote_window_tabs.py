@@ -35,17 +35,6 @@ ENGINE_TIMEOUT_S = 240  # two cores shared with other work: a ceiling
 LOG_LINE = "rs-test: a line of engine.log there"
 
 
-@pytest.fixture
-def on_host(ssh_host, monkeypatch, tmp_path) -> Host:
-    """The window's process reaches the test host (its ssh config and shared connections), and
-    hosts.json names it with a runs folder of this test's own there."""
-    for key in ("REPLICA_STUDIO_SSH_CONFIG", "XDG_RUNTIME_DIR"):
-        monkeypatch.setenv(key, ssh_host.env(tmp_path)[key])
-    host = Host(ALIAS, command=ssh_host.command, runs_dir=f"~/tabs-{tmp_path.name}")
-    add_host(host)
-    return host
-
-
 def _steps_shown(window) -> list[int]:
     return [int(s) for s in window.shown.history.training.steps.column(0)]
 
