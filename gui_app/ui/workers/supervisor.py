@@ -107,12 +107,11 @@ class RunSupervisor(QObject):
         ``KEY=VALUE`` changes (``resume --set``) such as a smaller batch after running out of memory.
         A run on ``host`` (``run_dir`` is its path there) resumes there."""
         sets = [word for override in overrides for word in ("--set", override)]
-        if host is None:  # the window shows the run's history before; it follows the resumed run from its run_started
-            self.start(self._engine_command("resume", str(run_dir), "--detach", *sets), run_dir=str(run_dir),
-                       from_line=-1)
-        else:  # its history is there: followed from its first event, as Attach does
-            self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, "--host", host.name),
-                       run_dir=str(run_dir), host=host)
+        where = [] if host is None else ["--host", host.name]
+        # Here the window shows the run's history before and follows the resumed run from its
+        # run_started (-1); a host's run has its history there: followed from its first event.
+        self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, *where), run_dir=str(run_dir),
+                   from_line=-1 if host is None else 0, host=host)
 
     def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
               host: Host | None = None) -> None:
