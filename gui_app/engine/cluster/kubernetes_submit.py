@@ -49,10 +49,9 @@ def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
         if output:
             Path(output).write_text(text, encoding="utf-8")
         job = kubernetes_manifest.job_name(name)
-        where = ["-n", options.namespace] if options.namespace else []
-        context = kubernetes_jobs.current_context()
-        apply(local / kubernetes_jobs.MANIFEST_FILE, job, [*(["--context", context] if context else []), *where])
-        kubernetes_jobs.record_job(local, job, options.namespace or "", context)
+        where = kubernetes_jobs.KubernetesJob(job, options.namespace or "", kubernetes_jobs.current_context())
+        apply(local / kubernetes_jobs.MANIFEST_FILE, job, where.kubectl_args())
+        kubernetes_jobs.record_job(local, job, where.namespace, where.context)
         return job, kubernetes_manifest.run_dir(name), local
     except BaseException:
         shutil.rmtree(local, ignore_errors=True)
