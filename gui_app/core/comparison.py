@@ -44,6 +44,7 @@ class RunFigures:
     curve_epochs: np.ndarray = field(repr=False)  # per-epoch validation accuracy and loss
     curve_val_accuracy: np.ndarray = field(repr=False)
     curve_val_loss: np.ndarray = field(repr=False)
+    name: str = ""  # what a row calls the run: its folder's name, or its sweep trial's ("trial 3")
 
     def curve(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(x, y) of one of :data:`CURVES`: steps or epochs, and the values (NaN where none)."""
@@ -69,7 +70,8 @@ def read_figures(run_dir: str | Path) -> RunFigures:
         curve_steps=np.array([s.step for s in steps], dtype=np.int64),
         curve_loss=_values(steps, "loss"),
         curve_accuracy=_values(steps, "accuracy"), curve_epochs=np.array([e.epoch for e in epochs], dtype=np.int64),
-        curve_val_accuracy=_values(epochs, "val_accuracy"), curve_val_loss=_values(epochs, "val_loss"))
+        curve_val_accuracy=_values(epochs, "val_accuracy"), curve_val_loss=_values(epochs, "val_loss"),
+        name=run_dir.name)
 
 
 def _last_each(events: list, key: str) -> list:
@@ -138,6 +140,10 @@ class Row:
     runs: list[RunFigures]
 
     @property
+    def names(self) -> list[str]:
+        return [run.name for run in self.runs]
+
+    @property
     def seeds(self) -> list[Any]:
         return [run.config.get(SEED_KEY) for run in self.runs]
 
@@ -180,17 +186,18 @@ class Comparison:
         out = io.StringIO()
         writer = csv.writer(out)
         figures = [name for m in METRICS for name in (m, f"{m}_std")]
-        writer.writerow([*self.keys, "seeds", "runs", *figures, "run_dirs"])
+        writer.writerow([*self.keys, "seeds", "runs", *figures, "run_dirs", "names"])
         for row in self.rows:
             stats = [row.stat(m) for m in METRICS]
             writer.writerow([*(row.values.get(k) for k in self.keys), " ".join(value_text(s) for s in row.seeds),
                              len(row.runs), *(v for s in stats for v in (_num(s.mean), _num(s.std))),
-                             " ".join(str(r.run_dir) for r in row.runs)])
+                             " ".join(str(r.run_dir) for r in row.runs), ", ".join(row.names)])
         return out.getvalue()
 
     def to_json(self) -> dict[str, Any]:
         return {"keys": self.keys, "grouped": self.grouped, "rows": [
             {"values": row.values, "seeds": row.seeds, "run_dirs": [str(r.run_dir) for r in row.runs],
+             "names": row.names,
              **{m: {"mean": row.stat(m).mean, "std": row.stat(m).std} for m in METRICS}} for row in self.rows]}
 
 

@@ -26,6 +26,16 @@ def fail(key: str, message: str) -> NoReturn:
     raise ConfigError(f"{key}: {message}")
 
 
+def did_you_mean(word: Any, known: typing.Iterable[str]) -> str:
+    """``; did you mean 'learning_rate'?`` for a misspelled key, or nothing when none is close."""
+    if not isinstance(word, str):
+        return ""
+    import difflib  # on the error path only
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def refuse_control_characters(section: Any, prefix: str, keys: tuple[str, ...]) -> None:
     """A path holding a NUL (or another control character) names no file, and printed raw in an
     error it hid the very line that said what was wrong (a terminal shows nothing for a NUL)."""
@@ -116,7 +126,8 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         if unknown:
             prefix = f"{key}." if key else ""
             name = unknown[0] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", unknown[0]) else show(unknown[0])
-            fail(f"{prefix}{name}", f"unknown key (known keys: {', '.join(sorted(names))})")
+            fail(f"{prefix}{name}", f"unknown key{did_you_mean(unknown[0], names)} (known keys: "
+                                    f"{', '.join(sorted(names))})")
         kwargs = {k: _convert(hints[k], v, f"{key}.{k}" if key else k) for k, v in value.items()}
         return tp(**kwargs)
     origin = typing.get_origin(tp)

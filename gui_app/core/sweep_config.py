@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.config import RunConfig
-from gui_app.core.config_json import ConfigError, fail, parse_json, read_text, show
+from gui_app.core.config_json import ConfigError, did_you_mean, fail, parse_json, read_text, show
 from gui_app.core.hosts import Host
 from gui_app.core.overrides import config_keys, set_keys
 
@@ -100,7 +100,8 @@ class SweepConfig:
             fail("sweep", f"must be an object; got {type(data).__name__}")
         unknown = sorted(set(data) - set(_KEYS))
         if unknown:
-            fail(_name(unknown[0]), f"unknown key (known keys: {', '.join(sorted(_KEYS))})")
+            fail(_name(unknown[0]), f"unknown key{did_you_mean(unknown[0], _KEYS)} (known keys: "
+                                    f"{', '.join(sorted(_KEYS))})")
         if "base" not in data:
             fail("base", "missing: the run configuration every trial starts from")
         try:
@@ -203,7 +204,7 @@ def _parameters(base: RunConfig, data: Any) -> tuple[Parameter, ...]:
 def _parameter(base: RunConfig, key: str, spec: Any, known: frozenset[str]) -> Parameter:
     where = f"parameters.{key}" if len(key) <= 60 else f"parameters.{show(key)}"
     if key not in known:
-        fail(where, "not a run configuration key (section.key, as in docs/config.md)")
+        fail(where, f"not a run configuration key{did_you_mean(key, known)} (section.key, as in docs/config.md)")
     if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in KINDS:
         fail(where, f"must be one of {', '.join('{%s: ...}' % kind for kind in KINDS)}; got {show(spec)}")
     kind, values = next(iter(spec.items()))

@@ -1,7 +1,7 @@
 """``attach``, ``stop`` and ``runs``: a run seen and controlled from any process of its owner,
 wherever and however it was started (docs/detached.md).
 
-    replica-studio attach RUN_DIR [--from N]    # its events so far, then live; stdin: control words
+    replica-studio attach RUN_DIR [--from N] [--text]   # its events so far, then live; stdin: control words
     replica-studio stop RUN_DIR [--timeout S]   # stop with a checkpoint; returns when it has finished
     replica-studio runs [--json] [--runs-dir DIR]
 
@@ -22,16 +22,20 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO, Callable
 
 from gui_app.core import kubernetes_jobs, run_lock, rundir, scheduled_runs, slurm_jobs
+from gui_app.core.events import Error, decode_line
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
 from gui_app.engine.cluster import kubernetes_runs, slurm_runs
 from gui_app.engine.control_channel import ChannelError, NotRunning, send
+from gui_app.engine.events import format_text
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 COMMANDS = ("attach", "stop", "runs")
@@ -51,8 +55,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--from", dest="from_line", type=int, default=0, metavar="N",
                    help="start at event N (0-based: the lines of RUN_DIR/events.jsonl)")
     p.add_argument("--control", choices=("stdin", "none"), default="stdin",
-                   help="stdin: send each line of stdin (stop, pause, continue, checkpoint) to the run and detach "
-                        "when stdin ends (default); none: ignore stdin")
+                   help="stdin: send each line of stdin (stop, pause, continue, checkpoint) to the run (default); "
+                        "the end of a terminal's or a pipe's input detaches, an empty or closed stdin (/dev/null, "
+                        "nohup) does not; none: ignore stdin (cron jobs, whose stdin is a closed pipe)")
+    p.add_argument("--text", action="store_true",
+                   help="print readable lines, as 'train' does in a terminal, instead of JSON lines")
     p.set_defaults(handler=attach)
     p = subparsers.add_parser("stop", help="stop a run with a checkpoint and wait until it has finished")
     p.add_argument("run_dir")
@@ -87,15 +94,16 @@ def attach(args: argparse.Namespace) -> int:
         _say("attach", f"--from: must be >= 0; got {args.from_line}")
         return EXIT_BAD_INPUT
     detached = threading.Event()  # set when this attachment ends and the run goes on
-    if args.control == "stdin":
-        threading.Thread(target=_forward_stdin, args=(run_dir, detached), name="attach-stdin", daemon=True).start()
+    if args.control == "stdin" and (ends_attachment := stdin_ends_attachment()) is not None:
+        threading.Thread(target=_forward_stdin, args=(run_dir, detached, ends_attachment), name="attach-stdin",
+                         daemon=True).start()
     mirror = kubernetes_runs.Mirror(run_dir) if kubernetes_runs.kubernetes_job(run_dir) is not None else None
     if mirror is not None:
         mirror.start()
     with _detaching_on_signals(detached):
         follower = EventsFollower(run_dir, args.from_line)
         try:
-            return _follow(run_dir, follower, detached, mirror)
+            return _follow(run_dir, follower, detached, mirror, _as_text if args.text else None)
         finally:
             follower.close()
             if mirror is not None:
@@ -103,11 +111,12 @@ def attach(args: argparse.Namespace) -> int:
 
 
 def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event,
-            mirror: kubernetes_runs.Mirror | None = None) -> int:
-    """Copy the run's event lines to stdout until it has finished, its process is gone (a
-    Kubernetes run: its ``mirror`` has copied the chief's output to its end), or this attachment
-    ends (stdin closed, stdout gone, a signal)."""
-    out = sys.stdout.buffer
+            mirror: kubernetes_runs.Mirror | None = None,
+            shown: Callable[[list[bytes]], list[bytes]] | None = None) -> int:
+    """Copy the run's event lines to stdout (``shown``: as it turns them) until it has finished,
+    its process is gone (a Kubernetes run: its ``mirror`` has copied the chief's output to its
+    end), or this attachment ends (stdin closed, stdout gone, a signal)."""
+    out = _Output(sys.stdout.buffer, shown)
     next_check = 0.0
     job = slurm_jobs.JobWatch(run_dir)
     while not detached.is_set():
@@ -148,9 +157,34 @@ def _ended(run_dir: Path, follower: EventsFollower, kubectl_said: str = "") -> i
     return EXIT_FAILED
 
 
-def _write(out, lines: list[bytes]) -> bool:
+class _Output:
+    """stdout as attach writes it: the event lines as they are, or as ``shown`` turns them."""
+
+    def __init__(self, stream: IO[bytes], shown: Callable[[list[bytes]], list[bytes]] | None):
+        self.stream, self.shown = stream, shown
+
+    def write(self, lines: list[bytes]) -> None:
+        self.stream.write(b"".join(self.shown(lines) if self.shown else lines))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _as_text(lines: list[bytes]) -> list[bytes]:
+    """The readable lines ``train`` prints for these events (its ``--events text``), and each
+    error's message, which a run says on its own stderr and attach would otherwise leave out."""
+    out = []
+    for line in lines:
+        event = decode_line(line, parts=True)
+        text = f"error: {event.message}" if isinstance(event, Error) else format_text(event) if event else None
+        if text:
+            out.append(text.encode("utf-8", "replace") + b"\n")
+    return out
+
+
+def _write(out: _Output, lines: list[bytes]) -> bool:
     try:
-        out.write(b"".join(lines))
+        out.write(lines)
         out.flush()
         return True
     except (OSError, ValueError):  # a closed pipe or a dropped connection
@@ -162,11 +196,33 @@ def _write(out, lines: list[bytes]) -> bool:
         return False
 
 
-def _forward_stdin(run_dir: Path, detached: threading.Event) -> None:
-    """Send each line of stdin to the run; the end of stdin detaches. A line cut off by the end
-    of input (a dropped connection) is never sent: only a whole line can stop a run. Reads the
-    descriptor itself: a thread blocked in ``sys.stdin``'s buffered reader makes the interpreter
-    abort at exit (it cannot take the reader's lock)."""
+def stdin_ends_attachment() -> bool | None:
+    """Whether the end of stdin detaches; None when stdin is not read at all.
+
+    A terminal's end is the user's Ctrl+D, and a pipe's or a socket's is its writer going away
+    (the window, an ssh session): both detach. Anything else -- /dev/null, a file, a stdin that
+    is closed or unreadable (a systemd service, nohup, ``< /dev/null`` in a script) -- has
+    nobody behind it who could leave: its lines are sent, and the attachment follows the run to
+    its end. (cron's stdin is a pipe it closes at once: indistinguishable from a window that went
+    away, so cron jobs say ``--control none``.) A terminal whose foreground is another job
+    (``attach ... &``) is not read: reading it would stop this process (SIGTTIN)."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:  # no stdin at all
+        return None
+    if os.isatty(0):
+        with contextlib.suppress(OSError):
+            if os.tcgetpgrp(0) != os.getpgrp():
+                return None
+        return True
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _forward_stdin(run_dir: Path, detached: threading.Event, ends_attachment: bool = True) -> None:
+    """Send each line of stdin to the run; the end of stdin detaches when ``ends_attachment``.
+    A line cut off by the end of input (a dropped connection) is never sent: only a whole line
+    can stop a run. Reads the descriptor itself: a thread blocked in ``sys.stdin``'s buffered
+    reader makes the interpreter abort at exit (it cannot take the reader's lock)."""
     pending = b""
     try:
         while data := os.read(0, 4096):
@@ -188,9 +244,10 @@ def _forward_stdin(run_dir: Path, detached: threading.Event) -> None:
                         send(run_dir, word)
                     except ChannelError as exc:
                         _say("attach", f"{word!r} not sent: {exc}")
-    except OSError:
+    except OSError:  # unreadable (nohup's stdin) or gone with its connection
         pass
-    detached.set()
+    if ends_attachment:
+        detached.set()
 
 
 @contextlib.contextmanager
@@ -210,6 +267,9 @@ def _detaching_on_signals(detached: threading.Event):
 
 # ---- stop ---------------------------------------------------------------------------------
 def stop(args: argparse.Namespace) -> int:
+    if not args.timeout >= 0:  # NaN too, which never passes a deadline ('inf' is "wait as long as it takes")
+        _say("stop", f"--timeout: must be a number of seconds >= 0; got {args.timeout:g}")
+        return EXIT_BAD_INPUT
     run_dir = _run_dir(args)
     if run_dir is None:
         return EXIT_BAD_INPUT
@@ -247,12 +307,17 @@ def stop(args: argparse.Namespace) -> int:
 # ---- runs ---------------------------------------------------------------------------------
 def runs(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir).expanduser() if args.runs_dir else rundir.default_runs_dir()
+    problem = _not_a_runs_folder(runs_dir)
+    if problem:
+        _say("runs", f"{'--runs-dir' if args.runs_dir else 'runs folder'}: {problem}")
+        return EXIT_BAD_INPUT
     found = list_live_runs(runs_dir)
     if args.json:
         print(json.dumps([run.to_json() for run in found]), flush=True)
         return EXIT_OK
     if not found:
-        print(f"no runs in {runs_dir}", flush=True)
+        # A folder not made yet is a new user's (or a host's before its first run): no runs, not an error.
+        print(f"no runs in {runs_dir}{'' if runs_dir.exists() else ' (no such folder yet)'}", flush=True)
         return EXIT_OK
     rows = [("STATUS", "STEP", "PROCESS", "RUN")]
     for run in found:
@@ -265,3 +330,20 @@ def runs(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
     return EXIT_OK
+
+
+def _not_a_runs_folder(path: Path) -> str | None:
+    """Why ``path`` cannot be listed as a runs folder (a file, a run directory, unreadable);
+    None when it can, or when it does not exist yet. Listing it anyway printed "no runs" and
+    exit 0, which reads as "your runs are gone"."""
+    if rundir.is_run_dir(path):
+        return f"{path} is a run directory, not a folder of runs (its runs folder: {path.parent})"
+    try:
+        with os.scandir(path):
+            return None
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return f"{path} is a file, not a folder of runs"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"

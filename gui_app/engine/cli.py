@@ -57,13 +57,32 @@ def _quiet_tensorflow(debug: bool) -> None:
     silence_tensorflow_logs()  # bad input must read as one line, not eight of TensorFlow's
 
 
+def _hold_standard_descriptors() -> None:
+    """Put /dev/null on a closed stdin, stdout or stderr (``cmd <&-``, some daemons and cron
+    setups). Otherwise the next file opened takes its number: the stderr filter's copy of stderr
+    became fd 0, and ``attach`` read its control words from it."""
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, mode)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _hold_standard_descriptors()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    if getattr(args, "host", None):  # before the log filter: the host's stderr passes unchanged
+    if getattr(args, "host", None) is not None:  # before the log filter: the host's stderr passes unchanged
+        # (an empty --host '' too: refused there, never quietly run here)
         return args.on_host(args)
     if args.command == "resume" and (job := slurm_runs.slurm_job(args.run_dir)) is not None:  # under Slurm
         return slurm_runs.resume(args, job)

@@ -1,6 +1,7 @@
 """``replica-studio compare RUN_DIR... [--csv FILE] [--json]``: the configuration keys that differ
 between runs and their final figures, runs that differ only in their seed in one row with
-mean ± std (gui_app/core/comparison.py). A sweep folder stands for its trials' runs."""
+mean ± std (gui_app/core/comparison.py). A sweep folder stands for its trials' runs, in trial
+order, each row naming its trials ("trial 3"); other runs are named by their folder."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,10 @@ import sys
 from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
-from gui_app.core.comparison import Comparison, compare, read_figures
+from gui_app.core.comparison import Comparison, RunFigures, compare, read_figures
+from gui_app.core.sweep_config import SWEEP_FILE
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.sweep.folder import SweepFolder
 
 COMMANDS = ("compare",)
 
@@ -25,21 +28,47 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_compare)
 
 
-def _expand(path: Path) -> list[Path]:
-    """A sweep folder (sweep.json and runs/) stands for its runs; anything else is one run."""
-    if (path / "sweep.json").is_file() and (path / "runs").is_dir():
-        return sorted(rundir.run_dirs(path / "runs"))
-    return [path]
+def _trial_numbers(folder: SweepFolder) -> dict[Path, int]:
+    """A sweep's run directories here, by resolved path, with their trial numbers (from the
+    sweep's record, else from the first event each trial wrote)."""
+    numbers: dict[Path, int] = {}
+    for number, record in folder.records().items():
+        run_dir = record.run_dir or folder.run_dir_of(number)
+        if run_dir and record.host is None:  # a trial on an SSH host has its run directory there
+            numbers[Path(run_dir).resolve()] = number
+    return numbers
+
+
+def _read(path: Path) -> list[RunFigures]:
+    """A sweep folder (sweep.json and runs/) stands for its runs, in trial order; anything else is one run."""
+    folder = SweepFolder(path)
+    if not (path / SWEEP_FILE).is_file() or not folder.runs_dir.is_dir():
+        return [read_figures(path)]
+    numbers = _trial_numbers(folder)
+    runs: list[tuple[int | None, RunFigures]] = []
+    for run_dir in rundir.run_dirs(folder.runs_dir):
+        figures = read_figures(run_dir)
+        number = numbers.get(run_dir.resolve())
+        if number is not None:
+            figures.name = f"trial {number}"
+        runs.append((number, figures))
+    runs.sort(key=lambda item: (item[0] is None, item[0] or 0, item[1].name))  # unrecorded runs last
+    return [figures for _, figures in runs]
 
 
 def _compare(args: argparse.Namespace) -> int:
     try:
-        runs = [read_figures(p) for arg in args.run_dirs for p in _expand(Path(arg))]
+        if args.csv and Path(args.csv).is_dir():  # checked first: the runs may take a while to read
+            raise ValueError(f"--csv: {args.csv} is a folder; name the CSV file to write")
+        runs = [figures for arg in args.run_dirs for figures in _read(Path(arg))]
         if not runs:
             raise ValueError(f"{args.run_dirs[0]}: the sweep has no runs yet")
         result = compare(runs, group_seeds=not args.no_group)
         if args.csv:
-            atomic_io.write_text(args.csv, result.to_csv(), durable=False)
+            try:
+                atomic_io.write_text(args.csv, result.to_csv(), durable=False)
+            except OSError as exc:  # its message names the temporary file, not the one asked for
+                raise ValueError(f"--csv: cannot write {args.csv}: {exc.strerror or exc}") from None
     except (OSError, ValueError) as exc:
         print(f"replica-studio compare: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
@@ -48,6 +77,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _table(result: Comparison) -> str:
+    """The table, each row's runs named last (names are long; the figures line up before them)."""
     header, cells = result.table()
+    header = [*header, "run"]
+    cells = [[*line, ", ".join(row.names)] for line, row in zip(cells, result.rows)]
     widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *cells])

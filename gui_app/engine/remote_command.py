@@ -60,6 +60,7 @@ from gui_app.core.ssh import (
     remote_argv,
     remote_folders,
 )
+from gui_app.engine.attach_command import stdin_ends_attachment
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -120,8 +121,19 @@ def _run_failed(mode: str, message: str, kind: str) -> None:
     events.emit_final(RunFinished(status="failed", run_dir=None, step=0, message=message), durable=False)
 
 
+def _host(name: str) -> Host:
+    """The host ``--host`` names, refused as ``hosts add`` refuses it (a space, a leading '-'
+    that ssh would read as an option) before anything reaches ssh."""
+    try:
+        return find_host(name)
+    except HostsFileError:
+        raise
+    except ValueError as exc:  # the Host's own validation: the one refusal, worded once
+        raise HostError(str(exc)) from None
+
+
 def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    host = find_host(args.host)
+    host = _host(args.host)
     config = config_line(getattr(args, remote.config)) if remote.config else None  # a typo costs no connection
     outputs = {dest: Path(value).expanduser().absolute() for dest in remote.outputs if (value := getattr(args, dest))}
     for local in outputs.values():
@@ -196,7 +208,12 @@ class _Session:
         self.remote, self.rewrite, self.config = remote, rewrite, config
         self.forward_stdin = (((remote.run or remote.control) and args.control == "stdin")
                               or bool(remote.stdin_flag and getattr(args, remote.stdin_flag)))
-        self.piped = config is not None or remote.run
+        # attach there detaches when its stdin ends; an empty or closed stdin here (a script's, cron's)
+        # must not end it at once, as it does not here: its lines are sent, and the pipe is held open.
+        ends = stdin_ends_attachment() if remote.control and self.forward_stdin else True
+        self.hold_stdin = ends is not True
+        self.forward_stdin = self.forward_stdin and ends is not None
+        self.piped = config is not None or remote.run or self.hold_stdin
         self._lock = threading.Lock()
         self._stop_sent = False
         self.detached_here = False
@@ -216,7 +233,7 @@ class _Session:
                 self._send(self.config)
             if self.piped and self.forward_stdin:
                 threading.Thread(target=self._forward_stdin, name="remote-stdin", daemon=True).start()
-            elif self.piped and not self.remote.run:
+            elif self.piped and not self.remote.run and not self.hold_stdin:
                 self._close_stdin()
             with self._relaying_signals():
                 code = self.proc.wait()
@@ -242,9 +259,11 @@ class _Session:
                 self.proc.stdin.close()
 
     def _forward_stdin(self) -> None:
-        for line in sys.stdin.buffer:
-            self._send(line)
-        self._close_stdin()  # end of our input: a run stops, as when its window goes away
+        with contextlib.suppress(OSError, ValueError):  # an unreadable stdin (nohup's) has no lines
+            for line in sys.stdin.buffer:
+                self._send(line)
+        if not self.hold_stdin:
+            self._close_stdin()  # end of our input: a run stops, as when its window goes away
 
     # ---- signals --------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -1,0 +1,239 @@
+"""The bad-input matrix beyond ``train`` (test_bad_input.py): every other command given a hostile
+or surprising argument ends with exit 2 and one line on stderr, never a traceback or a silent
+exit 0; and what a script meets (an empty stdin, no XDG_RUNTIME_DIR) behaves as documented.
+
+Each case runs the real command line as a subprocess, as a user's shell does; none of them starts
+TensorFlow. A fake ``ssh`` first on PATH records any call: a refused host never reaches it.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from compared_runs import write_run
+from engine_helpers import LineReader, config_dict
+
+from gui_app.core import events as ev
+from gui_app.core.run_lock import RunLock
+from gui_app.engine.events import format_text
+from gui_app.identity import app_command, app_env
+
+HOSTILE_HOSTS = ["a b", "-oProxyCommand=touch pwned", ""]
+
+
+@pytest.fixture
+def shell(tmp_path):
+    """Run ``replica-studio ARGS`` as a user would, with its own hosts file and a fake ssh that
+    only records that it ran (and fails as an unreachable host does)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ssh_log = tmp_path / "ssh.log"
+    (bin_dir / "ssh").write_text(f'#!/bin/sh\necho "$*" >> {ssh_log}\nexit 255\n')
+    (bin_dir / "ssh").chmod(0o755)
+    env = app_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                   "REPLICA_STUDIO_CONFIG_DIR": str(tmp_path / "config")})
+
+    def run(*args: str, given: str | None = None, drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+        """``given``: its stdin is a pipe holding that text (else /dev/null); ``drop``: variables unset."""
+        return subprocess.run(app_command(*args), input=given, stdin=None if given is not None else subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in env.items() if k not in drop})
+
+    run.ssh_log = ssh_log  # type: ignore[attr-defined]
+    run.env = env  # type: ignore[attr-defined]
+    return run
+
+
+def _one_line(proc: subprocess.CompletedProcess, command: str, code: int = 2) -> str:
+    """The one stderr line of a refused command, without its ``replica-studio COMMAND: `` prefix."""
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert len(lines) == 1, lines
+    prefix = f"replica-studio {command}: "
+    assert lines[0].startswith(prefix), lines[0]
+    return lines[0][len(prefix):]
+
+
+# ---- --host ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", HOSTILE_HOSTS, ids=["space", "ssh-option", "empty"])
+def test_a_hostile_host_is_refused_as_hosts_add_refuses_it(shell, tmp_path, name):
+    added = shell("hosts", "add", name)
+    refusal = _one_line(added, "hosts add")
+    assert refusal.startswith("host: ") and repr(name) in refusal
+    assert _one_line(shell("runs", f"--host={name}"), "runs") == refusal  # the same words, one source
+    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
+    assert _one_line(shell("attach", str(run), f"--host={name}"), "attach") == refusal
+    assert not shell.ssh_log.exists(), "a refused host reached ssh"
+
+
+def test_a_run_on_a_hostile_host_ends_as_a_refused_run(shell, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(config_dict()))
+    proc = shell("train", str(config), "--host", "a b", "--events", "jsonl")
+    message = _one_line(proc, "train")
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["error", "run_finished"]
+    assert events[0]["message"] == message and events[0]["kind"] == "input"
+    assert events[1]["status"] == "failed" and not shell.ssh_log.exists()
+
+
+# ---- runs, stop ---------------------------------------------------------------------------
+def test_runs_refuses_a_file_or_a_run_directory_for_its_folder(shell, tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    assert _one_line(shell("runs", "--runs-dir", str(a_file)), "runs") == \
+        f"--runs-dir: {a_file} is a file, not a folder of runs"
+    run = write_run(tmp_path / "runs" / "r1", 0.01, 1, 0.8, 0.8)
+    assert _one_line(shell("runs", "--json", "--runs-dir", str(run)), "runs") == \
+        f"--runs-dir: {run} is a run directory, not a folder of runs (its runs folder: {run.parent})"
+    listed = shell("runs", "--json", "--runs-dir", str(run.parent))  # its runs folder lists it
+    assert listed.returncode == 0 and [r["run_dir"] for r in json.loads(listed.stdout)] == [str(run)]
+
+
+def test_runs_of_a_folder_not_made_yet_are_none(shell, tmp_path):
+    """A new user's (or a host's before its first run): no runs, exit 0; the window reads [] from it."""
+    missing = tmp_path / "not-yet"
+    text = shell("runs", "--runs-dir", str(missing))
+    assert (text.returncode, text.stdout, text.stderr) == (0, f"no runs in {missing} (no such folder yet)\n", "")
+    listed = shell("runs", "--json", "--runs-dir", str(missing))
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+
+
+@pytest.mark.parametrize("timeout", ["-1", "nan"])
+def test_stop_refuses_a_timeout_it_could_never_keep(shell, tmp_path, timeout):
+    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
+    assert _one_line(shell("stop", str(run), "--timeout", timeout), "stop") == \
+        f"--timeout: must be a number of seconds >= 0; got {timeout}"
+
+
+# ---- compare ------------------------------------------------------------------------------
+def test_compare_csv_into_a_folder_or_under_a_file_names_the_csv(shell, tmp_path):
+    runs = [str(write_run(tmp_path / name, lr, 1, 0.8, 0.8)) for name, lr in (("a", 0.01), ("b", 0.001))]
+    assert _one_line(shell("compare", *runs, "--csv", str(tmp_path)), "compare") == \
+        f"--csv: {tmp_path} is a folder; name the CSV file to write"
+    (tmp_path / "file").write_text("x")
+    under = tmp_path / "file" / "table.csv"
+    assert _one_line(shell("compare", *runs, "--csv", str(under)), "compare") == \
+        f"--csv: cannot write {under}: Not a directory"
+    assert not list(tmp_path.glob(".*partial*")), "a temporary file was left"
+
+
+def test_compare_a_sweep_folder_names_each_row_by_its_trial(shell, tmp_path):
+    """trials.json says which run is which trial; runs are read in trial order, whatever their names."""
+    sweep = tmp_path / "sweep"
+    (sweep / "runs").mkdir(parents=True)
+    (sweep / "sweep.json").write_text("{}")
+    lrs = {0: 0.01, 1: 0.001, 2: 0.003}
+    runs = {n: write_run(sweep / "runs" / f"2026120{9 - n}-run", lr, 1, 0.8, 0.7 + n / 10) for n, lr in lrs.items()}
+    (sweep / "trials.json").write_text(json.dumps({str(n): {"run_dir": str(r), "pid": 1} for n, r in runs.items()}))
+    as_json = shell("compare", str(sweep), "--json", "--csv", str(tmp_path / "t.csv"))
+    assert as_json.returncode == 0, as_json.stderr
+    rows = json.loads(as_json.stdout)["rows"]
+    assert [row["names"] for row in rows] == [["trial 0"], ["trial 1"], ["trial 2"]]
+    assert [row["values"]["training.learning_rate"] for row in rows] == [0.01, 0.001, 0.003]
+    with (tmp_path / "t.csv").open() as f:
+        assert [row["names"] for row in csv.DictReader(f)] == ["trial 0", "trial 1", "trial 2"]
+    table = shell("compare", str(sweep)).stdout.splitlines()
+    assert table[0].split()[-1] == "run" and [line.split()[-2:] for line in table[1:]] == \
+        [["trial", "0"], ["trial", "1"], ["trial", "2"]]
+
+
+# ---- config keys ----------------------------------------------------------------------------
+def test_a_misspelled_key_suggests_the_right_one(shell, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"training": {"learning_rat": 0.1}}))
+    assert _one_line(shell("train", str(config), "--runs-dir", str(tmp_path / "runs")), "train").startswith(
+        "training.learning_rat: unknown key; did you mean 'learning_rate'? (known keys: ")
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"base": {}, "parameters": {"learning_rate": {"uniform": [0.01, 0.1]}}}))
+    assert _one_line(shell("sweep", str(sweep), "--sweeps-dir", str(tmp_path)), "sweep") == (
+        "parameters.learning_rate: not a run configuration key; did you mean 'training.learning_rate'? "
+        "(section.key, as in docs/config.md)")
+    sweep.write_text(json.dumps({"base": {}, "trails": 3, "parameters": {}}))
+    assert _one_line(shell("sweep", str(sweep), "--sweeps-dir", str(tmp_path)), "sweep").startswith(
+        "trails: unknown key; did you mean 'trials'? (known keys: ")
+    assert not list(tmp_path.glob("*/sweep.json")), "a refused sweep left a folder"
+
+
+# ---- attach -------------------------------------------------------------------------------
+def test_attach_text_prints_what_train_prints_and_the_error(shell, tmp_path):
+    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
+    with (run / "events.jsonl").open("a") as f:  # a resumed process that failed
+        f.write(json.dumps(ev.encode(ev.Error(time=1.0, message="out of memory", kind="training"))) + "\n")
+    proc = shell("attach", str(run), "--text")
+    assert proc.returncode == 0, proc.stderr
+    expected = [format_text(e) if not isinstance(e, ev.Error) else f"error: {e.message}"
+                for e in map(ev.decode_line, (run / "events.jsonl").read_bytes().splitlines(keepends=True))]
+    assert proc.stdout.splitlines() == [line for line in expected if line]
+    assert proc.stdout.splitlines()[0].startswith("Training ") and "error: out of memory" in proc.stdout
+    assert "step 10: loss" in proc.stdout and "{" not in proc.stdout
+
+
+def _closed_stdin() -> None:
+    os.close(0)
+
+
+def _unfinished_run(tmp_path: Path) -> tuple[Path, str]:
+    """A run whose ``run_finished`` is not written yet, and that line."""
+    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
+    *lines, finished = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    (run / "events.jsonl").write_text("".join(lines))
+    return run, finished
+
+
+def _until(lines: queue.Queue, prefix: str, timeout: float = 60) -> None:
+    """Read lines until one starts with ``prefix``; AssertionError at the end of output or after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no line starting {prefix!r} within {timeout} s") from None
+        assert line is not None, f"output ended before a line starting {prefix!r}"
+        if line.startswith(prefix):
+            return
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "closed"])
+def test_attach_with_an_empty_stdin_follows_the_run_to_its_end(shell, tmp_path, stdin):
+    """A script's ``< /dev/null`` (nohup's, a service's) has nobody behind it who could leave: its end
+    does not detach."""
+    run, finished = _unfinished_run(tmp_path)
+    lock = RunLock(run).acquire()  # its process runs it
+    proc = subprocess.Popen(app_command("attach", str(run), "--text"), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=shell.env,
+                            preexec_fn=_closed_stdin if stdin == "closed" else None)
+    try:
+        lines = LineReader(proc.stdout)._lines
+        _until(lines, "test: ")  # everything written so far is out, and stdin was read to its end
+        assert proc.poll() is None, "attach detached at the end of an empty stdin"
+        with (run / "events.jsonl").open("a") as f:
+            f.write(finished)
+        _until(lines, "run completed at step 10")
+        lock.release()  # the run's process ends
+        assert proc.wait(timeout=60) == 0
+    finally:
+        lock.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr is not None and proc.stderr.read() == ""
+
+
+def test_attach_from_a_pipe_detaches_when_it_ends(shell, tmp_path):
+    """The window's and an ssh session's stdin: its end is its writer going away; the run goes on."""
+    run, _ = _unfinished_run(tmp_path)
+    with RunLock(run):
+        proc = shell("attach", str(run), given="")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert "\"run_finished\"" not in proc.stdout
+
+
+if sys.platform != "linux":  # pragma: no cover - fstat, process groups and flock as Linux has them
+    pytestmark = pytest.mark.skip("POSIX stdin and locks")
