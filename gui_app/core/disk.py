@@ -25,6 +25,8 @@ def require_writable(folder: str | Path) -> None:
         with open(probe, "wb") as f:
             f.write(b"x")
         probe.unlink()
+    except FileExistsError:  # mkdir found something that is not a folder
+        raise DiskError(f"--runs-dir: {folder} is a file, not a folder") from None
     except OSError as exc:
         raise DiskError(f"--runs-dir: cannot write in {folder}: {exc.strerror or exc}") from None
 

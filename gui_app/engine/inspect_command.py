@@ -30,6 +30,8 @@ def _inspect(args) -> int:
     from gui_app.core.datasets.loading import inspect_dataset
     from gui_app.core.training.models import ModelError, build_model, describe
 
+    if args.samples and Path(args.samples).is_dir():  # numpy would write FOLDER.npz beside it, unasked
+        raise ConfigError(f"--samples: {args.samples} is a folder; name the .npz file to write")
     config = RunConfig.load(args.config)
     dataset = inspect_dataset(config.dataset)  # a bounded sample when the set would stream
     try:
@@ -43,8 +45,14 @@ def _inspect(args) -> int:
     if args.samples:
         per_class = max(1, min(8, 64 // dataset.num_classes))
         picks = np.concatenate([np.flatnonzero(dataset.y_train == c)[:per_class] for c in range(dataset.num_classes)])
-        Path(args.samples).parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.samples, x=dataset.x_train[picks], y=dataset.y_train[picks])
+        try:
+            Path(args.samples).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.samples, "wb") as f:  # a file, not a name: numpy adds no .npz to it
+                np.savez_compressed(f, x=dataset.x_train[picks], y=dataset.y_train[picks])
+        except FileExistsError:  # mkdir met a file where a parent folder should be
+            raise ConfigError(f"--samples: {Path(args.samples).parent} is a file, not a folder") from None
+        except OSError as exc:  # the line names the path asked for
+            raise ConfigError(f"--samples: cannot write {args.samples}: {exc.strerror or exc}") from None
     if args.json:
         print(json.dumps(out))
     else:

@@ -76,7 +76,9 @@ def _predict(args: argparse.Namespace) -> int:
     _check_args(args)
     missing = [path for path in args.images if not os.path.isfile(path)]
     if missing:  # before the model loads: a typo should not cost a TensorFlow start
-        raise ExportError(f"{missing[0]}: no such image file")
+        what = "a folder, not an image file (give the images in it)" if os.path.isdir(missing[0]) else \
+            "no such image file"
+        raise ExportError(f"{missing[0]}: {what}")
     predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
     predictions = predictor.predict_files(args.images)
     if args.json:

@@ -162,6 +162,53 @@ def test_a_misspelled_key_suggests_the_right_one(shell, tmp_path):
     assert not list(tmp_path.glob("*/sweep.json")), "a refused sweep left a folder"
 
 
+# ---- a file where a folder is expected, a folder where a file is, a damaged record -------------
+def _files(tmp: Path) -> dict[str, str]:
+    """Things to point a command at: a file, a folder, a run, a sweep folder whose record is damaged."""
+    (tmp / "notes.txt").write_text("x")
+    (tmp / "config.json").write_text(json.dumps(config_dict()))
+    (tmp / "cluster.json").write_text(json.dumps({"strategy": {"name": "multi_worker_mirrored",
+                                                               "cluster": ["10.0.0.1:2222", "10.0.0.2:2222"]}}))
+    (tmp / "sweep.json").write_text(json.dumps({"base": {}, "parameters": {"training.seed": {"int": [1, 2]}}}))
+    sweep = tmp / "sweep-folder"
+    (sweep / "runs").mkdir(parents=True)
+    (sweep / "sweep.json").write_text((tmp / "sweep.json").read_text())
+    (sweep / "study.json").write_text("{")
+    write_run(tmp / "run", 0.01, 1, 0.8, 0.8)
+    return {"file": str(tmp / "notes.txt"), "folder": str(tmp), "config": str(tmp / "config.json"),
+            "cluster": str(tmp / "cluster.json"), "sweep": str(tmp / "sweep.json"), "sweep_dir": str(sweep),
+            "run": str(tmp / "run")}
+
+
+SURPRISES = [  # (command as the line names it, argv with {names} of _files, the line after its prefix)
+    ("train", "train {config} --runs-dir {file}", "--runs-dir: {file} is a file, not a folder"),
+    ("sweep", "sweep {sweep} --sweeps-dir {file}", "--sweeps-dir: {file} is a file, not a folder"),
+    ("sweep", "sweep {sweep_dir}", "{sweep_dir} is a sweep folder, not a sweep file: replica-studio sweep "
+                                   "status|resume|stop {sweep_dir}"),
+    ("sweep", "sweep status", "status: needs the sweep folder: replica-studio sweep status SWEEP_DIR"),
+    ("sweep", "sweep stats runs/s1", "expected SWEEP.json or one of status, resume, stop and a sweep folder; "
+                                     "got 'stats runs/s1'; did you mean 'status'?"),
+    ("sweep status", "sweep status {sweep_dir}", "sweep_dir: {sweep_dir}/study.json is damaged (not valid JSON)"),
+    ("sweep resume", "sweep resume {sweep_dir}", "sweep_dir: {sweep_dir}/study.json is damaged (not valid JSON)"),
+    ("inspect", "inspect {config} --samples {folder}", "--samples: {folder} is a folder; name the .npz file to write"),
+    ("cluster-script", "cluster-script {cluster} --slurm -o {folder}",
+     "--output: {folder} is a folder; name the file to write"),
+    ("cluster-script", "cluster-script {cluster} --slurm -o {file}/job.sh",
+     "--output: cannot write {file}/job.sh: Not a directory"),
+    ("predict", "predict {run} {folder}", "{folder}: a folder, not an image file (give the images in it)"),
+]
+
+
+@pytest.mark.parametrize("command, argv, expected", SURPRISES, ids=[argv.split(" {")[0] + f"-{i}"
+                                                                    for i, (_, argv, _) in enumerate(SURPRISES)])
+def test_a_surprising_path_is_one_line_and_exit_2(shell, tmp_path, command, argv, expected):
+    names = _files(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert _one_line(shell(*argv.format(**names).split()), command) == expected.format(**names)
+    assert sorted(tmp_path.rglob("*")) == before, "a refused command left something behind"
+    assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()  # numpy's FOLDER.npz, beside it
+
+
 # ---- attach -------------------------------------------------------------------------------
 def test_attach_text_prints_what_train_prints_and_the_error(shell, tmp_path):
     run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)

@@ -106,6 +106,18 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def _write(path: Path, text: str, executable: bool) -> None:
+    """``-o``'s file, its problem worded for the option (not as ``[Errno 21] Is a directory``)."""
+    if path.is_dir():
+        raise ConfigError(f"--output: {path} is a folder; name the file to write")
+    try:
+        path.write_text(text, encoding="utf-8")
+        if executable:
+            path.chmod(0o755)
+    except OSError as exc:
+        raise ConfigError(f"--output: cannot write {path}: {exc.strerror or exc}") from None
+
+
 def run(args) -> int:
     try:
         config = RunConfig.load(args.config)
@@ -119,9 +131,7 @@ def run(args) -> int:
         else:
             text = kubeflow_manifest(config, args.image)
         if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
-            if args.slurm:
-                Path(args.output).chmod(0o755)
+            _write(Path(args.output), text, executable=args.slurm)
             print(f"wrote {args.output}", file=sys.stderr)
         else:
             sys.stdout.write(text)

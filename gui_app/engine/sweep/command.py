@@ -66,9 +66,8 @@ def _sweep(args: argparse.Namespace) -> int:
     action = action_of(args)
     name = f"sweep {action}" if action else "sweep"
     try:
-        if action is None and len(words) != 1:
-            raise ConfigError(f"expected SWEEP.json or one of {', '.join(ACTIONS)} and a sweep folder; "
-                              f"got {' '.join(words)[:80]!r}")
+        if action is None:
+            _check_sweep_file(words)
         if args.every is not None and (action != "status" or not args.json or not 0.1 <= args.every <= 3600):
             raise ConfigError(f"--every: only with status --json, 0.1 to 3600 seconds; got {args.every}")
         if args.detach and action not in (None, "resume"):
@@ -87,6 +86,23 @@ def _sweep(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - our bug or a broken storage: still one line
         _fail(args, name, f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return EXIT_FAILED
+
+
+def _check_sweep_file(words: list[str]) -> None:
+    """A new sweep's one word is its sweep file: not an action without its folder, a misspelled
+    action, or a sweep folder (each says what was meant)."""
+    from gui_app.core.config_json import did_you_mean
+    from gui_app.engine.sweep.folder import STUDY_FILE
+
+    if len(words) != 1:
+        raise ConfigError(f"expected SWEEP.json or one of {', '.join(ACTIONS)} and a sweep folder; "
+                          f"got {' '.join(words)[:80]!r}{did_you_mean(words[0], ACTIONS)}")
+    path = Path(words[0])
+    if words[0] in ACTIONS and not path.exists():
+        raise ConfigError(f"{words[0]}: needs the sweep folder: replica-studio sweep {words[0]} SWEEP_DIR")
+    if (path / STUDY_FILE).is_file():
+        raise ConfigError(f"{path} is a sweep folder, not a sweep file: replica-studio sweep "
+                          f"{'|'.join(ACTIONS)} {path}")
 
 
 def _fail(args: argparse.Namespace, name: str, message: str) -> None:
@@ -115,6 +131,8 @@ def _start(args: argparse.Namespace, path: Path) -> int:
 
     sweep = _with_parallel(SweepConfig.load(path), args.parallel)
     sweeps_dir = Path(args.sweeps_dir) if args.sweeps_dir else default_sweeps_dir()
+    if sweeps_dir.exists() and not sweeps_dir.is_dir():
+        raise ConfigError(f"--sweeps-dir: {sweeps_dir} is a file, not a folder")
     try:
         folder = SweepFolder.create(sweeps_dir, path.stem, sweep, args.storage)
     except OSError as exc:

@@ -76,7 +76,18 @@ class SweepFolder:
             raise ConfigError(f"{self.path / SWEEP_FILE}: {exc}") from None
 
     def study(self) -> dict:
-        return json.loads((self.path / STUDY_FILE).read_text(encoding="utf-8"))
+        """Where the study is (``storage``, ``study_name``) and when the sweep ``started``.
+        A damaged file is one line naming it (exit 2), not an internal error."""
+        path = self.path / STUDY_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"sweep_dir: cannot read {path}: {exc.strerror or exc}") from None
+        except ValueError:
+            raise ConfigError(f"sweep_dir: {path} is damaged (not valid JSON)") from None
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("storage", "study_name")):
+            raise ConfigError(f"sweep_dir: {path} is damaged (it needs storage and study_name)")
+        return data
 
     @property
     def runs_dir(self) -> Path:
