@@ -282,5 +282,20 @@ def test_attach_from_a_pipe_detaches_when_it_ends(shell, tmp_path):
     assert "\"run_finished\"" not in proc.stdout
 
 
+# ---- no XDG_RUNTIME_DIR -----------------------------------------------------------------------
+def test_no_command_warns_without_xdg_runtime_dir(shell, tmp_path):
+    """Root shells, ssh sessions without systemd, cron and containers have no XDG_RUNTIME_DIR: no
+    command prints platformdirs' RuntimeDirWarning, those that reach ssh (the last two) included."""
+    without = ("XDG_RUNTIME_DIR",)
+    run = write_run(tmp_path / "runs" / "r1", 0.01, 1, 0.8, 0.8)
+    commands = [("runs", "--runs-dir", str(run.parent)), ("hosts", "list"), ("hosts", "add", "h1"),
+                ("runs", "--host", "a b"), ("attach", str(run), "--text"), ("compare", str(run)),
+                ("runs", "--host", "h1"), ("hosts", "remove", "h1")]
+    for args in commands:
+        proc = shell(*args, drop=without)
+        assert "Warning" not in proc.stderr, (args, proc.stderr)
+    assert shell.ssh_log.exists()  # the last two went through ssh's options (the connection folder)
+
+
 if sys.platform != "linux":  # pragma: no cover - fstat, process groups and flock as Linux has them
     pytestmark = pytest.mark.skip("POSIX stdin and locks")
