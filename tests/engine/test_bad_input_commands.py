@@ -28,15 +28,41 @@ from gui_app.identity import app_command, app_env
 HOSTILE_HOSTS = ["a b", "-oProxyCommand=touch pwned", ""]
 
 
+# A fake ssh: it records each call; the host "here" runs the command in this machine's shell as
+# sshd would (its stdin a pipe that ends with ssh's own); any other host is unreachable (255).
+_FAKE_SSH = """#!{python}
+import os, subprocess, sys, threading
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(" ".join(args) + "\\n")
+host, command = (args[args.index("--") + 1:] + ["", ""])[:2]
+if "-O" in args or host != "here":
+    sys.exit(255)
+proc = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE)
+def copy():
+    try:
+        while data := os.read(0, 4096):
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        proc.stdin.close()
+    except OSError:
+        pass
+threading.Thread(target=copy, daemon=True).start()
+os._exit(proc.wait())  # the copy may be blocked in a read: no interpreter teardown to wait for it
+"""
+
+
 @pytest.fixture
 def shell(tmp_path):
-    """Run ``replica-studio ARGS`` as a user would, with its own hosts file and a fake ssh that
-    only records that it ran (and fails as an unreachable host does)."""
+    """Run ``replica-studio ARGS`` as a user would, with its own hosts file and a fake ssh
+    (:data:`_FAKE_SSH`) first on PATH, beside a ``replica-studio`` that is this checkout."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     ssh_log = tmp_path / "ssh.log"
-    (bin_dir / "ssh").write_text(f'#!/bin/sh\necho "$*" >> {ssh_log}\nexit 255\n')
-    (bin_dir / "ssh").chmod(0o755)
+    (bin_dir / "ssh").write_text(_FAKE_SSH.format(python=sys.executable, log=str(ssh_log)))
+    (bin_dir / "replica-studio").write_text(f'#!/bin/sh\nexec {sys.executable} -m gui_app "$@"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
     env = app_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                    "REPLICA_STUDIO_CONFIG_DIR": str(tmp_path / "config")})
 
@@ -280,6 +306,64 @@ def test_attach_from_a_pipe_detaches_when_it_ends(shell, tmp_path):
         proc = shell("attach", str(run), given="")
     assert (proc.returncode, proc.stderr) == (0, "")
     assert "\"run_finished\"" not in proc.stdout
+
+
+def test_what_the_end_of_stdin_means_by_what_stdin_is(tmp_path, monkeypatch):
+    """True: its end detaches; False: read it, then follow to the end; None: never read it."""
+    from gui_app.engine.attach_command import stdin_ends_attachment
+
+    saved = os.dup(0)
+
+    def on_stdin(fd: int) -> bool | None:
+        os.dup2(fd, 0)
+        os.close(fd)
+        return stdin_ends_attachment()
+
+    try:
+        read_end, write_end = os.pipe()
+        os.close(write_end)
+        assert on_stdin(read_end) is True  # the window's, an ssh session's
+        assert on_stdin(os.open(os.devnull, os.O_RDONLY)) is False
+        (tmp_path / "words").write_text("stop\n")
+        assert on_stdin(os.open(tmp_path / "words", os.O_RDONLY)) is False
+        terminal, user_side = os.openpty()
+        assert on_stdin(user_side) is True  # Ctrl+D there detaches
+        monkeypatch.setattr(os, "tcgetpgrp", lambda fd: os.getpgrp() + 1)  # another job has the terminal
+        assert stdin_ends_attachment() is None  # reading would stop us (SIGTTIN)
+        os.close(terminal)
+        os.close(0)
+        assert stdin_ends_attachment() is None
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "pipe"])
+def test_attach_on_a_host_keeps_the_rule_of_an_empty_stdin(shell, tmp_path, stdin):
+    """attach --host: an empty stdin here follows the run there to its end, as here; a pipe's end detaches."""
+    run, finished = _unfinished_run(tmp_path)
+    lock = RunLock(run).acquire()
+    proc = subprocess.Popen(app_command("attach", str(run), "--text", "--host", "here"),
+                            stdin=subprocess.DEVNULL if stdin == "devnull" else subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=shell.env)
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the pipe ends at once: the attachment there ends, the run goes on
+            assert proc.wait(timeout=60) == 0 and "run completed" not in proc.stdout.read()
+            return
+        lines = LineReader(proc.stdout)._lines
+        _until(lines, "test: ")
+        assert proc.poll() is None, "the attachment there ended with an empty stdin here"
+        with (run / "events.jsonl").open("a") as f:
+            f.write(finished)
+        _until(lines, "run completed at step 10")
+        lock.release()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        lock.release()
+        if proc.poll() is None:
+            proc.kill()
+    assert " attach " in shell.ssh_log.read_text()  # it went through ssh
 
 
 # ---- no XDG_RUNTIME_DIR -----------------------------------------------------------------------
