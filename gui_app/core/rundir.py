@@ -93,7 +93,10 @@ def create_run_dir(runs_dir: str | Path, config: RunConfig) -> Path:
 def new_folder(parent: Path, stem: str, what: str) -> Path:
     """Make ``parent/stem`` (``stem-1``, ``stem-2``... when taken), atomically against another
     process making the same name: a run directory, a sweep folder."""
-    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where the folder should be: say so, not "[Errno 17] File exists"
+        raise OSError(f"{parent} is a file, not a folder") from None
     for n in range(1000):
         path = parent / (stem if n == 0 else f"{stem}-{n}")
         try:

@@ -221,6 +221,7 @@ SURPRISES = [  # (command as the line names it, argv with {names} of _files, the
      "--output: {folder} is a folder; name the file to write"),
     ("cluster-script", "cluster-script {cluster} --slurm -o {file}/job.sh",
      "--output: cannot write {file}/job.sh: Not a directory"),
+    ("submit", "submit {cluster} --slurm --runs-dir {file}", "{file} is a file, not a folder"),
     ("predict", "predict {run} {folder}", "{folder}: a folder, not an image file (give the images in it)"),
 ]
 
