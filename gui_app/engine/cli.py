@@ -26,7 +26,8 @@ from gui_app.engine import (
     train_command,
 )
 from gui_app.engine.cluster import kubernetes_runs, script_command, slurm_runs, submit_command, worker_command
-from gui_app.engine.exits import EXIT_BAD_INPUT
+from gui_app.engine.command_errors import empty_option
+from gui_app.engine.exits import EXIT_BAD_INPUT, RUN_COMMANDS
 from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
@@ -80,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        return EXIT_BAD_INPUT
+    empty = empty_option(args)
+    if empty and args.command not in (*RUN_COMMANDS, "hosts") and getattr(args, "host", None) is None:
+        # (a run refuses it itself, its error in its events; --host before connecting; hosts add's Host too)
+        print(f"replica-studio {args.command}: {empty}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
     if getattr(args, "host", None) is not None:  # before the log filter: the host's stderr passes unchanged
         # (an empty --host '' too: refused there, never quietly run here)

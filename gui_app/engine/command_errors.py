@@ -70,3 +70,14 @@ def one_line_errors(body: Callable[[argparse.Namespace], int]) -> Callable[[argp
             return EXIT_BAD_INPUT
 
     return handler
+
+
+# Options naming a file, a folder or a URL: given as '' (a script's unset variable) each was taken
+# for "not given", and the command quietly used its default (the default runs folder, no CSV).
+_NOT_EMPTY = ("runs_dir", "sweeps_dir", "output", "csv", "samples", "storage")
+
+
+def empty_option(args: argparse.Namespace) -> str | None:
+    """The refusal of the first such option given as '', or None."""
+    dest = next((dest for dest in _NOT_EMPTY if getattr(args, dest, None) == ""), None)
+    return None if dest is None else f"--{dest.replace('_', '-')}: empty; give one or leave the option out"

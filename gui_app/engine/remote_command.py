@@ -61,6 +61,7 @@ from gui_app.core.ssh import (
     remote_folders,
 )
 from gui_app.engine.attach_command import stdin_ends_attachment
+from gui_app.engine.command_errors import empty_option
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 
 
@@ -134,6 +135,8 @@ def _host(name: str) -> Host:
 
 def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     host = _host(args.host)
+    if empty := empty_option(args):  # refused here: the connection is not worth making for it
+        raise ConfigError(empty)
     config = config_line(getattr(args, remote.config)) if remote.config else None  # a typo costs no connection
     outputs = {dest: Path(value).expanduser().absolute() for dest in remote.outputs if (value := getattr(args, dest))}
     for local in outputs.values():

@@ -19,6 +19,7 @@ from gui_app.core.messages import typed_line
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunLock
 from gui_app.engine.cluster.topology import load_config
+from gui_app.engine.command_errors import empty_option
 from gui_app.engine.control import WINDOW_GONE, Control
 from gui_app.engine.errors import ClusterFailed, InputError, classify, one_line
 from gui_app.engine.events import EventWriter
@@ -94,6 +95,8 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
         if args.command == "train":
+            if empty := empty_option(args):  # a script's unset variable: not the default folder, quietly
+                raise ConfigError(empty)
             config = load_config(args.config, args.allow_public_hosts)
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             require_writable(runs_dir)

@@ -2,7 +2,8 @@
 line on stderr, and nothing half-written (no new run directory; a run's status unchanged).
 
 Most cases fail before TensorFlow starts (config, lock, numpy datasets); the few that need it
-(image decoding, model files, checkpoints) run two at a time with the rest.
+(image decoding, model files, checkpoints) run two at a time with the rest. The other commands'
+refusals (paths, hosts, empty options, sweep folders) are test_bad_input_commands.py.
 """
 from __future__ import annotations
 

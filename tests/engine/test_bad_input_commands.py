@@ -1,80 +1,31 @@
 """The bad-input matrix beyond ``train`` (test_bad_input.py): every other command given a hostile
 or surprising argument ends with exit 2 and one line on stderr, never a traceback or a silent
-exit 0; and what a script meets (an empty stdin, no XDG_RUNTIME_DIR) behaves as documented.
+exit 0; and no command warns where a script runs without XDG_RUNTIME_DIR. (What attach does with
+an empty stdin: test_attach_input.py.)
 
-Each case runs the real command line as a subprocess, as a user's shell does; none of them starts
-TensorFlow. A fake ``ssh`` first on PATH records any call: a refused host never reaches it.
+Each case runs the real command line as a subprocess, as a user's shell does (tests/engine/
+cli_shell.py); none of them starts TensorFlow. A fake ``ssh`` first on PATH records any call: a
+refused host never reaches it.
 """
 from __future__ import annotations
 
 import csv
 import json
-import os
-import queue
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from cli_shell import Shell
 from compared_runs import write_run
-from engine_helpers import LineReader, config_dict
-
-from gui_app.core import events as ev
-from gui_app.core.run_lock import RunLock
-from gui_app.engine.events import format_text
-from gui_app.identity import app_command, app_env
+from engine_helpers import config_dict
 
 HOSTILE_HOSTS = ["a b", "-oProxyCommand=touch pwned", ""]
 
 
-# A fake ssh: it records each call; the host "here" runs the command in this machine's shell as
-# sshd would (its stdin a pipe that ends with ssh's own); any other host is unreachable (255).
-_FAKE_SSH = """#!{python}
-import os, subprocess, sys, threading
-args = sys.argv[1:]
-with open({log!r}, "a") as log:
-    log.write(" ".join(args) + "\\n")
-host, command = (args[args.index("--") + 1:] + ["", ""])[:2]
-if "-O" in args or host != "here":
-    sys.exit(255)
-proc = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE)
-def copy():
-    try:
-        while data := os.read(0, 4096):
-            proc.stdin.write(data)
-            proc.stdin.flush()
-        proc.stdin.close()
-    except OSError:
-        pass
-threading.Thread(target=copy, daemon=True).start()
-os._exit(proc.wait())  # the copy may be blocked in a read: no interpreter teardown to wait for it
-"""
-
-
 @pytest.fixture
-def shell(tmp_path):
-    """Run ``replica-studio ARGS`` as a user would, with its own hosts file and a fake ssh
-    (:data:`_FAKE_SSH`) first on PATH, beside a ``replica-studio`` that is this checkout."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    ssh_log = tmp_path / "ssh.log"
-    (bin_dir / "ssh").write_text(_FAKE_SSH.format(python=sys.executable, log=str(ssh_log)))
-    (bin_dir / "replica-studio").write_text(f'#!/bin/sh\nexec {sys.executable} -m gui_app "$@"\n')
-    for tool in bin_dir.iterdir():
-        tool.chmod(0o755)
-    env = app_env({"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-                   "REPLICA_STUDIO_CONFIG_DIR": str(tmp_path / "config")})
-
-    def run(*args: str, given: str | None = None, drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-        """``given``: its stdin is a pipe holding that text (else /dev/null); ``drop``: variables unset."""
-        return subprocess.run(app_command(*args), input=given, stdin=None if given is not None else subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=120,
-                              env={k: v for k, v in env.items() if k not in drop})
-
-    run.ssh_log = ssh_log  # type: ignore[attr-defined]
-    run.env = env  # type: ignore[attr-defined]
-    return run
+def shell(tmp_path) -> Shell:
+    return Shell(tmp_path)
 
 
 def _one_line(proc: subprocess.CompletedProcess, command: str, code: int = 2) -> str:
@@ -236,135 +187,20 @@ def test_a_surprising_path_is_one_line_and_exit_2(shell, tmp_path, command, argv
     assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()  # numpy's FOLDER.npz, beside it
 
 
-# ---- attach -------------------------------------------------------------------------------
-def test_attach_text_prints_what_train_prints_and_the_error(shell, tmp_path):
-    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
-    with (run / "events.jsonl").open("a") as f:  # a resumed process that failed
-        f.write(json.dumps(ev.encode(ev.Error(time=1.0, message="out of memory", kind="training"))) + "\n")
-    proc = shell("attach", str(run), "--text")
-    assert proc.returncode == 0, proc.stderr
-    expected = [format_text(e) if not isinstance(e, ev.Error) else f"error: {e.message}"
-                for e in map(ev.decode_line, (run / "events.jsonl").read_bytes().splitlines(keepends=True))]
-    assert proc.stdout.splitlines() == [line for line in expected if line]
-    assert proc.stdout.splitlines()[0].startswith("Training ") and "error: out of memory" in proc.stdout
-    assert "step 10: loss" in proc.stdout and "{" not in proc.stdout
-
-
-def _closed_stdin() -> None:
-    os.close(0)
-
-
-def _unfinished_run(tmp_path: Path) -> tuple[Path, str]:
-    """A run whose ``run_finished`` is not written yet, and that line."""
-    run = write_run(tmp_path / "run", 0.01, 1, 0.8, 0.8)
-    *lines, finished = (run / "events.jsonl").read_text().splitlines(keepends=True)
-    (run / "events.jsonl").write_text("".join(lines))
-    return run, finished
-
-
-def _until(lines: queue.Queue, prefix: str, timeout: float = 60) -> None:
-    """Read lines until one starts with ``prefix``; AssertionError at the end of output or after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise AssertionError(f"no line starting {prefix!r} within {timeout} s") from None
-        assert line is not None, f"output ended before a line starting {prefix!r}"
-        if line.startswith(prefix):
-            return
-
-
-@pytest.mark.parametrize("stdin", ["devnull", "closed"])
-def test_attach_with_an_empty_stdin_follows_the_run_to_its_end(shell, tmp_path, stdin):
-    """A script's ``< /dev/null`` (nohup's, a service's) has nobody behind it who could leave: its end
-    does not detach."""
-    run, finished = _unfinished_run(tmp_path)
-    lock = RunLock(run).acquire()  # its process runs it
-    proc = subprocess.Popen(app_command("attach", str(run), "--text"), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=shell.env,
-                            preexec_fn=_closed_stdin if stdin == "closed" else None)
-    try:
-        lines = LineReader(proc.stdout)._lines
-        _until(lines, "test: ")  # everything written so far is out, and stdin was read to its end
-        assert proc.poll() is None, "attach detached at the end of an empty stdin"
-        with (run / "events.jsonl").open("a") as f:
-            f.write(finished)
-        _until(lines, "run completed at step 10")
-        lock.release()  # the run's process ends
-        assert proc.wait(timeout=60) == 0
-    finally:
-        lock.release()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.stderr is not None and proc.stderr.read() == ""
-
-
-def test_attach_from_a_pipe_detaches_when_it_ends(shell, tmp_path):
-    """The window's and an ssh session's stdin: its end is its writer going away; the run goes on."""
-    run, _ = _unfinished_run(tmp_path)
-    with RunLock(run):
-        proc = shell("attach", str(run), given="")
-    assert (proc.returncode, proc.stderr) == (0, "")
-    assert "\"run_finished\"" not in proc.stdout
-
-
-def test_what_the_end_of_stdin_means_by_what_stdin_is(tmp_path, monkeypatch):
-    """True: its end detaches; False: read it, then follow to the end; None: never read it."""
-    from gui_app.engine.attach_command import stdin_ends_attachment
-
-    saved = os.dup(0)
-
-    def on_stdin(fd: int) -> bool | None:
-        os.dup2(fd, 0)
-        os.close(fd)
-        return stdin_ends_attachment()
-
-    try:
-        read_end, write_end = os.pipe()
-        os.close(write_end)
-        assert on_stdin(read_end) is True  # the window's, an ssh session's
-        assert on_stdin(os.open(os.devnull, os.O_RDONLY)) is False
-        (tmp_path / "words").write_text("stop\n")
-        assert on_stdin(os.open(tmp_path / "words", os.O_RDONLY)) is False
-        terminal, user_side = os.openpty()
-        assert on_stdin(user_side) is True  # Ctrl+D there detaches
-        monkeypatch.setattr(os, "tcgetpgrp", lambda fd: os.getpgrp() + 1)  # another job has the terminal
-        assert stdin_ends_attachment() is None  # reading would stop us (SIGTTIN)
-        os.close(terminal)
-        os.close(0)
-        assert stdin_ends_attachment() is None
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-
-
-@pytest.mark.parametrize("stdin", ["devnull", "pipe"])
-def test_attach_on_a_host_keeps_the_rule_of_an_empty_stdin(shell, tmp_path, stdin):
-    """attach --host: an empty stdin here follows the run there to its end, as here; a pipe's end detaches."""
-    run, finished = _unfinished_run(tmp_path)
-    lock = RunLock(run).acquire()
-    proc = subprocess.Popen(app_command("attach", str(run), "--text", "--host", "here"),
-                            stdin=subprocess.DEVNULL if stdin == "devnull" else subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=shell.env)
-    try:
-        if proc.stdin is not None:
-            proc.stdin.close()  # the pipe ends at once: the attachment there ends, the run goes on
-            assert proc.wait(timeout=60) == 0 and "run completed" not in proc.stdout.read()
-            return
-        lines = LineReader(proc.stdout)._lines
-        _until(lines, "test: ")
-        assert proc.poll() is None, "the attachment there ended with an empty stdin here"
-        with (run / "events.jsonl").open("a") as f:
-            f.write(finished)
-        _until(lines, "run completed at step 10")
-        lock.release()
-        assert proc.wait(timeout=60) == 0
-    finally:
-        lock.release()
-        if proc.poll() is None:
-            proc.kill()
-    assert " attach " in shell.ssh_log.read_text()  # it went through ssh
+@pytest.mark.parametrize("argv", [["runs", "--runs-dir"], ["compare", "{run}", "--csv"],
+                                  ["inspect", "{config}", "--samples"], ["sweep", "{sweep}", "--sweeps-dir"],
+                                  ["runs", "--host", "here", "--runs-dir"],
+                                  ["train", "{config}", "--events", "jsonl", "--runs-dir"]],
+                         ids=["runs", "compare", "inspect", "sweep", "runs-on-host", "train"])
+def test_an_empty_path_is_refused_not_taken_for_the_default(shell, tmp_path, argv):
+    """``--runs-dir "$DIR"`` with DIR unset: the default runs folder (or no CSV) was used, quietly."""
+    names = _files(tmp_path)
+    proc = shell(*(arg.format(**names) for arg in argv), "")
+    flag = argv[-1]
+    assert _one_line(proc, argv[0]) == f"{flag}: empty; give one or leave the option out"
+    if argv[0] == "train":  # a refused run's events
+        assert [json.loads(line)["type"] for line in proc.stdout.splitlines()] == ["error", "run_finished"]
+    assert not shell.ssh_log.exists()
 
 
 # ---- no XDG_RUNTIME_DIR -----------------------------------------------------------------------
@@ -382,5 +218,5 @@ def test_no_command_warns_without_xdg_runtime_dir(shell, tmp_path):
     assert shell.ssh_log.exists()  # the last two went through ssh's options (the connection folder)
 
 
-if sys.platform != "linux":  # pragma: no cover - fstat, process groups and flock as Linux has them
-    pytestmark = pytest.mark.skip("POSIX stdin and locks")
+if sys.platform != "linux":  # pragma: no cover - the fake ssh is a script run by sh, errno texts as Linux says them
+    pytestmark = pytest.mark.skip("a POSIX shell and Linux's error texts")
