@@ -56,6 +56,7 @@ from gui_app.core.ssh import (
     HostError,
     StdinFile,
     check_app,
+    close_connection,
     config_line,
     remote_argv,
 )
@@ -98,6 +99,9 @@ def add_host_option(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--host", metavar="HOST",
                             help="run it on this SSH host (user@host, a ~/.ssh/config alias, or one of "
                                  "'replica-studio hosts'); paths are paths there, output streams back")
+        parser.add_argument("--reconnect", action="store_true",
+                            help="with --host: end the shared connections to the host first and connect anew "
+                                 "(a server whose configuration changed)")
         parser.set_defaults(on_host=functools.partial(run_on_host, remote, parser))
 
 
@@ -127,6 +131,8 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
     outputs = {dest: Path(value).expanduser().absolute() for dest in remote.outputs if (value := getattr(args, dest))}
     for local in outputs.values():
         local.parent.mkdir(parents=True, exist_ok=True)
+    if args.reconnect:
+        close_connection(host)
     check_app(host)
     with remote_folders(host, len(outputs)) as folders:
         there: dict[str, str | StdinFile] = {dest: f"{folder}/{local.name}"
@@ -178,7 +184,7 @@ def command_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
     options: list[str | StdinFile] = []
     positionals: list[str | StdinFile] = []
     for action in parser._actions:
-        if action.default == argparse.SUPPRESS or action.dest == "host":
+        if action.default == argparse.SUPPRESS or action.dest in ("host", "reconnect"):  # ours, not the host's
             continue
         value = replace.get(action.dest, getattr(args, action.dest))
         if not action.option_strings:

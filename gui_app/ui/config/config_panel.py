@@ -140,7 +140,7 @@ class ConfigPanel(QScrollArea):
         self.devices.detected.connect(self._on_devices_detected)
         self.dataset.open_failed.connect(lambda message: self.dataset.set_status(message, error=True))
         for form in (self.dataset, self.model):
-            form.check_again.connect(self.inspector.retry)
+            form.check_again.connect(lambda: self.inspector.retry(reconnect=True))
         for form in self.forms:
             form.changed.connect(self._on_changed)
         self._on_devices_changed()

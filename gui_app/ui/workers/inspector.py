@@ -38,6 +38,7 @@ class Inspector(QObject):
         self._job: EngineJob | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-inspect-")
         self._count = 0
+        self._reconnect = False  # the next inspection asks for a new connection (a host's)
 
     def request(self, dataset: DatasetConfig, model: ModelConfig) -> None:
         """Inspect these sections soon, unless they are what was last asked for (waiting, under
@@ -66,9 +67,12 @@ class Inspector(QObject):
         self.cancel()
         self._wanted = None
 
-    def retry(self) -> None:
-        """Inspect the wanted sections again (the files on disk may have changed)."""
+    def retry(self, reconnect: bool = False) -> None:
+        """Inspect the wanted sections again (the files on disk may have changed); ``reconnect``
+        (the user's Check again): on a new connection when the engine runs on a host, whose
+        server may have changed since the shared connection was made."""
         if self._wanted is not None:
+            self._reconnect = self._reconnect or reconnect
             self._timer.start()
 
     def _end_job(self) -> None:
@@ -85,7 +89,11 @@ class Inspector(QObject):
         config_path, samples = folder / f"inspect-{self._count}.json", folder / f"samples-{self._count}.npz"
         RunConfig(dataset=pair[0], model=pair[1]).save(config_path)
         self.started.emit(pair)
-        self._job = (EngineJob(self._engine_command("inspect", str(config_path), "--json", "--samples", str(samples)),
+        words = ["inspect", str(config_path), "--json", "--samples", str(samples)]
+        if self._reconnect:
+            words.append("--reconnect")  # without --host it changes nothing
+            self._reconnect = False
+        self._job = (EngineJob(self._engine_command(*words),
                                name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self)
                      .on_result(lambda answer: self.inspected.emit(pair, answer, str(samples)))
                      .on_failure(lambda message: self.failed.emit(pair, message))
