@@ -25,17 +25,53 @@ from gui_app.core.hosts import Host
 from gui_app.core.ssh import SSH_FAILED, HostError, explain_failure, quote_there, run_shell, ssh_argv
 
 
-def _last_line(stderr: IO[bytes], code: int) -> str:
+class _Refused(tarfile.TarError):
+    """The host sent an entry outside what was asked for."""
+
+
+# The data filter's refusals (an absolute path, ``..``, a link out of the folder), and ours.
+_REFUSALS = (_Refused, tarfile.FilterError)
+
+
+def _first_line(stderr: IO[bytes], code: int) -> str:
+    """The first line that says what went wrong (GNU tar ends with a line that says only that
+    something did)."""
     stderr.seek(0)
-    lines = [line.strip() for line in stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1] if lines else f"exit code {code}"
+    lines = [line.strip() for line in stderr.read().decode("utf-8", "replace").splitlines()
+             if line.strip() and "Exiting with failure status" not in line]
+    return lines[0] if lines else f"exit code {code}"
 
 
-def _failure(host: Host, stderr: IO[bytes], code: int, what: str) -> HostError:
-    if code == SSH_FAILED:
-        stderr.seek(0)
-        return HostError(explain_failure(host, stderr.read().decode("utf-8", "replace")))
-    return HostError(f"{host.name}: {what}: {_last_line(stderr, code)}")
+@contextlib.contextmanager
+def _tar_there(host: Host, shell: str, what: str, sending: bool) -> Iterator[IO[bytes]]:
+    """``shell`` there, its stdin (``sending``) or stdout given to the caller's tar stream. On
+    the way out: HostError with one line when ssh, the tar there or the stream here failed."""
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(ssh_argv(host, shell), stdin=subprocess.PIPE if sending else subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL if sending else subprocess.PIPE, stderr=stderr,
+                                start_new_session=True)
+        stream = proc.stdin if sending else proc.stdout
+        assert stream is not None
+        problem: Exception | None = None
+        try:
+            yield stream
+        except BrokenPipeError:
+            pass  # the tar there ended early: its exit code and stderr say why
+        except (tarfile.TarError, OSError) as exc:
+            problem = exc
+        finally:
+            with contextlib.suppress(OSError):
+                stream.close()
+            code = proc.wait()
+        if code == SSH_FAILED:
+            stderr.seek(0)
+            raise HostError(explain_failure(host, stderr.read().decode("utf-8", "replace")))
+        # What went wrong first: a refused entry, or a file here that could not be read, is ours to
+        # say; otherwise the tar there says why the stream broke (a missing file, a full disk).
+        if problem is not None and (sending or code == 0 or isinstance(problem, _REFUSALS)):
+            raise HostError(f"{host.name}: {what}: {getattr(problem, 'strerror', None) or problem}")
+        if code != 0:
+            raise HostError(f"{host.name}: {what}: {_first_line(stderr, code)}")
 
 
 def fetch(host: Host, remote_path: str, local_folder: Path) -> None:
@@ -46,54 +82,20 @@ def fetch(host: Host, remote_path: str, local_folder: Path) -> None:
     if not name or name in (".", ".."):
         raise HostError(f"{host.name}: {what}: not a file or folder name")
     shell = f"cd {quote_there(parent or '.')} && tar -cf - -- {shlex.quote(name)}"
-    with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(ssh_argv(host, shell), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr, start_new_session=True)
-        assert proc.stdout is not None
-        problem = None
-        try:
-            with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
-                for member in archive:
-                    if PurePosixPath(member.name).parts[:1] != (name,):
-                        raise tarfile.TarError(f"it sent {member.name!r}, which is not inside {name!r}")
-                    archive.extract(member, local_folder, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            problem = exc
-        finally:
-            with contextlib.suppress(OSError):
-                proc.stdout.close()
-            code = proc.wait()
-        if code != 0:
-            raise _failure(host, stderr, code, what)
-        if problem is not None:
-            raise HostError(f"{host.name}: {what}: {problem}")
+    with _tar_there(host, shell, what, sending=False) as stdout, tarfile.open(fileobj=stdout, mode="r|") as archive:
+        for member in archive:
+            if PurePosixPath(member.name).parts[:1] != (name,):
+                raise _Refused(f"it sent {member.name!r}, which is not inside {name!r}")
+            archive.extract(member, local_folder, filter="data")
 
 
 def send(host: Host, local_path: Path, remote_folder: str) -> None:
     """Copy the file or folder ``local_path`` into the folder ``remote_folder`` there (where it
     appears by its name). HostError with one line when it cannot."""
-    what = f"cannot copy {local_path} there"
     shell = f"cd {quote_there(remote_folder)} && tar -xf -"
-    with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(ssh_argv(host, shell), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=stderr, start_new_session=True)
-        assert proc.stdin is not None
-        problem = None
-        try:
-            with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as archive:
-                archive.add(local_path, arcname=local_path.name, filter=_anonymous)
-        except BrokenPipeError:
-            pass  # it ended early: its exit code and stderr say why
-        except OSError as exc:  # reading here failed
-            problem = exc
-        finally:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-            code = proc.wait()
-        if problem is not None:
-            raise HostError(f"{host.name}: {what}: {getattr(problem, 'strerror', None) or problem}")
-        if code != 0:
-            raise _failure(host, stderr, code, what)
+    with _tar_there(host, shell, f"cannot copy {local_path} there", sending=True) as stdin, \
+            tarfile.open(fileobj=stdin, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+        archive.add(local_path, arcname=local_path.name, filter=_anonymous)
 
 
 def _anonymous(info: tarfile.TarInfo) -> tarfile.TarInfo:
