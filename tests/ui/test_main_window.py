@@ -84,15 +84,26 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     assert listed_status(window.runs, run_dir) == "completed"
     assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
+    # What `train --detach` answers (the run directory) is no line of the run's log.
+    log = window.log_tab.view.toPlainText().splitlines()
+    assert not any(line.startswith("[engine stdout]") or line.strip() == run_dir for line in log), log
 
 
-def test_invalid_config_disables_train(window):
-    window.config_panel.training.learning_rate.setText("fast")
-    assert not window.actions.train.isEnabled() and not window.actions.save_config.isEnabled()
+def test_invalid_config_disables_train_and_its_tips_name_the_fields_in_red(window, tmp_path):
+    panel, train = window.config_panel, window.actions.train
+    panel.training.learning_rate.setText("fast")
+    assert not train.isEnabled() and not window.actions.save_config.isEnabled()
+    # Both tips (the status bar shows the status tip while the menu entry is hovered) say why, by name.
+    assert train.toolTip() == train.statusTip() == "Fix the fields marked in red first: Hyperparameters → Learning rate"
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
+    panel.dataset.path.setText(str(tmp_path / "missing.npz"))
+    assert train.toolTip() == ("Fix the fields marked in red first: Dataset → Path, "
+                               "Hyperparameters → Learning rate")
     window.run.train()  # the shortcut path too: nothing starts
     assert window.supervisor.state() == "idle"
-    window.config_panel.training.learning_rate.setText("0.001")
-    assert window.actions.train.isEnabled()
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
+    panel.training.learning_rate.setText("0.001")
+    assert train.isEnabled() and train.toolTip() == train.statusTip() == "Start training with this configuration (Ctrl+R)"
 
 
 def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, window, tmp_path, fake_engine):

@@ -168,7 +168,10 @@ class ConfigPanel(QScrollArea):
         """Why Train cannot start with what is on the forms ("" when it can): a field is not
         valid, or the dataset and model have not passed their check (yet)."""
         if self._config is None:
-            return TYPING if self._typing else NOT_VALID
+            if self._typing:
+                return TYPING
+            red = [name for form in self.forms for name in form.fields_in_red()]
+            return f"{NOT_VALID}: {', '.join(red)}" if red else NOT_VALID
         outcome = self._checks.get(self._pair)
         if outcome is None:
             return CHECKING

@@ -20,6 +20,8 @@ from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, Wind
 if TYPE_CHECKING:
     from gui_app.ui.window.tool_actions import Tool
 
+TRAIN_TIP = "Start training with this configuration (Ctrl+R)"
+
 
 class WindowActions:
     def __init__(self, window: QMainWindow, state: WindowState, tools: Sequence[Tool]) -> None:
@@ -47,7 +49,7 @@ class WindowActions:
         self.save_config = act("&Save configuration…", QKeySequence.StandardKey.Save,
                                "Write the current run configuration to a JSON file", pixmap.SP_DialogSaveButton)
         self.quit = act("&Quit", QKeySequence.StandardKey.Quit)
-        self.train = act("&Train", "Ctrl+R", "Start training with this configuration (Ctrl+R)", pixmap.SP_MediaPlay)
+        self.train = act("&Train", "Ctrl+R", TRAIN_TIP, pixmap.SP_MediaPlay)
         self.pause = act("&Pause", "Ctrl+P", "Pause the run after the current step group (Ctrl+P)",
                          pixmap.SP_MediaPause)
         self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
@@ -139,8 +141,10 @@ class WindowActions:
         blocker = self._state.train_blocker
         live = state in (RUNNING, PAUSED)
         self.train.setEnabled(idle and not blocker)
-        self.train.setToolTip("Start training with this configuration (Ctrl+R)" if not blocker or not idle
-                              else blocker)
+        # The status tip too: a menu entry that is off must not say "Start training" in the status bar.
+        train_tip = (blocker or TRAIN_TIP) if idle else f"{TRAIN_TIP} (one run at a time: a run is active)"
+        self.train.setToolTip(train_tip)
+        self.train.setStatusTip(train_tip)
         self.pause.setEnabled(live)
         self.pause.setText("&Continue" if state == PAUSED else "&Pause")
         self.stop.setEnabled(state in (STARTING, RUNNING, PAUSED))
