@@ -103,7 +103,8 @@ def test_invalid_config_disables_train_and_its_tips_name_the_fields_in_red(windo
     assert window.supervisor.state() == "idle"
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
     panel.training.learning_rate.setText("0.001")
-    assert train.isEnabled() and train.toolTip() == train.statusTip() == "Start training with this configuration (Ctrl+R)"
+    assert train.isEnabled()
+    assert train.toolTip() == train.statusTip() == "Start training with this configuration (Ctrl+R)"
 
 
 def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, window, tmp_path, fake_engine):
