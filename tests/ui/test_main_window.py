@@ -19,7 +19,7 @@ from gui_app.ui.dialogs.close_run import CANCEL, STOP
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
-from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
+from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING, TRY
 
 
 def test_shortcuts_and_first_state(window):
@@ -179,6 +179,41 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     assert len(window.training_tab.history.training.steps) == 20  # history plus the resumed steps, no duplicates
     assert window.evaluation_tab.heatmap.matrix.sum() == 50
     assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
+
+
+def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_engine, runs_dir, tmp_path):
+    other = write_run(runs_dir, "other", "completed", steps=12, accuracy=0.9)
+    fake_engine.configure("wait", steps=20)
+    sup, label = window.supervisor, window.state_label
+    with qtbot.waitSignal(sup.events, check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch),
+                          timeout=10_000):
+        window.actions.train.trigger()
+    with qtbot.waitSignal(sup.finished, timeout=10_000):
+        window.actions.stop.trigger()
+    wait_listed(qtbot, window.runs)
+    assert label.text().startswith("Run stopped at step ") and label.text().endswith(" of 20")
+    window.state.set_tab(TRAINING)  # looking at the same run: its line stays
+    assert label.text().startswith("Run stopped at step ")
+    window.runs.select(other)
+    window.runs.open_button.click()  # another run on screen: the line was not about it
+    assert window.shown.path == str(other) and label.text() == "Ready"
+
+    fake_engine.configure("normal", steps=10)
+    run_dir = train(qtbot, window)[1]
+    assert label.text() == "Run completed"
+    (Path(run_dir) / "model.keras").write_bytes(b"")  # the fake engine saves none; the dialog only opens
+    window.runs.select(run_dir)
+    window.runs.open_button.click()  # the same run, read again: its line stays
+    assert label.text() == "Run completed"
+    window.settings.last_export_dir = str(tmp_path)
+    window.actions.export["onnx"].trigger()  # the user turned to an export
+    assert window.models.export_dialog.isVisible() and label.text() == "Ready"
+    window.models.export_dialog.close()
+
+    train(qtbot, window)
+    assert label.text() == "Run completed"
+    window.state.set_tab(TRY)  # ... or to the Try tab
+    assert label.text() == "Ready"
 
 
 def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, monkeypatch):

@@ -47,6 +47,7 @@ class ModelActions(QObject):
         run_dir = run_dir or self._state.export_run()
         if run_dir is None:
             return None
+        self._state.clear_run_status()  # the user turned to the export: how a run ended is old news
         folder = self._settings.last_export_dir
         host_name, there = split_run_key(run_dir)
         command = self._engine_command if host_name is None else (
@@ -95,6 +96,7 @@ class ModelActions(QObject):
 
     def _on_tab_changed(self, tab: str) -> None:
         if tab == TRY:
+            self._state.clear_run_status()  # trying models: the line about the run on screen is old news
             self._load_pending_model()
 
     def _load_pending_model(self) -> None:

@@ -99,4 +99,4 @@ class RemoteOpen(QObject):
         history.run_dir = key
         self._shown.show_history(key, history)
         self._state.set_tab(TRAINING)
-        self._state.set_status(f"{Path(split_run_key(key)[1]).name} on {split_run_key(key)[0]}")
+        self._state.set_run_status(f"{Path(split_run_key(key)[1]).name} on {split_run_key(key)[0]}")

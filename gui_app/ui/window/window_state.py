@@ -15,7 +15,10 @@ changes a part changes it here, and the views subscribe to the parts they show.
     train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
                  the check of the dataset and model on the forms has not passed (ConfigPanel)
     tab          the tab on show (``TABS``)
-    status       the status bar's line (each run state has its own until something else is said)
+    status       the status bar's line (each run state has its own until something else is said); a
+                 line about the run on screen (:meth:`WindowState.set_run_status`: how it ended) goes
+                 when another run comes on screen or the user turns to something else
+                 (:meth:`WindowState.clear_run_status`: an export, the Try tab)
 
 ``runs_dir``, the folder of run directories, is fixed for the window's life.
 
@@ -91,6 +94,8 @@ class WindowState(QObject):
         self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
         self._status = STATE_TEXT[run.state()]
+        self._status_of_run = False  # the status line is about the run shown when it was said...
+        self._status_run: str | None = None  # ... this one (None: no run was on screen)
         run.state_changed.connect(self._on_run_state)
         run.run_started.connect(self._on_run_started)
         run.finished.connect(self._on_run_finished)
@@ -151,6 +156,8 @@ class WindowState(QObject):
         files are not here (None: its folder here is looked at)."""
         self._shown_run = str(run_dir) if run_dir else None
         self._shown_has_model = _has_model(self._shown_run) if has_model is None else has_model
+        if self._status_of_run and self._shown_run != self._status_run:
+            self.clear_run_status()  # "Run stopped at step 2,200" is not about the run now on screen
         self.shown_run_changed.emit(self._shown_run or "")
 
     def _check_model(self, completed: bool) -> None:
@@ -225,6 +232,22 @@ class WindowState(QObject):
         return self._status
 
     def set_status(self, text: str) -> None:
+        self._status_of_run = False
+        self._show_status(text)
+
+    def set_run_status(self, text: str) -> None:
+        """A line about the run on screen now (how it ended): it stays while that run does, until
+        :meth:`clear_run_status` or another line."""
+        self._status_of_run, self._status_run = True, self._shown_run
+        self._show_status(text)
+
+    def clear_run_status(self) -> None:
+        """The user turned to something else (another run, an export, the Try tab): a line about
+        a run gives way to the run state's own."""
+        if self._status_of_run:
+            self.set_status(STATE_TEXT.get(self.run_state, self.run_state))
+
+    def _show_status(self, text: str) -> None:
         if text != self._status:
             self._status = text
             self.status_changed.emit(text)
