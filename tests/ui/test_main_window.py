@@ -255,30 +255,39 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
 
-def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path):
+def test_export_menu_follows_the_selected_run_or_the_run_on_screen_and_says_why_it_is_off(qtbot, window, runs_dir,
+                                                                                           tmp_path):
     stopped = write_run(runs_dir, "stopped", "stopped", steps=5)
     trained = write_run(runs_dir, "trained", "completed", steps=12, started=1.7e9 + 100, accuracy=0.9)
     (trained / "model.keras").write_bytes(b"")  # the dialog only opens; nothing is exported here
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
     export = window.actions.export
+
+    def off_because() -> str:
+        assert not any(action.isEnabled() for action in export.values())
+        assert export["onnx"].toolTip() == export["onnx"].statusTip()  # the status bar says it on hover too
+        return export["onnx"].toolTip()
+
+    assert off_because() == "Select a run with a trained model in the run list (or open one) first"
     window.runs.select(stopped)
-    window.runs.open_button.click()
-    assert window.shown.path == str(stopped) and not export["onnx"].isEnabled()  # no model, no checkpoint
+    assert off_because() == "stopped has no trained model or checkpoint to export"
     (stopped / "checkpoints" / "ckpt-5.index").write_bytes(b"")
     window.runs.open_button.click()
     assert export["onnx"].isEnabled()  # stopped early: its last checkpoint is exported
-    window.runs.select(trained)
-    window.runs.open_button.click()
-    assert all(action.isEnabled() for action in export.values())
+    window.runs.select(trained)  # selected, not opened: a completed run exports its model at once
+    assert window.shown.path == str(stopped) and all(action.isEnabled() for action in export.values())
+    assert export["onnx"].toolTip() == "Export trained as ONNX (.onnx)"
     window.settings.last_export_dir = str(tmp_path)
     export["tflite-int8"].trigger()
     dialog = window.models.export_dialog
-    assert dialog.isVisible() and dialog.format_name() == "tflite-int8"
+    assert dialog.isVisible() and dialog.format_name() == "tflite-int8" and "trained" in dialog.windowTitle()
     assert dialog.output_path() == tmp_path / "trained-int8.tflite"
     dialog.close()
     window.files.new_run()
-    assert not export["keras"].isEnabled()
+    assert export["keras"].isEnabled()  # the selection still names a run
+    window.runs.tree.clearSelection()
+    assert off_because().startswith("Select a run")
     window.runs.select(trained)
     window.runs.export_button.click()  # the run list exports the selected run, whatever is on screen
     dialog = window.models.export_dialog

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
+from gui_app.core.hosts import split_run_key
 from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, WindowState
 
 if TYPE_CHECKING:
@@ -134,10 +135,10 @@ class WindowActions:
     def _update(self) -> None:
         """Enable what applies: one run at a time; Train once the forms are valid and their
         dataset and model check passed; forms and files only while idle; exports when the run
-        on screen has a trained model or, stopped early, a checkpoint (an export does not disturb
-        a training run: it reads another run's files)."""
+        selected in the run list (else the run on screen) has a trained model or, stopped early, a
+        checkpoint (an export does not disturb a training run: it reads another run's files)."""
         state = self._state.run_state
-        idle, config_valid, exportable = self._state.is_idle(), self._state.forms_valid, bool(self._state.export_run())
+        idle, config_valid = self._state.is_idle(), self._state.forms_valid
         blocker = self._state.train_blocker
         live = state in (RUNNING, PAUSED)
         self.train.setEnabled(idle and not blocker)
@@ -160,10 +161,15 @@ class WindowActions:
         for tool in self._tools:
             self.tools[tool.key].setEnabled(idle and (config_valid or not tool.needs_valid_config))
         self.new_sweep.setEnabled(config_valid)  # the forms are its base; it runs beside the window
+        # The run selected in the run list, else the one on screen; named, or why there is none.
+        run, why_not = self._state.export_choice()
+        host, there = split_run_key(run or "")
         for name, action in self.export.items():
-            action.setEnabled(exportable)
-            action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"
-                              if exportable else "Open a run that has a trained model or a checkpoint first")
+            action.setEnabled(run is not None)
+            tip = (f"Export {Path(there).name}{f' on {host}' if host else ''} as {FORMATS[name].label}"
+                   if run is not None else why_not)
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
 
     def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
         self.recent_menu.clear()

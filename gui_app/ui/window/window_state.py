@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 TABS = DATASET, TRAINING, REPLICAS, EVALUATION, TRY, LOG = (
     "Dataset", "Training", "Replicas", "Evaluation", "Try", "Log")
+NOTHING_TO_EXPORT = "Select a run with a trained model in the run list (or open one) first"
 STATE_TEXT = {IDLE: "Ready", STARTING: "Starting the engine (TensorFlow loads in a few seconds)…",
               RUNNING: "Training", PAUSED: "Paused", STOPPING: "Stopping: writing a checkpoint…"}
 
@@ -142,13 +143,34 @@ class WindowState(QObject):
         return self._shown_run if self._shown_has_model else None
 
     def export_run(self) -> str | None:
-        """The run on screen when Export can write it: its trained model, or the last checkpoint
-        of a run that stopped before its end (replica-studio export restores it); not the run
-        training now, whose checkpoints are still being written."""
-        run = self._shown_run
-        if run is None or self._shown_has_model:
-            return run
-        return run if run != self._active_run and has_checkpoint(run) else None
+        """The run the Export menu exports, when it can (:meth:`export_choice`)."""
+        return self.export_choice()[0]
+
+    def export_choice(self) -> tuple[str | None, str]:
+        """The run the Export menu exports and "", or None and why nothing can be exported. The
+        run is the one selected in the run list (a finished run is exported without opening it
+        first), else the run on screen; Export writes its trained model, or the last checkpoint
+        of a run that stopped before its end (replica-studio export restores it); not while it
+        trains, its checkpoints still being written."""
+        one = self._selection[0] if len(self._selection) == 1 else None
+        if one is not None:
+            run, running, listed_model = one.path, one.running, one.info.has_model
+        elif self._shown_run is not None:
+            run, running, listed_model = self._shown_run, False, self._shown_has_model
+        else:
+            return None, NOTHING_TO_EXPORT
+        host, there = split_run_key(run)
+        name = Path(there).name + (f" on {host}" if host else "")
+        shown_model = run == self._shown_run and self._shown_has_model
+        # A host's run's folder is not here: its model is what its host's listing or history says.
+        has_model = (listed_model or shown_model) if host else _has_model(run)
+        if has_model:
+            return run, ""
+        if running or run == self._active_run:
+            return None, f"{name} is training: its model can be exported once it has ended"
+        if host is None and has_checkpoint(run):
+            return run, ""
+        return None, f"{name} has no trained model or checkpoint to export"
 
     def set_shown_run(self, run_dir: str | Path | None, has_model: bool | None = None) -> None:
         """A run came on screen (ShownRun), or none did. Said even when it is the run shown
