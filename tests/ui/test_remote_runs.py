@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 
-from run_dirs import listed_status, wait_listed, write_run
+from PySide6.QtWidgets import QLabel
 
-from gui_app.core.hosts import Host, run_key, split_run_key
+from run_dirs import listed_status, wait_listed, write_run
+from windows import shown_window
+
+from gui_app.core.hosts import Host, add_host, run_key, split_run_key
 from gui_app.core.live_runs import list_live_runs
+from gui_app.identity import app_command
+from gui_app.ui.settings import Settings
 from gui_app.ui.window.remote_runs import _row
 from gui_app.ui.window.run_rows import HOST
 from gui_app.ui.window.runs_panel import RunsPanel
@@ -44,10 +49,14 @@ def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_stay(qtbot, r
     state = WindowState(supervisor, runs_dir)
     panel = RunsPanel(state, host=Host("rs-no-such-host.invalid"))
     qtbot.addWidget(panel)
+    told = []
+    panel.host_failed.connect(told.append)
     try:
         wait_listed(qtbot, panel)
         assert listed_status(panel, here) == "completed"
-        assert panel.reading_label.text().startswith("rs-no-such-host.invalid: unknown host (ssh: Could not resolve")
+        # The host's own failure: the window's Devices section tells it whole; the list points there.
+        assert told and told[0].startswith("rs-no-such-host.invalid: unknown host (ssh: Could not resolve")
+        assert panel.reading_label.text() == "rs-no-such-host.invalid: its runs are not listed (see Devices)"
         assert panel.tree.isColumnHidden(HOST)  # no run of another machine listed
         panel.set_host(None)
         wait_listed(qtbot, panel)
@@ -55,3 +64,33 @@ def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_stay(qtbot, r
     finally:
         panel.stop_reading()
         supervisor.close()
+
+
+def test_a_run_on_host_that_cannot_be_reached_is_told_once_on_the_devices_section(qtbot, fake_engine, tmp_path,
+                                                                                  monkeypatch):
+    """Detection, the dataset check and the run list all meet the host's failure: the whole line
+    once, on the Devices section; the Dataset section, the Dataset tab, Train's tooltip and the
+    run list's footer point there."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
+    name = "rs-no-such-host.invalid"
+    add_host(Host(name))
+
+    def engine(*args: str) -> list[str]:  # what runs there is the real --host (ssh fails at once, no TensorFlow)
+        return app_command(*args) if "--host" in args else fake_engine(*args)
+
+    with shown_window(qtbot, settings=Settings(run_on=name), engine_command=engine) as window:
+        panel = window.config_panel
+        with qtbot.waitSignals([panel.devices.detection_failed, panel.inspect_failed, window.runs.filled],
+                               timeout=60_000):
+            window.start()
+        qtbot.waitUntil(lambda: not window.runs.is_filling())
+        line = panel.devices.status.text().removeprefix("Device detection failed: ")
+        assert line.startswith(f"{name}: unknown host (ssh: Could not resolve hostname") and \
+            line.endswith("check the name, or add it to ~/.ssh/config")
+        pointer = f"{name} cannot run commands (see Devices)"
+        assert panel.dataset.status.text() == f"Not checked: {pointer}" and panel.dataset.check_again_link.isVisible()
+        assert window.dataset_tab.notes.text() == f"Not checked: {pointer}"
+        assert window.actions.train.toolTip() == f"Dataset and model not checked: {pointer}"
+        assert window.runs.reading_label.text() == f"{name}: its runs are not listed (see Devices)"
+        shown = [label.text() for label in window.findChildren(QLabel) if label.isVisible()]
+        assert sum("Could not resolve" in text for text in shown) == 1, shown

@@ -26,7 +26,9 @@ another one (a shared runs folder). What a row shows and where it sorts to: run_
 With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
 ``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach,
 resume and export over ssh, and what needs their files here (overlay, the folder) is disabled. A host
-that does not answer is one line beside the buttons, and its rows stay as last read.
+that does not answer is one line beside the buttons, and its rows stay as last read; when the host
+itself cannot run commands (ssh fails, no app there) that line points to the window's Devices
+section, which tells it whole (``host_failed``), as device detection meets the same failure.
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.slurm_jobs import JobState
+from gui_app.core.ssh import is_host_failure
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (
     COLUMNS,
@@ -78,6 +81,7 @@ class RunsPanel(QWidget):
     attach_requested = Signal(str)
     export_requested = Signal(str)
     filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
+    host_failed = Signal(str)  # the Run on host cannot run commands: its line, told on the Devices section
 
     def __init__(self, state: WindowState, parent: QWidget | None = None, host: Host | None = None) -> None:
         super().__init__(parent)
@@ -282,6 +286,10 @@ class RunsPanel(QWidget):
 
     def _on_host_failed(self, line: str) -> None:
         self._host_problem = line
+        if self._host is not None and is_host_failure(self._host.name, line):
+            # Detection and the dataset check meet the same failure: the Devices section tells it whole.
+            self._host_problem = f"{self._host.name}: its runs are not listed (see Devices)"
+            self.host_failed.emit(line)
 
     def _on_done(self) -> None:
         kept = self._host.name if self._host is not None and self._host_problem else None
