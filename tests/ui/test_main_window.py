@@ -19,6 +19,7 @@ from gui_app.ui.dialogs.close_run import CANCEL, STOP
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
+from gui_app.ui.window.run_rows import NOTE
 from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING, TRY
 
 
@@ -146,7 +147,7 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     window.run.failure_box.close()
     assert listed_status(window.runs, run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
-    assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
+    assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(NOTE) == message
     assert window.actions.train.isEnabled()
     assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.view.toPlainText()
 

@@ -23,7 +23,8 @@ the window follows is marked (an icon, a tooltip); another running one can be at
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 
-With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
+With a Run on host (:meth:`RunsPanel.set_host`) the list is the host's runs, this computer's left
+out until Run on is this computer again (mixed in one list, which is where was unclear), keyed
 ``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach,
 resume and export over ssh, and what needs their files here (overlay, the folder) is disabled. A host
 that does not answer is one line beside the buttons, and its rows stay as last read; when the host
@@ -180,7 +181,7 @@ class RunsPanel(QWidget):
             self._show_reading()
 
     def set_host(self, host: Host | None) -> None:
-        """List the runs of ``host`` too (the window's Run on host; None: this computer's only)."""
+        """List the runs of ``host`` (the window's Run on host), or this computer's (None)."""
         if host != self._host:
             self._host = host
             self.refresh()
@@ -227,7 +228,9 @@ class RunsPanel(QWidget):
 
     # ---- filling ---------------------------------------------------------------------
     def _show_reading(self) -> None:
-        if self._total is None:
+        if self._host is not None:
+            text = f"Reading the runs on {self._host.name}…"
+        elif self._total is None:
             text = "Reading the runs folder…"
         else:
             text = f"Reading {self._total:,} runs… {self._read:,} read"
