@@ -58,7 +58,18 @@ _SOCKET_NAME = 40 + 17
 
 
 class HostError(ValueError):
-    """A host cannot run the command: one line saying what is wrong and what to do (exit 2)."""
+    """A host cannot run the command: one line saying what is wrong and what to do (exit 2).
+    A line about the host itself (ssh's failure, the app there) starts with the host's name."""
+
+
+SSH_MISSING = "the ssh program is missing: install OpenSSH's client (openssh-client)"
+
+
+def is_host_failure(host_name: str, line: str) -> bool:
+    """Whether ``line`` (a HostError's, or an engine command's ``--host`` failure) says the host
+    itself cannot run commands -- every command sent there fails with the same line -- rather
+    than what one command asked for (a dataset path there)."""
+    return line.startswith(f"{host_name}: ") or line == SSH_MISSING
 
 
 class StdinFile:
@@ -252,7 +263,7 @@ def _capture(host: Host, shell: str, timeout: float | None = None) -> subprocess
         return subprocess.run(ssh_argv(host, shell), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               errors="replace", timeout=timeout, start_new_session=True)
     except FileNotFoundError:
-        raise HostError("the ssh program is missing: install OpenSSH's client (openssh-client)") from None
+        raise HostError(SSH_MISSING) from None
     except subprocess.TimeoutExpired:
         raise HostError(f"{host.name}: no answer within {timeout:.0f} s") from None
 

@@ -16,7 +16,7 @@ latest, so two fills never interleave in the list. Runs submitted to Slurm or Ku
 their job's state before the fill's rows (``jobs``): one squeue call per fill for all of them,
 one ``kubectl get job`` per context and namespace.
 
-With a host (the window's Run on host), its runs follow the local ones, read over ssh
+With a host (the window's Run on host), its runs are read instead of the local ones, over ssh
 (gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
 (``host_failed``), not an error dialog.
 """
@@ -79,7 +79,8 @@ class _ReadWorker(QObject):
     def read(self, generation: int, runs_dir: str, host: Host | None = None) -> None:
         if generation != self._latest.generation:
             return  # a newer request is queued behind this one
-        paths = run_dirs(Path(runs_dir))
+        # With a Run on host the list is that host's runs: this computer's would mix with them.
+        paths = run_dirs(Path(runs_dir)) if host is None else []
         self.counted.emit(generation, len(paths))
         self.jobs.emit(generation, run_jobs(paths))
         rows: list[tuple[RunInfo, bool]] = []
