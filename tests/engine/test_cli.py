@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -23,6 +24,7 @@ def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_conf
     assert events[-1]["status"] == "completed"
     started = events[0]
     assert started["num_replicas"] == 2 and started["dataset"]["class_names"] == [str(i) for i in range(10)]
+    assert started["cpu_cores"] == len(os.sched_getaffinity(0))  # whether its replicas share the cores
     steps = [e for e in events if e["type"] == "step"]
     assert [e["step"] for e in steps] == list(range(1, started["total_steps"] + 1))
     assert all(len(e["replicas"]) == 2 for e in steps)
