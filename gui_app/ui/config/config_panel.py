@@ -369,13 +369,17 @@ class ConfigPanel(QScrollArea):
         self.inspect_started.emit()
 
     def _on_inspected(self, pair: Pair, result: dict, samples: str) -> None:
-        self._remember_check(pair, "")
+        model_error = str(result.get("model_error") or "")  # the dataset is fine, the model is not
+        self._remember_check(pair, model_error)
         if pair == self._pair:
             dataset, model = result.get("dataset") or {}, result.get("model") or {}
             warnings = [str(w) for w in dataset.get("warnings") or []]
             self.dataset.set_status("\n".join([describe_dataset(dataset), *warnings]))
             self.dataset.show_source_images(dataset.get("source_images"))
-            self.model.set_status("")
+            if model_error:
+                self.model.set_status(for_people(model_error), error=True, retry=True)
+            else:
+                self.model.set_status("")
             self.model.show_summary(model)
             self.inspected.emit(result, samples)
         self._update_blocker()

@@ -55,6 +55,8 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
     started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
     note = for_people(info.message or note)
+    if info.trial:  # a sweep's trial: its name first (there is no name column)
+        note = f"{info.trial}: {note}" if note else info.trial
     texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
              describe_strategy(config.strategy) if config else "?", accuracy, started, host, note]
     for column, text in enumerate(texts):

@@ -7,7 +7,9 @@ are debounced and only sent when the dataset or model section really changed. Ev
 names the sections it was asked for (``pair``: the DatasetConfig and ModelConfig), so whoever
 shows it can tell whether it still describes what is on the forms; and a request for other
 sections, or :meth:`withdraw`, ends the process in flight (its slots are disconnected): its
-answer would describe data that is no longer chosen.
+answer would describe data that is no longer chosen. A model that cannot be built still comes
+as an answer (exit 2 with the dataset described, ``model_error`` saying why): the dataset's
+summary stays on screen beside the model's error.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core.config import DatasetConfig, ModelConfig, RunConfig
+from gui_app.core.engine_output import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 Pair = tuple[DatasetConfig, ModelConfig]
@@ -94,7 +97,8 @@ class Inspector(QObject):
             words.append("--reconnect")  # without --host it changes nothing
             self._reconnect = False
         self._job = (EngineJob(self._engine_command(*words),
-                               name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self)
+                               name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self,
+                               ok_codes=(EXIT_OK, EXIT_BAD_INPUT))
                      .on_result(lambda answer: self.inspected.emit(pair, answer, str(samples)))
                      .on_failure(lambda message: self.failed.emit(pair, message))
                      .start(replacing=self._job))
