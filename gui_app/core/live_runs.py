@@ -14,6 +14,7 @@ run of a listing). TensorFlow-free.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import socket
@@ -104,13 +105,18 @@ def owner(run_dir: str | Path) -> dict:
         uid = Path(run_dir).stat().st_uid
     except OSError:
         return {"owner": None, "own": True}
+    return {"owner": _user_name(uid), "own": uid == os.getuid()}
+
+
+@functools.lru_cache(maxsize=64)
+def _user_name(uid: int) -> str:
+    """Once per user: each look-up reads the passwd database (40 µs a run of a listing here)."""
     try:
         import pwd  # POSIX only, as the runs' hosts are
 
-        name = pwd.getpwuid(uid).pw_name
+        return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):  # no pwd, or a uid without a passwd entry (a container's)
-        name = str(uid)
-    return {"owner": name, "own": uid == os.getuid()}
+        return str(uid)
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:
