@@ -24,7 +24,7 @@ _HOME = Path(tempfile.mkdtemp(prefix="replica-studio-test-home-"))
 atexit.register(shutil.rmtree, _HOME, True)
 os.environ["HOME"] = str(_HOME)
 for _name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "REPLICA_STUDIO_RUNS_DIR",
-              "REPLICA_STUDIO_CONFIG_DIR"):
+              "REPLICA_STUDIO_CONFIG_DIR", "REPLICA_STUDIO_SWEEPS_DIR"):
     os.environ.pop(_name, None)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -63,8 +63,8 @@ PermitRootLogin no
 AllowUsers {user}
 StrictModes yes
 PrintMotd no
-Subsystem sftp internal-sftp
 """
+_SFTP = "Subsystem sftp internal-sftp\n"
 
 # The wrappers a host entry names as its remote command (in ~/bin): the app; one that answers
 # --version as an older release would; one that greets on stdout first, as some login scripts do.
@@ -150,8 +150,9 @@ class SshHost:
 
     def alias(self, name: str, **options: str) -> str:
         """A new ``Host`` block: the working alias with ``options`` changed (``Port``,
-        ``IdentityFile``, ``UserKnownHostsFile``...). A shared connection reuses a host key once
-        verified, so a test of another key needs an alias (a connection) of its own."""
+        ``IdentityFile``, ``UserKnownHostsFile``...). The app shares a connection per alias and
+        per what verifies its host key (gui_app/core/ssh.py), so another alias of the same
+        address is checked on its own."""
         self.aliases[name] = {"HostName": self.ip, "User": self.user, "IdentityFile": str(self.client_key),
                               "UserKnownHostsFile": str(self.known_hosts), **options}
         blocks = [f"Host {alias}\n" + "".join(f"    {k} {v}\n" for k, v in opts.items())
@@ -161,18 +162,18 @@ class SshHost:
         self.client_config.write_text("\n".join(blocks))
         return name
 
-    def own_alias(self, name: str, **options: str) -> str:
-        """:meth:`alias` on a daemon of its own port, hence a connection of its own: ssh names a
-        shared connection by address, port and user (``%C``), not by alias, so another alias of
-        the same address would reuse the connection (and the host key) verified before."""
+    def own_alias(self, name: str, sftp: bool = True, **options: str) -> str:
+        """:meth:`alias` on a daemon of its own port (``sftp``: with the SFTP subsystem), for a
+        test that stops it or needs a server configured otherwise."""
         port = 2200 + len(self.daemons)
-        self.daemon(port)
+        self.daemon(port, sftp)
         return self.alias(name, Port=str(port), **options)
 
-    def daemon(self, port: int = 22) -> Daemon:
+    def daemon(self, port: int = 22, sftp: bool = True) -> Daemon:
         """Another ``sshd`` on ``port`` (the session's own listens on 22)."""
         config = self.base / "sshd" / f"sshd_config.{self.ns}.{port}"
-        config.write_text(_SSHD_CONFIG.format(address=self.ip, port=port, host_key=self.host_key, user=self.user))
+        config.write_text(_SSHD_CONFIG.format(address=self.ip, port=port, host_key=self.host_key, user=self.user)
+                          + (_SFTP if sftp else ""))
         daemon = Daemon(config, self.ns)
         self.daemons.append(daemon)
         return daemon

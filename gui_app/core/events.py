@@ -100,6 +100,7 @@ class RunStarted(Event):
     strategy: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, Any] = field(default_factory=dict)
     data_seed: int | None = optional()
+    cpu_cores: int | None = optional()  # the cores this process may use: whether its replicas contend
     protocol: int = PROTOCOL_VERSION
 
 

@@ -4,6 +4,7 @@ TensorFlow-free: the window sorts its drops with it.
 """
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 from gui_app.core.rundir import MODEL_FILE, is_run_dir
@@ -40,3 +41,36 @@ def model_source(path: str | Path) -> Path:
     if path.name == SAVED_MODEL_FILE or (path.name == MODEL_FILE and is_run_dir(path.parent)):
         return path.parent
     return path
+
+
+def keras_file_problem(path: str | Path) -> str | None:
+    """Why ``path``, a file that exists, cannot be a Keras model file, or None when it may be
+    one. Keras 3 says "File not found" of any ``.keras`` file that is not a zip archive -- a text
+    file, a Keras 2 HDF5 file renamed -- so the loaders ask this first and name what the file is."""
+    path = Path(path)
+    if not path.is_file() or zipfile.is_zipfile(path):
+        return None
+    with path.open("rb") as f:
+        head = f.read(4096)
+    if not head:
+        what = "empty"
+    elif head.startswith(HDF5_SIGNATURE):
+        what = "an HDF5 file (the Keras 2 format)"
+    elif _is_text(head):
+        what = "text"
+    else:
+        what = "neither"
+    return f"{path} is not a Keras model file (a .keras file is a zip archive; this one is {what})"
+
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _is_text(head: bytes) -> bool:
+    if b"\x00" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a multi-byte character cut at the end of the sample is still text
+        return exc.start >= len(head) - 3
+    return True

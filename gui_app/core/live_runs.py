@@ -14,6 +14,7 @@ run of a listing). TensorFlow-free.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import socket
@@ -88,10 +89,34 @@ class LiveRun:
                 "message": info.message, "pid": process.pid if process else None,
                 "host": process.host if process else None, "detached": process.detached if process else None,
                 "config": info.config.to_dict() if info.config else None, "has_model": info.has_model,
-                "resumable": info.resumable, "slurm_job": self._job("Slurm"), "kubernetes_job": self._job("Kubernetes")}
+                "resumable": info.resumable, "slurm_job": self._job("Slurm"), "kubernetes_job": self._job("Kubernetes"),
+                **owner(info.path)}
 
     def _job(self, scheduler: str) -> str | None:
         return self.job[0] if self.job is not None and self.job[1].scheduler == scheduler else None
+
+
+def owner(run_dir: str | Path) -> dict:
+    """``owner``, the user the run's folder belongs to (who started it), and ``own``: whether that
+    is the user asking. A shared runs folder on a host holds other users' runs too: the window's
+    run list shows the user's own (gui_app/ui/window/remote_runs.py), where Resume or Stop would
+    fail on another's files."""
+    try:
+        uid = Path(run_dir).stat().st_uid
+    except OSError:
+        return {"owner": None, "own": True}
+    return {"owner": _user_name(uid), "own": uid == os.getuid()}
+
+
+@functools.lru_cache(maxsize=64)
+def _user_name(uid: int) -> str:
+    """Once per user: each look-up reads the passwd database (40 µs a run of a listing here)."""
+    try:
+        import pwd  # POSIX only, as the runs' hosts are
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):  # no pwd, or a uid without a passwd entry (a container's)
+        return str(uid)
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:

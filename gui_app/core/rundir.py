@@ -213,6 +213,7 @@ class RunInfo:
     message: str | None = None
     has_model: bool = False
     cluster_resumable: bool = False  # a failed cluster: its run_finished says resume can restart it
+    trial: str | None = None  # "sweep NAME trial K" for a sweep's trial (gui_app.core.sweep_runs)
 
     @property
     def name(self) -> str:

@@ -9,7 +9,10 @@ The ``ssh`` program, not a Python SSH library: the user's keys, agent, ``~/.ssh/
   docs/architecture.md, "OpenSSH facts"), and a host key is never accepted silently.
 - Connection sharing (``ControlMaster=auto``, ``ControlPersist``): the first call connects
   (0.37 s to the test host), later ones reuse it (7 ms on a quiet machine). The sockets live in
-  a private 0700 folder (:func:`control_dir`).
+  a private 0700 folder (:func:`control_dir`), one per alias *and* per what verifies its host
+  key (:func:`connection_name`): ssh's own ``%C`` names a connection by address, port and user
+  only, so a second alias of the same address with another ``known_hosts`` would ride on the
+  first alias's verified connection and its own (changed) host key would never be checked.
 - ``$REPLICA_STUDIO_SSH_CONFIG`` names another client config file (``ssh -F``).
 
 A remote command is ``HOST_COMMAND ARG...`` for the host's login shell (a POSIX shell: sh,
@@ -24,14 +27,16 @@ pipe and leaves the rest, POSIX).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from gui_app import __version__
 from gui_app.core.hosts import Host
@@ -53,7 +58,18 @@ _SOCKET_NAME = 40 + 17
 
 
 class HostError(ValueError):
-    """A host cannot run the command: one line saying what is wrong and what to do (exit 2)."""
+    """A host cannot run the command: one line saying what is wrong and what to do (exit 2).
+    A line about the host itself (ssh's failure, the app there) starts with the host's name."""
+
+
+SSH_MISSING = "the ssh program is missing: install OpenSSH's client (openssh-client)"
+
+
+def is_host_failure(host_name: str, line: str) -> bool:
+    """Whether ``line`` (a HostError's, or an engine command's ``--host`` failure) says the host
+    itself cannot run commands -- every command sent there fails with the same line -- rather
+    than what one command asked for (a dataset path there)."""
+    return line.startswith(f"{host_name}: ") or line == SSH_MISSING
 
 
 class StdinFile:
@@ -73,8 +89,13 @@ def control_dir() -> Path:
     enough: the user's runtime folder, else the cache folder, else one in the temp folder."""
     import platformdirs
 
-    for base in (platformdirs.user_runtime_dir(APP_ID), platformdirs.user_cache_dir(APP_ID),
-                 os.path.join(tempfile.gettempdir(), f"{APP_ID}-{os.getuid()}")):
+    bases = [platformdirs.user_cache_dir(APP_ID), os.path.join(tempfile.gettempdir(), f"{APP_ID}-{os.getuid()}")]
+    # On Linux and the BSDs the runtime folder is $XDG_RUNTIME_DIR; without it (root shells, cron,
+    # containers, ssh sessions without systemd) platformdirs warns on stderr and names a folder
+    # that may not exist: go on to the cache folder quietly instead.
+    if sys.platform in ("darwin", "win32") or os.environ.get("XDG_RUNTIME_DIR"):
+        bases.insert(0, platformdirs.user_runtime_dir(APP_ID))
+    for base in bases:
         folder = Path(base) / "ssh"
         if len(str(folder)) + 1 + _SOCKET_NAME > _SOCKET_PATH_MAX:
             continue
@@ -96,16 +117,62 @@ def ssh_options(host: Host, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[st
     if os.environ.get(SSH_CONFIG_ENV):
         options += ["-F", os.environ[SSH_CONFIG_ENV]]
     options += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", "-o", "ServerAliveInterval=15"]
-    if os.name == "posix":  # OpenSSH for Windows cannot share connections
-        options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
-                    "-o", f"ControlPath={control_dir()}/%C"]
     if host.port is not None:
         options += ["-o", f"Port={host.port}"]
+    name = connection_name(host) if os.name == "posix" else None  # OpenSSH for Windows cannot share connections
+    if name is not None:
+        options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
+                    "-o", f"ControlPath={control_dir()}/{name}"]
+    else:
+        options += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
     return options
+
+
+def _config_words(host: Host) -> list[str]:
+    """The options that decide where ``host`` is and how it is verified (no sharing options)."""
+    words = ["-F", os.environ[SSH_CONFIG_ENV]] if os.environ.get(SSH_CONFIG_ENV) else []
+    return words + (["-o", f"Port={host.port}"] if host.port is not None else [])
+
+
+def _alias_prefix(host: Host) -> str:
+    """The first part of every shared connection's name of this alias (see :func:`close_connection`)."""
+    who = "\0".join([host.name, str(host.port), os.environ.get(SSH_CONFIG_ENV, "")])
+    return hashlib.sha256(who.encode()).hexdigest()[:8]
+
+
+def connection_name(host: Host) -> str | None:
+    """The shared connection's socket name for ``host``: the alias and everything that verifies
+    its host key -- ssh's effective configuration for it (``ssh -G``: address, port, user,
+    ``HostKeyAlias``, the known_hosts files...) and those files' contents, hashed. Another alias,
+    another configuration or a changed ``known_hosts`` is another connection, whose first use
+    checks the host key again. None (no sharing) when ``ssh -G`` cannot tell; the command itself
+    then says what is wrong."""
+    try:
+        done = subprocess.run(["ssh", "-G", *_config_words(host), "--", host.name], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    digest = hashlib.sha256(f"{host.name}\0{done.stdout}".encode())
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("userknownhostsfile", "globalknownhostsfile"):
+            for path in value.split():
+                try:
+                    digest.update(Path(path).expanduser().read_bytes())
+                except OSError:
+                    digest.update(b"\0missing\0")
+    return f"{_alias_prefix(host)}-{digest.hexdigest()[:31]}"  # 40 characters, as ssh's %C
 
 
 def ssh_argv(host: Host, shell_command: str, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
     return ["ssh", *ssh_options(host, connect_timeout), "--", host.name, shell_command]
+
+
+def quote_there(path: str) -> str:
+    """``path`` as one word for the host's shell; a leading ``~/`` stays the home there."""
+    return _quote(path)
 
 
 def _quote(arg: str | StdinFile) -> str:
@@ -196,7 +263,7 @@ def _capture(host: Host, shell: str, timeout: float | None = None) -> subprocess
         return subprocess.run(ssh_argv(host, shell), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               errors="replace", timeout=timeout, start_new_session=True)
     except FileNotFoundError:
-        raise HostError("the ssh program is missing: install OpenSSH's client (openssh-client)") from None
+        raise HostError(SSH_MISSING) from None
     except subprocess.TimeoutExpired:
         raise HostError(f"{host.name}: no answer within {timeout:.0f} s") from None
 
@@ -247,49 +314,18 @@ def check_app(host: Host) -> str:
     return match.group(1)
 
 
-def close_connection(host: Host) -> None:
-    """End the shared connection to ``host`` if there is one (nothing else happens)."""
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(["ssh", *ssh_options(host), "-O", "exit", "--", host.name], capture_output=True, timeout=30)
-
-
-def scp_source(host: Host, path: str) -> str:
-    """``host:path`` for scp (an IPv6 address in brackets)."""
-    user, at, address = host.name.rpartition("@")
-    if ":" in address:
-        address = f"[{address}]"
-    return f"{user}{at}{address}:{path}"
-
-
-@contextlib.contextmanager
-def remote_folders(host: Host, count: int) -> Iterator[list[str]]:
-    """``count`` empty folders in a new temporary folder on ``host``, removed afterwards."""
-    if count == 0:
-        yield []
-        return
-    top = run_shell(host, 'd=$(mktemp -d) && cd "$d" && mkdir ' + " ".join(map(str, range(count))) + ' && pwd').strip()
+def close_connection(host: Host) -> int:
+    """End every shared connection of ``host`` (this alias's, made under any configuration or
+    ``known_hosts`` it had); the next command connects anew and checks the host key again.
+    Returns how many were ended."""
     try:
-        yield [f"{top}/{i}" for i in range(count)]
-    finally:
-        with contextlib.suppress(HostError):
-            run_shell(host, f"rm -rf {shlex.quote(top)}")
-
-
-def fetch(host: Host, remote_folder: str, local_folder: Path) -> None:
-    """Copy ``remote_folder`` into ``local_folder`` (which it appears in, by its name) with scp
-    over the shared connection."""
-    done = subprocess.run(["scp", "-r", "-q", *ssh_options(host), "--", scp_source(host, remote_folder),
-                           str(local_folder)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          errors="replace", start_new_session=True)
-    if done.returncode != 0:
-        raise HostError(f"{host.name}: cannot copy {remote_folder} back: {_last_line(done.stderr, done.returncode)}")
-
-
-def send(host: Host, local_folder: Path, remote_folder: str) -> None:
-    """Copy ``local_folder`` into ``remote_folder`` there (in which it appears by its name) with
-    scp over the shared connection."""
-    done = subprocess.run(["scp", "-r", "-q", *ssh_options(host), "--", str(local_folder),
-                           scp_source(host, remote_folder)], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, errors="replace", start_new_session=True)
-    if done.returncode != 0:
-        raise HostError(f"{host.name}: cannot copy {local_folder} there: {_last_line(done.stderr, done.returncode)}")
+        folder = control_dir()
+    except HostError:
+        return 0
+    ended = 0
+    for socket_path in folder.glob(f"{_alias_prefix(host)}-*"):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            done = subprocess.run(["ssh", *_config_words(host), "-o", f"ControlPath={socket_path}", "-O", "exit",
+                                   "--", host.name], stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+            ended += done.returncode == 0
+    return ended

@@ -4,6 +4,7 @@
     replica-studio hosts list [--json]
     replica-studio hosts remove gpu1
     replica-studio hosts test gpu1 [--json]      # the app's version there, and the devices it sees
+    replica-studio hosts reconnect gpu1 [--json] # end the shared connections, then test on a new one
 
 A host that ssh reaches with the defaults needs no entry (``--host user@gpu1`` works as is).
 Errors are one line on stderr and exit 2, as for ``--host``.
@@ -41,12 +42,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = actions.add_parser("test", help="connect, and show the app's version there and the devices it sees")
     p.add_argument("name", metavar="HOST")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = actions.add_parser("reconnect", help="end the shared connections to a host (a changed server, a stale "
+                                             "connection), then test it on a new one")
+    p.add_argument("name", metavar="HOST")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     hosts.set_defaults(handler=_hosts)
 
 
 def _hosts(args: argparse.Namespace) -> int:
     try:
-        return {"add": _add, "list": _list, "remove": _remove, "test": _test}[args.action](args)
+        action = {"add": _add, "list": _list, "remove": _remove, "test": _test, "reconnect": _reconnect}[args.action]
+        return action(args)
     except (HostError, HostsFileError, ValueError) as exc:
         print(f"replica-studio hosts {args.action}: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
@@ -76,6 +82,13 @@ def _remove(args: argparse.Namespace) -> int:
     close_connection(host)
     print(f"removed {host.name}")
     return EXIT_OK
+
+
+def _reconnect(args: argparse.Namespace) -> int:
+    ended = close_connection(find_host(args.name))
+    if not args.json:
+        print(f"{args.name}: {ended or 'no'} shared connection{'s' if ended != 1 else ''} ended; connecting anew")
+    return _test(args)
 
 
 def _test(args: argparse.Namespace) -> int:

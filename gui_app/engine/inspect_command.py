@@ -1,5 +1,8 @@
 """``replica-studio inspect CONFIG [--json] [--samples FILE.npz]``: the dataset and model a
-configuration describes, without training (the window's dataset and model summary)."""
+configuration describes, without training (the window's dataset and model summary). A model that
+cannot be built (a missing or foreign .keras file) still gets the dataset described first: with
+``--json`` the answer's ``model`` is null and ``model_error`` its line; either way the command
+ends with that line on stderr and exit 2."""
 from __future__ import annotations
 
 import argparse
@@ -34,14 +37,15 @@ def _inspect(args) -> int:
         raise ConfigError(f"--samples: {args.samples} is a folder; name the .npz file to write")
     config = RunConfig.load(args.config)
     dataset = inspect_dataset(config.dataset)  # a bounded sample when the set would stream
-    try:
-        model = build_model(config.model, dataset.input_shape, dataset.num_classes)
-    except ModelError as exc:
-        raise ConfigError(str(exc)) from None
     summary = dataset.summary()
     summary["warnings"] = list(dataset.warnings)
     summary["source_images"] = source_images(config.dataset.name, config.dataset.path)
-    out = {"dataset": summary, "model": describe(model)}
+    try:
+        model, model_error = describe(build_model(config.model, dataset.input_shape, dataset.num_classes)), None
+    except ModelError as exc:
+        # The dataset is fine: say so before the model's error, so the window's dataset summary
+        # stays beside a model field marked wrong (the answer's "model_error"; exit 2 still).
+        model, model_error = None, str(exc)
     if args.samples:
         per_class = max(1, min(8, 64 // dataset.num_classes))
         picks = np.concatenate([np.flatnonzero(dataset.y_train == c)[:per_class] for c in range(dataset.num_classes)])
@@ -54,9 +58,12 @@ def _inspect(args) -> int:
         except OSError as exc:  # the line names the path asked for
             raise ConfigError(f"--samples: cannot write {args.samples}: {exc.strerror or exc}") from None
     if args.json:
-        print(json.dumps(out))
+        out: dict[str, object] = {"dataset": summary, "model": model}
+        if model_error is not None:
+            out["model_error"] = model_error
+        print(json.dumps(out), flush=True)
     else:
-        d, m = out["dataset"], out["model"]
+        d = summary
         print(f"{d['name']}: {example_counts(d)}, input {'x'.join(map(str, d['input_shape']))}, "
               f"{count(len(d['class_names']), 'class', 'classes')}")
         source = d["source_images"]
@@ -64,5 +71,8 @@ def _inspect(args) -> int:
             h, w = source["size"]
             print(f"source images: {'sizes vary, mostly ' if source['varied'] else ''}{h}x{w} "
                   f"{'grey' if source['color_mode'] == 'grayscale' else 'colour'}")
-        print(f"{m['name']}: {m['parameters']:,} parameters in {count(len(m['layers']), 'layer')}")
+        if model is not None:
+            print(f"{model['name']}: {model['parameters']:,} parameters in {count(len(model['layers']), 'layer')}")
+    if model_error is not None:
+        raise ConfigError(model_error)
     return EXIT_OK

@@ -1,17 +1,22 @@
 """``replica-studio predict``: classify images with a run or an exported model.
 
-    replica-studio predict digits-int8.tflite seven.png two.jpg [--top 5] [--json]
+    replica-studio predict digits-int8.tflite seven.png two.jpg [--top 5] [--json] [--invert auto|always|never]
     replica-studio predict --serve MODEL_OR_RUN [--top 5]
 
 ``--serve`` is what the window's Try tab runs: the model loads once, then stdout carries
 JSON lines only. First ``{"type": "ready", "model", "kind", "class_names", "input_shape",
-"warnings", "has_test_set"}`` (or exit 2 with one line on stderr when the model cannot be
-loaded); then one answer per stdin line:
+"warnings", "has_test_set", "dark_background"}`` (or exit 2 with one line on stderr when the model
+cannot be loaded); then one answer per stdin line:
 
     {"id": 1, "images": ["seven.png"]}   ->  {"type": "predictions", "id": 1, "predictions": [...]}
     {"id": 2, "test_samples": 8}         ->  the same, for 8 random test images (with labels)
     {"id": 3, "files": [{"source": "seven.png", "data": BASE64}]}   ->  the same, for files sent
                                          in the request: the window's images for a model on an SSH host
+
+An ``images`` or ``files`` request may say ``"invert"``: ``auto`` (what it means without one: an
+image with a light background is inverted for a model that learnt dark ones, ``dark_background``),
+``always`` or ``never``; an inverted image's prediction says why (``"inverted"``). Test samples
+are never inverted: they are what the model learnt from.
 
 Each prediction carries source, label (or null), the top-k classes, every probability and
 the image as the model sees it (:meth:`gui_app.core.predictions.Prediction.to_dict`). A bad
@@ -30,7 +35,7 @@ from typing import Any, TextIO
 
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG, ExportError
 from gui_app.core.messages import typed_line
-from gui_app.core.predictions import received_file
+from gui_app.core.predictions import INVERT_MODES, INVERTED, received_file
 from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_OK
 
@@ -48,6 +53,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("images", nargs="*", metavar="IMAGE")
     predict.add_argument("--top", type=int, default=5, metavar="K", help="classes to show per image (default 5)")
     predict.add_argument("--json", action="store_true", help="print one JSON object")
+    predict.add_argument("--invert", choices=INVERT_MODES, default="auto",
+                         help="invert the images first: auto (default) inverts those with a light background "
+                              "for a model trained on light digits on dark (MNIST, digits)")
     predict.add_argument("--serve", action="store_true",
                          help="load the model once and answer JSON requests on stdin (used by the desktop app)")
     predict.add_argument(UNVERIFIED_SAVEDMODEL_FLAG, action="store_true", dest="allow_unverified_savedmodel",
@@ -80,7 +88,7 @@ def _predict(args: argparse.Namespace) -> int:
             "no such image file"
         raise ExportError(f"{missing[0]}: {what}")
     predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
-    predictions = predictor.predict_files(args.images)
+    predictions = predictor.predict_files(args.images, invert=args.invert)
     if args.json:
         print(json.dumps({"model": str(predictor.source), "kind": predictor.kind,
                           "class_names": predictor.class_names, "warnings": predictor.warnings,
@@ -90,7 +98,7 @@ def _predict(args: argparse.Namespace) -> int:
         print(f"replica-studio predict: warning: {warning}", file=sys.stderr)
     width = max(len(name) for name in predictor.class_names)
     for prediction in predictions:
-        print(prediction.source)
+        print(prediction.source + (f" ({INVERTED[prediction.inverted]})" if prediction.inverted else ""))
         for _index, name, probability in prediction.top(args.top):
             print(f"  {name:<{width}}  {probability:7.2%}")
     return EXIT_OK
@@ -118,7 +126,8 @@ def _serve_lines(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, load_p
     predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
     send({"type": "ready", "model": str(predictor.source), "kind": predictor.kind,
           "class_names": predictor.class_names, "input_shape": list(predictor.input_shape),
-          "warnings": predictor.warnings, "has_test_set": predictor.dataset_config is not None})
+          "warnings": predictor.warnings, "has_test_set": predictor.dataset_config is not None,
+          "dark_background": predictor.dark_background})
     for line in stdin:
         if line.strip():
             for answer in _answer(predictor, line, args.top):
@@ -143,6 +152,9 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
 
     try:
         if "images" in request or "files" in request:
+            invert = request.get("invert", "auto")
+            if invert not in INVERT_MODES:
+                return [error(f"invert: must be one of {', '.join(INVERT_MODES)}")]
             if "images" in request:
                 paths = request["images"]
                 if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
@@ -165,7 +177,7 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
             if images:
                 import numpy as np
 
-                found = predictor.predict_images(np.stack(images), sources)
+                found = predictor.predict_images(np.stack(images), sources, invert=invert)
                 answers.append(_predictions(request_id, found, top))
             return answers
         if "test_samples" in request:

@@ -10,7 +10,8 @@ shared connection); then the command runs there as ``HOST_COMMAND COMMAND ARG...
   paths on the host; run directories stay there, and events name them by their path there.
 - The run configuration of ``train`` and ``inspect`` is a local file: it travels on stdin.
 - What a command writes for the user (``export --output``, ``inspect --samples``) is written to
-  a temporary folder there and copied back with scp to where the user asked; the paths the
+  a temporary folder there and copied back (a tar stream over the connection, gui_app/core/ssh_files.py)
+  to where the user asked; a preview that cannot come back is a warning, not a failure; the paths the
   command prints (``export_result``) are rewritten to name them here.
 - stdout and stderr are the command's own (events as JSON lines, the log), and so is its exit
   code; a host that cannot run it is one line on stderr and exit 2 (for a run, after an ``error``
@@ -55,11 +56,11 @@ from gui_app.core.ssh import (
     HostError,
     StdinFile,
     check_app,
+    close_connection,
     config_line,
-    fetch,
     remote_argv,
-    remote_folders,
 )
+from gui_app.core.ssh_files import fetch, remote_folders
 from gui_app.engine.attach_command import stdin_ends_attachment
 from gui_app.engine.command_errors import empty_option
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
@@ -71,6 +72,7 @@ class Remote:
 
     config: str | None = None  # a local run configuration: sent on stdin
     outputs: tuple[str, ...] = ()  # local paths the command writes: copied back
+    previews: tuple[str, ...] = ()  # those of them that only illustrate: a failed copy is a warning
     run: bool = False  # a run: it reads control lines there, and Ctrl+C here sends "stop"
     stdin_flag: str | None = None  # the flag with which it reads our stdin (predict --serve)
     runs_dir: bool = False  # the host's runs folder, when set, is its --runs-dir
@@ -81,7 +83,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "train": Remote(config="config", run=True, runs_dir=True),
     "resume": Remote(run=True),
     "evaluate": Remote(run=True),
-    "inspect": Remote(config="config", outputs=("samples",)),
+    "inspect": Remote(config="config", outputs=("samples",), previews=("samples",)),
     "devices": Remote(),
     "export": Remote(outputs=("output",)),
     "predict": Remote(stdin_flag="serve"),
@@ -99,6 +101,9 @@ def add_host_option(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--host", metavar="HOST",
                             help="run it on this SSH host (user@host, a ~/.ssh/config alias, or one of "
                                  "'replica-studio hosts'); paths are paths there, output streams back")
+        parser.add_argument("--reconnect", action="store_true",
+                            help="with --host: end the shared connections to the host first and connect anew "
+                                 "(a server whose configuration changed)")
         parser.set_defaults(on_host=functools.partial(run_on_host, remote, parser))
 
 
@@ -141,6 +146,8 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
     outputs = {dest: Path(value).expanduser().absolute() for dest in remote.outputs if (value := getattr(args, dest))}
     for local in outputs.values():
         local.parent.mkdir(parents=True, exist_ok=True)
+    if args.reconnect:
+        close_connection(host)
     check_app(host)
     with remote_folders(host, len(outputs)) as folders:
         there: dict[str, str | StdinFile] = {dest: f"{folder}/{local.name}"
@@ -148,8 +155,10 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
         if remote.config:
             there[remote.config] = STDIN_FILE
         app_args = [args.command, *command_arguments(parser, _as_run_there(remote, host, args), there)]
-        brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
-        session = _Session(host, remote, args, brought, app_args, config)
+        brought = {folder: (local.parent, dest in remote.previews)
+                   for folder, (dest, local) in zip(folders, outputs.items())}
+        session = _Session(host, remote, args, {folder: here for folder, (here, _) in brought.items()}, app_args,
+                           config)
         code = session.run()
         if session.detached_here:  # Ctrl+C or SIGTERM ended an attachment here: the run there goes on
             return EXIT_OK
@@ -159,8 +168,14 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
             raise HostError(f"{host.name}: the connection ended (ssh exit 255){how}")
         if code < 0:  # ssh ended by a second Ctrl+C
             return EXIT_INTERRUPTED
-        for folder, local_folder in brought.items():  # what it wrote, even when it failed (--keep-failed)
-            _bring_back(host, folder, local_folder)
+        for folder, (local_folder, preview) in brought.items():  # what it wrote, even when it failed (--keep-failed)
+            try:
+                _bring_back(host, folder, local_folder)
+            except HostError as exc:
+                if not preview:
+                    raise
+                # A preview (inspect's sample images) only illustrates the answer: the answer stands.
+                print(f"replica-studio {args.command}: warning: {exc}", file=sys.stderr, flush=True)
     return code
 
 
@@ -184,7 +199,7 @@ def command_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
     options: list[str | StdinFile] = []
     positionals: list[str | StdinFile] = []
     for action in parser._actions:
-        if action.default == argparse.SUPPRESS or action.dest == "host":
+        if action.default == argparse.SUPPRESS or action.dest in ("host", "reconnect"):  # ours, not the host's
             continue
         value = replace.get(action.dest, getattr(args, action.dest))
         if not action.option_strings:

@@ -43,7 +43,7 @@ def standard_actions(ctx: RunContext, state: ModelState, run_dir: Path, events: 
     gpus = GpuSampler(GpuMonitor(), ctx.built)
     checkpoints = Checkpoints(state, events, control, ctx.config.training,
                               agreed=ctx.built.num_workers > 1 and ctx.built.coordinator is None)
-    return [NanGuard(), gpus, RunEvents(events, gpus), TensorBoard(run_dir), *extra, checkpoints]
+    return [NanGuard(state), gpus, RunEvents(events, gpus), TensorBoard(run_dir), *extra, checkpoints]
 
 
 class RunController:

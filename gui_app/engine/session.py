@@ -64,6 +64,7 @@ class TrainingSession:
         return controller.run(self.run_dir, self.events), state.steps_done()
 
     def _run_started(self, ctx: RunContext, state: ModelState) -> RunStarted:
+        from gui_app.core.bottleneck import usable_cores
         from gui_app.core.training.models import describe
         from gui_app.engine.training.context import versions
 
@@ -80,4 +81,4 @@ class TrainingSession:
             dataset=ctx.input.summary(),
             model={key: model[key] for key in ("name", "parameters", "trainable_parameters")},
             strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops, **built.communication},
-            versions=versions(), data_seed=ctx.data_seed)
+            versions=versions(), data_seed=ctx.data_seed, cpu_cores=usable_cores())

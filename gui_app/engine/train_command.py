@@ -15,6 +15,7 @@ from gui_app.core import atomic_io, rundir
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, require_writable
 from gui_app.core.events import Error, RunFinished, Warning
+from gui_app.core.file_kinds import keras_file_problem
 from gui_app.core.messages import typed_line
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.run_lock import RunLock
@@ -198,6 +199,9 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     if model_file.exists():
         import keras
 
+        problem = keras_file_problem(model_file)
+        if problem:
+            raise InputError(problem)
         try:
             state.model.set_weights(keras.saving.load_model(model_file, compile=False).get_weights())
         except Exception as exc:  # noqa: BLE001 - Keras raises many types for a damaged or foreign file

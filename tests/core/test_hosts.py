@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -157,15 +158,17 @@ def short_path():
 def test_ssh_runs_in_batch_mode_over_a_shared_connection_in_a_private_folder(short_path, monkeypatch):
     tmp_path = short_path
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setenv(ssh.SSH_CONFIG_ENV, "/etc/my ssh config")
+    config = tmp_path / "my ssh config"
+    config.write_text("Host *\n    GlobalKnownHostsFile /dev/null\n")
+    monkeypatch.setenv(ssh.SSH_CONFIG_ENV, str(config))
     argv = ssh.remote_argv(Host("me@gpu1", port=2222), ["devices", "--json"])
-    assert argv[:3] == ["ssh", "-F", "/etc/my ssh config"]
+    assert argv[:3] == ["ssh", "-F", str(config)]
     assert argv[-3:] == ["--", "me@gpu1", "replica-studio devices --json"]
     options = dict(argv[i + 1].split("=", 1) for i, word in enumerate(argv[:-3]) if word == "-o")
     assert options["BatchMode"] == "yes" and options["ControlMaster"] == "auto" and options["Port"] == "2222"
     assert options["ControlPersist"] == ssh.PERSIST
     folder = tmp_path / "run" / "replica-studio" / "ssh"
-    assert options["ControlPath"] == f"{folder}/%C"
+    assert options["ControlPath"] == f"{folder}/{ssh.connection_name(Host('me@gpu1', port=2222))}"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert "StrictHostKeyChecking" not in options  # an unknown host key is refused, never accepted
 
@@ -179,6 +182,49 @@ def test_the_socket_folder_moves_where_the_path_is_short_enough(short_path, tmp_
     folder = ssh.control_dir()
     assert folder == short_path / f"replica-studio-{os.getuid()}" / "ssh"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and folder.stat().st_uid == os.getuid()
+
+
+def _ssh_config(path: Path, known: dict[str, Path]) -> Path:
+    """A client config: aliases of one address, port and user, each with its known_hosts file."""
+    path.write_text("".join(f"Host {alias}\n    HostName 10.0.0.2\n    User me\n    UserKnownHostsFile {file}\n"
+                            for alias, file in known.items()) + "Host *\n    GlobalKnownHostsFile /dev/null\n")
+    return path
+
+
+def test_a_shared_connection_is_named_by_alias_and_by_what_verifies_its_host_key(short_path, monkeypatch):
+    """ssh's own %C names a connection by address, port and user: a second alias of the same
+    address with another known_hosts rode on the first one's verified connection."""
+    first, second = short_path / "known_a", short_path / "known_b"
+    first.write_text("10.0.0.2 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOdN7Xq1\n")
+    second.write_text("10.0.0.2 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBbBbBbB\n")
+    monkeypatch.setenv(ssh.SSH_CONFIG_ENV, str(_ssh_config(short_path / "config", {"a": first, "b": second,
+                                                                                    "a2": first})))
+    names = {alias: ssh.connection_name(Host(alias)) for alias in ("a", "b", "a2")}
+    assert all(name and len(name) == 40 for name in names.values())
+    assert len(set(names.values())) == 3  # another alias is another connection, even with the same file
+    assert ssh.connection_name(Host("a")) == names["a"]  # the same alias reuses its own
+    assert ssh.connection_name(Host("a", port=2222)) != names["a"]
+    first.write_text(first.read_text() + "10.0.0.9 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICcCcCcC\n")
+    changed = ssh.connection_name(Host("a"))
+    assert changed != names["a"] and changed[:9] == names["a"][:9]  # a changed known_hosts: checked anew
+    monkeypatch.setenv(ssh.SSH_CONFIG_ENV, str(short_path / "no such config"))
+    assert ssh.connection_name(Host("a")) is None  # ssh -G refuses: no sharing; ssh itself then says why
+    argv = ssh.ssh_argv(Host("a"), "true")
+    assert "ControlMaster=no" in argv and "ControlPath=none" in argv
+
+
+def test_close_connection_without_a_shared_connection_ends_none(short_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_path))
+    assert ssh.close_connection(Host("me@gpu1")) == 0
+
+
+def test_no_warning_without_a_runtime_folder(short_path, monkeypatch):
+    """Root shells, cron and containers have no XDG_RUNTIME_DIR: platformdirs warned on stderr."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(short_path / "cache"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ssh.control_dir() == short_path / "cache" / "replica-studio" / "ssh"
 
 
 def test_releases_work_together_when_they_share_major_and_minor():

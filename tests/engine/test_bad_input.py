@@ -185,7 +185,8 @@ CASES = [
     Case("folder-decompression-bomb", lambda t, r: _folder(t, {"a": GOOD, "b": [_png(60000, 60000)] * 2}), "none of the class's images could be decoded (2 too large to decode safely)"),
     # ---- model files --------------------------------------------------------------------
     Case("keras-not-a-keras-file", lambda t, r: ((t / "junk.keras").write_bytes(b"not a zip"),
-                                                 _train(t, model={"name": "keras_file", "path": str(t / "junk.keras")}))[1], "model.path: cannot load"),
+                                                 _train(t, model={"name": "keras_file", "path": str(t / "junk.keras")}))[1],
+         "junk.keras is not a Keras model file (a .keras file is a zip archive; this one is text)"),
     Case("keras-wrong-input", _wrong_input_keras, "model.path"),
     Case("keras-unsafe-lambda", _lambda_keras, "model.path: cannot load"),
     # ---- run directories ----------------------------------------------------------------
@@ -200,7 +201,8 @@ CASES = [
     Case("run-damaged-checkpoints", lambda t, r: ["evaluate", str(_run_copy(t, r, _damage_all_checkpoints))], "no usable checkpoint", needs_run=True),
     Case("run-no-model-no-checkpoint", lambda t, r: ["evaluate", str(_run_copy(t, r, lambda d: ((d / "model.keras").unlink(), shutil.rmtree(d / "checkpoints"))))],
          "has neither model.keras nor a checkpoint", needs_run=True),
-    Case("run-damaged-model", lambda t, r: ["evaluate", str(_run_copy(t, r, lambda d: (d / "model.keras").write_bytes(b"PK junk")))], "model.keras: cannot load", needs_run=True),
+    Case("run-damaged-model", lambda t, r: ["evaluate", str(_run_copy(t, r, lambda d: (d / "model.keras").write_bytes(b"PK junk")))],
+         "model.keras is not a Keras model file", needs_run=True),
     Case("resume-set-model-key", lambda t, r: ["resume", str(_run_copy(t, r, lambda d: None)), "--set", "model.name=mlp"], "--set model.name: cannot change on resume", needs_run=True),
     Case("resume-set-bad-value", lambda t, r: ["resume", str(_run_copy(t, r, lambda d: None)), "--set", "training.learning_rate=-1"], "training.learning_rate: must be > 0", needs_run=True),
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -23,6 +24,7 @@ def test_reference_config_trains_two_replicas_to_95_percent(tmp_path, write_conf
     assert events[-1]["status"] == "completed"
     started = events[0]
     assert started["num_replicas"] == 2 and started["dataset"]["class_names"] == [str(i) for i in range(10)]
+    assert started["cpu_cores"] == len(os.sched_getaffinity(0))  # whether its replicas share the cores
     steps = [e for e in events if e["type"] == "step"]
     assert [e["step"] for e in steps] == list(range(1, started["total_steps"] + 1))
     assert all(len(e["replicas"]) == 2 for e in steps)
@@ -145,6 +147,23 @@ def test_inspect_describes_dataset_and_model(tmp_path, write_config):
     bad = write_config(config_dict(model={"name": "cifar_cnn"}), "bad.json")
     proc = run_cli("inspect", str(bad), "--json")
     assert proc.returncode == 2 and "cifar_cnn cannot take 8x8x1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_inspect_names_a_text_file_posing_as_a_keras_model_and_still_describes_the_dataset(tmp_path, write_config):
+    """Keras said "File not found: filepath=..." of a file that exists, and the window lost the
+    dataset's summary with the model's error."""
+    model = tmp_path / "notmodel.keras"
+    model.write_text("these are my notes, not a model\n")
+    config = write_config(config_dict(model={"name": "keras_file", "path": str(model)}))
+    expected = f"model.path: {model} is not a Keras model file (a .keras file is a zip archive; this one is text)"
+    proc = run_cli("inspect", str(config), "--json")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == f"replica-studio inspect: {expected}"
+    answer = json.loads(proc.stdout)
+    assert answer["model"] is None and answer["model_error"] == expected
+    assert answer["dataset"]["train_examples"] == 1438  # the dataset is described all the same
+    proc = run_cli("inspect", str(config))  # as a person reads it
+    assert proc.returncode == 2 and proc.stdout.startswith("digits: ") and expected in proc.stderr
 
 
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, write_config):

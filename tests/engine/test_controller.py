@@ -70,6 +70,7 @@ class _Recorder(Action):
 class _Step:
     def __init__(self, done: int = 0):
         self.done = done
+        self.finite = True  # the weights, for the checkpoints' quarantine
 
     def assign_add(self, k: int) -> None:
         self.done += k
@@ -141,9 +142,10 @@ def test_the_nan_guard_names_the_first_bad_step():
     stats = _stats(5)
     stats.values[3, 1, LOSS] = np.inf
     stats.values[4, 0, LOSS] = np.nan
-    with pytest.raises(TrainingDiverged, match="at step 14;"):
-        NanGuard().on_steps(StepGroup(stats, 10, 0, np.full(5, 0.1)))
-    NanGuard().on_steps(StepGroup(_stats(5), 10, 0, np.full(5, 0.1)))
+    state = SimpleNamespace(kept_checkpoint=lambda: "no checkpoint was written before it")
+    with pytest.raises(TrainingDiverged, match=r"at step 14; .*\(no checkpoint was written before it\)"):
+        NanGuard(state).on_steps(StepGroup(stats, 10, 0, np.full(5, 0.1)))
+    NanGuard(state).on_steps(StepGroup(_stats(5), 10, 0, np.full(5, 0.1)))
 
 
 class _NoGpus:
@@ -196,9 +198,26 @@ def _checkpoints(control, every_steps=0, every_minutes=0.0, agreed=False):
     from gui_app.engine.training.actions.checkpoints import Checkpoints
 
     step = _Step()
-    state = SimpleNamespace(manager=_Manager(), steps_done=lambda: step.done)
+    state = SimpleNamespace(manager=_Manager(), steps_done=lambda: step.done, weights_finite=lambda: step.finite,
+                            kept_checkpoint=lambda: "the last good checkpoint, of step 6 (ckpt-6), is kept")
     cfg = TrainingConfig(checkpoint_every_steps=every_steps, checkpoint_every_minutes=every_minutes)
     return Checkpoints(state, EventWriter("none"), control, cfg, agreed), step, state.manager
+
+
+def test_a_state_whose_weights_are_not_finite_is_never_saved():
+    """A step whose loss was finite can leave NaN weights: saved, it would rotate the last finite
+    checkpoint out and a resume would restore the poison."""
+    from gui_app.engine.errors import TrainingDiverged
+
+    checkpoints, step, manager = _checkpoints(Control(), every_steps=2)
+    step.done = 6
+    checkpoints.on_steps(StepGroup(_stats(2), 4, 0, np.full(2, 0.1)))
+    step.done, step.finite = 8, False
+    with pytest.raises(TrainingDiverged, match=r"weights became NaN or infinite by step 8 .*ckpt-6"):
+        checkpoints.on_steps(StepGroup(_stats(2), 6, 0, np.full(2, 0.1)))
+    with pytest.raises(TrainingDiverged):
+        checkpoints.on_stop(8)
+    assert manager.saved == [6]
 
 
 def test_checkpoints_by_steps_on_request_and_agreed_by_the_clock(monkeypatch):

@@ -72,3 +72,49 @@ def test_a_run_refused_here_ends_as_the_engine_ends_a_refused_run(tmp_path, caps
     assert code == 2 and [e["type"] for e in events] == ["error", "run_finished"] and stream_problems(events) == []
     assert events[0]["kind"] == "config" and events[1]["status"] == "failed"
     assert err == f"replica-studio train: {events[1]['message']}\n" and "missing.json" in err
+
+
+def test_reconnect_is_ours_and_never_sent_there():
+    parser = build_parser()
+    args = parser.parse_args(["runs", "--host", "g", "--reconnect", "--json"])
+    assert args.reconnect
+    assert "--reconnect" not in command_arguments(_subparser(parser, "runs"), args, {})
+
+
+def test_a_preview_that_cannot_come_back_is_a_warning_and_the_answer_stands(monkeypatch, tmp_path, capsys):
+    """inspect --samples --host: the sample images only illustrate the answer; a failed copy must
+    not fail the dataset check (and with it the window's Train)."""
+    import contextlib
+
+    from gui_app.core.ssh import HostError
+    from gui_app.engine import remote_command
+
+    class Session:
+        detached_here = False
+
+        def __init__(self, *args):
+            pass
+
+        def run(self):
+            return 0
+
+    def bring_back(host, folder, local_folder):
+        raise HostError(f"{host.name}: cannot copy {folder} back: tar: not found")
+
+    @contextlib.contextmanager
+    def folders(host, count):
+        yield [f"/tmp/x/{i}" for i in range(count)]
+
+    monkeypatch.setattr(remote_command, "check_app", lambda host: "0.1.0")
+    monkeypatch.setattr(remote_command, "remote_folders", folders)
+    monkeypatch.setattr(remote_command, "_Session", Session)
+    monkeypatch.setattr(remote_command, "_bring_back", bring_back)
+    config = tmp_path / "c.json"
+    config.write_text("{}")
+    parser = build_parser()
+    args = parser.parse_args(["inspect", str(config), "--json", "--samples", str(tmp_path / "s.npz"), "--host", "g"])
+    assert args.on_host(args) == 0
+    assert capsys.readouterr().err == "replica-studio inspect: warning: g: cannot copy /tmp/x/0 back: tar: not found\n"
+    args = parser.parse_args(["export", "/runs/x", "--format", "keras", "-o", str(tmp_path / "m.keras"), "--host", "g"])
+    assert args.on_host(args) == 2  # what the user asked for is no preview: its failure is the command's
+    assert "cannot copy /tmp/x/0 back" in capsys.readouterr().err

@@ -202,8 +202,13 @@ def test_hosts_add_list_test_and_remove(ssh_host, tmp_path):
     tested = ssh_host.cli(config_dir, "hosts", "test", ALIAS, "--json")
     report = json.loads(tested.stdout)
     assert report["version"] == __version__ and report["devices"]["cpu"]["name"] == "CPU:0"
-    sockets = [p for p in ssh_host.runtime_dir.rglob("*") if p.is_socket()]
-    assert sockets  # the shared connection
+    from gui_app.core import ssh
+
+    with pytest.MonkeyPatch.context() as env:  # as the app's processes see it
+        env.setenv(ssh.SSH_CONFIG_ENV, str(ssh_host.client_config))
+        name = ssh.connection_name(Host(ALIAS))
+    sockets = [p for p in ssh_host.runtime_dir.rglob("*") if p.is_socket() and p.name == name]
+    assert sockets  # the alias's shared connection
     removed = ssh_host.cli(config_dir, "hosts", "remove", ALIAS)
     assert (removed.returncode, removed.stdout) == (0, f"removed {ALIAS}\n")
     assert json.loads(ssh_host.cli(config_dir, "hosts", "list", "--json").stdout) == []

@@ -104,6 +104,29 @@ def test_nan_loss_fails_and_keeps_the_last_good_checkpoint(tmp_path, write_confi
     saved = [e["step"] for e in tap.of("checkpoint")]
     bad_step = int(error["message"].split("at step ")[1].split(";")[0])
     assert all(s < bad_step for s in saved)
+    # The message names the checkpoint really kept (or says there is none), and it is finite.
+    if saved:
+        assert f"the last good checkpoint, of step {saved[-1]} (" in error["message"]
+        import tensorflow as tf
+
+        reader = tf.train.load_checkpoint(str(run_dir / rundir.CHECKPOINT_DIR))
+        weights = [reader.get_tensor(k) for k, dtype in reader.get_variable_to_dtype_map().items()
+                   if dtype.is_floating]
+        assert weights and all(np.isfinite(w).all() for w in weights)
+    else:
+        assert "no checkpoint was written before it, so there is nothing to resume" in error["message"]
+
+
+def test_the_diverging_run_of_the_design_notes_says_it_kept_no_checkpoint(tmp_path, write_config):
+    """SGD at learning rate 50 on digits goes non-finite within the first epoch, before any
+    checkpoint: the message must not promise a "last good checkpoint" that does not exist."""
+    config = write_config(config_dict(training={**SMALL, "epochs": 2, "optimizer": "sgd", "learning_rate": 50.0}))
+    code, tap = run_in_process("train", config, tmp_path)
+    assert code == 1 and tap.of("checkpoint") == []
+    message = tap.of("error")[0]["message"]
+    assert "NaN or infinite" in message and "no checkpoint was written before it" in message, message
+    assert not (rundir.list_runs(tmp_path)[0].path / rundir.CHECKPOINT_DIR).is_dir() or not any(
+        (rundir.list_runs(tmp_path)[0].path / rundir.CHECKPOINT_DIR).glob("ckpt-*"))
 
 
 def test_evaluate_command_rewrites_eval_json(tmp_path, write_config):

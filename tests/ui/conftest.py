@@ -30,10 +30,12 @@ def _garbage_collected_on_the_gui_thread(qapp):
 
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path, monkeypatch):
-    """Every test gets its own settings folder and runs folder."""
+    """Every test gets its own settings folder, runs folder and sweeps folder (the run list
+    lists the sweeps' trials too)."""
     config_dir, runs_dir = tmp_path / "config", tmp_path / "runs"
     monkeypatch.setenv("REPLICA_STUDIO_CONFIG_DIR", str(config_dir))
     monkeypatch.setenv("REPLICA_STUDIO_RUNS_DIR", str(runs_dir))
+    monkeypatch.setenv("REPLICA_STUDIO_SWEEPS_DIR", str(tmp_path / "window-sweeps"))
     # No desktop notifications from the tests on a developer's session bus (tests/ui/test_notifications.py
     # brings its own bus).
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)

@@ -18,6 +18,10 @@ def write_png(path: Path, image: np.ndarray) -> Path:
 
 
 def digit_like_pngs(folder: Path, count: int = 2, seed: int = 0) -> tuple[list[Path], np.ndarray]:
-    """``count`` random 8x8 grey images (the digits model's input) as PNGs; returns paths and pixels."""
+    """``count`` random 8x8 grey images (the digits model's input) as PNGs; returns paths and pixels.
+    Their border is dark, as a digit's background is (a light one is inverted before the digits
+    model sees it: gui_app.core.predictions.as_model_expects)."""
     images = np.random.default_rng(seed).integers(0, 256, size=(count, 8, 8, 1), dtype=np.uint8)
+    for edge in (np.s_[:, [0, -1]], np.s_[:, :, [0, -1]]):
+        images[edge] //= 4
     return [write_png(folder / f"digit{i}.png", image) for i, image in enumerate(images)], images

@@ -294,3 +294,30 @@ def test_every_field_is_labelled_as_messages_name_it(panel):
 
     keys = [key for form in panel.forms for key in form._fields]
     assert len(keys) > 30 and [key for key in keys if key not in LABELS] == []
+
+
+def test_a_text_file_posing_as_a_model_is_named_and_the_dataset_summary_stays(qtbot, fake_engine, tmp_path):
+    """The real engine checks the forms (devices faked): the model field gets the engine's line
+    about the file, and the dataset's summary does not vanish with it."""
+    from gui_app.identity import app_command
+    from gui_app.ui.config.config_panel import ConfigPanel
+
+    def engine(*args: str) -> list[str]:
+        return app_command(*args) if args[0] == "inspect" else fake_engine(*args)
+
+    panel = ConfigPanel(engine)
+    qtbot.addWidget(panel)
+    panel.set_config(first_launch_config())
+    model = tmp_path / "notmodel.keras"
+    model.write_text("these are my notes, not a model\n")
+    try:
+        with qtbot.waitSignal(panel.inspected, timeout=120_000):
+            panel.model.open_path(model)
+    finally:
+        panel.inspector.cancel()
+    line = f"{model} is not a Keras model file (a .keras file is a zip archive; this one is text)"
+    assert panel.model.status.text() == f"File: {line}"
+    # Was emptied along with the model's error.
+    assert panel.dataset.status.text() == "10 classes · input 8×8×1 · 1,438 train / 359 test examples"
+    assert panel.train_blocker() == f"The check of the dataset and model failed: File: {line}"
+    assert panel.model.parameters.text() == "—"

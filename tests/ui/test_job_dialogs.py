@@ -154,3 +154,42 @@ def test_a_new_tool_is_its_dialog_and_one_entry_in_the_list(qtbot, fake_engine, 
         dialog._run_button.click()
     assert dialog._status.text() == "Fake CPU"
     window.close()
+
+
+# An export that writes nothing and answers as `export --json` does, for the file it was asked for.
+ANSWERING_EXPORT = r"""
+import json, sys
+args = sys.argv[1:]
+output, fmt = args[args.index("--output") + 1], args[args.index("--format") + 1]
+print(json.dumps({"type": "export_result", "format": fmt, "path": output, "card_path": output + ".json",
+                  "size_bytes": 1234, "parity": None, "passed": True, "written": True, "seconds": 0.5}), flush=True)
+"""
+
+
+def test_the_export_dialog_s_result_goes_when_its_inputs_change(qtbot, tmp_path):
+    from gui_app.ui.dialogs.export import ExportDialog
+
+    run = tmp_path / "run"
+    (run / "model.keras").parent.mkdir()
+    (run / "model.keras").write_bytes(b"")
+    dialog = ExportDialog(run, "onnx", folder=tmp_path,
+                          engine_command=lambda *args: [sys.executable, "-c", ANSWERING_EXPORT, *args[1:]])
+    qtbot.addWidget(dialog)
+
+    def export() -> None:
+        with qtbot.waitSignal(dialog.succeeded, timeout=TIMEOUT_MS):
+            dialog.start()
+        assert dialog._report.isVisibleTo(dialog) and dialog._open_button.isEnabled()
+        assert dialog._status.text() == f"Saved {dialog.output_path().name}."
+
+    export()
+    assert "run.onnx" in dialog._report.text()
+    dialog._format.setCurrentIndex(dialog._format.findData("tflite-int8"))  # the ONNX result is not int8's
+    assert not dialog._report.isVisibleTo(dialog) and dialog._report.text() == ""
+    assert dialog._status.text() == "" and not dialog._open_button.isEnabled() and dialog._progress.value() == 0
+    export()
+    dialog._check.setValue(10)  # the check it ran with
+    assert not dialog._report.isVisibleTo(dialog) and dialog._status.text() == ""
+    export()
+    dialog._output.setText(str(tmp_path / "elsewhere.tflite"))  # the file it wrote
+    assert not dialog._report.isVisibleTo(dialog) and not dialog._open_button.isEnabled()

@@ -19,7 +19,8 @@ from gui_app.ui.dialogs.close_run import CANCEL, STOP
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window import main_window
 from gui_app.ui.window.main_window import MainWindow
-from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING
+from gui_app.ui.window.run_rows import NOTE
+from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING, TRY
 
 
 def test_shortcuts_and_first_state(window):
@@ -84,15 +85,27 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     assert listed_status(window.runs, run_dir) == "completed"
     assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
+    # What `train --detach` answers (the run directory) is no line of the run's log.
+    log = window.log_tab.view.toPlainText().splitlines()
+    assert not any(line.startswith("[engine stdout]") or line.strip() == run_dir for line in log), log
 
 
-def test_invalid_config_disables_train(window):
-    window.config_panel.training.learning_rate.setText("fast")
-    assert not window.actions.train.isEnabled() and not window.actions.save_config.isEnabled()
+def test_invalid_config_disables_train_and_its_tips_name_the_fields_in_red(window, tmp_path):
+    panel, train = window.config_panel, window.actions.train
+    panel.training.learning_rate.setText("fast")
+    assert not train.isEnabled() and not window.actions.save_config.isEnabled()
+    # Both tips (the status bar shows the status tip while the menu entry is hovered) say why, by name.
+    assert train.toolTip() == train.statusTip() == "Fix the fields marked in red first: Hyperparameters → Learning rate"
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
+    panel.dataset.path.setText(str(tmp_path / "missing.npz"))
+    assert train.toolTip() == ("Fix the fields marked in red first: Dataset → Path, "
+                               "Hyperparameters → Learning rate")
     window.run.train()  # the shortcut path too: nothing starts
     assert window.supervisor.state() == "idle"
-    window.config_panel.training.learning_rate.setText("0.001")
-    assert window.actions.train.isEnabled()
+    panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
+    panel.training.learning_rate.setText("0.001")
+    assert train.isEnabled()
+    assert train.toolTip() == train.statusTip() == "Start training with this configuration (Ctrl+R)"
 
 
 def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, window, tmp_path, fake_engine):
@@ -134,7 +147,7 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     window.run.failure_box.close()
     assert listed_status(window.runs, run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
-    assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(6) == message
+    assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(NOTE) == message
     assert window.actions.train.isEnabled()
     assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.view.toPlainText()
 
@@ -167,6 +180,41 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     assert len(window.training_tab.history.training.steps) == 20  # history plus the resumed steps, no duplicates
     assert window.evaluation_tab.heatmap.matrix.sum() == 50
     assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
+
+
+def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_engine, runs_dir, tmp_path):
+    other = write_run(runs_dir, "other", "completed", steps=12, accuracy=0.9)
+    fake_engine.configure("wait", steps=20)
+    sup, label = window.supervisor, window.state_label
+    with qtbot.waitSignal(sup.events, check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch),
+                          timeout=10_000):
+        window.actions.train.trigger()
+    with qtbot.waitSignal(sup.finished, timeout=10_000):
+        window.actions.stop.trigger()
+    wait_listed(qtbot, window.runs)
+    assert label.text().startswith("Run stopped at step ") and label.text().endswith(" of 20")
+    window.state.set_tab(TRAINING)  # looking at the same run: its line stays
+    assert label.text().startswith("Run stopped at step ")
+    window.runs.select(other)
+    window.runs.open_button.click()  # another run on screen: the line was not about it
+    assert window.shown.path == str(other) and label.text() == "Ready"
+
+    fake_engine.configure("normal", steps=10)
+    run_dir = train(qtbot, window)[1]
+    assert label.text() == "Run completed"
+    (Path(run_dir) / "model.keras").write_bytes(b"")  # the fake engine saves none; the dialog only opens
+    window.runs.select(run_dir)
+    window.runs.open_button.click()  # the same run, read again: its line stays
+    assert label.text() == "Run completed"
+    window.settings.last_export_dir = str(tmp_path)
+    window.actions.export["onnx"].trigger()  # the user turned to an export
+    assert window.models.export_dialog.isVisible() and label.text() == "Ready"
+    window.models.export_dialog.close()
+
+    train(qtbot, window)
+    assert label.text() == "Run completed"
+    window.state.set_tab(TRY)  # ... or to the Try tab
+    assert label.text() == "Ready"
 
 
 def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, monkeypatch):
@@ -208,30 +256,39 @@ def test_open_and_overlay_past_runs(qtbot, window, runs_dir):
     assert [Path(p).name for p in window.settings.recent_runs[:2]] == ["second", "first"]
 
 
-def test_export_menu_follows_the_run_on_screen(qtbot, window, runs_dir, tmp_path):
+def test_export_menu_follows_the_selected_run_or_the_run_on_screen_and_says_why_it_is_off(qtbot, window, runs_dir,
+                                                                                           tmp_path):
     stopped = write_run(runs_dir, "stopped", "stopped", steps=5)
     trained = write_run(runs_dir, "trained", "completed", steps=12, started=1.7e9 + 100, accuracy=0.9)
     (trained / "model.keras").write_bytes(b"")  # the dialog only opens; nothing is exported here
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
     export = window.actions.export
+
+    def off_because() -> str:
+        assert not any(action.isEnabled() for action in export.values())
+        assert export["onnx"].toolTip() == export["onnx"].statusTip()  # the status bar says it on hover too
+        return export["onnx"].toolTip()
+
+    assert off_because() == "Select a run with a trained model in the run list (or open one) first"
     window.runs.select(stopped)
-    window.runs.open_button.click()
-    assert window.shown.path == str(stopped) and not export["onnx"].isEnabled()  # no model, no checkpoint
+    assert off_because() == "stopped has no trained model or checkpoint to export"
     (stopped / "checkpoints" / "ckpt-5.index").write_bytes(b"")
     window.runs.open_button.click()
     assert export["onnx"].isEnabled()  # stopped early: its last checkpoint is exported
-    window.runs.select(trained)
-    window.runs.open_button.click()
-    assert all(action.isEnabled() for action in export.values())
+    window.runs.select(trained)  # selected, not opened: a completed run exports its model at once
+    assert window.shown.path == str(stopped) and all(action.isEnabled() for action in export.values())
+    assert export["onnx"].toolTip() == "Export trained as ONNX (.onnx)"
     window.settings.last_export_dir = str(tmp_path)
     export["tflite-int8"].trigger()
     dialog = window.models.export_dialog
-    assert dialog.isVisible() and dialog.format_name() == "tflite-int8"
+    assert dialog.isVisible() and dialog.format_name() == "tflite-int8" and "trained" in dialog.windowTitle()
     assert dialog.output_path() == tmp_path / "trained-int8.tflite"
     dialog.close()
     window.files.new_run()
-    assert not export["keras"].isEnabled()
+    assert export["keras"].isEnabled()  # the selection still names a run
+    window.runs.tree.clearSelection()
+    assert off_because().startswith("Select a run")
     window.runs.select(trained)
     window.runs.export_button.click()  # the run list exports the selected run, whatever is on screen
     dialog = window.models.export_dialog

@@ -4,13 +4,21 @@ as one line beside the list. With a real host: tests/ui/test_remote_window.py.""
 from __future__ import annotations
 
 import json
+import os
+import pwd
+
+from PySide6.QtWidgets import QLabel
 
 from run_dirs import listed_status, wait_listed, write_run
+from windows import shown_window
 
-from gui_app.core.hosts import Host, run_key, split_run_key
+from gui_app.core.hosts import Host, add_host, run_key, split_run_key
 from gui_app.core.live_runs import list_live_runs
-from gui_app.ui.window.remote_runs import _row
-from gui_app.ui.window.run_rows import HOST
+from gui_app.identity import app_command
+from gui_app.ui.settings import Settings
+from gui_app.ui.window import run_reader
+from gui_app.ui.window.remote_runs import _row, host_rows
+from gui_app.ui.window.run_rows import COLUMNS, HOST, NOTE
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.window_state import WindowState
 from gui_app.ui.workers.supervisor import RunSupervisor
@@ -35,23 +43,100 @@ def test_a_row_from_runs_json_there(runs_dir):
     write_run(runs_dir, "20261201-100000-digits", "stopped")  # with a checkpoint: resumable there, as read there
     stopped = next(run.to_json() for run in list_live_runs(runs_dir) if run.info.status == "stopped")
     assert stopped["resumable"] and _row("gpu1", stopped)[1] is True
+    assert (entry["owner"], entry["own"]) == (pwd.getpwuid(os.getuid()).pw_name, True)  # who started it there
 
 
-def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_stay(qtbot, runs_dir, tmp_path, monkeypatch):
+def test_the_runs_other_users_left_on_the_host_are_not_listed(runs_dir):
+    write_run(runs_dir, "20261201-090000-digits", "completed")
+    write_run(runs_dir, "20261201-100000-digits", "stopped")
+    mine, theirs = [run.to_json() for run in list_live_runs(runs_dir)]
+    printed = json.dumps([mine, {**theirs, "owner": "someone-else", "own": False}])
+    assert [str(info.path) for info, *_ in host_rows("gpu1", f"a login banner\n{printed}\n")] == [
+        f"gpu1:{mine['run_dir']}"]
+    del theirs["own"]  # an older app there does not say: its runs are listed
+    assert len(host_rows("gpu1", json.dumps([mine, theirs]))) == 2
+
+
+def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_come_back_with_this_computer(
+        qtbot, runs_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
     here = write_run(runs_dir, "20261201-090000-digits", "completed")
     supervisor = RunSupervisor()
     state = WindowState(supervisor, runs_dir)
     panel = RunsPanel(state, host=Host("rs-no-such-host.invalid"))
     qtbot.addWidget(panel)
+    told = []
+    panel.host_failed.connect(told.append)
     try:
         wait_listed(qtbot, panel)
-        assert listed_status(panel, here) == "completed"
-        assert panel.reading_label.text().startswith("rs-no-such-host.invalid: unknown host (ssh: Could not resolve")
+        assert listed_status(panel, here) is None  # Run on the host: its runs, not this computer's
+        # The host's own failure: the window's Devices section tells it whole; the list points there.
+        assert told and told[0].startswith("rs-no-such-host.invalid: unknown host (ssh: Could not resolve")
+        assert panel.reading_label.text() == "rs-no-such-host.invalid: its runs are not listed (see Devices)"
         assert panel.tree.isColumnHidden(HOST)  # no run of another machine listed
         panel.set_host(None)
         wait_listed(qtbot, panel)
-        assert panel.reading_label.text() == ""
+        assert panel.reading_label.text() == "" and listed_status(panel, here) == "completed"
     finally:
         panel.stop_reading()
         supervisor.close()
+
+
+def test_with_run_on_a_host_the_list_is_its_runs_with_the_host_column_in_view(qtbot, runs_dir, monkeypatch):
+    here = write_run(runs_dir, "20261201-090000-digits", "completed")
+    there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed",
+                      message="a long reason why the run failed, " * 6)
+    printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
+    monkeypatch.setattr(run_reader, "read_host_rows", lambda host: host_rows(host.name, printed))  # no ssh here
+    supervisor = RunSupervisor()
+    panel = RunsPanel(WindowState(supervisor, runs_dir), host=Host("gpu1"))
+    qtbot.addWidget(panel)
+    panel.resize(900, 300)
+    panel.show()
+    try:
+        wait_listed(qtbot, panel)
+        key = f"gpu1:{there}"
+        assert listed_status(panel, key) == "failed" and listed_status(panel, here) is None
+        tree = panel.tree
+        assert not tree.isColumnHidden(HOST) and tree.topLevelItem(0).text(HOST) == "gpu1"
+        # Left of the Note, whose long reason stretches last: in view, not pushed off the right edge.
+        header = tree.header()
+        assert header.visualIndex(HOST) < header.visualIndex(NOTE) == len(COLUMNS) - 1
+        assert header.sectionViewportPosition(HOST) + header.sectionSize(HOST) <= tree.viewport().width()
+        panel.set_host(None)
+        wait_listed(qtbot, panel)
+        assert listed_status(panel, here) == "completed" and listed_status(panel, key) is None
+        assert tree.isColumnHidden(HOST)
+    finally:
+        panel.stop_reading()
+        supervisor.close()
+
+
+def test_a_run_on_host_that_cannot_be_reached_is_told_once_on_the_devices_section(qtbot, fake_engine, tmp_path,
+                                                                                  monkeypatch):
+    """Detection, the dataset check and the run list all meet the host's failure: the whole line
+    once, on the Devices section; the Dataset section, the Dataset tab, Train's tooltip and the
+    run list's footer point there."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
+    name = "rs-no-such-host.invalid"
+    add_host(Host(name))
+
+    def engine(*args: str) -> list[str]:  # what runs there is the real --host (ssh fails at once, no TensorFlow)
+        return app_command(*args) if "--host" in args else fake_engine(*args)
+
+    with shown_window(qtbot, settings=Settings(run_on=name), engine_command=engine) as window:
+        panel = window.config_panel
+        with qtbot.waitSignals([panel.devices.detection_failed, panel.inspect_failed, window.runs.filled],
+                               timeout=60_000):
+            window.start()
+        qtbot.waitUntil(lambda: not window.runs.is_filling())
+        line = panel.devices.status.text().removeprefix("Device detection failed: ")
+        assert line.startswith(f"{name}: unknown host (ssh: Could not resolve hostname") and \
+            line.endswith("check the name, or add it to ~/.ssh/config")
+        pointer = f"{name} cannot run commands (see Devices)"
+        assert panel.dataset.status.text() == f"Not checked: {pointer}" and panel.dataset.check_again_link.isVisible()
+        assert window.dataset_tab.notes.text() == f"Not checked: {pointer}"
+        assert window.actions.train.toolTip() == f"Dataset and model not checked: {pointer}"
+        assert window.runs.reading_label.text() == f"{name}: its runs are not listed (see Devices)"
+        shown = [label.text() for label in window.findChildren(QLabel) if label.isVisible()]
+        assert sum("Could not resolve" in text for text in shown) == 1, shown

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 import pytest
-from ssh_host import ALIAS, ssh_clients
+from ssh_host import ALIAS, HOST_IP, ssh_clients
 
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
-from gui_app.core.hosts import split_run_key
+from gui_app.core.hosts import Host, add_host, split_run_key
 from gui_app.core.rundir import read_run
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.main_window import MainWindow
@@ -42,6 +45,33 @@ def test_hosts_dialog_tests_the_connection(qtbot, on_host):
     qtbot.waitUntil(lambda: not dialog.is_testing(), timeout=120_000)
     assert dialog.result.text().startswith("rs-no-such-alias.invalid: unknown host (ssh: Could not resolve"), \
         dialog.result.text()
+    dialog.reject()
+    window.close()
+
+
+def test_hosts_dialog_refuses_an_alias_whose_key_changed_after_one_of_the_same_address_connected(
+        qtbot, on_host, ssh_host, tmp_path):
+    """Test connection of the working alias, then of another alias of the same address whose
+    known_hosts holds another key: refused, though the first alias's connection is open; and
+    Reconnect of the working one connects anew."""
+    other = tmp_path / "other-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True, timeout=30)
+    known = tmp_path / "known_hosts"
+    known.write_text(f"{HOST_IP} {' '.join(other.with_suffix('.pub').read_text().split()[:2])}\n")
+    changed = ssh_host.alias("rs-window-changed-key", UserKnownHostsFile=str(known))
+    add_host(Host(changed, command=ssh_host.command))
+    window = MainWindow()
+    qtbot.addWidget(window)
+    dialog = window.open_hosts()
+    results = []
+    for name, button in ((ALIAS, dialog.test_button), (changed, dialog.test_button), (ALIAS, dialog.reconnect_button)):
+        dialog.list.setCurrentItem(dialog.list.findItems(name, Qt.MatchFlag.MatchExactly)[0])
+        button.click()
+        qtbot.waitUntil(lambda: not dialog.is_testing(), timeout=ENGINE_TIMEOUT_S * 1000)
+        results.append(dialog.result.text())
+    assert results[0].startswith("Connected: replica-studio "), results[0]
+    assert results[1].startswith(f"{changed}: the host key changed since it was recorded ({known}:1)"), results[1]
+    assert results[2].startswith("Connected: replica-studio "), results[2]
     dialog.reject()
     window.close()
 

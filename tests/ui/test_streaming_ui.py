@@ -102,6 +102,23 @@ def test_training_tab_says_when_the_run_is_input_bound(qtbot):
     assert charts.input_bound.isHidden()
 
 
+def test_training_tab_calls_a_wait_of_local_workers_on_in_memory_digits_cpu_contention(qtbot):
+    """Two workers on the bundled digits on two cores were told to cache the set and convert it
+    to TFRecord shards: the examples are in memory, the workers share the cores."""
+    charts = TrainingTab()
+    qtbot.addWidget(charts)
+    started = ev.RunStarted(
+        run_dir="/runs/r", config={"strategy": {"name": "multi_worker_mirrored", "workers": 2, "cluster": None}},
+        num_replicas=2, num_workers=2, cpu_cores=2, dataset={"name": "digits", "input_shape": [8, 8, 1]},
+        replicas=[ev.ReplicaInfo(replica=i, worker=i, device=f"/job:worker/replica:0/task:{i}/device:CPU:0")
+                  for i in range(2)])
+    charts.history.add([started, *(_step(i, 0.05) for i in range(1, 40))])
+    text = charts.input_bound.text()
+    assert not charts.input_bound.isHidden()
+    assert "the cores are shared (2 workers × 2 threads each on 2 cores), so this is CPU contention" in text
+    assert not text.startswith("input-bound") and "TFRecord" not in text and "Prepare dataset" not in text
+
+
 def test_prepare_dialog_runs_the_engine_and_offers_the_shards(qtbot, tmp_path):
     dialog = PrepareDialog(DatasetConfig(name="digits"), folder=tmp_path)
     qtbot.addWidget(dialog)

@@ -7,7 +7,7 @@ import json
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 import pytest
 from sweep_dirs import Trial, write_sweep
@@ -15,7 +15,7 @@ from sweep_dirs import Trial, write_sweep
 from gui_app.core.config import RunConfig
 from gui_app.core.sweep_config import SweepConfig
 from gui_app.ui.dialogs.compare import CompareDialog
-from gui_app.ui.sweep.new_sweep import NewSweepDialog
+from gui_app.ui.sweep.new_sweep import DEFAULT_EPOCHS, NewSweepDialog
 from gui_app.ui.sweep.parameter_table import CHOICES, HIGH, KEY, KIND, LOW
 from gui_app.ui.sweep.view import SweepView
 
@@ -83,6 +83,39 @@ def test_new_sweep_builds_the_sweep_file_from_the_fields(qtbot, dialog, sweep_lo
     assert sweep.base.dataset.name == "digits" and sweep.base.model.name == "mlp"
     [command] = _commands(sweep_log)
     assert command[0] == "sweep" and command[2:] == ["--detach", "--sweeps-dir", str(tmp_path / "sweeps")]
+
+
+def test_new_sweep_says_what_a_trial_trains_and_does_not_take_the_forms_300_epochs(qtbot, fake_engine, tmp_path):
+    """A form left at 300 epochs started 4 trials of 6,000 steps each; the dialog said only
+    "(digits, mnist_cnn)"."""
+    base = RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mnist_cnn"},
+                                "training": {"epochs": 300, "global_batch_size": 64}})
+    dialog = NewSweepDialog(base, tmp_path / "sweeps", fake_engine, train_examples=1294)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.epochs_box.value() == DEFAULT_EPOCHS == 10
+    _type(qtbot, dialog.trials_box.lineEdit(), "4")
+    assert dialog.cost.text() == ("20 steps per epoch (1,294 examples / 64) × 10 epochs (the forms say 300) = "
+                                  "200 steps per trial; 4 trials: 800 steps in all.")
+    _type(qtbot, dialog.epochs_box.lineEdit(), "3")  # the trial's epochs are the dialog's to set
+    assert dialog.cost.text().endswith("= 60 steps per trial; 4 trials: 240 steps in all.")
+    assert dialog.check().base.training.epochs == 3  # the sweep file's base trains 3 epochs
+    assert "global batch 64" in dialog.findChild(QLabel).text()
+    dialog.rows.add_row()
+    dialog.rows.widget(1, KEY).setCurrentIndex(dialog.rows.widget(1, KEY).findData("training.epochs"))
+    assert dialog.cost.text() == "The epochs vary from trial to trial (a row above)."
+    unknown = NewSweepDialog(base.replace(training={"epochs": 4}), tmp_path / "sweeps", fake_engine)
+    qtbot.addWidget(unknown)  # the dataset not checked yet: the epochs, and that the steps come later
+    assert unknown.epochs_box.value() == 4
+    assert unknown.cost.text() == "4 epochs per trial × 8 trials; the steps show once the dataset is checked."
+
+
+def test_the_windows_new_sweep_knows_the_training_set_from_the_forms_check(qtbot, window):
+    with qtbot.waitSignal(window.config_panel.inspected, timeout=10_000):
+        window.config_panel.inspector.retry()
+    dialog = window.sweeps.new_sweep()
+    assert "(1,000 examples / 64)" in dialog.cost.text()  # the fake engine's digits: 1,000 training examples
+    dialog.reject()
 
 
 @pytest.mark.parametrize(("column", "text", "error"), [

@@ -15,7 +15,8 @@ DIGITS = [str(i) for i in range(10)]
 
 def _ready(class_names, input_shape) -> dict:
     return {"type": "ready", "model": "/runs/a-run", "kind": "run", "class_names": class_names,
-            "input_shape": input_shape, "has_test_set": True, "warnings": []}
+            "input_shape": input_shape, "has_test_set": True, "warnings": [],
+            "dark_background": class_names == DIGITS}  # as the engine says of a digits run
 
 
 def _predictions(source: str, n: int) -> dict:

@@ -2,6 +2,7 @@
 stand-in for the supervisor, tests/ui/stub_run.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,31 @@ def test_a_run_stopped_before_its_end_exports_its_last_checkpoint(state, run, ru
     assert state.model_run() is None  # the Try tab needs the trained model
     run.start(stopped)  # resumed: its checkpoints are being written
     assert state.export_run() is None
+
+
+def test_export_takes_the_one_run_selected_else_the_run_on_screen_and_says_why_not(state, run, runs_dir):
+    shown, selected = write_run(runs_dir, "shown", "completed"), write_run(runs_dir, "picked", "completed")
+    (shown / "model.keras").write_bytes(b"")
+    state.set_shown_run(shown)
+    assert state.export_choice() == (str(shown), "")
+    state.set_selection([ListedRun(read_run(selected), resumable=False)])
+    assert state.export_choice() == (None, "picked has no trained model or checkpoint to export")
+    (selected / "model.keras").write_bytes(b"")  # its folder is looked at, not the list's older read
+    assert state.export_choice() == (str(selected), "")
+    two = [ListedRun(read_run(selected), resumable=False), ListedRun(read_run(shown), resumable=False)]
+    state.set_selection(two)
+    assert state.export_choice() == (str(shown), "")  # two selected: the run on screen
+    live = write_run(runs_dir, "live", None)
+    (live / "checkpoints" / "ckpt-1.index").write_bytes(b"")
+    run.start(live)
+    state.set_selection([ListedRun(read_run(live), resumable=True)])
+    assert state.export_choice() == (None, "live is training: its model can be exported once it has ended")
+    there = read_run(selected)
+    on_host = replace(there, path=Path(f"gpu1:{there.path}"), has_model=True)  # as `runs --json` there says
+    state.set_selection([ListedRun(on_host, resumable=False)])
+    assert state.export_choice() == (f"gpu1:{there.path}", "")
+    state.set_selection([ListedRun(replace(on_host, has_model=False), resumable=True)])
+    assert state.export_choice() == (None, "picked on gpu1 has no trained model or checkpoint to export")
+    state.set_selection([])
+    state.set_shown_run(None)
+    assert state.export_choice() == (None, "Select a run with a trained model in the run list (or open one) first")

@@ -3,7 +3,9 @@
 The card gives class names (in output order) and the preprocessing; without one we fall
 back to numbered classes and dividing by 255, and say so in :attr:`Predictor.warnings`.
 Image files are decoded, converted to the model's channels and resized exactly as the
-``image_folder`` dataset does it, so a picture is seen the way training images were.
+``image_folder`` dataset does it, so a picture is seen the way training images were. A model
+trained on light digits on a dark background (:data:`DARK_BACKGROUND_DATASETS`) gets a picture
+with a light background inverted first, unless asked otherwise (gui_app.core.predictions).
 """
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from gui_app.core.datasets.images import decode_image
 from gui_app.core.export.model_card import read_card
 from gui_app.core.export.runtimes import Runtime, detect_kind, import_tensorflow, open_runtime, scale_pixels
 from gui_app.core.formats import PIXEL_SCALE, UNVERIFIED_SAVEDMODEL_FLAG, ExportError
-from gui_app.core.predictions import Prediction
+from gui_app.core.predictions import Prediction, as_model_expects
+
+# Light subjects on a dark background: what a dark digit on white paper must be turned into.
+DARK_BACKGROUND_DATASETS = ("digits", "mnist", "fashion_mnist")
 
 
 @dataclass
@@ -31,6 +36,7 @@ class Predictor:
     scale: float = PIXEL_SCALE
     offset: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    dark_background: bool = False  # it learnt light subjects on a dark background
     _test_set: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -47,16 +53,21 @@ class Predictor:
             out = out / np.maximum(out.sum(axis=1, keepdims=True), 1e-12)
         return out.astype(np.float32)
 
-    def predict_images(self, images: np.ndarray, sources: Sequence[str],
-                       labels: Sequence[int] | None = None) -> list[Prediction]:
+    def predict_images(self, images: np.ndarray, sources: Sequence[str], labels: Sequence[int] | None = None,
+                       invert: str = "never") -> list[Prediction]:
+        """``invert`` (auto, always, never): whether the images are inverted first (auto: those
+        with a light background, for a model that learnt dark ones)."""
+        seen = [as_model_expects(image, invert, self.dark_background) for image in images]
+        if seen:
+            images = np.stack([image for image, _ in seen])
         probabilities = self.predict(images)
-        return [Prediction(src, img, p, self.class_names, None if labels is None else int(labels[i]))
-                for i, (src, img, p) in enumerate(zip(sources, images, probabilities))]
+        return [Prediction(src, img, p, self.class_names, None if labels is None else int(labels[i]), why)
+                for i, (src, img, p, (_, why)) in enumerate(zip(sources, images, probabilities, seen))]
 
-    def predict_files(self, paths: Sequence[str | Path]) -> list[Prediction]:
+    def predict_files(self, paths: Sequence[str | Path], invert: str = "auto") -> list[Prediction]:
         images = np.stack([read_image(p, self.input_shape) for p in paths]) if paths else \
             np.zeros((0, *self.input_shape), np.uint8)
-        return self.predict_images(images, [str(p) for p in paths])
+        return self.predict_images(images, [str(p) for p in paths], invert=invert)
 
     def test_samples(self, count: int, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``count`` random images and labels of the model's test set (loaded once)."""
@@ -132,9 +143,13 @@ def load_predictor(source: str | Path, allow_unverified_savedmodel: bool = False
     if len(names) != classes:
         raise ExportError(f"{source}: the model has {classes} outputs but its card names {len(names)} classes")
     pre = (card or {}).get("preprocessing") or {}
-    return Predictor(source, kind, runtime, [str(n) for n in names], card,
-                     config.dataset if config is not None else None,
-                     float(pre.get("scale", PIXEL_SCALE)), float(pre.get("offset", 0.0)), warnings)
+    names = [str(n) for n in names]
+    if config is not None:
+        dark = config.dataset.name in DARK_BACKGROUND_DATASETS
+    else:  # a file of unknown origin: a grey classifier of the ten digits is taken for an MNIST one
+        dark = runtime.input_shape[2] == 1 and names == [str(i) for i in range(10)]
+    return Predictor(source, kind, runtime, names, card, config.dataset if config is not None else None,
+                     float(pre.get("scale", PIXEL_SCALE)), float(pre.get("offset", 0.0)), warnings, dark)
 
 
 def _run_class_names(run_dir: Path) -> list[str] | None:

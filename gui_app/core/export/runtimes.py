@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gui_app.core import rundir
-from gui_app.core.file_kinds import SAVED_MODEL_FILE, model_kind
+from gui_app.core.file_kinds import SAVED_MODEL_FILE, keras_file_problem, model_kind
 from gui_app.core.formats import OUTPUT_NAME, PIXEL_SCALE, SIGNATURE, ExportError
 from gui_app.core.messages import first_line
 
@@ -108,6 +108,9 @@ def image_shape(shape: Any, where: str) -> tuple[int, int, int]:
 def load_keras_model(path: Path):
     import keras
 
+    problem = keras_file_problem(path)
+    if problem:
+        raise ExportError(problem)
     import_tensorflow()
     try:
         # safe_mode=True (the default, stated for the reader): never run a file's lambdas.

@@ -11,7 +11,7 @@ from collections import deque
 
 import numpy as np
 
-from gui_app.core.bottleneck import bottleneck
+from gui_app.core.bottleneck import CpuShare, bottleneck
 from gui_app.core.events import RunStarted, Step
 from gui_app.core.history.buffers import GrowableArray
 
@@ -28,6 +28,7 @@ class StepSplit:
         self.replicas = 1  # of the run, for the bottleneck advice
         self.strategy: str | None = None
         self.input_shape: list | None = None
+        self.cpu: CpuShare | None = None  # whether a wait for input is CPU contention
 
     def clear(self) -> None:
         self._recent.clear()
@@ -39,6 +40,7 @@ class StepSplit:
         self.replicas = run.num_replicas or 1
         self.strategy = (run.strategy or {}).get("name")
         self.input_shape = (run.dataset or {}).get("input_shape")
+        self.cpu = CpuShare.of_run(run)
         if run.resumed or not self.steps():
             return False
         self.clear()
@@ -67,7 +69,7 @@ class StepSplit:
         """What to try when one part dominates the recent steps (core/bottleneck.py), for this
         run's strategy and images."""
         shares = self.shares()
-        return bottleneck(*shares, self.replicas, self.strategy, self.input_shape) if shares else None
+        return bottleneck(*shares, self.replicas, self.strategy, self.input_shape, self.cpu) if shares else None
 
     def per_replica(self) -> np.ndarray:
         """``[replicas, 3]`` mean seconds per step: own compute, input wait, the rest of the step."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.config import ModelConfig
+from gui_app.core.file_kinds import keras_file_problem
 from gui_app.core.messages import first_line
 
 
@@ -140,6 +141,9 @@ def channel_stats(images, rows=None) -> tuple:
 def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes: int):
     if not Path(path).is_file():
         raise ModelError(f"model.path: {path} does not exist")
+    problem = keras_file_problem(path)
+    if problem:
+        raise ModelError(f"model.path: {problem}")
     try:
         # safe_mode=True (the default, stated for the reader): never run a file's lambdas.
         model = keras.saving.load_model(path, compile=False, safe_mode=True)

@@ -33,12 +33,11 @@ from gui_app.core.ssh import (
     StdinFile,
     check_app,
     config_line,
-    remote_folders,
-    send,
     shell_command,
     ssh_argv,
     ssh_options,
 )
+from gui_app.core.ssh_files import remote_folders, send
 from gui_app.engine.cluster.processes import WorkerProcess, start_process
 from gui_app.engine.errors import InputError
 

@@ -27,11 +27,11 @@ from gui_app.core.events import decode_line
 from gui_app.core.run_lock import RunInUse, RunLock, holder
 from gui_app.core.rundir import new_folder
 from gui_app.core.sweep_config import SWEEP_FILE, SweepConfig
+from gui_app.core.sweep_runs import SWEEP_RUNS_DIR, TRIALS_FILE
 
 STUDY_FILE = "study.json"
-TRIALS_FILE = "trials.json"
 TRIALS_DIR = "trials"
-RUNS_DIR = "runs"
+RUNS_DIR = SWEEP_RUNS_DIR  # the run list finds the trials there too (gui_app/core/sweep_runs.py)
 STOP_FILE = "stop"
 
 @dataclass

@@ -75,6 +75,24 @@ class ModelState:
     def steps_done(self) -> int:
         return int(self.step.numpy())
 
+    def weights_finite(self) -> bool:
+        """Whether every weight of the model is finite. A step whose loss was still finite can
+        leave NaN or infinite weights (its update overflowed): such a state is never saved as a
+        checkpoint, or it would rotate the last finite one out and a resume would restore it.
+        Reads every variable once, as the checkpoint's save does."""
+        import numpy as np
+
+        return all(bool(np.isfinite(w.numpy()).all()) for w in self.model.weights)
+
+    def kept_checkpoint(self) -> str:
+        """Which checkpoint a failed run keeps, in words for its error line."""
+        latest = self.manager.latest_checkpoint
+        if not latest:
+            return ("no checkpoint was written before it, so there is nothing to resume: train again with a lower "
+                    "training.learning_rate")
+        step = latest.rsplit("-", 1)[-1]
+        return f"the last good checkpoint, of step {step} ({latest}), is kept: resume continues from it"
+
 
 def single_process(config: RunConfig) -> RunConfig:
     """The config as one process runs it: a cluster's trained model needs no cluster to be

@@ -48,6 +48,7 @@ MAX_REMEMBERED_CHECKS = 64
 NOT_VALID = "Fix the fields marked in red first"
 TYPING = "Finish the field you are typing in"
 CHECKING = "Checking the dataset and model first…"
+CANNOT_RUN = "cannot run commands (see Devices)"  # the host's own failure, told whole on the Devices section
 
 
 def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
@@ -84,9 +85,12 @@ class ConfigPanel(QScrollArea):
     inspect_failed = Signal(str)
     inspect_started = Signal()
     inspect_cleared = Signal()  # the forms' dataset or model changed: earlier answers no longer apply
+    host_failed = Signal(str)  # the check's failure is the Run on host's own: its line, for the Devices section
 
-    def __init__(self, engine_command: Callable[..., list[str]], parent: QWidget | None = None) -> None:
+    def __init__(self, engine_command: Callable[..., list[str]], parent: QWidget | None = None,
+                 failed_host: Callable[[str], str | None] = lambda _line: None) -> None:
         super().__init__(parent)
+        self._failed_host = failed_host  # the Run on host, when a line is its own failure (RunPlace.failed_host)
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QWidget()
@@ -140,7 +144,7 @@ class ConfigPanel(QScrollArea):
         self.devices.detected.connect(self._on_devices_detected)
         self.dataset.open_failed.connect(lambda message: self.dataset.set_status(message, error=True))
         for form in (self.dataset, self.model):
-            form.check_again.connect(self.inspector.retry)
+            form.check_again.connect(lambda: self.inspector.retry(reconnect=True))
         for form in self.forms:
             form.changed.connect(self._on_changed)
         self._on_devices_changed()
@@ -168,10 +172,16 @@ class ConfigPanel(QScrollArea):
         """Why Train cannot start with what is on the forms ("" when it can): a field is not
         valid, or the dataset and model have not passed their check (yet)."""
         if self._config is None:
-            return TYPING if self._typing else NOT_VALID
+            if self._typing:
+                return TYPING
+            red = [name for form in self.forms for name in form.fields_in_red()]
+            return f"{NOT_VALID}: {', '.join(red)}" if red else NOT_VALID
         outcome = self._checks.get(self._pair)
         if outcome is None:
             return CHECKING
+        host = self._failed_host(outcome)
+        if host is not None:
+            return f"Dataset and model not checked: {host} {CANNOT_RUN}"
         return f"The check of the dataset and model failed: {for_people(outcome)}" if outcome else ""
 
     def checked_config(self) -> RunConfig | None:
@@ -359,13 +369,17 @@ class ConfigPanel(QScrollArea):
         self.inspect_started.emit()
 
     def _on_inspected(self, pair: Pair, result: dict, samples: str) -> None:
-        self._remember_check(pair, "")
+        model_error = str(result.get("model_error") or "")  # the dataset is fine, the model is not
+        self._remember_check(pair, model_error)
         if pair == self._pair:
             dataset, model = result.get("dataset") or {}, result.get("model") or {}
             warnings = [str(w) for w in dataset.get("warnings") or []]
             self.dataset.set_status("\n".join([describe_dataset(dataset), *warnings]))
             self.dataset.show_source_images(dataset.get("source_images"))
-            self.model.set_status("")
+            if model_error:
+                self.model.set_status(for_people(model_error), error=True, retry=True)
+            else:
+                self.model.set_status("")
             self.model.show_summary(model)
             self.inspected.emit(result, samples)
         self._update_blocker()
@@ -373,6 +387,10 @@ class ConfigPanel(QScrollArea):
 
     def _on_inspect_failed(self, pair: Pair, message: str) -> None:
         self._remember_check(pair, message)
+        host = self._failed_host(message)
+        if pair == self._pair and host is not None:  # told whole once, on the Devices section
+            self.host_failed.emit(message)
+            message = f"Not checked: {host} {CANNOT_RUN}"
         if pair == self._pair:
             if message.startswith("model"):
                 self.model.set_status(for_people(message), error=True, retry=True)

@@ -114,9 +114,15 @@ class DevicePanel(QWidget):
         self.changed.emit()
 
     def _on_failed(self, message: str) -> None:
-        self.status.setText(f"Device detection failed: {message}")
-        self.status.setStyleSheet(ERROR_STYLE)
+        self.show_problem(f"Device detection failed: {message}")
         self.detection_failed.emit(message)
+
+    def show_problem(self, text: str) -> None:
+        """A line about where the devices are (the Run on host cannot run commands), whole: the
+        other places that meet the same failure point here (gui_app/ui/window/main_window.py)."""
+        if text not in self.status.text():
+            self.status.setText(text)
+            self.status.setStyleSheet(ERROR_STYLE)
 
     # ---- state -----------------------------------------------------------------------
     def gpu_names(self) -> list[str]:

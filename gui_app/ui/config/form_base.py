@@ -180,6 +180,15 @@ class FormSection(QWidget):
             widget.setProperty(INVALID_PROPERTY, True)
             widget.setStyleSheet(f"border: 1px solid {ERROR_COLOR};")
 
+    def fields_in_red(self) -> list[str]:
+        """Where this form shows an error now, as the forms name it ("Hyperparameters → Learning
+        rate"; the section's own name for an error that belongs to no field on show): what Train's
+        tooltip lists, so a field marked far down the scrolled forms is found without a search."""
+        names = [wording.field(key) for key, widget in self._fields.items() if widget.property(INVALID_PROPERTY)]
+        if not self.section_error.isHidden():
+            names.append(wording.SECTIONS.get(self.section, self.section))
+        return names
+
     def clear_errors(self) -> None:
         for key in self._fields:
             self.clear_error(key)

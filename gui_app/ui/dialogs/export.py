@@ -99,6 +99,9 @@ class ExportDialog(JobDialog):
         self._open_button.clicked.connect(self._on_open_folder)
         self._buttons.addButton(self._open_button, QDialogButtonBox.ButtonRole.ActionRole)
         self._format.currentIndexChanged.connect(self._on_format_changed)
+        # A result speaks of the format, file and check it was made with: it goes when one changes.
+        self._output.textChanged.connect(self._on_inputs_changed)
+        self._check.valueChanged.connect(self._on_inputs_changed)
 
     # ---- public ---------------------------------------------------------------------------
     def format_name(self) -> str:
@@ -153,6 +156,19 @@ class ExportDialog(JobDialog):
         current = self.output_path()
         folder = current.parent if self._output.text().strip() else Path.home()
         self._output.setText(str(folder / default_file_name(spec, self._run_dir.name)))
+        self._on_inputs_changed()  # the same file name (a folder typed by hand) changes no text
+
+    def _on_inputs_changed(self) -> None:
+        """What was shown of the last export (its report, its error line, Open folder) is about
+        other inputs now: the ONNX report must not stay under "int8" as if it were its result."""
+        if self.is_running():
+            return
+        self._result = None
+        self._report.clear()
+        self._report.setVisible(False)
+        self._open_button.setEnabled(False)
+        self._progress.setValue(0)
+        self._show_status("")
 
     def _on_browse(self) -> None:
         spec = get_format(self.format_name())

@@ -7,7 +7,9 @@ command that starts the app there and the runs folder there, checked as the file
 changes the one of that name, Remove forgets it. Test connection runs ``hosts test HOST --json``
 as an engine process (off the GUI thread: connecting can take seconds): the app's version there
 and the devices it sees, or ssh's failure told in one line (gui_app.core.ssh.explain_failure:
-what to do, e.g. ``ssh-copy-id``).
+what to do, e.g. ``ssh-copy-id``). Reconnect runs ``hosts reconnect HOST --json``: the host's
+shared connections are ended first (a server whose configuration changed is seen anew; its host
+key is checked again), then the same test.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, 
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
-TEST_PREFIX = "replica-studio hosts test: "  # the command names itself; the dialog says what it ran
+TEST_PREFIXES = ("replica-studio hosts test: ", "replica-studio hosts reconnect: ")  # the command names itself
 
 
 def describe_test(answer: dict) -> str:
@@ -72,12 +74,16 @@ class HostsDialog(QDialog):
         self.result = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
         self.new_button, self.save_button = QPushButton("New"), QPushButton("Save")
         self.remove_button, self.test_button = QPushButton("Remove"), QPushButton("Test connection")
+        self.reconnect_button = QPushButton("Reconnect")
+        self.reconnect_button.setToolTip("End the shared connection to this host and connect anew (after the "
+                                         "server's configuration or its host key changed)")
         self.new_button.clicked.connect(lambda: self.list.setCurrentRow(-1) or self._show(""))
         self.save_button.clicked.connect(self.save)
         self.remove_button.clicked.connect(self.remove)
         self.test_button.clicked.connect(self.test)
+        self.reconnect_button.clicked.connect(lambda: self.test(reconnect=True))
         row = QHBoxLayout()
-        for button in (self.new_button, self.save_button, self.remove_button, self.test_button):
+        for button in (self.new_button, self.save_button, self.remove_button, self.test_button, self.reconnect_button):
             row.addWidget(button)
         entry = QVBoxLayout()
         entry.addLayout(form)
@@ -133,6 +139,7 @@ class HostsDialog(QDialog):
         self.result.setText("")
         self.remove_button.setEnabled(host is not None)
         self.test_button.setEnabled(host is not None)
+        self.reconnect_button.setEnabled(host is not None)
 
     def entry(self) -> Host:
         """The host the fields describe; ValueError (the file's own message) when they cannot be one."""
@@ -163,20 +170,25 @@ class HostsDialog(QDialog):
         self.fill()
         self.changed.emit()
 
-    def test(self) -> None:
-        """Test the selected host as stored (the fields are saved first when they changed)."""
+    def test(self, reconnect: bool = False) -> None:
+        """Test the selected host as stored (the fields are saved first when they changed);
+        ``reconnect``: on a new connection."""
         item = self.list.currentItem()
         if item is None or (not self._saved() and not self.save()):
             return
         name = self.list.currentItem().text()
         self.result.setStyleSheet("")
-        self.result.setText(f"Connecting to {name}…")
-        self.test_button.setEnabled(False)
-        self._job = (EngineJob(self._engine_command("hosts", "test", name, "--json"), name="the connection test",
-                               timeout_s=QUERY_TIMEOUT_S, parent=self)
+        self.result.setText(f"{'Reconnecting' if reconnect else 'Connecting'} to {name}…")
+        self._set_testing(True)
+        self._job = (EngineJob(self._engine_command("hosts", "reconnect" if reconnect else "test", name, "--json"),
+                               name="the connection test", timeout_s=QUERY_TIMEOUT_S, parent=self)
                      .on_result(self._on_tested).on_failure(self._on_test_failed)
-                     .on_finished(lambda: self.test_button.setEnabled(self.list.currentItem() is not None))
+                     .on_finished(lambda: self._set_testing(False))
                      .start(replacing=self._job))
+
+    def _set_testing(self, testing: bool) -> None:
+        for button in (self.test_button, self.reconnect_button):
+            button.setEnabled(not testing and self.list.currentItem() is not None)
 
     def is_testing(self) -> bool:
         return self._job is not None and self._job.is_running()
@@ -193,7 +205,9 @@ class HostsDialog(QDialog):
 
     def _on_test_failed(self, message: str) -> None:
         self.result.setStyleSheet(ERROR_STYLE)
-        self.result.setText(message.removeprefix(TEST_PREFIX))
+        for prefix in TEST_PREFIXES:
+            message = message.removeprefix(prefix)
+        self.result.setText(message)
 
     def _say(self, message: str) -> None:
         self.error.setText(message)

@@ -7,6 +7,11 @@ until it passes. Start writes the sweep file and runs ``sweep SWEEP.json --detac
 a process of its own session, which closing the window leaves running; ``started(sweep_dir)``
 then says where its folder is. "Run trials on" lists this computer and the SSH hosts of Tools ->
 Hosts (core/hosts.py): the sweep spreads its trials over the ones ticked.
+
+A sweep trains many runs, so what one trial costs is said before Start: its epochs (editable
+here; at most :data:`DEFAULT_EPOCHS` unless asked, whatever the forms were left at), its steps
+and the steps of the whole sweep. A form left at 300 epochs started 4 trials of 6,000 steps each
+without a word.
 """
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ from gui_app.ui.sweep.parameter_table import ParameterTable
 from gui_app.ui.workers.attachment import DetachedStart
 
 METHODS = {"tpe": "TPE (Optuna's default)", "random": "Random", "grid": "Grid"}
+DEFAULT_EPOCHS = 10  # a trial's epochs when the forms say more: a sweep trains trials x this
+EPOCHS_KEY = "training.epochs"
 PRUNERS = {"none": "None", "median": "Median", "hyperband": "Hyperband"}
 
 
@@ -54,20 +61,27 @@ class NewSweepDialog(QDialog):
     log_line = Signal(str)
 
     def __init__(self, base: RunConfig, sweeps_dir: Path, engine_command: Callable[..., list[str]],
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, train_examples: int | None = None) -> None:
+        """``train_examples``: the training set's size from the forms' dataset check (None while
+        it is not known): what makes an epoch a number of steps."""
         super().__init__(parent)
         self.setWindowTitle("New sweep")
         self.base, self.sweeps_dir, self._engine_command = base, Path(sweeps_dir), engine_command
+        self._train_examples = train_examples
         self.sweep: SweepConfig | None = None  # what the fields say, when it passes
         self._job: DetachedStart | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 
         intro = QLabel(f"Each trial is a run of the configuration on the forms ({base.dataset.name}, "
-                       f"{base.model.name}) with the settings below varied.", wordWrap=True)
+                       f"{base.model.name}, global batch {base.training.global_batch_size}) with the settings "
+                       f"below varied.", wordWrap=True)
         self.rows = ParameterTable()
         self.method_box, self.metric_box, self.pruner_box = _combo(METHODS), _combo(METRICS), _combo(PRUNERS)
         self.direction_box = _combo({"maximize": "higher is better", "minimize": "lower is better"})
         self.trials_box = QSpinBox(minimum=1, maximum=MAX_TRIALS, value=8)
+        self.epochs_box = QSpinBox(minimum=1, maximum=100_000, value=min(base.training.epochs, DEFAULT_EPOCHS))
+        self.epochs_box.setToolTip(f"The forms say {base.training.epochs}; every trial trains this many")
+        self.cost = QLabel(wordWrap=True)  # what a trial and the sweep train, in steps
         self.time_limit_box = QSpinBox(minimum=0, maximum=100_000, value=0, suffix=" min", specialValueText="none")
         self.parallel_box = QSpinBox(minimum=1, maximum=MAX_PARALLEL, value=1)
         self.parallel_box.setToolTip("Trials that train at once; with NVIDIA GPUs each trial gets one")
@@ -77,6 +91,8 @@ class NewSweepDialog(QDialog):
         form.addRow("", self.direction_box)
         form.addRow("Stop poor trials early", self.pruner_box)
         form.addRow("Trials", self.trials_box)
+        form.addRow("Epochs per trial", self.epochs_box)
+        form.addRow("", self.cost)
         form.addRow("Time budget", self.time_limit_box)
         form.addRow("Trials at once", self.parallel_box)
         form.addRow("Run trials on", self._places_row())
@@ -99,7 +115,7 @@ class NewSweepDialog(QDialog):
         self.metric_box.currentIndexChanged.connect(self._metric_changed)
         for box in (self.method_box, self.pruner_box, self.direction_box):
             box.currentIndexChanged.connect(self.check)
-        for spin in (self.trials_box, self.time_limit_box, self.parallel_box):
+        for spin in (self.trials_box, self.epochs_box, self.time_limit_box, self.parallel_box):
             spin.valueChanged.connect(self.check)
         for box in self.places.values():
             box.toggled.connect(self.check)
@@ -129,7 +145,8 @@ class NewSweepDialog(QDialog):
 
     def sweep_dict(self) -> dict[str, Any]:
         """The sweep file the fields describe."""
-        return {"base": self.base.to_dict(), "parameters": self.rows.parameters(),
+        base = self.base.replace(training={"epochs": self.epochs_box.value()})
+        return {"base": base.to_dict(), "parameters": self.rows.parameters(),
                 "metric": self.metric_box.currentData(), "direction": self.direction_box.currentData(),
                 "method": self.method_box.currentData(), "pruner": self.pruner_box.currentData(),
                 "trials": self.trials_box.value(), "parallel": self.parallel_box.value(),
@@ -145,8 +162,25 @@ class NewSweepDialog(QDialog):
             self.error.setText(str(exc))
         else:
             self.error.setText("")
+        self.cost.setText(self._cost_text())
         self.start_button.setEnabled(self.sweep is not None and self._job is None)
         return self.sweep
+
+    def _cost_text(self) -> str:
+        """``22 steps per epoch (1,438 examples / 64) × 10 epochs (the forms say 300) = 220 steps per
+        trial; 8 trials: 1,760 steps in all.``: what Start sets off, before it is pressed."""
+        epochs, base_epochs = self.epochs_box.value(), self.base.training.epochs
+        trials = self.sweep.trial_budget if self.sweep is not None else self.trials_box.value()
+        if EPOCHS_KEY in self.rows.parameters():
+            return "The epochs vary from trial to trial (a row above)."
+        forms = f" (the forms say {base_epochs})" if epochs != base_epochs else ""
+        batch = self.base.training.global_batch_size
+        if not self._train_examples:
+            return f"{epochs} epochs per trial{forms} × {trials} trials; the steps show once the dataset is checked."
+        per_epoch = max(self._train_examples // batch, 1)
+        per_trial = per_epoch * epochs
+        return (f"{per_epoch:,} steps per epoch ({self._train_examples:,} examples / {batch}) × {epochs} epochs"
+                f"{forms} = {per_trial:,} steps per trial; {trials} trials: {per_trial * trials:,} steps in all.")
 
     def _metric_changed(self) -> None:
         self.direction_box.setCurrentIndex(self.direction_box.findData(

@@ -1,6 +1,7 @@
 """The Try tab's rows: an image as the model sees it beside its top-5 classes, or why an image
 could not be read. Drawn from :class:`~gui_app.core.predictions.Prediction` records (NumPy
-only); the predicting happens in the engine's ``predict --serve`` process.
+only); the predicting happens in the engine's ``predict --serve`` process. Above them,
+:class:`InvertChoice`: whether the engine inverts the images first.
 """
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from typing import Callable, Sequence
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 import numpy as np
 
 from gui_app.core.image_files import read_header
-from gui_app.core.predictions import Prediction
+from gui_app.core.predictions import INVERTED, Prediction
 from gui_app.ui.colors import ERROR_COLOR
 
 TOP_K = 5
@@ -77,7 +78,8 @@ class TopKBars(QWidget):
 def caption(prediction: Prediction, elide: Callable[[str, Qt.TextElideMode, int], str]) -> str:
     """The file's name (elided in the middle, so its end shows: the whole path is the tooltip),
     the file's own size and colour beside what the model sees (a 64 px RGB file was labelled
-    "8x8 grey": that is the model's input), and the true class of a test image."""
+    "8x8 grey": that is the model's input), the true class of a test image, and whether the image
+    was inverted first (and why)."""
     name = Path(prediction.source).name or prediction.source
     h, w, c = prediction.image.shape
     seen = f"{w}×{h} {'grey' if c == 1 else 'colour'}"
@@ -92,6 +94,8 @@ def caption(prediction: Prediction, elide: Callable[[str, Qt.TextElideMode, int]
         lines.append(f"as the model sees it: {seen}")
     if prediction.label is not None:
         lines.append(f"true class: {html.escape(prediction.class_names[prediction.label])}")
+    if prediction.inverted:  # the thumbnail is the inverted image: say why it is not the file's
+        lines.append(f"<i>{html.escape(INVERTED[prediction.inverted])}</i>")
     return "<br>".join(lines)
 
 
@@ -134,3 +138,30 @@ class ErrorRow(QFrame):
                        textFormat=Qt.TextFormat.RichText, wordWrap=True)
         label.setToolTip(source)
         QHBoxLayout(self).addWidget(label)
+
+
+class InvertChoice(QWidget):
+    """Invert (always), and for a model that learnt light subjects on a dark background, Invert
+    light backgrounds (on unless unticked): a dark "3" on white paper was called "4". What they
+    say is a request's ``invert`` (gui_app.core.predictions.INVERT_MODES); test samples are
+    never inverted."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.always = QCheckBox("Invert", toolTip="Invert your images first: dark on light becomes light on dark")
+        self.auto = QCheckBox("Invert light backgrounds", checked=True, visible=False,
+                              toolTip="The model learnt a dark background: invert an image whose border is light")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.always)
+        layout.addWidget(self.auto)
+
+    def follow_model(self, dark_background: bool) -> None:
+        self.auto.setVisible(dark_background)
+
+    def mode(self) -> str:
+        if self.always.isChecked():
+            return "always"
+        # Hidden (no model yet, or one of light backgrounds) it still says auto: the engine
+        # knows what the model learnt, and images added while it loads wait with this request.
+        return "auto" if self.auto.isChecked() else "never"

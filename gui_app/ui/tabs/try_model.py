@@ -15,7 +15,9 @@ model and predicting happen in a long-lived engine process, ``replica-studio pre
 ONNX Runtime never enter the window's process): it is started when a model is set, replaced
 when the model changes (the older one's late answers reach nobody) and ended with the panel
 (:meth:`TryTab.shutdown`). An image the model cannot read is shown inline, in red, and the
-others are still classified.
+others are still classified. Invert (:class:`~gui_app.ui.tabs.prediction_rows.InvertChoice`)
+turns dark-on-light images over before the model sees them; for a model that learnt a dark
+background the engine does it by itself to an image whose border is light, and the row says so.
 
 The model of a run on an SSH host (``HOST:RUN_DIR``) stays there: ``predict --serve --host HOST``
 loads it there, and the images dropped here go over the connection in the requests themselves
@@ -54,12 +56,12 @@ from gui_app.core.hosts import split_run_key
 from gui_app.core.predictions import Prediction, sent_file
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_STYLE
-from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, PredictionRow
+from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, InvertChoice, PredictionRow
 from gui_app.ui.workers.engine_job import ServingJob
 
 TEST_SAMPLES = 8
-DIGITS_HINT = ("This model learnt digits drawn light on a dark background (as MNIST and the bundled digits are): "
-               "a dark digit on white paper should be inverted first.")
+DIGITS_HINT = ("This model learnt light strokes on a dark background (as MNIST and the bundled digits are): "
+               "an image with a light background, a dark digit on white paper, is inverted first.")
 _KIND_NAMES = {"run": "run", "keras": "Keras", "savedmodel": "SavedModel", "tflite": "TensorFlow Lite",
                "onnx": "ONNX"}
 
@@ -102,9 +104,10 @@ class TryTab(QWidget):
         clear_button.clicked.connect(self.clear)
         for button in (self._add_button, self._samples_button):
             button.setEnabled(False)
+        self.invert = InvertChoice()  # what the engine does to your images first
         header = QHBoxLayout()
         header.addWidget(self._model_label, 1)
-        for widget in (open_button, self._add_button, self._samples_button, clear_button):
+        for widget in (self.invert, open_button, self._add_button, self._samples_button, clear_button):
             header.addWidget(widget)
 
         self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
@@ -182,9 +185,11 @@ class TryTab(QWidget):
                 except OSError as exc:
                     self._add_error_row(path, f"cannot read ({exc.strerror or exc})")
             if files:
-                self._request({"files": files}, f"Classifying {wording.count(len(files), 'image')}…")
+                self._request({"files": files, "invert": self.invert.mode()},
+                              f"Classifying {wording.count(len(files), 'image')}…")
         elif paths:
-            self._request({"images": paths}, f"Classifying {wording.count(len(paths), 'image')}…")
+            self._request({"images": paths, "invert": self.invert.mode()},
+                          f"Classifying {wording.count(len(paths), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
         if self._info is not None and not self._info.get("has_test_set"):
@@ -313,7 +318,8 @@ class TryTab(QWidget):
         self._model_label.setText(f"<b>{html.escape(description)}</b>")
         self._add_button.setEnabled(True)
         self._samples_button.setEnabled(bool(info.get("has_test_set")))
-        hint = DIGITS_HINT if _reads_digits(info) else ""
+        self.invert.follow_model(bool(info.get("dark_background")))  # light digits on dark: inverts light images
+        hint = DIGITS_HINT if info.get("dark_background") else ""
         self._say(" ".join([*(info.get("warnings") or []), hint]).strip() or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
         waiting, self._waiting = self._waiting, []
@@ -390,9 +396,3 @@ class TryTab(QWidget):
 def _local_paths(mime) -> list[Path]:
     return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
 
-
-def _reads_digits(info: dict) -> bool:
-    """A grey model whose classes are the ten digits: trained on digits or MNIST, whose strokes
-    are light on a dark background."""
-    shape = info.get("input_shape") or ()
-    return len(shape) == 3 and shape[2] == 1 and list(info.get("class_names") or ()) == [str(i) for i in range(10)]

@@ -15,10 +15,13 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
+from gui_app.core.hosts import split_run_key
 from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, WindowState
 
 if TYPE_CHECKING:
     from gui_app.ui.window.tool_actions import Tool
+
+TRAIN_TIP = "Start training with this configuration (Ctrl+R)"
 
 
 class WindowActions:
@@ -47,7 +50,7 @@ class WindowActions:
         self.save_config = act("&Save configuration…", QKeySequence.StandardKey.Save,
                                "Write the current run configuration to a JSON file", pixmap.SP_DialogSaveButton)
         self.quit = act("&Quit", QKeySequence.StandardKey.Quit)
-        self.train = act("&Train", "Ctrl+R", "Start training with this configuration (Ctrl+R)", pixmap.SP_MediaPlay)
+        self.train = act("&Train", "Ctrl+R", TRAIN_TIP, pixmap.SP_MediaPlay)
         self.pause = act("&Pause", "Ctrl+P", "Pause the run after the current step group (Ctrl+P)",
                          pixmap.SP_MediaPause)
         self.stop = act("&Stop", "Ctrl+.", "Stop the run: checkpoint, no evaluation (Ctrl+.)", pixmap.SP_MediaStop)
@@ -132,15 +135,17 @@ class WindowActions:
     def _update(self) -> None:
         """Enable what applies: one run at a time; Train once the forms are valid and their
         dataset and model check passed; forms and files only while idle; exports when the run
-        on screen has a trained model or, stopped early, a checkpoint (an export does not disturb
-        a training run: it reads another run's files)."""
+        selected in the run list (else the run on screen) has a trained model or, stopped early, a
+        checkpoint (an export does not disturb a training run: it reads another run's files)."""
         state = self._state.run_state
-        idle, config_valid, exportable = self._state.is_idle(), self._state.forms_valid, bool(self._state.export_run())
+        idle, config_valid = self._state.is_idle(), self._state.forms_valid
         blocker = self._state.train_blocker
         live = state in (RUNNING, PAUSED)
         self.train.setEnabled(idle and not blocker)
-        self.train.setToolTip("Start training with this configuration (Ctrl+R)" if not blocker or not idle
-                              else blocker)
+        # The status tip too: a menu entry that is off must not say "Start training" in the status bar.
+        train_tip = (blocker or TRAIN_TIP) if idle else f"{TRAIN_TIP} (one run at a time: a run is active)"
+        self.train.setToolTip(train_tip)
+        self.train.setStatusTip(train_tip)
         self.pause.setEnabled(live)
         self.pause.setText("&Continue" if state == PAUSED else "&Pause")
         self.stop.setEnabled(state in (STARTING, RUNNING, PAUSED))
@@ -156,10 +161,15 @@ class WindowActions:
         for tool in self._tools:
             self.tools[tool.key].setEnabled(idle and (config_valid or not tool.needs_valid_config))
         self.new_sweep.setEnabled(config_valid)  # the forms are its base; it runs beside the window
+        # The run selected in the run list, else the one on screen; named, or why there is none.
+        run, why_not = self._state.export_choice()
+        host, there = split_run_key(run or "")
         for name, action in self.export.items():
-            action.setEnabled(exportable)
-            action.setToolTip(f"Export the trained model of the run on screen as {FORMATS[name].label}"
-                              if exportable else "Open a run that has a trained model or a checkpoint first")
+            action.setEnabled(run is not None)
+            tip = (f"Export {Path(there).name}{f' on {host}' if host else ''} as {FORMATS[name].label}"
+                   if run is not None else why_not)
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
 
     def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
         self.recent_menu.clear()

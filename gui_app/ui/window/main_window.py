@@ -72,7 +72,7 @@ class MainWindow(QMainWindow):
         self.place = RunPlace(engine_command, self.settings.run_on, self)
         self._engine_command = engine_command
         self.hosts_dialog: HostsDialog | None = None
-        self.config_panel = ConfigPanel(self.place.command)
+        self.config_panel = ConfigPanel(self.place.command, failed_host=self.place.failed_host)
         self.dataset_tab, self.training_tab, self.replicas_tab = DatasetTab(), TrainingTab(), ReplicasTab()
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
@@ -197,6 +197,10 @@ class MainWindow(QMainWindow):
         panel.inspect_cleared.connect(self.dataset_tab.clear)
         panel.devices.detected.connect(lambda _: self.devices_label.setText(panel.devices.status.text()))
         panel.devices.detection_failed.connect(self._on_detection_failed)
+        # The Run on host's own failure, met by the dataset check or the run list: told whole on the
+        # Devices section (where detection, which meets it too, would say it), the others point there.
+        for source in (panel, self.runs):
+            source.host_failed.connect(panel.devices.show_problem)
 
     def _restore(self) -> None:
         s = self.settings

@@ -1,9 +1,10 @@
 """ModelActions: the Export menu and dialog, and what the Try tab tries.
 
 The contract: it follows the window's state -- the run on screen and the tab on show -- and owns
-the export dialogs it opens and the Try tab's model choice. The Export menu exports the run on
-screen when it has a model or a checkpoint (``WindowState.export_run``), and the run list exports
-a run of an SSH host too (``HOST:RUN_DIR``: ``export --host``, the files copied back here); the
+the export dialogs it opens and the Try tab's model choice. The Export menu exports the run
+selected in the run list, else the run on screen, when it has a model or a checkpoint
+(``WindowState.export_choice``, which also says why not), and the run list exports a run of an
+SSH host too (``HOST:RUN_DIR``: ``export --host``, the files copied back here); the
 Try tab tries the
 model run (the run on screen, when it has a ``model.keras``: ``WindowState.model_run``; a host's
 completed run tries its model there, ``predict --serve --host``), and
@@ -43,10 +44,11 @@ class ModelActions(QObject):
         state.tab_changed.connect(self._on_tab_changed)
 
     def export_model(self, fmt: str = "keras", run_dir: str | None = None) -> ExportDialog | None:
-        """Open the export dialog for ``run_dir`` (default: the run on screen) in format ``fmt``."""
+        """Open the export dialog for ``run_dir`` (default: the Export menu's run) in format ``fmt``."""
         run_dir = run_dir or self._state.export_run()
         if run_dir is None:
             return None
+        self._state.clear_run_status()  # the user turned to the export: how a run ended is old news
         folder = self._settings.last_export_dir
         host_name, there = split_run_key(run_dir)
         command = self._engine_command if host_name is None else (
@@ -95,6 +97,7 @@ class ModelActions(QObject):
 
     def _on_tab_changed(self, tab: str) -> None:
         if tab == TRY:
+            self._state.clear_run_status()  # trying models: the line about the run on screen is old news
             self._load_pending_model()
 
     def _load_pending_model(self) -> None:

@@ -36,12 +36,19 @@ def read_host_rows(host: Host) -> list[tuple[RunInfo, bool, RunProcess | None, s
     gui_app.ui.window.run_reader.read_row gives a local run's; HostError when it cannot be read.
     Runs on its reader thread: it waits for ssh."""
     args = ["runs", "--json", *(["--runs-dir", host.runs_dir] if host.runs_dir else [])]
-    text = run_shell(host, shell_command(host, args), timeout=LIST_TIMEOUT_S)
+    return host_rows(host.name, run_shell(host, shell_command(host, args), timeout=LIST_TIMEOUT_S))
+
+
+def host_rows(host_name: str, text: str) -> list[tuple[RunInfo, bool, RunProcess | None, str]]:
+    """The rows of what ``runs --json`` printed there: the user's own runs only (``own``, by the
+    folder's owner there; an older app that does not say is taken at its word), not the runs other
+    users left in a shared runs folder, which this user can neither resume nor stop."""
     try:
         listed = json.loads(text.strip().splitlines()[-1]) if text.strip() else []
     except ValueError:
-        raise HostError(f"{host.name}: 'runs --json' there printed no list ({text.strip()[:80]!r})") from None
-    return [_row(host.name, entry) for entry in listed if isinstance(entry, dict) and entry.get("run_dir")]
+        raise HostError(f"{host_name}: 'runs --json' there printed no list ({text.strip()[:80]!r})") from None
+    return [_row(host_name, entry) for entry in listed
+            if isinstance(entry, dict) and entry.get("run_dir") and entry.get("own", True) is not False]
 
 
 def _row(host_name: str, entry: dict) -> tuple[RunInfo, bool, RunProcess | None, str]:
@@ -99,4 +106,4 @@ class RemoteOpen(QObject):
         history.run_dir = key
         self._shown.show_history(key, history)
         self._state.set_tab(TRAINING)
-        self._state.set_status(f"{Path(split_run_key(key)[1]).name} on {split_run_key(key)[0]}")
+        self._state.set_run_status(f"{Path(split_run_key(key)[1]).name} on {split_run_key(key)[0]}")

@@ -169,7 +169,7 @@ class RunActions(QObject):
         else:  # at which step: "Run failed at step 12 of 200: <why>"
             told = describe_end(status, message, self._shown.history)
             text = f"Run {told[0].lower()}{told[1:]}"
-        self._state.set_status(text)
+        self._state.set_run_status(text)  # the run's own line: it goes when another run is opened
         self._shown.show_end(status, message)
         self.note.emit(text)
         if run_dir and status == "completed" and self._shown.has_evaluation():  # drawn when its event came

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from gui_app.core.hosts import Host, HostsFileError, load_hosts
+from gui_app.core.ssh import is_host_failure
 
 THIS_COMPUTER = "This computer"
 
@@ -43,6 +44,12 @@ class RunPlace(QObject):
     def command(self, *args: str) -> list[str]:
         """The engine command ``args`` where the jobs run (``--host`` takes every query the forms ask)."""
         return self._engine_command(*args, *(["--host", self.host.name] if self.host is not None else []))
+
+    def failed_host(self, line: str) -> str | None:
+        """The host's name when ``line`` is the host's own failure (ssh cannot reach it, the app
+        there does not answer): detection, the dataset check and the run list then all fail with
+        it, and it is told once, on the Devices section. None for any other line, or here."""
+        return self.host.name if self.host is not None and is_host_failure(self.host.name, line) else None
 
     def set_host(self, name: str | None) -> None:
         """Run on the host of hosts.json called ``name`` (its entry as stored now), or here (None)."""

@@ -16,12 +16,16 @@ latest, so two fills never interleave in the list. Runs submitted to Slurm or Ku
 their job's state before the fill's rows (``jobs``): one squeue call per fill for all of them,
 one ``kubectl get job`` per context and namespace.
 
-With a host (the window's Run on host), its runs follow the local ones, read over ssh
+The sweeps' trials are listed too (their run directories are in the sweeps' folders,
+gui_app.core.sweep_runs), each named "sweep NAME trial K".
+
+With a host (the window's Run on host), its runs are read instead of the local ones, over ssh
 (gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
 (``host_failed``), not an error dialog.
 """
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
 from pathlib import Path
@@ -31,9 +35,10 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from gui_app.core import kubernetes_jobs
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
-from gui_app.core.rundir import RunInfo, read_run, run_dirs
+from gui_app.core.rundir import RunInfo, default_sweeps_dir, read_run, run_dirs
 from gui_app.core.scheduled_runs import run_jobs
 from gui_app.core.ssh import HostError
+from gui_app.core.sweep_runs import trial_runs
 from gui_app.ui.window.remote_runs import read_host_rows
 
 BATCH_RUNS = 200  # rows handed over at most per batch: each batch costs the GUI thread a few ms
@@ -75,11 +80,17 @@ class _ReadWorker(QObject):
         super().__init__()
         self._latest = latest
 
-    @Slot(int, str, object)
-    def read(self, generation: int, runs_dir: str, host: Host | None = None) -> None:
+    @Slot(int, str, object, object)
+    def read(self, generation: int, runs_dir: str, host: Host | None = None, sweeps_dir: Path | None = None) -> None:
         if generation != self._latest.generation:
             return  # a newer request is queued behind this one
-        paths = run_dirs(Path(runs_dir))
+        # With a Run on host the list is that host's runs: this computer's would mix with them.
+        if host is None:
+            trials = trial_runs(sweeps_dir) if sweeps_dir is not None else {}
+            # Newest first, the trials among the runs (run folders' names start with their start time).
+            paths = sorted([*run_dirs(Path(runs_dir)), *trials], key=lambda p: p.name, reverse=True)
+        else:
+            trials, paths = {}, []
         self.counted.emit(generation, len(paths))
         self.jobs.emit(generation, run_jobs(paths))
         rows: list[tuple[RunInfo, bool]] = []
@@ -87,7 +98,10 @@ class _ReadWorker(QObject):
         for path in paths:
             if generation != self._latest.generation:
                 return
-            rows.append(read_row(path))
+            row = read_row(path)
+            if path in trials:
+                row = (dataclasses.replace(row[0], trial=trials[path]), *row[1:])
+            rows.append(row)
             if len(rows) >= BATCH_RUNS or time.monotonic() - last >= BATCH_SECONDS:
                 self.batch.emit(generation, rows)
                 rows, last = [], time.monotonic()
@@ -110,7 +124,7 @@ class RunReader(QObject):
     batch = Signal(object)
     done = Signal()
     host_failed = Signal(str)
-    _requested = Signal(int, str, object)
+    _requested = Signal(int, str, object, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -138,12 +152,15 @@ class RunReader(QObject):
         if app is not None:
             app.aboutToQuit.connect(self.stop)
 
-    def read(self, runs_dir: str | Path, host: Host | None = None) -> int:
+    def read(self, runs_dir: str | Path, host: Host | None = None, sweeps_dir: str | Path | None = None) -> int:
+        """Read ``runs_dir`` and the trials of the sweeps in ``sweeps_dir`` (by default the
+        window's sweeps folder, where Tools -> New sweep starts them)."""
         if not self._thread.isRunning():
             return self._latest.generation  # stopped: the window is closing
         self._latest.generation += 1
         self._filling = True
-        self._requested.emit(self._latest.generation, str(runs_dir), host)
+        sweeps = Path(sweeps_dir) if sweeps_dir is not None else default_sweeps_dir()
+        self._requested.emit(self._latest.generation, str(runs_dir), host, sweeps)
         return self._latest.generation
 
     def is_filling(self) -> bool:

@@ -19,7 +19,8 @@ from gui_app.core.slurm_jobs import JobState, run_status
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 
-COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Note", "Host"]
+# The Note stretches, last: a long failure message before the Host column pushed it off the right edge.
+COLUMNS = ["Status", "Dataset", "Model", "Strategy", "Test accuracy", "Started", "Host", "Note"]
 STATUS_COLOURS = {"completed": "#2e7d32", "stopped": WARNING_COLOR, "interrupted": WARNING_COLOR, "failed": ERROR_COLOR,
                   "running": "#1565c0", "cancelled": WARNING_COLOR, "timeout": WARNING_COLOR}
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -54,8 +55,10 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     accuracy = f"{info.test_accuracy:.2%}" if isinstance(info.test_accuracy, (int, float)) else ""
     started = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.started)) if info.started else ""
     note = for_people(info.message or note)
+    if info.trial:  # a sweep's trial: its name first (there is no name column)
+        note = f"{info.trial}: {note}" if note else info.trial
     texts = [shown_status, config.dataset.name if config else "?", config.model.name if config else "?",
-             describe_strategy(config.strategy) if config else "?", accuracy, started, note, host]
+             describe_strategy(config.strategy) if config else "?", accuracy, started, host, note]
     for column, text in enumerate(texts):
         item.setText(column, text)
     item.setData(0, PATH_ROLE, path)

@@ -23,10 +23,13 @@ the window follows is marked (an icon, a tooltip); another running one can be at
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 
-With a Run on host (:meth:`RunsPanel.set_host`) the host's runs are listed too, keyed
+With a Run on host (:meth:`RunsPanel.set_host`) the list is the host's runs, this computer's left
+out until Run on is this computer again (mixed in one list, which is where was unclear), keyed
 ``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach,
 resume and export over ssh, and what needs their files here (overlay, the folder) is disabled. A host
-that does not answer is one line beside the buttons, and its rows stay as last read.
+that does not answer is one line beside the buttons, and its rows stay as last read; when the host
+itself cannot run commands (ssh fails, no app there) that line points to the window's Devices
+section, which tells it whole (``host_failed``), as device detection meets the same failure.
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.slurm_jobs import JobState
+from gui_app.core.ssh import is_host_failure
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (
     COLUMNS,
@@ -78,6 +82,7 @@ class RunsPanel(QWidget):
     attach_requested = Signal(str)
     export_requested = Signal(str)
     filled = Signal()  # a refresh has ended: every run in the folder is listed as it is on disk
+    host_failed = Signal(str)  # the Run on host cannot run commands: its line, told on the Devices section
 
     def __init__(self, state: WindowState, parent: QWidget | None = None, host: Host | None = None) -> None:
         super().__init__(parent)
@@ -176,7 +181,7 @@ class RunsPanel(QWidget):
             self._show_reading()
 
     def set_host(self, host: Host | None) -> None:
-        """List the runs of ``host`` too (the window's Run on host; None: this computer's only)."""
+        """List the runs of ``host`` (the window's Run on host), or this computer's (None)."""
         if host != self._host:
             self._host = host
             self.refresh()
@@ -223,7 +228,9 @@ class RunsPanel(QWidget):
 
     # ---- filling ---------------------------------------------------------------------
     def _show_reading(self) -> None:
-        if self._total is None:
+        if self._host is not None:
+            text = f"Reading the runs on {self._host.name}…"
+        elif self._total is None:
             text = "Reading the runs folder…"
         else:
             text = f"Reading {self._total:,} runs… {self._read:,} read"
@@ -282,6 +289,10 @@ class RunsPanel(QWidget):
 
     def _on_host_failed(self, line: str) -> None:
         self._host_problem = line
+        if self._host is not None and is_host_failure(self._host.name, line):
+            # Detection and the dataset check meet the same failure: the Devices section tells it whole.
+            self._host_problem = f"{self._host.name}: its runs are not listed (see Devices)"
+            self.host_failed.emit(line)
 
     def _on_done(self) -> None:
         kept = self._host.name if self._host is not None and self._host_problem else None

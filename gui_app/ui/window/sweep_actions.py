@@ -40,6 +40,10 @@ class SweepActions(QObject):
         self._notifications, self._engine_command = notifications, engine_command
         self.dialog: NewSweepDialog | None = None
         self.views: dict[str, SweepView] = {}  # by sweep folder
+        # The forms' training set size, from their last dataset check: the dialog's steps per trial.
+        self._train_examples: int | None = None
+        forms.inspected.connect(self._on_inspected)
+        forms.inspect_cleared.connect(lambda: setattr(self, "_train_examples", None))
 
     @property
     def sweeps_dir(self) -> Path:
@@ -50,7 +54,8 @@ class SweepActions(QObject):
         config = self._forms.config()
         if config is None:
             return None
-        dialog = NewSweepDialog(config, self.sweeps_dir, self._engine_command, self._window)
+        dialog = NewSweepDialog(config, self.sweeps_dir, self._engine_command, self._window,
+                                train_examples=self._train_examples)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.started.connect(self.open_sweep)
         dialog.log_line.connect(self.log_line)
@@ -58,6 +63,10 @@ class SweepActions(QObject):
         self.dialog = dialog
         dialog.open()
         return dialog
+
+    def _on_inspected(self, result: dict, _samples: str) -> None:
+        examples = (result.get("dataset") or {}).get("train_examples")
+        self._train_examples = examples if isinstance(examples, int) and examples > 0 else None
 
     def open_sweep_dialog(self) -> None:
         start = self.sweeps_dir if self.sweeps_dir.is_dir() else Path.home()

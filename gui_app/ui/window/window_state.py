@@ -15,7 +15,10 @@ changes a part changes it here, and the views subscribe to the parts they show.
     train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
                  the check of the dataset and model on the forms has not passed (ConfigPanel)
     tab          the tab on show (``TABS``)
-    status       the status bar's line (each run state has its own until something else is said)
+    status       the status bar's line (each run state has its own until something else is said); a
+                 line about the run on screen (:meth:`WindowState.set_run_status`: how it ended) goes
+                 when another run comes on screen or the user turns to something else
+                 (:meth:`WindowState.clear_run_status`: an export, the Try tab)
 
 ``runs_dir``, the folder of run directories, is fixed for the window's life.
 
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 
 TABS = DATASET, TRAINING, REPLICAS, EVALUATION, TRY, LOG = (
     "Dataset", "Training", "Replicas", "Evaluation", "Try", "Log")
+NOTHING_TO_EXPORT = "Select a run with a trained model in the run list (or open one) first"
 STATE_TEXT = {IDLE: "Ready", STARTING: "Starting the engine (TensorFlow loads in a few seconds)…",
               RUNNING: "Training", PAUSED: "Paused", STOPPING: "Stopping: writing a checkpoint…"}
 
@@ -91,6 +95,8 @@ class WindowState(QObject):
         self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
         self._status = STATE_TEXT[run.state()]
+        self._status_of_run = False  # the status line is about the run shown when it was said...
+        self._status_run: str | None = None  # ... this one (None: no run was on screen)
         run.state_changed.connect(self._on_run_state)
         run.run_started.connect(self._on_run_started)
         run.finished.connect(self._on_run_finished)
@@ -137,13 +143,34 @@ class WindowState(QObject):
         return self._shown_run if self._shown_has_model else None
 
     def export_run(self) -> str | None:
-        """The run on screen when Export can write it: its trained model, or the last checkpoint
-        of a run that stopped before its end (replica-studio export restores it); not the run
-        training now, whose checkpoints are still being written."""
-        run = self._shown_run
-        if run is None or self._shown_has_model:
-            return run
-        return run if run != self._active_run and has_checkpoint(run) else None
+        """The run the Export menu exports, when it can (:meth:`export_choice`)."""
+        return self.export_choice()[0]
+
+    def export_choice(self) -> tuple[str | None, str]:
+        """The run the Export menu exports and "", or None and why nothing can be exported. The
+        run is the one selected in the run list (a finished run is exported without opening it
+        first), else the run on screen; Export writes its trained model, or the last checkpoint
+        of a run that stopped before its end (replica-studio export restores it); not while it
+        trains, its checkpoints still being written."""
+        one = self._selection[0] if len(self._selection) == 1 else None
+        if one is not None:
+            run, running, listed_model = one.path, one.running, one.info.has_model
+        elif self._shown_run is not None:
+            run, running, listed_model = self._shown_run, False, self._shown_has_model
+        else:
+            return None, NOTHING_TO_EXPORT
+        host, there = split_run_key(run)
+        name = Path(there).name + (f" on {host}" if host else "")
+        shown_model = run == self._shown_run and self._shown_has_model
+        # A host's run's folder is not here: its model is what its host's listing or history says.
+        has_model = (listed_model or shown_model) if host else _has_model(run)
+        if has_model:
+            return run, ""
+        if running or run == self._active_run:
+            return None, f"{name} is training: its model can be exported once it has ended"
+        if host is None and has_checkpoint(run):
+            return run, ""
+        return None, f"{name} has no trained model or checkpoint to export"
 
     def set_shown_run(self, run_dir: str | Path | None, has_model: bool | None = None) -> None:
         """A run came on screen (ShownRun), or none did. Said even when it is the run shown
@@ -151,6 +178,8 @@ class WindowState(QObject):
         files are not here (None: its folder here is looked at)."""
         self._shown_run = str(run_dir) if run_dir else None
         self._shown_has_model = _has_model(self._shown_run) if has_model is None else has_model
+        if self._status_of_run and self._shown_run != self._status_run:
+            self.clear_run_status()  # "Run stopped at step 2,200" is not about the run now on screen
         self.shown_run_changed.emit(self._shown_run or "")
 
     def _check_model(self, completed: bool) -> None:
@@ -225,6 +254,22 @@ class WindowState(QObject):
         return self._status
 
     def set_status(self, text: str) -> None:
+        self._status_of_run = False
+        self._show_status(text)
+
+    def set_run_status(self, text: str) -> None:
+        """A line about the run on screen now (how it ended): it stays while that run does, until
+        :meth:`clear_run_status` or another line."""
+        self._status_of_run, self._status_run = True, self._shown_run
+        self._show_status(text)
+
+    def clear_run_status(self) -> None:
+        """The user turned to something else (another run, an export, the Try tab): a line about
+        a run gives way to the run state's own."""
+        if self._status_of_run:
+            self.set_status(STATE_TEXT.get(self.run_state, self.run_state))
+
+    def _show_status(self, text: str) -> None:
         if text != self._status:
             self._status = text
             self.status_changed.emit(text)

@@ -56,6 +56,7 @@ from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError, remote_argv
 from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.process import STRAY_PREFIX
 from gui_app.ui.workers.remote_log import RemoteLog
 from gui_app.ui.workers.run_job import RunJob
 
@@ -78,7 +79,14 @@ class DetachedStart(EngineJob):
 
     def __init__(self, command: Sequence[str], parent: QObject | None = None) -> None:
         super().__init__(command, name="the engine", parent=parent)
-        self._process.text_line.connect(self._take_answer)
+        self._process.text_answers = True  # the run directory is the answer, not a line of the run's log
+        self._process.text_line.connect(self._take_text)
+
+    def _take_text(self, text: str) -> None:
+        if self._answer is None:
+            self._take_answer(text)
+        else:  # only the first line answers: anything after it is a stray, for the Log tab
+            self.log_line.emit(f"{STRAY_PREFIX}{text}")
 
     def _on_start_failed(self, message: str) -> None:
         super()._on_start_failed(f"cannot start {self.name}: {message}")

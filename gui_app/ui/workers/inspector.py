@@ -7,7 +7,9 @@ are debounced and only sent when the dataset or model section really changed. Ev
 names the sections it was asked for (``pair``: the DatasetConfig and ModelConfig), so whoever
 shows it can tell whether it still describes what is on the forms; and a request for other
 sections, or :meth:`withdraw`, ends the process in flight (its slots are disconnected): its
-answer would describe data that is no longer chosen.
+answer would describe data that is no longer chosen. A model that cannot be built still comes
+as an answer (exit 2 with the dataset described, ``model_error`` saying why): the dataset's
+summary stays on screen beside the model's error.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from gui_app.core.config import DatasetConfig, ModelConfig, RunConfig
+from gui_app.core.engine_output import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 Pair = tuple[DatasetConfig, ModelConfig]
@@ -38,6 +41,7 @@ class Inspector(QObject):
         self._job: EngineJob | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="replica-studio-inspect-")
         self._count = 0
+        self._reconnect = False  # the next inspection asks for a new connection (a host's)
 
     def request(self, dataset: DatasetConfig, model: ModelConfig) -> None:
         """Inspect these sections soon, unless they are what was last asked for (waiting, under
@@ -66,9 +70,12 @@ class Inspector(QObject):
         self.cancel()
         self._wanted = None
 
-    def retry(self) -> None:
-        """Inspect the wanted sections again (the files on disk may have changed)."""
+    def retry(self, reconnect: bool = False) -> None:
+        """Inspect the wanted sections again (the files on disk may have changed); ``reconnect``
+        (the user's Check again): on a new connection when the engine runs on a host, whose
+        server may have changed since the shared connection was made."""
         if self._wanted is not None:
+            self._reconnect = self._reconnect or reconnect
             self._timer.start()
 
     def _end_job(self) -> None:
@@ -85,8 +92,13 @@ class Inspector(QObject):
         config_path, samples = folder / f"inspect-{self._count}.json", folder / f"samples-{self._count}.npz"
         RunConfig(dataset=pair[0], model=pair[1]).save(config_path)
         self.started.emit(pair)
-        self._job = (EngineJob(self._engine_command("inspect", str(config_path), "--json", "--samples", str(samples)),
-                               name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self)
+        words = ["inspect", str(config_path), "--json", "--samples", str(samples)]
+        if self._reconnect:
+            words.append("--reconnect")  # without --host it changes nothing
+            self._reconnect = False
+        self._job = (EngineJob(self._engine_command(*words),
+                               name="the inspection", timeout_s=QUERY_TIMEOUT_S, parent=self,
+                               ok_codes=(EXIT_OK, EXIT_BAD_INPUT))
                      .on_result(lambda answer: self.inspected.emit(pair, answer, str(samples)))
                      .on_failure(lambda message: self.failed.emit(pair, message))
                      .start(replacing=self._job))

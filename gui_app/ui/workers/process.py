@@ -13,7 +13,8 @@ blocking reads. One line reader turns the pipes into signals:
     log_line(str)                a stderr line (TensorFlow's log, the engine's reason) or a stray
                                  stdout line, marked ``[engine stdout]``: for the Log tab
     text_line(str)               a stdout line that is no JSON object, as it is (``train --detach``
-                                 answers with the run directory)
+                                 answers with the run directory: with ``text_answers`` set, such
+                                 a line is not also a ``log_line``)
     finished(code, crashed, msg) the process ended; ``msg`` is the line of stderr that explains
                                  a failure (gui_app.core.engine_output.error_line) or ""
     start_failed(str)            the program could not be started at all
@@ -33,6 +34,7 @@ from gui_app.identity import app_env
 
 STDERR_TAIL = 200  # lines kept to explain a failure
 DEFAULT_GRACE_S = 5.0
+STRAY_PREFIX = "[engine stdout] "  # a stdout line that is no event, shown on the Log tab
 
 
 def process_environment(extra: dict[str, str] | None = None) -> QProcessEnvironment:
@@ -57,6 +59,9 @@ class EngineProcess(QObject):
         self._stderr_lines: deque[str] = deque(maxlen=STDERR_TAIL)
         self._kill_timer = QTimer(self, singleShot=True)
         self._kill_timer.timeout.connect(self.kill)
+        # Its plain stdout lines are answers, not strays (``train --detach`` prints the run directory):
+        # they go to ``text_line`` only, never to the Log tab as a line of the run's log.
+        self.text_answers = False
         self.terminated = False  # terminate() or kill() was called: the end was asked for
         self.killed = False  # the grace period ran out (or kill() was called)
 
@@ -134,9 +139,10 @@ class EngineProcess(QObject):
             value = parse_json_line(text)
             if value is not None:
                 self.event.emit(value)
-            else:  # stdout is reserved for JSON lines; show strays rather than lose them
+            else:
                 self.text_line.emit(text)
-                self.log_line.emit(f"[engine stdout] {text}")
+                if not self.text_answers:  # stdout is reserved for JSON lines; show strays rather than lose them
+                    self.log_line.emit(f"{STRAY_PREFIX}{text}")
 
     def _take_stderr(self, data: bytes, final: bool = False) -> None:
         lines, self._stderr_tail = complete_lines(self._stderr_tail + data, final)

@@ -2,8 +2,8 @@
 
 A run's evaluation comes to the window as its ``eval`` event (attached, or replayed by Open),
 but the images of its gallery are in ``misclassified.npz`` beside it, on the host: copied back
-with scp over the shared connection (gui_app.core.ssh.fetch, as ``export --host`` brings its
-files), read and checked, and the copy removed. On a thread of its own: scp waits for the network.
+over the shared connection (gui_app.core.ssh_files.fetch, as ``export --host`` brings its
+files), read and checked, and the copy removed. On a thread of its own: the copy waits for the network.
 
     fetched(key, arrays, problem)   ``HOST:RUN_DIR``; the checked arrays (None when not copied)
                                     and, then, the one line that says why
@@ -22,7 +22,8 @@ import numpy as np
 
 from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.rundir import MISCLASSIFIED_FILE
-from gui_app.core.ssh import HostError, fetch
+from gui_app.core.ssh import HostError
+from gui_app.core.ssh_files import fetch
 
 
 class RemoteGallery(QObject):

@@ -5,6 +5,9 @@ far are made durable with each one (a checkpoint is never ahead of the history).
 In a multi-worker cluster every worker must save together and each has its own clock: a
 checkpoint due by the clock is asked for like a ``checkpoint`` word, and the workers agree on
 it at the next step group (engine/cluster/agreement.py).
+
+A state whose weights are not all finite is never saved (it fails the run instead): the last
+finite checkpoint is never rotated out by a poisoned one.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import time
 from gui_app.core.config import TrainingConfig
 from gui_app.core.events import Checkpoint
 from gui_app.engine.control import RunControl
+from gui_app.engine.errors import TrainingDiverged
 from gui_app.engine.events import EventWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 from gui_app.engine.training.context import ModelState
@@ -28,6 +32,9 @@ class Checkpoints(Action):
 
     def save(self) -> None:
         step = self.state.steps_done()
+        if not self.state.weights_finite():  # quarantined: never kept as a good one (every worker agrees)
+            raise TrainingDiverged(f"the weights became NaN or infinite by step {step} (the loss was still finite); "
+                                   f"try a lower training.learning_rate ({self.state.kept_checkpoint()})")
         path = self.state.manager.save(checkpoint_number=step)
         self._last = time.monotonic()
         self.events.emit(Checkpoint(step=step, path=path))
