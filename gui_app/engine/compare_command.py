@@ -13,7 +13,7 @@ from gui_app.core import atomic_io, rundir
 from gui_app.core.comparison import Comparison, RunFigures, compare, read_figures
 from gui_app.core.sweep_config import SWEEP_FILE
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
-from gui_app.engine.sweep.folder import SweepFolder
+from gui_app.engine.sweep.folder import TRIALS_DIR, SweepFolder
 
 COMMANDS = ("compare",)
 
@@ -29,12 +29,18 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _trial_numbers(folder: SweepFolder) -> dict[Path, int]:
-    """A sweep's run directories here, by resolved path, with their trial numbers (from the
-    sweep's record, else from the first event each trial wrote)."""
+    """A sweep's run directories here, by resolved path, with their trial numbers: from the
+    sweep's record, else from the first event each trial wrote (trials/N.jsonl, which is there
+    when the record is damaged or was never written)."""
+    records = folder.records()
+    logged = [int(path.stem) for path in (folder.path / TRIALS_DIR).glob("*.jsonl") if path.stem.isdigit()]
     numbers: dict[Path, int] = {}
-    for number, record in folder.records().items():
-        run_dir = record.run_dir or folder.run_dir_of(number)
-        if run_dir and record.host is None:  # a trial on an SSH host has its run directory there
+    for number in sorted({*records, *logged}):
+        record = records.get(number)
+        if record is not None and record.host is not None:  # a trial on an SSH host has its run directory there
+            continue
+        run_dir = (record.run_dir if record is not None else None) or folder.run_dir_of(number)
+        if isinstance(run_dir, str) and run_dir:
             numbers[Path(run_dir).resolve()] = number
     return numbers
 

@@ -102,8 +102,10 @@ class SweepFolder:
         except (OSError, ValueError):
             return {}
         known = {f.name for f in fields(TrialRecord)}
+        if not isinstance(data, dict):  # damaged: the trials' runs are still found by their events
+            return {}
         return {int(number): TrialRecord(**{k: v for k, v in record.items() if k in known})
-                for number, record in data.items()}
+                for number, record in data.items() if number.isdigit() and isinstance(record, dict)}
 
     def save_records(self, records: dict[int, TrialRecord]) -> None:
         data = {str(number): asdict(record) for number, record in sorted(records.items())}
