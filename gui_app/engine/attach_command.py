@@ -336,7 +336,7 @@ def _not_a_runs_folder(path: Path) -> str | None:
     """Why ``path`` cannot be listed as a runs folder (a file, a run directory, unreadable);
     None when it can, or when it does not exist yet. Listing it anyway printed "no runs" and
     exit 0, which reads as "your runs are gone"."""
-    if rundir.is_run_dir(path):
+    if rundir.is_run_dir(path) and not rundir.run_dirs(path):  # (a folder with a config.json beside its runs is fine)
         return f"{path} is a run directory, not a folder of runs (its runs folder: {path.parent})"
     try:
         with os.scandir(path):

@@ -72,6 +72,7 @@ def test_runs_refuses_a_file_or_a_run_directory_for_its_folder(shell, tmp_path):
     run = write_run(tmp_path / "runs" / "r1", 0.01, 1, 0.8, 0.8)
     assert _one_line(shell("runs", "--json", "--runs-dir", str(run)), "runs") == \
         f"--runs-dir: {run} is a run directory, not a folder of runs (its runs folder: {run.parent})"
+    (run.parent / "config.json").write_text("{}")  # `train config.json --runs-dir .`: a config beside the runs
     listed = shell("runs", "--json", "--runs-dir", str(run.parent))  # its runs folder lists it
     assert listed.returncode == 0 and [r["run_dir"] for r in json.loads(listed.stdout)] == [str(run)]
 
