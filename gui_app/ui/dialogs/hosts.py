@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, load_hosts, remove_host
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.screen_fit import ScreenFit, grow_to_fit
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 TEST_PREFIX = "replica-studio hosts test: "  # the command names itself; the dialog says what it ran
@@ -52,6 +53,7 @@ class HostsDialog(QDialog):
     def __init__(self, engine_command: Callable[..., list[str]], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Hosts")
+        ScreenFit(self)
         self._engine_command = engine_command
         self._job: EngineJob | None = None
         self.list = QListWidget()
@@ -97,6 +99,7 @@ class HostsDialog(QDialog):
         layout.addWidget(hint)
         layout.addWidget(buttons)
         self.fill()
+        self.resize(max(640, self.sizeHint().width()), self.sizeHint().height())  # room for the list beside the fields
 
     # ---- the list ------------------------------------------------------------------------------
     def fill(self, current: str = "") -> None:
@@ -190,14 +193,17 @@ class HostsDialog(QDialog):
     def _on_tested(self, answer: dict) -> None:
         self.result.setStyleSheet("")
         self.result.setText(describe_test(answer))
+        grow_to_fit(self)
 
     def _on_test_failed(self, message: str) -> None:
         self.result.setStyleSheet(ERROR_STYLE)
         self.result.setText(message.removeprefix(TEST_PREFIX))
+        grow_to_fit(self)
 
     def _say(self, message: str) -> None:
         self.error.setText(message)
         self.error.setVisible(bool(message))
+        grow_to_fit(self)  # the fields keep their height above a message of several lines
 
     def done(self, code: int) -> None:
         if self._job is not None:  # closing: no answer is waited for
