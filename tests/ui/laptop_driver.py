@@ -179,7 +179,13 @@ def main_window_checks(report: Report, window, run: Path) -> None:
         bar = window.statusBar()
         extra = [] if shown_rect(bar, window) == QRect(bar.mapTo(window, bar.rect().topLeft()), bar.size()) else \
             ["the status bar is cut off"]
-        report.check(f"main-{window.tabs.tabText(index).lower()}", window, extra)
+        report.check(f"main-{window.tabs.tabText(index).lower()}", window, extra + stray_windows(window))
+
+
+def stray_windows(window) -> list[str]:
+    """Widgets shown as windows of their own beside the main window (none is open here)."""
+    return [f"a stray window: {type(w).__name__} {getattr(w, 'text', lambda: '')()!r}"
+            for w in QApplication.topLevelWidgets() if w.isVisible() and w is not window]
 
 
 def multi_worker_forms(window) -> None:
@@ -227,7 +233,7 @@ def dialog_checks(report: Report, window, runs: Path, failed: Path, sweep: Path,
     one("hosts", window.open_hosts(), save_fails)
     hosts_path().rmdir()
     multi_worker_forms(window)
-    report.check("main-multi-worker", window)
+    report.check("main-multi-worker", window, stray_windows(window))
     one("submit-slurm", window.slurm.open())
     config = window.config_panel.checked_config()
     one("submit-kubernetes", SubmitKubernetesDialog(config, str(runs), window, window._engine_command))
