@@ -23,7 +23,7 @@ from PySide6.QtCore import QEvent, QMargins, QObject, QRect, QSize, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
 
-SETTLE_S = 1.5  # after a show: how long the window manager's placement is corrected
+SETTLE_S = 3.0  # after a show: how long the window manager's placement is corrected (a loaded machine is slow)
 CHECK_MS = (50, 250, 600)  # the checks after a show, for window managers that send no Move
 ESTIMATE = QMargins(4, 32, 4, 6)  # a frame before any was seen: a title bar of a common desktop, a thin border
 

@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (  # noqa: E402
     QWidget,
 )
 
-SETTLE_S = 1.7  # a little longer than ScreenFit's correction after a show
+SETTLE_S = 1.7  # after the window manager framed the window: well past ScreenFit's last check (600 ms)
 LONG_MESSAGE = "loss became NaN at step 10 (learning rate 50 on /tmp/a/very/long/path/to/the/data): " + "why " * 40
 
 
