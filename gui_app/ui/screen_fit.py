@@ -73,6 +73,7 @@ class ScreenFit(QObject):
         self._preferred = preferred
         self._asked: QSize | None = None  # the size this object set last (a size the user chose is kept)
         self._settle_until = 0.0
+        self._framed = QMargins()  # the frame the last correction used
         if preferred is not None:
             self._apply(None)
         window.installEventFilter(self)
@@ -89,8 +90,9 @@ class ScreenFit(QObject):
             self._apply(None)
             for delay in CHECK_MS:
                 QTimer.singleShot(delay, self, lambda last=delay == CHECK_MS[-1]: self._placed(last))
-        elif kind in (QEvent.Type.Move, QEvent.Type.Resize) and watched is self._window and self._settling():
-            self._placed(False)
+        elif kind in (QEvent.Type.Move, QEvent.Type.Resize) and watched is self._window and self._settling() \
+                and frame_margins(self._window) != self._framed:
+            self._placed(False)  # the window manager (re)framed the window; a resize by the program is left alone
         return False
 
     def _settling(self) -> bool:
@@ -109,6 +111,7 @@ class ScreenFit(QObject):
             return
         if not frame.isNull():
             _seen_frame = frame
+        self._framed = frame
         self._apply(frame)
 
     def _apply(self, frame: QMargins | None) -> None:

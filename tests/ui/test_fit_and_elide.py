@@ -1,7 +1,7 @@
 """The pieces that keep windows on a small screen and texts readable, offscreen (the whole windows on
 a real 1280x720 screen with a window manager: test_laptop_screen.py): ScreenFit's first size and
 grow_to_fit, the elided combo box, the step split's legend off its charts, integer ticks on the
-sweep's trial and epoch axes, the importance chart's note inside its chart."""
+sweep's trial and epoch axes, the importance chart's note inside its chart, the training figures wrapped."""
 from __future__ import annotations
 
 from PySide6.QtCore import QSize
@@ -105,3 +105,18 @@ def test_the_step_split_legend_names_the_three_colours_on_a_row_of_its_own(qtbot
     for plot in (panel.bars_plot, panel.share_plot):
         assert not legend.intersects(plot.vb.sceneBoundingRect())  # over the charts, never on their lines
     assert panel.share_plot.legend is None
+
+
+def test_the_training_figures_wrap_between_two_figures_never_inside_one(qtbot):
+    from gui_app.ui.labels import ItemLine
+
+    text = "step 40  ·  smoothed loss 1.0423  ·  smoothed accuracy 86.3%  ·  val loss 0.7912  ·  val accuracy 74.0%"
+    line = ItemLine(text)
+    qtbot.addWidget(line)
+    assert line.text() == text and line.wordWrap()
+    shown = QLabel.text(line)  # what Qt lays out: a break is allowed only after a dot
+    assert [part.replace("\u00a0", " ") for part in shown.split("·  ")] == [
+        "step 40  ", "smoothed loss 1.0423  ", "smoothed accuracy 86.3%  ", "val loss 0.7912  ", "val accuracy 74.0%"]
+    height = line.fontMetrics().height()
+    assert line.heightForWidth(2000) < 2 * height <= line.heightForWidth(400)  # a second line, nothing cut
+    assert line.minimumSizeHint().width() < 400
