@@ -7,7 +7,8 @@ covered its lines, and the bars had none). The numbers are the run history's ``t
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 import numpy as np
 import pyqtgraph as pg
@@ -56,6 +57,9 @@ class StepSplitPanel(ChartPanel, RunView):
         for swatch, name in zip(self._swatches, LEGEND):
             self.legend.addItem(swatch, name)
         self._graphics.addItem(self.legend, row=0, col=0, colspan=2)
+        # Its own width, centred (stretched over the row, its swatches stood far from their names).
+        self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self._graphics.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignHCenter)
         self._graphics.addItem(self.bars_plot, row=1, col=0)
         self._graphics.addItem(self.share_plot, row=1, col=1)
         layout = QVBoxLayout(self)
