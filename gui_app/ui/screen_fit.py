@@ -37,6 +37,13 @@ def frame_margins(window: QWidget) -> QMargins:
                     frame.bottom() - inner.bottom())
 
 
+def plausible(frame: QMargins) -> bool:
+    """A frame a window manager draws: a border of a few pixels, a title bar. Qt reports nonsense
+    (a 1x1 frame: negative margins) when it measured the window manager's frame window before that
+    was sized, and keeps it until the window's next configure event."""
+    return all(0 <= side <= 200 for side in (frame.left(), frame.top(), frame.right(), frame.bottom()))
+
+
 def available_room(window: QWidget) -> QRect:
     """The screen's available geometry (without panels and docks) where ``window`` is, or opens."""
     screen = window.screen() or QGuiApplication.primaryScreen()
@@ -107,8 +114,8 @@ class ScreenFit(QObject):
         if not window.isVisible() or not (self._settling() or last):
             return
         frame = frame_margins(window)
-        if frame.isNull() and not last:
-            return
+        if (frame.isNull() and not last) or not plausible(frame):
+            return  # not framed yet, or measured too early: the estimate stands
         if not frame.isNull():
             _seen_frame = frame
         self._framed = frame

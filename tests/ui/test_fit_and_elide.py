@@ -4,12 +4,12 @@ grow_to_fit, the elided combo box, the step split's legend off its charts, integ
 sweep's trial and epoch axes, the importance chart's note inside its chart, the training figures wrapped."""
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QMargins, QSize
 from PySide6.QtWidgets import QApplication, QDialog, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from gui_app.ui.charts.plot import IntegerAxis
 from gui_app.ui.labels import ElidedComboBox
-from gui_app.ui.screen_fit import ESTIMATE, ScreenFit, available_room, grow_to_fit
+from gui_app.ui.screen_fit import ESTIMATE, ScreenFit, available_room, grow_to_fit, plausible
 
 
 def test_a_first_size_larger_than_the_screen_is_bounded_by_it_frame_included(qtbot):
@@ -26,6 +26,11 @@ def test_a_first_size_larger_than_the_screen_is_bounded_by_it_frame_included(qtb
     # Once shown, the frame is known (offscreen: 2 px all round): the window and its frame take the whole room.
     qtbot.waitUntil(lambda: window.frameGeometry() == room, timeout=5000)
     assert window.geometry() != window.frameGeometry()
+
+
+def test_a_frame_measured_before_the_window_manager_sized_it_is_not_taken():
+    assert plausible(QMargins(1, 20, 1, 5)) and plausible(QMargins())  # openbox's; none
+    assert not plausible(QMargins(1, 20, -519, -432))  # Qt's 1x1 frame around a 520x437 dialog
 
 
 def test_a_message_that_grows_after_the_show_grows_the_dialog_not_squeezes_its_fields(qtbot):
