@@ -253,14 +253,12 @@ def dialog_checks(report: Report, window, runs: Path, failed: Path, sweep: Path,
     one("submit-slurm", window.slurm.open())
     config = window.config_panel.checked_config()
     one("submit-kubernetes", SubmitKubernetesDialog(config, str(runs), window, window._engine_command))
-    about: list[QWidget] = []
 
     def check_about() -> None:
         box = QApplication.activeModalWidget()
         if box is None:  # not shown yet (a loaded machine)
             QTimer.singleShot(100, check_about)
             return
-        about.append(box)
         report.check("about", box)
         box.close()
 
