@@ -134,6 +134,14 @@ class CompactAxis(pg.AxisItem):
         return [compact_number(v * scale) for v in values]
 
 
+class IntegerAxis(pg.AxisItem):
+    """An axis of whole things (trials, epochs): ticks on integers only, never 0.5 or 2.5."""
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph's names)
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size) if spacing >= 1]
+        return levels or [(1.0, 0.0)]
+
+
 class LazyMenuView(pg.ViewBox):
     """A plot's view whose right-click menu is built on the first right-click. pyqtgraph builds
     it with the view (two axis panels of check boxes and fields: 10 ms a plot, a third of a

@@ -5,7 +5,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
@@ -21,6 +20,7 @@ from gui_app.core.image_files import source_images
 from gui_app.core.memory import BUDGET_FRACTION, default_budget_bytes, format_bytes
 from gui_app.ui.config.form_base import FormSection, choice_box
 from gui_app.ui.config.source_images import SourceImagesRow
+from gui_app.ui.labels import ElidedComboBox
 
 DATASET_LABELS = {
     "digits": "Digits (bundled, offline)",
@@ -95,7 +95,7 @@ class DatasetForm(FormSection):
         size.layout().addStretch(1)
         self.add_field("dataset.image_size", self.height, row_widget=size,
                        tip="Images of an image folder are resized to height × width")
-        self.color_mode = QComboBox()
+        self.color_mode = ElidedComboBox()
         self.color_mode.addItem("RGB", "rgb")
         self.color_mode.addItem("Grayscale", "grayscale")
         self.add_field("dataset.color_mode", self.color_mode)

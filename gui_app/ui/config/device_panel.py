@@ -166,7 +166,11 @@ class DevicePanel(QWidget):
 
     def _rebuild(self) -> None:
         for box in self.boxes.values():
-            box.setParent(None)
+            # Hidden and out of the layout, but never without a parent: a parentless widget is a
+            # window, and until its deferred delete ran it showed as a stray "CPU:0" window.
+            box.hide()
+            self._gpu_box.removeWidget(box)
+            self._cpu_grid.removeWidget(box)
             box.deleteLater()
         self.boxes.clear()
         for gpu in (self.info or {}).get("gpus") or []:

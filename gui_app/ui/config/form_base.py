@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLine
 from gui_app.core import wording
 from gui_app.core.config import ConfigError
 from gui_app.ui.colors import ERROR_COLOR, ERROR_STYLE
+from gui_app.ui.labels import ElidedComboBox
 
 INVALID_PROPERTY = "invalid"
 ERROR_LABEL = "error:{}"  # an error label's object name: the config key it speaks of (the section's, for its own)
@@ -50,8 +51,9 @@ def parse_optional_int(key: str, edit: QLineEdit) -> int | None:
 
 
 def choice_box(labels: dict[str, str]) -> QComboBox:
-    """A combo box showing ``labels``' values, with the config value (the key) as item data."""
-    box = QComboBox()
+    """A combo box showing ``labels``' values, with the config value (the key) as item data; a long
+    value is cut with "…" in a narrow panel, whole in the tooltip."""
+    box = ElidedComboBox()
     for key, label in labels.items():
         box.addItem(label, key)
     return box

@@ -67,6 +67,9 @@ class ModelForm(FormSection):
         self.layers.setRootIsDecorated(False)
         self.layers.setAlternatingRowColors(True)
         self.layers.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # The name column gets what the panel leaves: cut in the middle ("max_p…2d_1" tells the
+        # layers apart), each cell whole in its tooltip.
+        self.layers.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.layers.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -138,6 +141,8 @@ class ModelForm(FormSection):
                                     _shape(layer.get("output_shape")),
                                     f"{params:,}" if isinstance(params, int) else ""])
             item.setTextAlignment(3, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            for column in range(item.columnCount()):
+                item.setToolTip(column, item.text(column))
             self.layers.addTopLevelItem(item)
         self._fit_layers()
 

@@ -10,13 +10,14 @@ steps each train one worker on the whole global batch.
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import QLabel, QSpinBox, QWidget
 
 from gui_app.core.config import ALL_REDUCING, MULTI_WORKER, ConfigError, StrategyConfig
 from gui_app.core.wording import count
 from gui_app.ui.colors import WARNING_STYLE
 from gui_app.ui.config.cluster_form import ClusterPanel
 from gui_app.ui.config.form_base import FormSection, choice_box
+from gui_app.ui.labels import ElidedComboBox
 
 STRATEGY_LABELS = {
     "default": "Default (no distribution)",
@@ -48,7 +49,7 @@ class StrategyForm(FormSection):
         super().__init__(parent)
         self.name = choice_box(STRATEGY_LABELS)
         self.add_field("strategy.name", self.name)
-        self.device = QComboBox()
+        self.device = ElidedComboBox()
         self.add_field("strategy.device", self.device, tip="The device of the one-device strategy")
         self.devices_label = QLabel()
         self.devices_label.setWordWrap(True)

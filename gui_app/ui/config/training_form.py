@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox, QWidget
 
 from gui_app.core.config import TrainingConfig
 from gui_app.ui.config.form_base import FormSection, format_float, parse_float, parse_optional_int
+from gui_app.ui.labels import ElidedComboBox
 
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD with momentum", "adam": "Adam", "adamw": "AdamW",
                     "rmsprop": "RMSprop"}
@@ -76,7 +77,7 @@ class TrainingForm(FormSection):
         return edit
 
     def _combo(self, key: str, choices: dict[str, str]) -> QComboBox:
-        combo = QComboBox()
+        combo = ElidedComboBox()
         for value, text in choices.items():
             combo.addItem(text, value)
         combo.currentIndexChanged.connect(self._on_edited)

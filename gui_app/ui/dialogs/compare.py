@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QSortFilterProxyModel, Qt, QThread, Signal
+from PySide6.QtCore import QCoreApplication, QSize, QSortFilterProxyModel, Qt, QThread, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,6 +39,7 @@ from gui_app.core import atomic_io
 from gui_app.core.comparison import METRICS, Comparison, Row, RunFigures, compare, read_figures, value_text
 from gui_app.core.wording import count, label
 from gui_app.ui.charts.compare_chart import CompareChart
+from gui_app.ui.screen_fit import ScreenFit
 
 METRIC_TITLES = {"test_accuracy": "Test accuracy", "val_accuracy": "Val accuracy", "val_loss": "Val loss",
                  "steps": "Steps", "duration": "Time (s)"}
@@ -91,7 +92,7 @@ class CompareDialog(QDialog):
         self.figures: list[RunFigures] = []
         self.comparison: Comparison | None = None
         self.setWindowTitle(f"Compare {len(self.run_dirs)} runs")
-        self.resize(1000, 720)
+        ScreenFit(self, QSize(1000, 720))  # its buttons stay on a 1280x720 screen
         self.group_box = QCheckBox("&Group runs that differ only in seed")
         self.group_box.setChecked(True)
         self.group_box.setToolTip("One row for runs whose configurations differ only in training.seed: "

@@ -42,6 +42,7 @@ from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_COLOR
 from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.screen_fit import largest_size
 from gui_app.ui.workers.engine_job import EngineJob
 
 PASS_COLOR = "#59a14f"
@@ -137,7 +138,7 @@ class ExportDialog(JobDialog):
         # Make room for the report at the current width (adjustSize() measures the wrapped
         # labels at a narrower width and leaves a gap above the buttons).
         height = self.layout().totalHeightForWidth(self.width()) + self.layout().spacing() * 2
-        self.resize(self.width(), max(height, self.height()))
+        self.resize(self.width(), max(min(height, largest_size(self).height()), self.height()))
         self._open_button.setEnabled(result.written)
 
     def _cancelled(self, job: EngineJob) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
+
+from gui_app.ui.screen_fit import ScreenFit
 
 
 def getting_started_html(runs_dir: Path) -> str:
@@ -75,7 +78,7 @@ class GettingStartedDialog(QDialog):
     def __init__(self, runs_dir: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Getting started")
-        self.resize(640, 680)
+        ScreenFit(self, QSize(640, 680))
         browser = QTextBrowser(self)
         browser.setOpenExternalLinks(True)
         browser.setHtml(getting_started_html(runs_dir))

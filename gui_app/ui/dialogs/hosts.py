@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, load_hosts, remove_host
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.screen_fit import ScreenFit, grow_to_fit
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
 
 TEST_PREFIXES = ("replica-studio hosts test: ", "replica-studio hosts reconnect: ")  # the command names itself
@@ -54,6 +55,7 @@ class HostsDialog(QDialog):
     def __init__(self, engine_command: Callable[..., list[str]], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Hosts")
+        ScreenFit(self)
         self._engine_command = engine_command
         self._job: EngineJob | None = None
         self.list = QListWidget()
@@ -103,6 +105,7 @@ class HostsDialog(QDialog):
         layout.addWidget(hint)
         layout.addWidget(buttons)
         self.fill()
+        self.resize(max(640, self.sizeHint().width()), self.sizeHint().height())  # room for the list beside the fields
 
     # ---- the list ------------------------------------------------------------------------------
     def fill(self, current: str = "") -> None:
@@ -202,16 +205,19 @@ class HostsDialog(QDialog):
     def _on_tested(self, answer: dict) -> None:
         self.result.setStyleSheet("")
         self.result.setText(describe_test(answer))
+        grow_to_fit(self)
 
     def _on_test_failed(self, message: str) -> None:
         self.result.setStyleSheet(ERROR_STYLE)
         for prefix in TEST_PREFIXES:
             message = message.removeprefix(prefix)
         self.result.setText(message)
+        grow_to_fit(self)
 
     def _say(self, message: str) -> None:
         self.error.setText(message)
         self.error.setVisible(bool(message))
+        grow_to_fit(self)  # the fields keep their height above a message of several lines
 
     def done(self, code: int) -> None:
         if self._job is not None:  # closing: no answer is waited for

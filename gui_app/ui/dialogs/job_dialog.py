@@ -30,6 +30,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, Q
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Progress
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.workers.engine_job import RUNNING, EngineJob
 from gui_app.ui.workers.process import DEFAULT_GRACE_S
 
@@ -56,6 +57,7 @@ class JobDialog(QDialog):
         self._close_when_done = False
         self._inputs: tuple[QWidget, ...] = ()  # the form's fields, disabled while a job runs
         self._tmp: tempfile.TemporaryDirectory | None = None  # config files for the engine to read
+        self.screen_fit = ScreenFit(self)  # never taller than a laptop screen with its title bar
 
         self._progress = QProgressBar(minimum=0, maximum=PROGRESS_STEPS, textVisible=False)
         self._status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)

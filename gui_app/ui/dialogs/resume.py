@@ -22,12 +22,14 @@ from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
 from gui_app.core.rundir import RunInfo
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.screen_fit import ScreenFit
 
 
 class ResumeDialog(QDialog):
     def __init__(self, run: RunInfo, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Resume {run.name}")
+        ScreenFit(self)
         self._config = run.config or RunConfig()
         training = self._config.training
         why = QLabel(f"The run failed at step {run.step}: {run.message or 'no reason was recorded'}\n\n"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter  # noqa: E402
+from PySide6.QtCore import QEvent, QSize, Qt  # noqa: E402  (PySide6 before pyqtgraph)
+from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
 from PySide6.QtSvg import QSvgRenderer  # noqa: E402
 from PySide6.QtWidgets import (  # noqa: E402
     QCheckBox,
@@ -78,10 +78,8 @@ class ScalingDialog(JobDialog):
         super().__init__(parent, engine_command)
         self.setWindowTitle("Scaling benchmark")
         # Room for the report (two tables, the chart, the recommendation); on a small screen (a
-        # 1280x720 laptop) at most 90 % of its height, and the report scrolls inside.
-        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
-        room = screen.availableGeometry() if screen is not None else None
-        self.resize(min(1000, room.width()) if room else 1000, min(820, int(room.height() * 0.9)) if room else 820)
+        # 1280x720 laptop) what the screen leaves, and the report scrolls inside.
+        self.screen_fit.set_preferred(QSize(1000, 820))
         self._config = config
         self._report: dict | None = None
 

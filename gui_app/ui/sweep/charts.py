@@ -18,6 +18,7 @@ from gui_app.ui.charts.plot import (
     HIGHLIGHT_COLOR,
     TRAIN_COLOR,
     ChartPanel,
+    IntegerAxis,
     make_curve,
     make_plot,
     style_plot,
@@ -34,10 +35,13 @@ class SweepCharts(ChartPanel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._graphics = pg.GraphicsLayoutWidget()
-        self.best_plot = make_plot("Best so far", "trial", "metric", legend="bottom")
+        # Trials and epochs are counted: integer ticks (not 0.5, 1.5, 2.5 with two trials).
+        self.best_plot = make_plot("Best so far", "trial", "metric", legend="bottom",
+                                   axis_items={"bottom": IntegerAxis("bottom")})
         self.importance_plot = make_plot("Parameter importance", "importance", "", legend=None)
         self.coords_plot = make_plot("Parallel coordinates", "", "low → high", legend=None)
-        self.curves_plot = make_plot("Trials' validation curves", "epoch", "metric", legend=None)
+        self.curves_plot = make_plot("Trials' validation curves", "epoch", "metric", legend=None,
+                                     axis_items={"bottom": IntegerAxis("bottom")})
         self._graphics.addItem(self.best_plot, row=0, col=0)
         self._graphics.addItem(self.importance_plot, row=0, col=1)
         self._graphics.addItem(self.coords_plot, row=1, col=0)
@@ -52,6 +56,7 @@ class SweepCharts(ChartPanel):
         self.best_points.setPen(None)  # the trials as points, the best so far as the line
         self.best_line = make_curve(self.best_plot, HIGHLIGHT_COLOR, "best so far")
         self.note = pg.TextItem(anchor=(0.5, 0.5))
+        self.note.setPos(0.5, 0)  # the middle of the chart's 0..1 by -0.5..0.5: at 0, its left half was cut off
         self.importance_plot.addItem(self.note)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -39,6 +39,7 @@ from gui_app.core.config_json import ConfigError
 from gui_app.core.hosts import HostsFileError, load_hosts
 from gui_app.core.sweep_config import LOCAL, MAX_PARALLEL, MAX_TRIALS, SweepConfig
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.sweep.figures import METRICS
 from gui_app.ui.sweep.parameter_table import ParameterTable
 from gui_app.ui.workers.attachment import DetachedStart
@@ -120,7 +121,7 @@ class NewSweepDialog(QDialog):
         for box in self.places.values():
             box.toggled.connect(self.check)
         self.rows.add_row()
-        self.resize(860, 520)
+        ScreenFit(self, QSize(860, 520))
 
     def _places_row(self) -> QWidget:
         """A tick for this computer (ticked) and one for each SSH host (Tools -> Hosts)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +37,7 @@ from gui_app.core.sweep_config import SWEEP_FILE, SWEEP_LOG, SweepConfig
 from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.labels import ElidedLabel
+from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.sweep.charts import SweepCharts
 from gui_app.ui.sweep.curves import CurveReader
 from gui_app.ui.sweep.figures import DONE, METRICS, finite, outcome
@@ -137,7 +138,7 @@ class SweepView(QWidget):
         self.reader = CurveReader(self)
         self.reader.read.connect(self.charts.show_curves)
         self._update_buttons()
-        self.resize(1100, 760)
+        ScreenFit(self, QSize(1100, 760))  # its buttons stay on a 1280x720 screen
         self.poll()
 
     # ---- following the sweep ----------------------------------------------------------------

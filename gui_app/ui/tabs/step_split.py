@@ -2,11 +2,13 @@
 and backward pass, the wait for input, and the rest of the step (waiting for the slower
 replicas, the all-reduce, the optimizer) -- as a stacked bar per replica over the last steps
 and a line of the three shares over the run, with the bottleneck named when one part
-dominates. The numbers are the run history's ``timing`` (gui_app.core.history.timing).
+dominates. One legend above both charts names the three colours (a legend inside the share chart
+covered its lines, and the bars had none). The numbers are the run history's ``timing`` (gui_app.core.history.timing).
 """
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 import numpy as np
 import pyqtgraph as pg
@@ -27,8 +29,9 @@ from gui_app.ui.charts.plot import (
 )
 from gui_app.ui.charts.run_view import RunView
 
-INPUT_COLOR, REST_COLOR = "#bab0ac", "#edc948"
+COMPUTE_COLOR, INPUT_COLOR, REST_COLOR = "#4e79a7", "#bab0ac", "#edc948"
 PARTS = ("compute", "input", "all-reduce, optimizer, waiting")
+LEGEND = ("compute (a bar: its replica's colour)", "input", "all-reduce, optimizer, waiting")
 
 
 class StepSplitPanel(ChartPanel, RunView):
@@ -37,18 +40,28 @@ class StepSplitPanel(ChartPanel, RunView):
         self.label = QLabel(wordWrap=True)
         self.label.setContentsMargins(8, 0, 8, 0)
         self._graphics = ChartCanvas()
-        self._graphics.setFixedHeight(200)  # the loss, gradient and speed charts keep the room
+        self._graphics.setFixedHeight(224)  # the loss, gradient and speed charts keep the room
         self.bars_plot = make_plot(f"Each replica's step (mean of the last {WINDOW} steps)", "replica", "time",
                                    y_units="s", legend=None)
-        self.share_plot = make_plot("Share of each step", "step", "share of the step", legend="top")
+        self.share_plot = make_plot("Share of each step", "step", "share of the step", legend=None)
         self.share_plot.setYRange(0, 1, padding=0.02)
         self._bars = [pg.BarGraphItem(x=[], height=[], width=0.6) for _ in PARTS]
         for bars in self._bars:
             self.bars_plot.addItem(bars)
         self._lines = [make_curve(self.share_plot, color, name) for color, name in
-                       zip(("#4e79a7", INPUT_COLOR, REST_COLOR), PARTS)]
-        self._graphics.addItem(self.bars_plot, row=0, col=0)
-        self._graphics.addItem(self.share_plot, row=0, col=1)
+                       zip((COMPUTE_COLOR, INPUT_COLOR, REST_COLOR), PARTS)]
+        # A row of its own over both charts, a swatch per part (the bars' colours, the lines' too).
+        self.legend = pg.LegendItem(labelTextSize="8pt", colCount=len(PARTS), horSpacing=16, frame=False)
+        self._swatches = [pg.BarGraphItem(x=[0], height=[1], width=1, brush=color, pen=pg.mkPen(color))
+                          for color in (COMPUTE_COLOR, INPUT_COLOR, REST_COLOR)]
+        for swatch, name in zip(self._swatches, LEGEND):
+            self.legend.addItem(swatch, name)
+        self._graphics.addItem(self.legend, row=0, col=0, colspan=2)
+        # Its own width, centred (stretched over the row, its swatches stood far from their names).
+        self.legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self._graphics.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignHCenter)
+        self._graphics.addItem(self.bars_plot, row=1, col=0)
+        self._graphics.addItem(self.share_plot, row=1, col=1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.label)
@@ -98,3 +111,6 @@ class StepSplitPanel(ChartPanel, RunView):
         self._graphics.setBackground(background)
         for plot in (self.bars_plot, self.share_plot):
             style_plot(plot, foreground, background)
+        self.legend.setLabelTextColor(foreground)
+        for _, label in self.legend.items:
+            label.setText(label.text)  # setAttr alone does not re-render existing labels

@@ -40,7 +40,7 @@ from gui_app.ui.charts.plot import (
     theme_colors,
 )
 from gui_app.ui.charts.run_view import RunView
-from gui_app.ui.labels import ElidedLabel
+from gui_app.ui.labels import ItemLine
 from gui_app.ui.tabs.input_bound import InputBoundLabel
 
 LR_HEADROOM = 1.15  # the learning-rate axis runs from 0 to this much above the largest rate
@@ -66,7 +66,9 @@ class TrainingTab(ChartPanel, RunView):
         self._overlay: TrainingSeries | None = None
         self._overlay_curves: list[tuple[pg.PlotItem, pg.PlotDataItem]] = []
 
-        self._summary = ElidedLabel()  # one line that never widens the window
+        # Every figure whole (it was cut at "val accur…" on a 1280 px screen): a second line
+        # between two figures when the tab is narrow, and never a wider window.
+        self._summary = ItemLine()
         self.smoothing = QDoubleSpinBox()
         self.smoothing.setRange(0.0, 0.999)
         self.smoothing.setDecimals(3)

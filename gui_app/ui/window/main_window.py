@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
@@ -35,6 +35,7 @@ from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 from gui_app.ui.dialogs.hosts import HostsDialog
 from gui_app.ui.labels import ElidedLabel
 from gui_app.ui.notifications import DesktopNotifier, RunNotifications
+from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.settings import Settings, load_settings, resolve_runs_dir, save_settings
 from gui_app.ui.shell import show_tensorflow_unavailable
 from gui_app.ui.tabs.dataset import DatasetTab
@@ -204,11 +205,11 @@ class MainWindow(QMainWindow):
 
     def _restore(self) -> None:
         s = self.settings
+        # First launch: roomy, but never larger than the screen with the title bar (a 1280x720
+        # laptop); a restored geometry is kept inside the screen it opens on (one that shrank).
+        self.screen_fit = ScreenFit(self, None if s.window_geometry else QSize(1500, 940))
         if s.window_geometry:
             self.restoreGeometry(QByteArray.fromBase64(s.window_geometry.encode()))
-        else:  # first launch: roomy, but never larger than the screen (a 1366x768 laptop)
-            screen = self.screen().availableGeometry()
-            self.resize(min(1500, screen.width()), min(940, screen.height()))
         if s.window_state:
             self.restoreState(QByteArray.fromBase64(s.window_state.encode()))
         if s.splitter_state:
