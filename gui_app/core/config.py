@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gui_app.core.batch_split import batch_split
 from gui_app.core.cluster_hosts import SshWorker
-from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, refuse_control_characters, to_plain  # noqa: F401 - ConfigError is ours
+from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, refuse_control_characters, to_plain
 from gui_app.core.config_json import fail as _fail
 from gui_app.core.config_json import show as _show
 
@@ -342,10 +343,13 @@ class RunConfig:
                 key = "strategy.device" if self.strategy.device == dev else "strategy.devices"
                 _fail(key, f"{dev} does not exist: runtime.cpu_devices is {self.runtime.cpu_devices} "
                            f"(CPU:0 to CPU:{self.runtime.cpu_devices - 1})")
+        # The split rule where the config alone names the replicas (mirrored's device list);
+        # the engine asks the same rule again once the strategy has counted them.
         replicas = len(self.strategy.devices)
-        if replicas and self.training.global_batch_size < replicas:
-            _fail("training.global_batch_size",
-                  f"{self.training.global_batch_size} is smaller than the {replicas} replicas")
+        split = batch_split(self.strategy.name, self.training.global_batch_size, replicas, 1,
+                            self.training.accumulation_steps)
+        if replicas and split.error:
+            raise ConfigError(split.error)
         if isinstance(self.strategy.cluster, tuple) and len(self.strategy.cluster) > 1 and self.training.seed is None:
             _fail("training.seed", "a cluster of several hosts needs a seed, so that every worker reads the same "
                                    "data order")
@@ -353,9 +357,6 @@ class RunConfig:
         if accumulate > 1 and self.strategy.name == "parameter_server":
             _fail("training.accumulation_steps", "parameter_server workers update the variables after every batch; "
                                                  "accumulation is for mirrored and multi_worker_mirrored")
-        if replicas and self.training.global_batch_size // replicas < accumulate:
-            _fail("training.accumulation_steps", f"{accumulate} micro-batches do not fit the "
-                                                 f"{self.training.global_batch_size // replicas} examples per replica")
         if self.training.mixed_precision and self.strategy.devices and not any(
                 d.startswith("GPU") for d in self.strategy.devices):
             _fail("training.mixed_precision", "needs a GPU; the strategy uses only CPU devices")

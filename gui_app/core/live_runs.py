@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gui_app.core import atomic_io, run_lock, rundir, scheduled_runs, slurm_jobs
+from gui_app.core.answers import RunRow, encode
 
 PROCESS_FILE = "process.json"
 RUN_COMMANDS = ("train", "resume")  # the processes that run a run (evaluate and export hold the lock too)
@@ -84,13 +85,11 @@ class LiveRun:
 
     def to_json(self) -> dict:
         info, process = self.info, self.process
-        return {"run_dir": str(info.path), "name": info.name, "status": self.status, "step": info.step,
-                "total_steps": info.total_steps, "started": info.started, "test_accuracy": info.test_accuracy,
-                "message": info.message, "pid": process.pid if process else None,
-                "host": process.host if process else None, "detached": process.detached if process else None,
-                "config": info.config.to_dict() if info.config else None, "has_model": info.has_model,
-                "resumable": info.resumable, "slurm_job": self._job("Slurm"), "kubernetes_job": self._job("Kubernetes"),
-                **owner(info.path)}
+        return encode(RunRow(
+            str(info.path), info.name, self.status, info.step, info.total_steps, info.started, info.test_accuracy,
+            info.message, process.pid if process else None, process.host if process else None,
+            process.detached if process else None, info.config.to_dict() if info.config else None,
+            info.has_model, info.resumable, self._job("Slurm"), self._job("Kubernetes"), **owner(info.path)))
 
     def _job(self, scheduler: str) -> str | None:
         return self.job[0] if self.job is not None and self.job[1].scheduler == scheduler else None

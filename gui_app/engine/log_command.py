@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 
 from gui_app.core import rundir, slurm_jobs
+from gui_app.core.answers import LogLine, encode
 from gui_app.core.run_lock import holder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
@@ -65,7 +66,7 @@ def log(args: argparse.Namespace) -> int:
     if offset is None:  # its end: what it logged before is not asked for
         offset = path.stat().st_size if path.is_file() else 0
         if args.json:
-            print(json.dumps({"type": "log", "next": offset}), flush=True)
+            print(json.dumps(encode(LogLine("log", next=offset))), flush=True)
     job = slurm_jobs.JobWatch(run_dir)
     while True:
         running = args.follow and (holder(run_dir) is not None or job.active())  # before the read: no line lost
@@ -99,8 +100,8 @@ def _copy(path: Path, offset: int, as_json: bool, last: bool) -> tuple[int, bool
             pieces = [(line, 1) for line in lines] + ([(rest, 0)] if last and rest else [])
             for line, newline in pieces:
                 offset += len(line) + newline
-                out.write(json.dumps({"type": "log", "line": line.decode("utf-8", "replace").rstrip("\r"),
-                                      "next": offset}).encode() + b"\n")
+                out.write(json.dumps(encode(LogLine("log", line.decode("utf-8", "replace").rstrip("\r"),
+                                                    next=offset))).encode() + b"\n")
         out.flush()
     except FileNotFoundError:
         pass  # not written yet (or a run that never logged)

@@ -33,6 +33,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from gui_app.core.answers import ServeAnswer, ServeReady, encode
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG, ExportError
 from gui_app.core.messages import typed_line
 from gui_app.core.predictions import INVERT_MODES, INVERTED, received_file
@@ -124,10 +125,9 @@ def _serve_lines(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, load_p
 
     # ExportError (an unverified SavedModel too): exit 2, one line on stderr
     predictor = load_predictor(args.model, allow_unverified_savedmodel=args.allow_unverified_savedmodel)
-    send({"type": "ready", "model": str(predictor.source), "kind": predictor.kind,
-          "class_names": predictor.class_names, "input_shape": list(predictor.input_shape),
-          "warnings": predictor.warnings, "has_test_set": predictor.dataset_config is not None,
-          "dark_background": predictor.dark_background})
+    send(encode(ServeReady("ready", str(predictor.source), predictor.kind, list(predictor.class_names),
+                           list(predictor.input_shape), list(predictor.warnings),
+                           predictor.dataset_config is not None, bool(predictor.dark_background))))
     for line in stdin:
         if line.strip():
             for answer in _answer(predictor, line, args.top):
@@ -144,11 +144,11 @@ def _answer(predictor, line: str, top: int) -> list[dict[str, Any]]:
         if not isinstance(request, dict):
             raise ValueError("not a JSON object")
     except ValueError as exc:
-        return [{"type": "error", "id": None, "message": f"not a request: {exc}"}]
+        return [encode(ServeAnswer("error", None, message=f"not a request: {exc}"))]
     request_id = request.get("id")
 
-    def error(message: str, **extra: Any) -> dict[str, Any]:
-        return {"type": "error", "id": request_id, **extra, "message": message}
+    def error(message: str, image: str | None = None) -> dict[str, Any]:
+        return encode(ServeAnswer("error", request_id, image=image, message=message))
 
     try:
         if "images" in request or "files" in request:
@@ -208,4 +208,4 @@ def _sent_image(entry: dict[str, str], input_shape: tuple[int, int, int]):
 
 
 def _predictions(request_id, predictions, top: int) -> dict[str, Any]:
-    return {"type": "predictions", "id": request_id, "predictions": [p.to_dict(top) for p in predictions]}
+    return encode(ServeAnswer("predictions", request_id, predictions=[p.to_dict(top) for p in predictions]))

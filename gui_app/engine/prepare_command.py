@@ -24,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from gui_app.core import answers
 from gui_app.core.events import Progress, encode
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
@@ -169,9 +170,8 @@ def run(args: argparse.Namespace) -> int:
         manifest = prepare(dataset, output, args.shards, args.json)
         seconds = time.monotonic() - started
         total = sum(manifest["counts"].values())
-        result = {"type": "prepared", "output": str(output), "counts": manifest["counts"],
-                  "classes": len(manifest["classes"]), "shards": len(manifest["files"]), "seconds": round(seconds, 3),
-                  "images_per_sec": round(total / max(seconds, 1e-9), 1)}
+        result = answers.encode(answers.Prepared("prepared", str(output), manifest["counts"], len(manifest["classes"]),
+                                 len(manifest["files"]), round(seconds, 3), round(total / max(seconds, 1e-9), 1)))
         if args.json:
             print(json.dumps(result), flush=True)
         else:

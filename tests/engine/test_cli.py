@@ -131,6 +131,10 @@ def test_devices_json_lists_cpu_and_logical_devices():
     assert [d["name"].split("device:")[-1] for d in info["logical_devices"] if d["type"] == "CPU"] == \
         ["CPU:0", "CPU:1", "CPU:2"]
     assert info["tensorflow"].startswith("2.")
+    # The typed answer the window reads (gui_app.core.answers, docs/answers.md) describes it exactly.
+    from gui_app.core.answers import DevicesInfo, decode, encode, problems
+
+    assert problems(DevicesInfo, info) == [] and encode(decode(DevicesInfo, info)) == info
 
 
 def test_inspect_describes_dataset_and_model(tmp_path, write_config):

@@ -110,6 +110,21 @@ def test_uneven_batch_warns(panel):
     assert panel.strategy.balance_warning.text() == ""
 
 
+def test_the_form_says_the_engines_words_for_a_split_a_cluster_cannot_run(panel):
+    """The one rule (core/batch_split.py): one process warns, several workers refuse, same words."""
+    from gui_app.core.batch_split import batch_split
+
+    panel.training.global_batch_size.setValue(64)
+    _strategy(panel, "multi_worker_mirrored").cluster.workers.setValue(2)
+    panel.strategy.set_replicas_per_worker(3)
+    assert panel.strategy.balance_warning.text() == batch_split("multi_worker_mirrored", 64, 6, workers=2).error
+    panel.strategy.set_replicas_per_worker(4)  # 8 replicas: 64 splits evenly
+    assert panel.strategy.balance_warning.text() == ""
+    panel.strategy.cluster.workers.setValue(1)
+    panel.strategy.set_replicas_per_worker(3)
+    assert panel.strategy.balance_warning.text() == batch_split("mirrored", 64, 3).warning
+
+
 def test_mixed_precision_only_with_a_gpu(panel, qtbot, fake_engine):
     assert not panel.training.mixed_precision.isEnabled()
     fake_engine.configure("gpu")

@@ -66,7 +66,8 @@ def test_an_unreadable_hosts_file_is_said_and_kept(qtbot, fake_engine):
 
 
 def test_the_test_result_says_the_release_and_devices():
-    answer = {"name": "gpu1", "version": "0.1.0", "devices": {"tensorflow": "2.21.0", "gpus": [{}, {}],
+    gpus = [{"name": "GPU:0"}, {"name": "GPU:1"}]
+    answer = {"name": "gpu1", "version": "0.1.0", "devices": {"tensorflow": "2.21.0", "gpus": gpus,
                                                               "cpu": {"description": "AMD EPYC", "cores": 2}}}
     assert describe_test(answer) == (
         "Connected: replica-studio 0.1.0 there, TensorFlow 2.21.0; 2 GPUs; CPU AMD EPYC, 2 cores")

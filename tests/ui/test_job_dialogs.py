@@ -54,7 +54,7 @@ def test_progress_then_the_result_and_the_buttons_that_follow(qtbot, dialog, tmp
         assert dialog._close_button.text() == "Cancel" and not dialog._use.isEnabled()
     [(_, result), done] = seen
     assert done == ("done",)
-    assert result["output"] == str(tmp_path / "shards") and result["counts"] == {"train": 80, "test": 20}
+    assert result.output == str(tmp_path / "shards") and result.counts == {"train": 80, "test": 20}
     assert bar == [0, 400, 1000]  # the start, 40 and 100 of 100 images (0 of 100 and the result change nothing)
     assert dialog._status.text() == f"Wrote 80 training and 20 test images in 2 shards to {tmp_path / 'shards'} " \
                                     "(1,000 images/s)."

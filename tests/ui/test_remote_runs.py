@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QLabel
 from run_dirs import listed_status, wait_listed, write_run
 from windows import shown_window
 
+from gui_app.core.answers import RunRow, decode
 from gui_app.core.hosts import Host, add_host, run_key, split_run_key
 from gui_app.core.live_runs import list_live_runs
 from gui_app.identity import app_command
@@ -34,15 +35,16 @@ def test_keys_of_runs_there_never_collide_with_paths_here():
 def test_a_row_from_runs_json_there(runs_dir):
     write_run(runs_dir, "20261201-090000-digits", "completed", accuracy=0.9)
     (entry,) = json.loads(json.dumps([run.to_json() for run in list_live_runs(runs_dir)]))
-    info, resumable, process, host = _row("gpu1", entry)
+    info, resumable, process, host = _row("gpu1", decode(RunRow, entry))
     assert str(info.path) == f"gpu1:{runs_dir / '20261201-090000-digits'}" and info.name == "20261201-090000-digits"
     assert (info.status, info.step, info.test_accuracy, info.config.dataset.name) == ("completed", 10, 0.9, "digits")
     assert (resumable, process, host) == (False, None, "gpu1")
-    info, _, process, _ = _row("gpu1", {**entry, "status": "running", "pid": 42, "host": "gpu1-node", "config": {}})
+    running = {**entry, "status": "running", "pid": 42, "host": "gpu1-node", "config": {}}
+    info, _, process, _ = _row("gpu1", decode(RunRow, running))
     assert (process.pid, process.host) == (42, "gpu1-node")
     write_run(runs_dir, "20261201-100000-digits", "stopped")  # with a checkpoint: resumable there, as read there
     stopped = next(run.to_json() for run in list_live_runs(runs_dir) if run.info.status == "stopped")
-    assert stopped["resumable"] and _row("gpu1", stopped)[1] is True
+    assert stopped["resumable"] and _row("gpu1", decode(RunRow, stopped))[1] is True
     assert (entry["owner"], entry["own"]) == (pwd.getpwuid(os.getuid()).pw_name, True)  # who started it there
 
 

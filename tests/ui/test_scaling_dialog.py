@@ -21,7 +21,7 @@ def test_a_run_fills_the_table_the_chart_and_the_recommendation(dialog, qtbot, t
     with qtbot.waitSignal(dialog.succeeded, timeout=10_000) as got:
         dialog.start()
     qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
-    assert got.args[0]["rows"][1]["speedup"] == 1.5
+    assert got.args[0].rows[1].speedup == 1.5
     table = dialog._table
     assert table.rowCount() == 3
     assert [table.item(1, c).text() for c in range(4)] == ["mirrored, 2 replicas", "1,500", "1.50×", "75%"]
@@ -69,7 +69,7 @@ def test_communication_options_are_asked_and_shown_with_their_loss_effect(dialog
     with qtbot.waitSignal(dialog.succeeded, timeout=10_000) as got:
         dialog.start()
     qtbot.waitUntil(lambda: not dialog.is_running(), timeout=10_000)
-    assert len(got.args[0]["options"]) == 4  # the fake answers --options only when it is passed
+    assert len(got.args[0].options) == 4  # the fake answers --options only when it is passed
     table = dialog._options_table
     assert not table.isHidden() and table.rowCount() == 4
     assert [table.item(1, c).text() for c in range(5)] == [

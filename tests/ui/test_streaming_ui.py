@@ -127,7 +127,7 @@ def test_prepare_dialog_runs_the_engine_and_offers_the_shards(qtbot, tmp_path):
     with qtbot.waitSignal(dialog.succeeded, timeout=180_000) as ok:
         dialog.start()
     result = ok.args[0]
-    assert result["counts"]["train"] + result["counts"]["test"] == 1797
+    assert result.train + result.test == 1797
     manifest = json.loads((tmp_path / "shards" / "manifest.json").read_text())
     assert len([f for f in manifest["files"] if f["split"] == "train"]) == 2
     assert dialog._progress.value() == 1000 and dialog._use.isEnabled()

@@ -2,16 +2,18 @@
 status, and the view's ``ended`` signal, which reaches the desktop notifications."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
 from sweep_dirs import Trial, write_sweep
 
+from gui_app.core.answers import SweepStatus, SweepTrial
 from gui_app.core.run_lock import RunLock
 from gui_app.ui.sweep.figures import outcome
 
-STATUS = {"trials": [{"state": "completed"}, {"state": "pruned"}], "stop_asked": False}
+STATUS = SweepStatus("/s", trials=[SweepTrial(0, "completed"), SweepTrial(1, "pruned")])
 COMPLETED = "sweep completed: 2 trials (1 completed, 1 pruned, 0 failed, 0 stopped)"
 
 
@@ -21,13 +23,13 @@ def test_the_sweeps_last_words_say_how_it_ended():
     assert outcome(STATUS, [stopped, "replica-studio sweep resume /s  # continues it"]) == ("stopped", stopped)
     assert outcome(STATUS, ["trial 0 started: ...", "Traceback (most recent call last):", "MemoryError"]) == (
         "failed", "MemoryError; Resume continues it")
-    open_trial = {"trials": [{"state": "running"}], "stop_asked": False}
+    open_trial = SweepStatus("/s", trials=[SweepTrial(0, "running")])
     assert outcome(open_trial, []) == ("failed", "its process ended; Resume continues it")  # killed
 
 
 def test_a_sweep_started_without_a_log_ends_as_its_trials_say():
     assert outcome(STATUS, []) == ("completed", "2 trials")
-    assert outcome({**STATUS, "stop_asked": True}, []) == ("stopped", "stopped; Resume continues it")
+    assert outcome(replace(STATUS, stop_asked=True), []) == ("stopped", "stopped; Resume continues it")
 
 
 def test_a_followed_sweep_that_ends_is_notified(qtbot, make_window, tmp_path):
@@ -41,7 +43,7 @@ def test_a_followed_sweep_that_ends_is_notified(qtbot, make_window, tmp_path):
         window.sweeps.open_sweep(str(sweep_dir))
     view = opened.args[0]
     qtbot.waitUntil(lambda: view.status is not None, timeout=30_000)
-    assert view.status["running"] and view.stop_button.isEnabled() and not view.resume_button.isEnabled()
+    assert view.status.running and view.stop_button.isEnabled() and not view.resume_button.isEnabled()
     view.hide()  # the user is elsewhere: none of the window's windows is the active one
     window.hide()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is None, timeout=5_000)
@@ -66,7 +68,7 @@ def test_stop_asks_the_sweeps_process_to_stop_and_the_view_sees_it_stopped(qtbot
     qtbot.waitUntil(lambda: view.status is not None and view.stop_button.isEnabled(), timeout=30_000)
     view.stop_button.click()
     qtbot.waitUntil(lambda: Path(sweep_dir, "stop").exists(), timeout=30_000)  # `sweep stop` asked it
-    qtbot.waitUntil(lambda: view.status["stop_asked"] and "stopping" in view.header.text(), timeout=30_000)
+    qtbot.waitUntil(lambda: view.status.stop_asked and "stopping" in view.header.text(), timeout=30_000)
     assert not view.stop_button.isEnabled()
     stopped = "sweep stopped: 1 trials (1 completed, 0 pruned, 0 failed, 0 stopped)"
     Path(sweep_dir, "sweep.log").write_text(f"{stopped}\nreplica-studio sweep resume {sweep_dir}  # continues it\n")

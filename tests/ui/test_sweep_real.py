@@ -31,17 +31,17 @@ def test_a_sweep_started_from_the_dialog_runs_detached_and_its_view_follows_it(q
     qtbot.addWidget(view)
     ended = []
     view.ended.connect(lambda *args: ended.append(args))
-    qtbot.waitUntil(lambda: view.status is not None and view.status["running"], timeout=30_000)
+    qtbot.waitUntil(lambda: view.status is not None and view.status.running, timeout=30_000)
     qtbot.waitUntil(lambda: bool(ended), timeout=240_000)
     assert ended[0][0] == "completed" and ended[0][2].startswith("sweep completed: 2 trials (2 completed")
     assert [view.table.item(r, 1).text() for r in range(view.table.rowCount())] == ["completed", "completed"]
-    best, trials = view.best(), view.status["trials"]
-    assert best["metric"] == max(t["metric"] for t in trials) and 0 < best["metric"] <= 1
-    rates = {round(math.log10(t["parameters"]["training.learning_rate"]), 6) for t in trials}
+    best, trials = view.best(), view.status.trials
+    assert best.metric == max(t.metric for t in trials) and 0 < best.metric <= 1
+    rates = {round(math.log10(t.parameters["training.learning_rate"]), 6) for t in trials}
     assert len(rates) == 2 and rates <= {-4.0, -3.0, -2.0}  # two points of the grid
     curves = view.reader.curves  # (read as the trials ran, then once more after the sweep's last status)
     qtbot.waitUntil(lambda: len(curves) == 2 and all(len(c.epochs) == 2 for c in curves.values()), timeout=10_000)
     view.charts.flush()
     assert len(view.charts.trial_curves) == 2 and all(len(c.getData()[0]) == 2 for c in view.charts.trial_curves)
-    assert set(view.status["importance"]) == {"training.learning_rate"}
+    assert set(view.status.importance) == {"training.learning_rate"}
     view.close()

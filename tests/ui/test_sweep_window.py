@@ -189,7 +189,7 @@ def test_a_sweep_without_two_completed_trials_shows_no_importance(qtbot, fake_en
     qtbot.addWidget(view)
     qtbot.waitUntil(lambda: view.status is not None, timeout=30_000)
     view.charts.flush()
-    assert view.status["importance"] == {} and view.charts.importance_bars is None
+    assert view.status.importance == {} and view.charts.importance_bars is None
     assert view.charts.note.textItem.toPlainText() == "Importance needs two completed trials"
 
 
@@ -254,13 +254,13 @@ def test_a_trial_on_an_ssh_host_opens_from_there(qtbot, fake_engine, tmp_path):
     view.show()
     qtbot.waitUntil(lambda: view.status is not None, timeout=30_000)
     assert [view.table.item(r, 7).text() for r in range(4)] == ["this machine"] * 3 + ["gpu1"]
-    there = view.status["trials"][3]
-    assert view.best()["number"] == 3
-    assert view.run_dirs() == [t["run_dir"] for t in view.status["trials"][:3]]  # compared and drawn from here
+    there = view.status.trials[3]
+    assert view.best().number == 3
+    assert view.run_dirs() == [t.run_dir for t in view.status.trials[:3]]  # compared and drawn from here
     with qtbot.waitSignal(view.export_run) as exported:
         view.export_best()
-    assert exported.args == [f"gpu1:{there['run_dir']}"]  # the window exports it from the host
+    assert exported.args == [f"gpu1:{there.run_dir}"]  # the window exports it from the host
     view.table.selectRow(3)
     with qtbot.waitSignal(view.open_run) as opened:
         view.open_selected()
-    assert opened.args == [f"gpu1:{there['run_dir']}"]
+    assert opened.args == [f"gpu1:{there.run_dir}"]

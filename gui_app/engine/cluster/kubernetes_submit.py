@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from gui_app.core import kubernetes_jobs, rundir
+from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, scheduler_command
 from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions
@@ -40,6 +41,8 @@ def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
     config = RunConfig.load(config_path)
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     kubernetes_manifest.documents(config, "check", seed, options)  # a config it cannot run: said before the folder
+    # The one split rule (core/batch_split.py): refused here, not once the pods have started.
+    scheduled_split(config, kubernetes_manifest.nodes(config), options.gpus_per_pod).warnings()
     kubectl()  # missing: said before anything is written
     local = rundir.create_run_dir(runs_dir.resolve(), config)
     try:

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from gui_app.core import rundir, slurm_jobs
+from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, scheduler_command, slurm_script
 from gui_app.engine.cluster.scheduler_command import SubmitError
@@ -59,6 +60,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions) -> tuple[str, Path]:
     """(job id, run directory); ConfigError, SubmitError or OSError, with nothing left behind."""
     config = RunConfig.load(config_path)
+    # The one split rule (core/batch_split.py): refused here, not in the queue hours later.
+    scheduled_split(config, slurm_script.nodes(config), options.gpus_per_node).warnings()
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
     run_dir = rundir.create_run_dir(runs_dir.resolve(), config)
     try:

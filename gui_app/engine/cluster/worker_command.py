@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 
 from gui_app.core import rundir
+from gui_app.core.batch_split import batch_split
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Error, RunFinished
 from gui_app.engine.cluster import kubernetes
@@ -145,10 +146,13 @@ def run(args) -> int:
         if chief and task.peers():
             built.warnings.append(f"cluster of {built.num_workers} workers joined in "
                                   f"{waited + time.monotonic() - started:.1f} s")
-        replicas = built.num_replicas
-        if config.training.global_batch_size % replicas:
-            raise ConfigError(f"training.global_batch_size: {config.training.global_batch_size} does not divide "
-                              f"over the {replicas} replicas of the cluster")
+        # The one split rule (core/batch_split.py), the same answer as train, submit and the form,
+        # asked here so a split the cluster cannot run ends it before the session starts (the
+        # session's prepare asks again and reports a warning).
+        split = batch_split(config.strategy.name, config.training.global_batch_size, built.num_replicas,
+                            built.num_workers, config.training.accumulation_steps)
+        if split.error:
+            raise ConfigError(split.error)
         # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
         agreed = ClusterControl(control, built.strategy)
         session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import optuna
 
+from gui_app.core.answers import SweepStatus, SweepTrial, encode
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, live_pid, trial_run
 
@@ -16,21 +16,7 @@ _STATES = {"COMPLETE": "completed", "PRUNED": "pruned", "FAIL": "failed"}
 STATES = ("running", "completed", "pruned", "failed", "stopped")
 
 
-@dataclass
-class TrialRow:
-    number: int
-    state: str  # one of STATES
-    parameters: dict[str, Any]
-    metric: float | None  # the sweep's metric: the told value, else the run's latest figure
-    epochs: int  # epochs the run has finished
-    run_dir: str | None
-    device: str | None
-    duration: float | None  # seconds from the trial's start to its end (or to now)
-    message: str | None
-    host: str | None  # the SSH host it ran on; None: this machine
-
-
-def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[TrialRow]:
+def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[SweepTrial]:
     records = folder.records()
     rows = []
     for frozen in study.get_trials(deepcopy=False):
@@ -45,7 +31,7 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Tr
         value = frozen.value if frozen.value is not None else (run.metric(metric) if run else None)
         start, end = frozen.datetime_start, frozen.datetime_complete
         duration = ((end.timestamp() if end else time.time()) - start.timestamp()) if start else None
-        rows.append(TrialRow(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
+        rows.append(SweepTrial(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
                              run_dir, record.device, duration, frozen.user_attrs.get("message"), record.host))
     return rows
 
@@ -61,7 +47,7 @@ def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool) -> str:
     return "pruned" if pruned else ended if ended == "failed" else "stopped"
 
 
-def best(rows: list[TrialRow], direction: str) -> TrialRow | None:
+def best(rows: list[SweepTrial], direction: str) -> SweepTrial | None:
     done = [r for r in rows if r.state == "completed" and r.metric is not None and math.isfinite(r.metric)]
     if not done:
         return None
@@ -82,16 +68,13 @@ def importance(study: optuna.Study) -> dict[str, float]:
     return {key: float(value) for key, value in found.items() if math.isfinite(value)}
 
 
-def as_json(folder: SweepFolder, rows: list[TrialRow], metric: str, direction: str,
+def as_json(folder: SweepFolder, rows: list[SweepTrial], metric: str, direction: str,
             importances: dict[str, float] | None = None) -> dict[str, Any]:
-    top = best(rows, direction)
-    return {"sweep_dir": str(folder.path), "metric": metric, "direction": direction,
-            "running": folder.runner_pid() is not None, "stop_asked": folder.stop_asked,
-            "best": asdict(top) if top else None, "trials": [asdict(r) for r in rows],
-            "importance": importances or {}}
+    return encode(SweepStatus(str(folder.path), metric, direction, folder.runner_pid() is not None,
+                              folder.stop_asked, best(rows, direction), rows, importances or {}))
 
 
-def as_text(rows: list[TrialRow], metric: str, direction: str) -> str:
+def as_text(rows: list[SweepTrial], metric: str, direction: str) -> str:
     lines = [f"{'trial':>5}  {'state':<9}  {metric:>12}  {'epochs':>6}  {'time':>7}  parameters"]
     for r in rows:
         value = f"{r.metric:.4f}" if r.metric is not None else "-"

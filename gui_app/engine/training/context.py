@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gui_app.core.batch_split import batch_split
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.datasets.base import ProgressCallback
 from gui_app.core.messages import first_line
@@ -141,16 +142,10 @@ def prepare(config: RunConfig, progress: ProgressCallback | None, data_dir: Path
         raise ConfigError(f"training.global_batch_size: {batch} is larger than the {source.train_examples} "
                           "training examples")
     built = strategies.build_strategy(config.strategy)
-    if batch < built.num_replicas:
-        raise ConfigError(f"training.global_batch_size: {batch} is smaller than the {built.num_replicas} replicas")
     warnings += built.warnings
-    micro = config.training.accumulation_steps
-    if batch // built.num_replicas < micro:
-        raise ConfigError(f"training.accumulation_steps: {micro} micro-batches do not fit the "
-                          f"{batch // built.num_replicas} examples per replica of {built.num_replicas} replicas")
-    if batch % built.num_replicas:
-        warnings.append(f"training.global_batch_size: {batch} does not divide evenly over {built.num_replicas} "
-                        "replicas; local batches differ by one example")
+    # The one split rule (core/batch_split.py): the same answer as worker, submit and the form.
+    warnings += batch_split(config.strategy.name, batch, built.num_replicas, built.num_workers,
+                            config.training.accumulation_steps).warnings()
     return RunContext(config, source, built, data_seed, warnings)
 
 

@@ -7,11 +7,12 @@ the engine, so a machine without a GPU can still train with several replicas.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
+from gui_app.core.answers import DevicesInfo, reader
 from gui_app.core.config import RuntimeConfig
 from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
@@ -25,25 +26,14 @@ def _device_key(name: str) -> tuple[int, int]:
     return (0 if kind == "GPU" else 1, int(index) if index.isdigit() else 0)
 
 
-def describe_gpu(gpu: dict[str, Any]) -> str:
-    parts = [str(gpu.get("description") or "GPU")]
-    memory = gpu.get("memory_bytes")
-    if isinstance(memory, (int, float)) and memory > 0:
-        parts.append(f"{memory / 2**30:.1f} GiB")
-    capability = gpu.get("compute_capability")
-    if isinstance(capability, (list, tuple)) and len(capability) == 2:
-        parts.append(f"compute {capability[0]}.{capability[1]}")
-    return " · ".join(parts)
-
-
 class DevicePanel(QWidget):
     changed = Signal()  # ticks or runtime settings changed
-    detected = Signal(dict)  # the devices --json answer
+    detected = Signal(object)  # the devices --json answer (DevicesInfo)
     detection_failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.info: dict[str, Any] | None = None
+        self.info: DevicesInfo | None = None
         self._selected: set[str] = {"CPU:0"}
         self._ticks_enabled = True
         self._job: EngineJob | None = None
@@ -81,7 +71,7 @@ class DevicePanel(QWidget):
         self.status.setText("Detecting devices…")
         self.status.setStyleSheet("")
         self._job = (EngineJob(engine_command("devices", "--json"), name="device detection",
-                               timeout_s=QUERY_TIMEOUT_S, parent=self)
+                               timeout_s=QUERY_TIMEOUT_S, read=reader(DevicesInfo), parent=self)
                      .on_result(self._on_detected).on_failure(self._on_failed)
                      .start(replacing=self._job))
 
@@ -93,18 +83,15 @@ class DevicePanel(QWidget):
     def is_detecting(self) -> bool:
         return self._job is not None and self._job.is_running()
 
-    def _on_detected(self, info: dict) -> None:
+    def _on_detected(self, info: DevicesInfo) -> None:
         self.info = info
         gpus = self.gpu_names()
         dropped = sorted(d for d in self._selected if d.startswith("GPU") and d not in gpus)
         self._selected -= set(dropped)
-        cpu = info.get("cpu") or {}
-        cores = cpu.get("cores")
-        self.cpu_label.setText(f"CPU — {cpu.get('description') or 'processor'}"
-                               + (f", {cores} cores" if cores else ""))
-        text = f"TensorFlow {info.get('tensorflow', '?')} · "
+        self.cpu_label.setText(f"CPU — {info.cpu.describe()}")
+        text = f"TensorFlow {info.tensorflow} · "
         text += f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" if gpus else "no GPU found: training on the CPU"
-        if gpus and info.get("nccl_available"):
+        if gpus and info.nccl_available:
             text += " · NCCL available"
         if dropped:
             text += f". Not on this machine: {', '.join(dropped)}"
@@ -126,7 +113,7 @@ class DevicePanel(QWidget):
 
     # ---- state -----------------------------------------------------------------------
     def gpu_names(self) -> list[str]:
-        return [str(g.get("name")) for g in (self.info or {}).get("gpus") or []]
+        return [g.name for g in self.info.gpus] if self.info else []
 
     def available_devices(self) -> list[str]:
         return self.gpu_names() + [f"CPU:{i}" for i in range(self.cpu_devices.value())]
@@ -173,9 +160,8 @@ class DevicePanel(QWidget):
             self._cpu_grid.removeWidget(box)
             box.deleteLater()
         self.boxes.clear()
-        for gpu in (self.info or {}).get("gpus") or []:
-            name = str(gpu.get("name"))
-            self._gpu_box.addWidget(self._box(name, f"{name}  {describe_gpu(gpu)}"))
+        for gpu in self.info.gpus if self.info else []:
+            self._gpu_box.addWidget(self._box(gpu.name, f"{gpu.name}  {gpu.describe()}"))
         for i in range(self.cpu_devices.value()):
             name = f"CPU:{i}"
             self._cpu_grid.addWidget(self._box(name, name), i // CPU_COLUMNS, i % CPU_COLUMNS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QSpinBox, QWidget
 
+from gui_app.core.batch_split import batch_split, split_text
 from gui_app.core.config import ALL_REDUCING, MULTI_WORKER, ConfigError, StrategyConfig
 from gui_app.core.wording import count
 from gui_app.ui.colors import WARNING_STYLE
@@ -186,19 +187,8 @@ class StrategyForm(FormSection):
     def _update_summary(self) -> None:
         name, replicas, batch = self.name.currentData(), self.replicas(), self._global_batch
         self.summary.setText(batch_summary(name, replicas, batch, self._per_worker))
-        self.balance_warning.setText(uneven_warning(name, replicas, batch))
+        self.balance_warning.setText(uneven_warning(name, replicas, batch, self._per_worker))
         self.balance_warning.setVisible(bool(self.balance_warning.text()))
-
-
-def _split(batch: int, replicas: int) -> str:
-    """``33 and 32 examples``, ``22, 21 and 21 examples``; past four replicas ``3 replicas get 9
-    examples, 5 get 8``."""
-    per_replica, remainder = divmod(batch, replicas)
-    if replicas <= 4:
-        sizes = [str(per_replica + 1)] * remainder + [str(per_replica)] * (replicas - remainder)
-        return f"{', '.join(sizes[:-1])} and {sizes[-1]} examples"
-    return (f"{count(remainder, 'replica')} {'gets' if remainder == 1 else 'get'} {per_replica + 1} examples, "
-            f"{replicas - remainder} get {per_replica}")
 
 
 def batch_summary(name: str, replicas: int | None, batch: int, per_worker: int = 1) -> str:
@@ -210,13 +200,14 @@ def batch_summary(name: str, replicas: int | None, batch: int, per_worker: int =
                 f"of {batch}")
     where = f" ({replicas // per_worker} workers × {per_worker})" if name == "multi_worker_mirrored" else ""
     if batch % replicas and batch >= replicas:
-        return f"{count(replicas, 'replica')}{where} · global batch {batch}: {_split(batch, replicas)}"
+        return f"{count(replicas, 'replica')}{where} · global batch {batch}: {split_text(batch, replicas)}"
     return f"{count(replicas, 'replica')}{where} · global batch {batch} · {batch // replicas} per replica"
 
 
-def uneven_warning(name: str, replicas: int | None, batch: int) -> str:
-    if name == "parameter_server" or replicas is None or not batch % replicas or batch < replicas:
+def uneven_warning(name: str, replicas: int | None, batch: int, per_worker: int = 1) -> str:
+    """The split rule's words for this form (core/batch_split.py, as train, worker and submit say
+    them); a batch smaller than the replicas is the config's own error, shown on the batch field."""
+    if replicas is None or batch < replicas:
         return ""
-    low = batch - batch % replicas
-    return (f"The global batch {batch} does not divide evenly over {replicas} replicas: "
-            f"{_split(batch, replicas)}. Try {low} or {low + replicas}.")
+    workers = replicas // max(1, per_worker) if name == "multi_worker_mirrored" else 1
+    return batch_split(name, batch, replicas, workers).message

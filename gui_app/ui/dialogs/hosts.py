@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.answers import DevicesInfo, decode
 from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, load_hosts, remove_host
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.screen_fit import ScreenFit, grow_to_fit
@@ -40,13 +41,11 @@ TEST_PREFIXES = ("replica-studio hosts test: ", "replica-studio hosts reconnect:
 
 def describe_test(answer: dict) -> str:
     """One line from ``hosts test --json``: the release there and the devices it sees."""
-    devices = answer.get("devices") or {}
-    gpus = devices.get("gpus") or []
-    cpu = devices.get("cpu") or {}
+    devices = decode(DevicesInfo, answer.get("devices")) or DevicesInfo()
+    gpus = devices.gpus
     seen = f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" if gpus else "no GPU"
-    cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
     return (f"Connected: replica-studio {answer.get('version', '?')} there, TensorFlow "
-            f"{devices.get('tensorflow', '?')}; {seen}; CPU {cpu.get('description') or ''}{cores}").rstrip()
+            f"{devices.tensorflow}; {seen}; CPU {devices.cpu.describe()}").rstrip()
 
 
 class HostsDialog(QDialog):

@@ -8,7 +8,7 @@ with ``replica-studio prepare`` in an engine process, showing its progress.
 The dialog writes the dataset section to a config file in a temporary folder and runs
 ``prepare CONFIG --output DIR [--shards N] --json`` as an engine job
 (gui_app.ui.dialogs.job_dialog): its ``progress`` lines move the bar, its ``prepared`` line is
-the result (``succeeded(dict)``). Cancel ends the process (terminate, then kill after a grace
+the result (``succeeded(Prepared)``, gui_app.core.answers). Cancel ends the process (terminate, then kill after a grace
 period); the output folder may then hold partial shards. ``use_shards(str)``: "Train on these
 shards" was pressed; :meth:`PrepareDialog.for_forms` points the dataset form at them.
 """
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.answers import Prepared, reader
 from gui_app.core.config import DatasetConfig, RunConfig
 from gui_app.identity import app_command
 from gui_app.ui.dialogs.job_dialog import JobDialog
@@ -49,7 +50,7 @@ class PrepareDialog(JobDialog):
                  engine_command: Callable[..., list[str]] = app_command) -> None:
         super().__init__(parent, engine_command, run_label="Prepare")
         self._dataset = dataset
-        self._result: dict | None = None
+        self._result: Prepared | None = None
         self.setWindowTitle("Prepare dataset as TFRecord shards")
         self.setMinimumWidth(560)
 
@@ -111,14 +112,12 @@ class PrepareDialog(JobDialog):
             self._show_status("Choose a folder for the shards.", error=True)
             return None
         self._result = None
-        return EngineJob(self.command(), name="prepare", answer="prepared", parent=self)
+        return EngineJob(self.command(), name="prepare", answer=Prepared.TYPE, read=reader(Prepared), parent=self)
 
-    def _show_result(self, result: dict) -> None:
+    def _show_result(self, result: Prepared) -> None:
         self._result = result
-        counts = result["counts"]
-        self._show_status(f"Wrote {counts['train']:,} training and {counts['test']:,} test images in "
-                          f"{result['shards']} shards to {result['output']} "
-                          f"({result['images_per_sec']:,.0f} images/s).")
+        self._show_status(f"Wrote {result.train:,} training and {result.test:,} test images in "
+                          f"{result.shards} shards to {result.output} ({result.images_per_sec:,.0f} images/s).")
         self._use.setEnabled(True)
 
     def _cancelled(self, job: EngineJob) -> str:
@@ -137,5 +136,5 @@ class PrepareDialog(JobDialog):
 
     def _on_use(self) -> None:
         if self._result is not None:
-            self.use_shards.emit(self._result["output"])
+            self.use_shards.emit(self._result.output)
             self.accept()

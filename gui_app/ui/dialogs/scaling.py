@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
 
 from gui_app.core import scaling  # noqa: E402
+from gui_app.core.answers import OptionRow, ScalingReport, decode, encode, reader  # noqa: E402
 from gui_app.core.config import RunConfig  # noqa: E402
 from gui_app.identity import app_command  # noqa: E402
 from gui_app.ui.charts.canvas import ChartCanvas  # noqa: E402
@@ -81,7 +82,7 @@ class ScalingDialog(JobDialog):
         # 1280x720 laptop) what the screen leaves, and the report scrolls inside.
         self.screen_fit.set_preferred(QSize(1000, 820))
         self._config = config
-        self._report: dict | None = None
+        self._report: ScalingReport | None = None
 
         self._replicas = QSpinBox(minimum=1, maximum=16, value=2)
         self._steps = QSpinBox(minimum=5, maximum=10_000, value=60, suffix=" steps")
@@ -169,12 +170,13 @@ class ScalingDialog(JobDialog):
         """Show a report saved earlier (scaling.json); False with a message when it cannot be read."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            report = decode(ScalingReport, data)
+            if report is None or not isinstance(data.get("rows"), list):
                 raise ValueError("not a scaling report")
         except (OSError, ValueError) as exc:
             self._show_status(f"{path}: cannot open the report ({exc})", error=True)
             return False
-        self._show_report(data)
+        self._show_report(report)
         self._show_status(f"Report {path}")
         return True
 
@@ -189,11 +191,12 @@ class ScalingDialog(JobDialog):
             "--warmup", str(self._warmup.value()), "--output", self._folder.text().strip() or ".", "--json",
             *(["--eval"] if self._eval.isChecked() else []), *(["--options"] if self._options.isChecked() else []))
         self._report = None
-        return EngineJob(command, name="the benchmark", answer="scaling_report", parent=self)
+        return EngineJob(command, name="the benchmark", answer=ScalingReport.TYPE, read=reader(ScalingReport),
+                         parent=self)
 
-    def _show_result(self, report: dict) -> None:
+    def _show_result(self, report: ScalingReport) -> None:
         self._show_report(report)
-        folder = Path(str(report.get("path") or Path(self._folder.text()) / "scaling.json")).parent
+        folder = Path(report.path or Path(self._folder.text()) / "scaling.json").parent
         png = save_png(folder / "scaling.svg")
         self._show_status(f"Saved {folder / 'scaling.json'}, scaling.svg" + (" and scaling.png." if png else "."))
 
@@ -210,57 +213,56 @@ class ScalingDialog(JobDialog):
             self.open_report(path)
 
     # ---- helpers --------------------------------------------------------------------------------
-    def _show_report(self, data: dict) -> None:
-        self._report = data
-        rows = data["rows"]
-        self._table.setRowCount(len(rows))
-        for i, row in enumerate(rows):
-            split = row.get("time_split") or {}
-            if row.get("error"):
-                cells = [row["label"], f"failed: {row['error']}", "", "", "", "", ""]
+    def _show_report(self, report: ScalingReport) -> None:
+        self._report = report
+        self._table.setRowCount(len(report.rows))
+        for i, row in enumerate(report.rows):
+            split = row.time_split  # None: blank cells
+            if row.error:
+                cells = [row.label, f"failed: {row.error}", "", "", "", "", ""]
             else:
-                speed = row.get("examples_per_sec")
-                cells = [row["label"], "–" if speed is None else f"{speed:,.0f}",
-                         "–" if row.get("speedup") is None else f"{row['speedup']:.2f}×",
-                         _percent(row.get("efficiency")), _percent(split.get("compute")),
-                         _percent(split.get("input")), _percent(split.get("other"))]
+                speed = row.examples_per_sec
+                cells = [row.label, "–" if speed is None else f"{speed:,.0f}",
+                         "–" if row.speedup is None else f"{row.speedup:.2f}×",
+                         _percent(row.efficiency), _percent(split and split.compute),
+                         _percent(split and split.input), _percent(split and split.other)]
             _fill_row(self._table, i, cells)
         self._table.resizeColumnsToContents()
-        self._show_options(data.get("options") or [])  # a version-1 report has none
-        self._draw(data)
-        self._recommendation.setText(str(data.get("recommendation") or ""))
+        self._show_options(report.options)  # a version-1 report has none
+        self._draw(report)
+        self._recommendation.setText(report.recommendation)
 
-    def _show_options(self, rows: list[dict]) -> None:
+    def _show_options(self, rows: list[OptionRow]) -> None:
         self._options_table.setVisible(bool(rows))
         self._options_table.setRowCount(len(rows))
         for i, row in enumerate(rows):
-            if row.get("error"):
-                cells = [row["label"], f"failed: {row['error']}", "", "", "", ""]
+            if row.error:
+                cells = [row.label, f"failed: {row.error}", "", "", "", ""]
             else:
-                speed, loss, delta = row.get("examples_per_sec"), row.get("loss"), row.get("loss_vs_baseline")
-                cells = [row["label"], "–" if speed is None else f"{speed:,.0f}",
-                         "–" if row.get("speed_vs_baseline") is None else f"{row['speed_vs_baseline']:.2f}×",
+                speed, loss, delta = row.examples_per_sec, row.loss, row.loss_vs_baseline
+                cells = [row.label, "–" if speed is None else f"{speed:,.0f}",
+                         "–" if row.speed_vs_baseline is None else f"{row.speed_vs_baseline:.2f}×",
                          "–" if loss is None else f"{loss:.4f}",
-                         ("not comparable" if not row.get("loss_comparable", True) else
+                         ("not comparable" if not row.loss_comparable else
                           "–" if delta is None else f"{delta:+.5f}"),
-                         _percent((row.get("time_split") or {}).get("other"))]
+                         _percent(row.time_split.other if row.time_split else None)]
             _fill_row(self._options_table, i, cells)
         self._options_table.resizeColumnsToContents()
 
-    def _draw(self, data: dict) -> None:
-        rows = data["rows"]
+    def _draw(self, report: ScalingReport) -> None:
+        rows = report.rows
         self._plot.clear()
-        self._plot.setTitle(scaling.speedup_title(data))
+        self._plot.setTitle(scaling.speedup_title(encode(report)))
         self._apply_palette()  # the new title in the palette's colour
         self._plot.enableAutoRange()  # a zoom into the last report goes
         self._graphics.show()
-        measured = [r for r in rows if r.get("speedup")]
-        top = max([r["replicas"] for r in measured] + [1])
+        measured = [r for r in rows if r.speedup]
+        top = max([r.replicas for r in measured] + [1])
         self._plot.getAxis("bottom").setTicks([[(n, str(n)) for n in range(1, top + 1)]])  # whole replicas only
         self._plot.plot([1, top], [1, top], pen=pg.mkPen("#999", width=1, style=Qt.PenStyle.DashLine), name="ideal")
-        families = sorted({r["strategy"]["name"] for r in measured})
+        families = sorted({r.family for r in measured})
         for n, family in enumerate(families):
-            points = sorted((r["replicas"], r["speedup"]) for r in measured if r["strategy"]["name"] == family)
+            points = sorted((r.replicas, r.speedup or 0.0) for r in measured if r.family == family)
             colour = REPLICA_COLORS[n % len(REPLICA_COLORS)]
             self._plot.plot([p[0] for p in points], [p[1] for p in points], pen=pg.mkPen(colour, width=1),
                             symbol="o", symbolBrush=colour, symbolPen=colour, symbolSize=7, name=family)

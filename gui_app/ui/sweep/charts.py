@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QVBoxLayout
 import numpy as np
 import pyqtgraph as pg
 
+from gui_app.core.answers import SweepStatus
 from gui_app.core.sweep_config import Parameter
 from gui_app.core.wording import label
 from gui_app.ui.charts.plot import (
@@ -61,7 +62,7 @@ class SweepCharts(ChartPanel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._graphics)
-        self._status: dict = {"trials": [], "importance": {}, "metric": "val_accuracy", "direction": "maximize"}
+        self._status = SweepStatus("")
         self._parameters: tuple[Parameter, ...] = ()
         self._curves: dict[str, Curve] = {}
         self.coordinate_lines: list[pg.PlotDataItem] = []
@@ -69,7 +70,7 @@ class SweepCharts(ChartPanel):
         self.importance_bars: pg.BarGraphItem | None = None
         self._apply_palette()
 
-    def show_status(self, status: dict, parameters: tuple[Parameter, ...]) -> None:
+    def show_status(self, status: SweepStatus, parameters: tuple[Parameter, ...]) -> None:
         self._status, self._parameters = status, parameters
         self.request_redraw()
 
@@ -80,13 +81,13 @@ class SweepCharts(ChartPanel):
     # ---- drawing ------------------------------------------------------------------------------
     def _redraw(self) -> None:
         status = self._status
-        metric = METRICS.get(status["metric"], status["metric"])
+        metric = METRICS.get(status.metric, status.metric)
         for plot in (self.best_plot, self.curves_plot):
             plot.setLabel("left", metric)
-        numbers, values, best = best_so_far(status["trials"], status["direction"])
+        numbers, values, best = best_so_far(status.trials, status.direction)
         self.best_points.setData(numbers, values)
         self.best_line.setData(numbers, best)
-        self._draw_importance(status.get("importance") or {})
+        self._draw_importance(status.importance)
         self._draw_coordinates(status)
         self._draw_curves(status)
 
@@ -104,22 +105,22 @@ class SweepCharts(ChartPanel):
         self.importance_plot.setXRange(0, 1)
         self.importance_plot.setYRange(-0.5, max(len(keys), 1) - 0.5)
 
-    def _draw_coordinates(self, status: dict) -> None:
+    def _draw_coordinates(self, status: SweepStatus) -> None:
         for item in self.coordinate_lines:
             self.coords_plot.removeItem(item)
-        coords = parallel_coordinates(status["trials"], self._parameters, status["metric"])
+        coords = parallel_coordinates(status.trials, self._parameters, status.metric)
         low, high = coords.metric_range
         x = np.arange(len(coords.axes))
         self.coordinate_lines = []
         for line, value in zip(coords.lines, coords.metrics):
             share = (value - low) / (high - low) if high > low else 1.0
-            if status["direction"] == "minimize":
+            if status.direction == "minimize":
                 share = 1.0 - share  # the good end is always the bright one
             item = pg.PlotDataItem(x, np.array(line, dtype=float), pen=pg.mkPen(COLORMAP.map(share), width=1),
                                    connect="finite")
             self.coords_plot.addItem(item)
             self.coordinate_lines.append(item)
-        names = [label(a) for a in coords.axes[:-1]] + [METRICS.get(status["metric"], status["metric"])]
+        names = [label(a) for a in coords.axes[:-1]] + [METRICS.get(status.metric, status.metric)]
         _, foreground = theme_colors(self)
         while len(self.axis_lines) < len(names):
             i = len(self.axis_lines)
@@ -133,12 +134,12 @@ class SweepCharts(ChartPanel):
         self.coords_plot.setXRange(0, max(len(names) - 1, 1), padding=0.2)  # room for the end names
         self.coords_plot.setYRange(0, 1.15, padding=0)
 
-    def _draw_curves(self, status: dict) -> None:
+    def _draw_curves(self, status: SweepStatus) -> None:
         for item in self.trial_curves:
             self.curves_plot.removeItem(item)
         self.trial_curves = []
-        best_dir = (status.get("best") or {}).get("run_dir")
-        column = "val_loss" if status["metric"] == "val_loss" else "val_accuracy"
+        best_dir = status.best.run_dir if status.best else None
+        column = "val_loss" if status.metric == "val_loss" else "val_accuracy"
         _, foreground = theme_colors(self)
         for run_dir, curve in sorted(self._curves.items(), key=lambda item: item[0] == best_dir):
             y = np.array([math.nan if v is None else v for v in getattr(curve, column)], dtype=float)

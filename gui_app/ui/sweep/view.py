@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.answers import SweepStatus, SweepTrial, decode
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
 from gui_app.core.hosts import run_key
@@ -84,7 +85,7 @@ class SweepView(QWidget):
         self._engine_command = engine_command
         self.setWindowTitle(f"Sweep — {Path(sweep_dir).name}")
         self.sweep = SweepConfig.load(Path(sweep_dir) / SWEEP_FILE)  # ConfigError: not a sweep folder
-        self.status: dict | None = None
+        self.status: SweepStatus | None = None
         self._seen_running = False  # the sweep's process ran at some poll: its end is news
         self._job: StatusFeed | None = None
         self._action: DetachedStart | None = None  # stop or resume under way
@@ -156,16 +157,20 @@ class SweepView(QWidget):
         if job is not None:
             job.deleteLater()
 
-    def _on_status(self, status: dict) -> None:
+    def _on_status(self, line: dict) -> None:
+        status = decode(SweepStatus, line)
+        if status is None:  # a line of another program, or of an engine that lost its sweep_dir
+            self._on_status_failed(f"'sweep status' printed no status ({str(line)[:80]!r})")
+            return
         self.status = status
         self._fill_table(status)
         self.charts.show_status(status, self.sweep.parameters)
         self.reader.request(self.run_dirs())
-        if self._seen_running and not status["running"]:
+        if self._seen_running and not status.running:
             kind, line = outcome(status, self._log_tail())
             self.ended.emit(kind, self.sweep_dir, line)
             self._show_message(line, error=kind == "failed")
-        self._seen_running = status["running"]
+        self._seen_running = status.running
         self.header.setText(self._header(status))
         self._update_buttons()
 
@@ -179,40 +184,40 @@ class SweepView(QWidget):
         except OSError:
             return []
 
-    def _header(self, status: dict) -> str:
-        trials = status["trials"]
-        done = sum(t["state"] in DONE for t in trials)
-        state = ("stopping" if status["stop_asked"] else "running") if status["running"] else "not running"
+    def _header(self, status: SweepStatus) -> str:
+        trials = status.trials
+        done = sum(t.state in DONE for t in trials)
+        state = ("stopping" if status.stop_asked else "running") if status.running else "not running"
         text = f"{state} — {done} of {self.sweep.trial_budget} trials done, {len(trials) - done} open"
-        best = status.get("best")
-        if best:
-            text += f" — best: trial {best['number']}, {METRICS[status['metric']].lower()} {best['metric']:.4f}"
+        best = status.best
+        if best and best.metric is not None:
+            text += f" — best: trial {best.number}, {METRICS[status.metric].lower()} {best.metric:.4f}"
         return text
 
-    def _fill_table(self, status: dict) -> None:
+    def _fill_table(self, status: SweepStatus) -> None:
         keys = [p.key for p in self.sweep.parameters]
-        headers = ["Trial", "State", *[label(k) for k in keys], METRICS[status["metric"]], "Epochs", "Duration",
+        headers = ["Trial", "State", *[label(k) for k in keys], METRICS[status.metric], "Epochs", "Duration",
                    "Runs on"]
         selected = self.selected_trial()
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
-        self.table.setRowCount(len(status["trials"]))
-        best = (status.get("best") or {}).get("number")
+        self.table.setRowCount(len(status.trials))
+        best = status.best.number if status.best else None
         bold = QFont(self.table.font())
         bold.setBold(True)
-        for row, trial in enumerate(status["trials"]):
-            cells = [str(trial["number"]), trial["state"], *[value_text(trial["parameters"].get(k, "")) for k in keys],
-                     f"{trial['metric']:.4f}" if finite(trial["metric"]) else "", str(trial["epochs"]),
-                     duration_text(trial["duration"]), _place(trial)]
+        for row, trial in enumerate(status.trials):
+            cells = [str(trial.number), trial.state, *[value_text(trial.parameters.get(k, "")) for k in keys],
+                     f"{trial.metric:.4f}" if finite(trial.metric) else "", str(trial.epochs),
+                     duration_text(trial.duration), _place(trial)]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, trial["number"])
-                if trial["message"]:
-                    item.setToolTip(trial["message"])
-                if trial["number"] == best:
+                item.setData(Qt.ItemDataRole.UserRole, trial.number)
+                if trial.message:
+                    item.setToolTip(trial.message)
+                if trial.number == best:
                     item.setFont(bold)
                 self.table.setItem(row, column, item)
-            if trial["number"] == selected:
+            if trial.number == selected:
                 self.table.selectRow(row)
         self.table.resizeColumnsToContents()
 
@@ -221,27 +226,25 @@ class SweepView(QWidget):
         rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
         return self.table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole) if rows else None
 
-    def _trial(self, number: int | None) -> dict | None:
-        trials = self.status["trials"] if self.status else []
-        return next((t for t in trials if t["number"] == number), None)
+    def _trial(self, number: int | None) -> SweepTrial | None:
+        return self.status.trial(number) if self.status and number is not None else None
 
     def run_dirs(self) -> list[str]:
         """The run directories here of the trials (trials that never started have none; a trial on
         an SSH host keeps its run there: compared and drawn only from here)."""
-        return [t["run_dir"] for t in (self.status["trials"] if self.status else []) if t["run_dir"]
-                and not t.get("host")]
+        return [t.run_dir for t in (self.status.trials if self.status else []) if t.run_dir and not t.host]
 
-    def best(self) -> dict | None:
-        return self.status.get("best") if self.status else None
+    def best(self) -> SweepTrial | None:
+        return self.status.best if self.status else None
 
     def open_selected(self) -> None:
         trial = self._trial(self.selected_trial())
-        if trial and trial["run_dir"]:
+        if trial and trial.run_dir:
             self.open_run.emit(_run_key(trial))
 
     def best_config(self) -> RunConfig | None:
         best = self.best()
-        return self.sweep.trial_config(best["parameters"]) if best else None
+        return self.sweep.trial_config(best.parameters) if best else None
 
     def train_best(self) -> None:
         try:
@@ -249,13 +252,14 @@ class SweepView(QWidget):
         except ConfigError as exc:  # (the sweep file checked every value: not expected)
             self._show_message(str(exc), error=True)
             return
-        if config is not None:
+        best = self.best()
+        if config is not None and best is not None:  # (a config comes only from a best trial)
             self.train_config.emit(config)
-            self._show_message(f"The forms hold trial {self.best()['number']}'s configuration: press Train.")
+            self._show_message(f"The forms hold trial {best.number}'s configuration: press Train.")
 
     def export_best(self) -> None:
         best = self.best()
-        if best and best["run_dir"]:
+        if best and best.run_dir:
             self.export_run.emit(_run_key(best))
 
     def stop(self) -> None:
@@ -285,19 +289,19 @@ class SweepView(QWidget):
         self.poll()
 
     def _update_buttons(self) -> None:
-        running = bool(self.status and self.status["running"])
+        running = bool(self.status and self.status.running)
         trial, best = self._trial(self.selected_trial()), self.best()
-        self.open_button.setEnabled(bool(trial and trial["run_dir"]))
+        self.open_button.setEnabled(bool(trial and trial.run_dir))
         self.compare_button.setEnabled(len(self.run_dirs()) >= 2)
         self.train_button.setEnabled(best is not None)
-        self.export_button.setEnabled(bool(best and best["run_dir"]))
-        self.stop_button.setEnabled(running and self._action is None and not self.status["stop_asked"])
+        self.export_button.setEnabled(bool(best and best.run_dir))
+        self.stop_button.setEnabled(running and self._action is None and not (self.status and self.status.stop_asked))
         self.resume_button.setEnabled(not running and self._action is None and self._unfinished())
 
     def _unfinished(self) -> bool:
         """Trials left open (stopped, or running without the sweep's process) or budget left."""
-        trials = self.status["trials"] if self.status else []
-        done = sum(t["state"] in DONE for t in trials)
+        trials = self.status.trials if self.status else []
+        done = sum(t.state in DONE for t in trials)
         return self.status is not None and (done < len(trials) or done < self.sweep.trial_budget)
 
     def _show_message(self, text: str, error: bool = False) -> None:
@@ -313,12 +317,12 @@ class SweepView(QWidget):
         super().closeEvent(event)
 
 
-def _run_key(trial: dict) -> str:
+def _run_key(trial: SweepTrial) -> str:
     """How the window names a trial's run: its folder here, or ``HOST:RUN_DIR`` (core/hosts.py)."""
-    return run_key(trial.get("host"), trial["run_dir"])
+    return run_key(trial.host, trial.run_dir or "")
 
 
-def _place(trial: dict) -> str:
-    if trial.get("host"):
-        return trial["host"]
-    return f"GPU {trial['device']}" if trial["device"] else "this machine"
+def _place(trial: SweepTrial) -> str:
+    if trial.host:
+        return trial.host
+    return f"GPU {trial.device}" if trial.device else "this machine"

@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core import wording
+from gui_app.core.answers import ServeAnswer, ServeReady, decode
 from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
 from gui_app.core.hosts import split_run_key
@@ -79,7 +80,7 @@ class TryTab(QWidget):
         self._engine_command = engine_command
         self._server: ServingJob | None = None  # the predict --serve process of the model
         self.trust_box: QMessageBox | None = None  # the question about an unverified SavedModel
-        self._info: dict | None = None  # its "ready" line, once the model is loaded
+        self._info: ServeReady | None = None  # its "ready" line, once the model is loaded
         self._source: Path | None = None  # what is loaded or loading
         self._waiting: list[dict] = []  # requests made while the model loads
         self._next_id = 0
@@ -192,7 +193,7 @@ class TryTab(QWidget):
                           f"Classifying {wording.count(len(paths), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
-        if self._info is not None and not self._info.get("has_test_set"):
+        if self._info is not None and not self._info.has_test_set:
             self._fail("The model's card names no dataset, so there are no test samples to draw.")
             return
         self._request({"test_samples": int(count)}, f"Classifying {wording.count(count, 'test image')}…")
@@ -260,16 +261,16 @@ class TryTab(QWidget):
         if server is not None:
             server.discard()
 
-    def _on_answer(self, answer: dict) -> None:
-        kind = answer.get("type")
-        if kind == "ready":
-            self._on_model_loaded(answer)
-        elif kind == "predictions":
-            self._on_predictions(answer.get("predictions") or [])
-        elif kind == "error":
-            message = str(answer.get("message") or "failed")
-            if answer.get("image"):
-                self._add_error_row(str(answer["image"]), message)
+    def _on_answer(self, line: dict) -> None:
+        ready, answer = decode(ServeReady, line), decode(ServeAnswer, line)
+        if ready is not None and ready.type == ServeReady.TYPE:
+            self._on_model_loaded(ready)
+        elif answer is not None and answer.type == "predictions":
+            self._on_predictions(answer.predictions or [])
+        elif answer is not None and answer.type == "error":
+            message = answer.message or "failed"
+            if answer.image:
+                self._add_error_row(answer.image, message)
             else:
                 self._fail(message)
 
@@ -308,26 +309,25 @@ class TryTab(QWidget):
         """The SSH host the model is on (None: this computer)."""
         return split_run_key(str(self._source))[0] if self._source is not None else None
 
-    def _on_model_loaded(self, info: dict) -> None:
+    def _on_model_loaded(self, info: ServeReady) -> None:
         self._info = info
-        h, w, c = info["input_shape"]
-        name = Path(str(info.get("model") or split_run_key(str(self._source))[1])).name
-        kind = _KIND_NAMES.get(str(info.get("kind")), str(info.get("kind")))
-        description = (f"{name}: {kind}, {w}×{h} {'grey' if c == 1 else 'colour'}, "
-                       f"{len(info['class_names'])} classes")
+        h, w, c = info.input_shape
+        name = Path(info.model or split_run_key(str(self._source))[1]).name
+        kind = _KIND_NAMES.get(info.kind, info.kind)
+        description = f"{name}: {kind}, {w}×{h} {'grey' if c == 1 else 'colour'}, {len(info.class_names)} classes"
         self._model_label.setText(f"<b>{html.escape(description)}</b>")
         self._add_button.setEnabled(True)
-        self._samples_button.setEnabled(bool(info.get("has_test_set")))
-        self.invert.follow_model(bool(info.get("dark_background")))  # light digits on dark: inverts light images
-        hint = DIGITS_HINT if info.get("dark_background") else ""
-        self._say(" ".join([*(info.get("warnings") or []), hint]).strip() or "Drop images here, or add test samples.")
+        self._samples_button.setEnabled(info.has_test_set)
+        self.invert.follow_model(info.dark_background)  # light digits on dark: inverts light images
+        hint = DIGITS_HINT if info.dark_background else ""
+        self._say(" ".join([*info.warnings, hint]).strip() or "Drop images here, or add test samples.")
         self.model_loaded.emit(description)
         waiting, self._waiting = self._waiting, []
         for request in waiting:
             self._request(request, "Classifying…")
 
     def _on_predictions(self, found: list) -> None:
-        names = self._info["class_names"] if self._info else []
+        names = self._info.class_names if self._info else []
         predictions = []
         for data in found:
             try:

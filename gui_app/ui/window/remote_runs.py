@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from gui_app.core.answers import RunRow, decode
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
@@ -47,23 +48,21 @@ def host_rows(host_name: str, text: str) -> list[tuple[RunInfo, bool, RunProcess
         listed = json.loads(text.strip().splitlines()[-1]) if text.strip() else []
     except ValueError:
         raise HostError(f"{host_name}: 'runs --json' there printed no list ({text.strip()[:80]!r})") from None
-    return [_row(host_name, entry) for entry in listed
-            if isinstance(entry, dict) and entry.get("run_dir") and entry.get("own", True) is not False]
+    rows = [decode(RunRow, entry) for entry in (listed if isinstance(listed, list) else [])]
+    return [_row(host_name, row) for row in rows if row is not None and row.run_dir and row.own]
 
 
-def _row(host_name: str, entry: dict) -> tuple[RunInfo, bool, RunProcess | None, str]:
+def _row(host_name: str, row: RunRow) -> tuple[RunInfo, bool, RunProcess | None, str]:
     try:
-        config = RunConfig.from_dict(entry["config"]) if entry.get("config") else None
+        config = RunConfig.from_dict(row.config) if row.config else None
     except ConfigError:
         config = None
-    process = (RunProcess(pid=int(entry["pid"]), host=str(entry.get("host") or host_name), command="train",
-                          detached=bool(entry.get("detached")), started=0.0) if entry.get("pid") else None)
-    info = RunInfo(path=Path(run_key(host_name, entry["run_dir"])), config=config,
-                   status=str(entry.get("status") or "new"), started=entry.get("started"),
-                   step=int(entry.get("step") or 0), total_steps=entry.get("total_steps"),
-                   test_accuracy=entry.get("test_accuracy"), message=entry.get("message"),
-                   has_model=bool(entry.get("has_model")))
-    return info, bool(entry.get("resumable")), process, host_name  # resumable: as it reads there
+    process = (RunProcess(pid=row.pid, host=row.host or host_name, command="train", detached=bool(row.detached),
+                          started=0.0) if row.pid else None)
+    info = RunInfo(path=Path(run_key(host_name, row.run_dir)), config=config, status=row.status or "new",
+                   started=row.started, step=row.step, total_steps=row.total_steps,
+                   test_accuracy=row.test_accuracy, message=row.message, has_model=row.has_model)
+    return info, row.resumable, process, host_name  # resumable: as it reads there
 
 
 class RemoteOpen(QObject):

@@ -15,6 +15,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from gui_app.core.answers import LogLine, decode
 from gui_app.ui.workers.process import EngineProcess
 
 END_WAIT_MS = 2000  # the run has ended: its log's last lines come within a poll (0.25 s) and a round trip
@@ -58,10 +59,11 @@ class RemoteLog(QObject):
         self._process.kill()
 
     def _take(self, value: dict) -> None:
-        if value.get("type") == "log" and isinstance(value.get("next"), int):
-            self.offset = value["next"]
-            if "line" in value:  # not the first answer to --from end, which says where that was
-                self.line.emit(str(value["line"]))
+        answer = decode(LogLine, value)
+        if answer is not None and answer.type == LogLine.TYPE:
+            self.offset = answer.next
+            if answer.line is not None:  # not the first answer to --from end, which says where that was
+                self.line.emit(answer.line)
 
     def _on_finished(self, *_end: object) -> None:
         self._end_timer.stop()
