@@ -39,6 +39,7 @@ from gui_app.core.config import ConfigError, DatasetConfig, ModelConfig, RunConf
 from gui_app.core.wording import for_people
 from gui_app.ui.config import DatasetForm, FormSection, ModelForm, StrategyForm, TrainingForm, split_error
 from gui_app.ui.config.device_panel import DevicePanel
+from gui_app.ui.config.wheel_guard import WheelGuard
 from gui_app.ui.tabs.dataset import describe_dataset
 from gui_app.ui.workers.inspector import Inspector, Pair
 
@@ -61,20 +62,6 @@ def first_launch_config(gpus: list[str] | tuple[str, ...] = ()) -> RunConfig:
 
 
 MIN_LIST_CHARACTERS = 14  # the width a list asks for; longer entries show whole in its drop-down
-
-
-class _WheelGuard(QObject):
-    """Gives the wheel of an unfocused field to the form's scroll bar."""
-
-    def __init__(self, scroll_bar: QWidget, parent: QObject) -> None:
-        super().__init__(parent)
-        self._scroll_bar = scroll_bar
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.Wheel and not watched.hasFocus():
-            QApplication.sendEvent(self._scroll_bar, event)
-            return True
-        return False
 
 
 class ConfigPanel(QScrollArea):
@@ -113,7 +100,7 @@ class ConfigPanel(QScrollArea):
             box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             box.setMinimumContentsLength(MIN_LIST_CHARACTERS)
         self.setWidget(body)
-        self._wheel_guard = _WheelGuard(self.verticalScrollBar(), self)
+        self._wheel_guard = WheelGuard(self.verticalScrollBar(), self)
         # Scrolling the form must not change the spin box or list the pointer passes over
         # (it turned 30 epochs into 21): they take the wheel only once clicked into.
         for field in body.findChildren(QAbstractSpinBox) + body.findChildren(QComboBox):
