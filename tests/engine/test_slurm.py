@@ -105,9 +105,26 @@ def test_a_two_node_run_on_node9_and_node10_completes(slurm, tmp_path):
     steps = _steps(events)
     assert steps == list(range(1, started["total_steps"] + 1))
     assert (run_dir / "job.sbatch").is_file() and rundir.read_run(run_dir).has_model
-    joined = next(e["message"] for e in events if e["type"] == "warning" and "joined" in e["message"])
+    joined = next(line for line in out.splitlines() if "workers joined in" in line)  # a log line, not a warning
     first = next(e for e in events if e["type"] == "step")
     print(f"submit to the first step: {first['time'] - submitted:.1f} s ({joined})")
+
+
+def test_a_job_of_two_replicas_a_node_ends_with_its_run_and_a_clean_output(slurm, tmp_path):
+    """The job ends right after the last eval (engine/cluster/leaving.py); before, with two CPU
+    replicas a worker, Slurm saw it end 122 s later and its output said "The tasks have crashed"."""
+    config = _config(tmp_path, epochs=10, steps_per_call=5)
+    config.write_text(json.dumps({**json.loads(config.read_text()), "runtime": {"cpu_devices": 2}}))
+    job_id, run_dir = _submit(slurm, config, tmp_path / "runs", "--cpus-per-task", "1")
+    slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=300)
+    ended = time.time()  # within 0.5 s of the state (wait_state polls)
+    out = _output(run_dir, job_id)
+    events = _events(run_dir)
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed", out[-4000:]
+    last_eval = [e for e in events if e["type"] == "eval"][-1]
+    assert ended - last_eval["time"] < 10, out[-4000:]  # 0.2-0.3 s measured; the old end took 122 s
+    noise = ("CoordinationService", "heartbeat", "The tasks have crashed", "GRPC", "UNAVAILABLE")
+    assert not [line for line in out.splitlines() if any(word in line for word in noise)], out[-4000:]
 
 
 def test_two_jobs_at_once_on_the_same_nodes_both_complete(slurm, tmp_path):

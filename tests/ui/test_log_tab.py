@@ -28,6 +28,12 @@ PROBLEMS = (
 )
 
 
+# The chief's news that the cluster formed, as a local cluster's launcher relays it and as a host or a
+# Slurm job logs it: information, neither coloured nor counted (a user saw it as a warning).
+JOINED = ("[worker 0] [replica-studio] worker 0: cluster of 2 workers joined in 5.3 s",
+          "[replica-studio] worker 0: cluster of 16 workers joined in 112.0 s")
+
+
 @pytest.mark.parametrize("line", ROUTINE_SEEN)
 def test_routine_output_is_not_a_problem(line):
     assert kind(line) == ROUTINE
@@ -50,3 +56,20 @@ def test_the_tab_counts_errors_and_warnings_only_and_wraps_long_lines(qtbot):
     assert tab.view.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
     tab.clear()
     assert tab.summary.text() == "" and tab.view.toPlainText() == ""
+
+
+@pytest.mark.parametrize("line", JOINED)
+def test_the_cluster_join_line_is_information_not_a_warning(line):
+    assert kind(line) not in (ERROR, WARNING)
+
+
+def test_the_join_lines_leave_the_count_empty(qtbot):
+    tab = LogTab()
+    qtbot.addWidget(tab)
+    counts: list[int] = []
+    tab.warnings_seen.connect(counts.append)
+    for line in (*JOINED, "warning: cluster of 2 workers joined in 5.3 s"):  # and an older run's warning event
+        tab.append_line(line)
+    assert counts == [] and tab.summary.text() == ""
+    tab.append_line("warning: dataset.cache is off")  # a real warning still counts
+    assert counts == [1] and tab.summary.text() == "1 warning line"

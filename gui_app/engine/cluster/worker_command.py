@@ -26,7 +26,7 @@ from gui_app.core.batch_split import batch_split
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Error, RunFinished
 from gui_app.engine.cluster import kubernetes
-from gui_app.engine.cluster.topology import load_config
+from gui_app.engine.cluster.topology import Task, load_config
 from gui_app.engine.control import Control, reclaim_signals
 from gui_app.engine.errors import JoinTimeout, classify, one_line
 from gui_app.engine.events import EventWriter
@@ -81,6 +81,16 @@ def _arm_join_alarm(seconds: float) -> None:
 
 
 def run(args) -> int:
+    code, ended = _run(args)
+    if ended is not None:  # the run ended normally here: leave the cluster with the others (leaving.py)
+        from gui_app.engine.cluster.leaving import leave
+
+        leave(ended, code)  # never returns
+    return code
+
+
+def _run(args) -> tuple[int, Task | None]:
+    """(exit code, this worker's task when its run ended normally and it is to leave the cluster)."""
     from gui_app.engine.cluster.agreement import ClusterControl
     from gui_app.engine.cluster.run_identity import check_same_run, run_identity
     from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
@@ -94,7 +104,7 @@ def run(args) -> int:
             cluster = "tf_config"
         config = load_config(args.config, args.allow_public_hosts, cluster)
         if config.strategy.name == "parameter_server":
-            return _serve(config, args)
+            return _serve(config, args), None
         if config.strategy.name != "multi_worker_mirrored":
             raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
                               f"{config.strategy.name!r}")
@@ -109,7 +119,7 @@ def run(args) -> int:
                 # A completed run's script submitted again, or requeued by a signal that came too late:
                 # every worker reads the same file and ends before the cluster forms.
                 print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
-                return EXIT_OK
+                return EXIT_OK, None
             resume = rundir.has_checkpoint(args.run_dir)
             restore_from = str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
         if chief and args.run_dir:
@@ -143,9 +153,9 @@ def run(args) -> int:
         check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
         if hasattr(signal, "alarm"):
             signal.alarm(0)
-        if chief and task.peers():
-            built.warnings.append(f"cluster of {built.num_workers} workers joined in "
-                                  f"{waited + time.monotonic() - started:.1f} s")
+        if chief and task.peers():  # news, not a warning: a log line like the one above
+            print(f"[replica-studio] {task.name}: cluster of {built.num_workers} workers joined in "
+                  f"{waited + time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         # The one split rule (core/batch_split.py), the same answer as train, submit and the form,
         # asked here so a split the cluster cannot run ends it before the session starts (the
         # session's prepare asks again and reports a warning).
@@ -163,8 +173,8 @@ def run(args) -> int:
         events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step,
                                 message=agreed.stop_reason if status == "stopped" else None))
         if status == "stopped" and args.cluster == "kubernetes":
-            return kubernetes.EXIT_STOPPED  # the Job starts the pod again, which continues the run
-        return EXIT_OK
+            return kubernetes.EXIT_STOPPED, task  # the Job starts the pod again, which continues the run
+        return EXIT_OK, task
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
         if isinstance(exc, KeyboardInterrupt):
             kind, code, message = "internal", EXIT_FAILED, "interrupted"
@@ -178,7 +188,7 @@ def run(args) -> int:
             events.emit(Error(message=message, kind=kind))
             events.emit(RunFinished(status="failed", run_dir=str(run_dir) if chief and run_dir else None,
                                     step=session.step_reached() if session else 0, message=message))
-        return code
+        return code, None
     finally:
         if events is not None:
             events.close()

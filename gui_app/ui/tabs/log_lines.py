@@ -23,6 +23,8 @@ ROUTINE_LINES = (
     (r"^\s*fully_quantize: \d", "the TFLite converter's quantisation settings"),
     (r"'--tag' not specified for saved_model", "tf2onnx reading our SavedModel with its one tag, serve"),
     (r"\bis deprecated and will be removed\b|^Instructions for updating:", "a library's deprecation notice"),
+    # The engine now logs the join as a line of its own ("[replica-studio] worker 0: cluster of 2 workers
+    # joined in 5.3 s", no problem word in it); a run recorded before replays it as a warning event.
     (r"^warning: cluster of \d+ workers? joined in [\d.]+ s$", "the cluster formed: how long it took"),
 )
 _ROUTINE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in ROUTINE_LINES))
