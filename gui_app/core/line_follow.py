@@ -121,7 +121,7 @@ class LineFollower:
         return True
 
 
-def complete_lines(fd: int, end: int | None = None) -> Iterator[bytes]:
+def file_lines(fd: int, end: int | None = None) -> Iterator[bytes]:
     """The complete lines of the open file ``fd`` from its start (up to byte ``end``), each with its newline."""
     offset, rest = 0, b""
     while end is None or offset < end:
@@ -138,12 +138,22 @@ def _matched_prefix(old_fd: int, old_end: int, new_fd: int) -> tuple[int, int]:
     """How many bytes and lines of the new file are the old file's lines read so far (its
     first ``old_end`` bytes) that the new file kept: the old lines in order, each matched when it
     is the new file's next line."""
-    new = complete_lines(new_fd)
+    new = file_lines(new_fd)
     candidate = next(new, None)
     matched_bytes = matched_lines = 0
-    for line in complete_lines(old_fd, old_end):
+    for line in file_lines(old_fd, old_end):
         if candidate is not None and line == candidate:
             matched_bytes += len(line)
             matched_lines += 1
             candidate = next(new, None)
     return matched_bytes, matched_lines
+
+
+def count_lines(path: str | Path) -> int:
+    """The complete lines of the file at ``path`` now (0 when there is none): where a follower
+    that starts after them begins (``start_line``), or what a copy has already."""
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(_CHUNK), b""))
+    except OSError:
+        return 0
