@@ -8,7 +8,7 @@ guessing from process ids or clocks. The process records who and where it is in
 ``RUN_DIR/process.json`` (written once, atomically, as it takes the run); the step it reached
 and the total come from the events (the run list's summary cache, gui_app/core/rundir.py).
 A run submitted to Slurm or applied to Kubernetes has no process here: its job's state says
-(gui_app/core/scheduled_runs.py: one squeue call, one kubectl call per namespace, for every such
+(gui_app/core/backends/__init__.py: one squeue call, one kubectl call per namespace, for every such
 run of a listing). TensorFlow-free.
 """
 from __future__ import annotations
@@ -22,8 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gui_app.core import atomic_io, run_lock, rundir, scheduled_runs, slurm_jobs
+from gui_app.core import atomic_io, run_lock, rundir
 from gui_app.core.answers import RunRow, encode
+from gui_app.core.backends import local_backend, scheduled_jobs
+from gui_app.core.backends.base import JobState, run_status
 
 PROCESS_FILE = "process.json"
 RUN_COMMANDS = ("train", "resume")  # the processes that run a run (evaluate and export hold the lock too)
@@ -70,18 +72,18 @@ def live_process(run_dir: str | Path) -> RunProcess | None:
 @dataclass
 class LiveRun:
     """A run as ``runs`` lists it: its status by its events, ``running`` while its process runs it,
-    and a Slurm or Kubernetes run's by its job (``slurm_jobs.run_status``: "pending (Resources)",
+    and a Slurm or Kubernetes run's by its job (``run_status``: "pending (Resources)",
     "cancelled")."""
 
     info: rundir.RunInfo
     process: RunProcess | None
-    job: tuple[str, slurm_jobs.JobState] | None = None  # a Slurm job's id or Kubernetes Job's name, its state
+    job: tuple[str, JobState] | None = None  # a Slurm job's id or Kubernetes Job's name, its state
 
     @property
     def status(self) -> str:
         if self.process is not None:
             return "running"
-        return slurm_jobs.run_status(self.info.status, self.job[1] if self.job is not None else None)
+        return run_status(self.info.status, self.job[1] if self.job is not None else None)
 
     def to_json(self) -> dict:
         info, process = self.info, self.process
@@ -119,12 +121,12 @@ def _user_name(uid: int) -> str:
 
 
 def read_live_run(run_dir: str | Path) -> LiveRun:
-    return LiveRun(rundir.read_run(run_dir), live_process(run_dir), scheduled_runs.job_of(run_dir))
+    return LiveRun(rundir.read_run(run_dir), live_process(run_dir), local_backend(run_dir).job())
 
 
 def list_live_runs(runs_dir: str | Path) -> list[LiveRun]:
     """Every run under ``runs_dir``, newest first, with the process of each running one and the
-    job of each Slurm or Kubernetes run (gui_app/core/scheduled_runs.py)."""
+    job of each Slurm or Kubernetes run (gui_app/core/backends/__init__.py)."""
     infos = rundir.list_runs(runs_dir)
-    jobs = scheduled_runs.run_jobs(info.path for info in infos)
+    jobs = scheduled_jobs(info.path for info in infos)
     return [LiveRun(info, live_process(info.path), jobs.get(str(info.path))) for info in infos]

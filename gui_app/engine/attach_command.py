@@ -9,7 +9,7 @@ Everything comes from the run directory: the events from ``events.jsonl``, wheth
 runs it from its lock (gui_app/core/run_lock.py), who and where from ``process.json``
 (gui_app/core/live_runs.py), and words go through its control channel
 (engine/control_channel.py). A run submitted to Slurm runs while its job does (Slurm's word,
-gui_app/core/slurm_jobs.py: ``runs`` lists it by its job), and ``stop`` cancels its job
+gui_app/core/backends/slurm_jobs.py: ``runs`` lists it by its job), and ``stop`` cancels its job
 (engine/cluster/slurm_runs.py). A run applied to Kubernetes is followed from its local record,
 its chief's output copied into it as attach goes, ``runs`` lists it by its Job, and ``stop``
 deletes its Job (engine/cluster/kubernetes_runs.py). No TensorFlow is loaded: ``attach`` starts
@@ -29,11 +29,12 @@ import time
 from pathlib import Path
 from typing import IO, Callable
 
-from gui_app.core import kubernetes_jobs, run_lock, rundir, scheduled_runs, slurm_jobs
+from gui_app.core import run_lock, rundir
+from gui_app.core.backends import HereBackend, local_backend
 from gui_app.core.events import Error, decode_line
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
-from gui_app.engine.cluster import kubernetes_runs, slurm_runs
+from gui_app.engine.cluster import kubernetes_runs, scheduled_runs
 from gui_app.engine.control_channel import ChannelError, NotRunning, send
 from gui_app.engine.events import format_text
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
@@ -97,20 +98,21 @@ def attach(args: argparse.Namespace) -> int:
     if args.control == "stdin" and (ends_attachment := stdin_ends_attachment()) is not None:
         threading.Thread(target=_forward_stdin, args=(run_dir, detached, ends_attachment), name="attach-stdin",
                          daemon=True).start()
-    mirror = kubernetes_runs.Mirror(run_dir) if kubernetes_runs.kubernetes_job(run_dir) is not None else None
+    backend = local_backend(run_dir)
+    mirror = scheduled_runs.mirror(backend)
     if mirror is not None:
         mirror.start()
     with _detaching_on_signals(detached):
-        follower = EventsFollower(run_dir, args.from_line)
+        follower = backend.follow(args.from_line)
         try:
-            return _follow(run_dir, follower, detached, mirror, _as_text if args.text else None)
+            return _follow(backend, follower, detached, mirror, _as_text if args.text else None)
         finally:
             follower.close()
             if mirror is not None:
                 mirror.close()
 
 
-def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event,
+def _follow(backend: HereBackend, follower: EventsFollower, detached: threading.Event,
             mirror: kubernetes_runs.Mirror | None = None,
             shown: Callable[[list[bytes]], list[bytes]] | None = None) -> int:
     """Copy the run's event lines to stdout (``shown``: as it turns them) until it has finished,
@@ -118,7 +120,7 @@ def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event,
     end), or this attachment ends (stdin closed, stdout gone, a signal)."""
     out = _Output(sys.stdout.buffer, shown)
     next_check = 0.0
-    job = slurm_jobs.JobWatch(run_dir)
+    run_dir, job = backend.run_dir, backend.job_watch()
     while not detached.is_set():
         lines = follower.read()
         if lines:
@@ -134,17 +136,17 @@ def _follow(run_dir: Path, follower: EventsFollower, detached: threading.Event,
                     if not _write(out, lines):
                         return EXIT_OK
                     continue
-                return _ended(run_dir, follower, mirror.error if mirror is not None else "")
+                return _ended(backend, follower, mirror.error if mirror is not None else "")
             next_check = now + LIVE_CHECK_SECONDS
         detached.wait(POLL_SECONDS)
     return EXIT_OK
 
 
-def _ended(run_dir: Path, follower: EventsFollower, kubectl_said: str = "") -> int:
+def _ended(backend: HereBackend, follower: EventsFollower, kubectl_said: str = "") -> int:
     """No process runs it and every line is out: 0 when the run finished, else 1 and one line."""
     if follower.finished:
         return EXIT_OK
-    job = scheduled_runs.job_of(run_dir)
+    run_dir, job = backend.run_dir, backend.job()
     if job is not None:
         never = "" if follower.events_read else " (it never started)"
         _say("attach", kubectl_said or f"{run_dir}: {job[1].scheduler} job {job[0]} is {job[1].describe()} and "
@@ -229,14 +231,9 @@ def _forward_stdin(run_dir: Path, detached: threading.Event, ends_attachment: bo
             *lines, pending = (pending + data).split(b"\n")
             for line in lines:
                 word = line.decode("utf-8", "replace").strip()
-                job = slurm_runs.slurm_job(run_dir) if word == "stop" else None
-                record = kubernetes_runs.kubernetes_job(run_dir) if word == "stop" else None
-                if job is not None and live_process(run_dir) is None:
-                    failed = slurm_jobs.cancel(job.job_id)  # its workers are on the nodes, under Slurm
-                    if failed:
-                        _say("attach", f"'stop' not sent: {failed}")
-                elif record is not None:  # its pods get SIGTERM: they stop together with a checkpoint
-                    failed = kubernetes_jobs.delete(record)
+                backend = local_backend(run_dir) if word == "stop" else None
+                if backend is not None and backend.by_scheduler():  # scancel, kubectl delete: its workers
+                    failed = backend.cancel()  # get SIGTERM and stop together with a checkpoint
                     if failed:
                         _say("attach", f"'stop' not sent: {failed}")
                 elif word:
@@ -274,11 +271,8 @@ def stop(args: argparse.Namespace) -> int:
     if run_dir is None:
         return EXIT_BAD_INPUT
     process = live_process(run_dir)
-    job = slurm_runs.slurm_job(run_dir)
-    if process is None and job is not None:
-        return slurm_runs.stop(run_dir, job, args.timeout)
-    if (record := kubernetes_runs.kubernetes_job(run_dir)) is not None:
-        return kubernetes_runs.stop(run_dir, record, args.timeout)
+    if (backend := local_backend(run_dir)).by_scheduler():
+        return scheduled_runs.stop(backend, args.timeout)
     if process is None:
         info = rundir.read_run(run_dir)
         print(f"{run_dir}: not running ({info.status} at step {info.step})", flush=True)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from gui_app import __version__
+from gui_app.core.backends import local_backend
 from gui_app.engine import (
     attach_command,
     compare_command,
@@ -25,7 +27,7 @@ from gui_app.engine import (
     scaling_command,
     train_command,
 )
-from gui_app.engine.cluster import kubernetes_runs, script_command, slurm_runs, submit_command, worker_command
+from gui_app.engine.cluster import scheduled_runs, script_command, submit_command, worker_command
 from gui_app.engine.command_errors import empty_option
 from gui_app.engine.exits import EXIT_BAD_INPUT, RUN_COMMANDS
 from gui_app.engine.sweep import command as sweep_command
@@ -90,10 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "host", None) is not None:  # before the log filter: the host's stderr passes unchanged
         # (an empty --host '' too: refused there, never quietly run here)
         return args.on_host(args)
-    if args.command == "resume" and (job := slurm_runs.slurm_job(args.run_dir)) is not None:  # under Slurm
-        return slurm_runs.resume(args, job)
-    if args.command == "resume" and (record := kubernetes_runs.kubernetes_job(args.run_dir)) is not None:
-        return kubernetes_runs.resume(args, record)
+    if args.command == "resume" and (backend := local_backend(Path(args.run_dir).expanduser().absolute())).resubmits():
+        return scheduled_runs.resume(args, backend)  # submitted to its scheduler again
     if getattr(args, "detach", False):  # before the log filter's thread, which a fork would not copy
         if args.command == "sweep":  # it forks itself once its folder exists (and loads no TensorFlow)
             return args.handler(args)

@@ -14,8 +14,9 @@ once the run's process is gone (its lock: gui_app/core/run_lock.py) or when the 
 ``tail -F`` would be. With ``--json`` each whole line comes with the byte it ends at, so a
 follower whose connection dropped goes on with ``--from`` where it was, no line lost or twice
 (``--from end`` first says where the end was: ``{"type": "log", "next": BYTE}``).
-A run submitted to Slurm logs into its job's output file, which is what is followed then
-(gui_app/core/slurm_jobs.py).
+Where the run logs, and whether it may still log, is its backend's to say (gui_app/core/backends:
+a run submitted to Slurm logs into its job's output file); the reading is the one line follower's
+(gui_app/core/line_follow.py), so a line torn by the end of a read is never cut in two.
 """
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ import sys
 import threading
 from pathlib import Path
 
-from gui_app.core import rundir, slurm_jobs
+from gui_app.core import rundir
 from gui_app.core.answers import LogLine, encode
+from gui_app.core.backends import local_backend
+from gui_app.core.line_follow import LineFollower
 from gui_app.core.run_lock import holder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
@@ -49,11 +52,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=log)
 
 
-def log_path(run_dir: str | Path) -> Path:
-    """Where a run logs: its Slurm job's output file, else ``engine.log``."""
-    return slurm_jobs.output_file(run_dir) or Path(run_dir) / rundir.LOG_FILE
-
-
 def log(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).expanduser()
     if not rundir.is_run_dir(run_dir):
@@ -62,17 +60,19 @@ def log(args: argparse.Namespace) -> int:
     ended = threading.Event()
     if args.follow and _stdin_is_piped():
         threading.Thread(target=_wait_for_stdin_end, args=(ended,), name="log-stdin", daemon=True).start()
-    path, offset = log_path(run_dir), args.from_byte
+    backend = local_backend(run_dir)
+    path, offset = backend.log_path(), args.from_byte
     if offset is None:  # its end: what it logged before is not asked for
         offset = path.stat().st_size if path.is_file() else 0
         if args.json:
             print(json.dumps(encode(LogLine("log", next=offset))), flush=True)
-    job = slurm_jobs.JobWatch(run_dir)
-    while True:
-        running = args.follow and (holder(run_dir) is not None or job.active())  # before the read: no line lost
-        offset, written = _copy(path, offset, args.json, last=not running)
-        if not written or not running or ended.wait(POLL_SECONDS):
-            return EXIT_OK
+    job = backend.job_watch()
+    with backend.log(offset) as follower:
+        while True:
+            running = args.follow and (holder(run_dir) is not None or job.active())  # before the read: no line lost
+            written = _copy(follower, args.json, last=not running)
+            if not written or not running or ended.wait(POLL_SECONDS):
+                return EXIT_OK
 
 
 def _start(text: str) -> int | None:
@@ -84,32 +84,27 @@ def _start(text: str) -> int | None:
     return int(text)
 
 
-def _copy(path: Path, offset: int, as_json: bool, last: bool) -> tuple[int, bool]:
-    """Write what ``path`` holds after ``offset`` to stdout (as JSON: whole lines, and an
-    unfinished one only at the ``last`` read); the new offset, and False when stdout is gone."""
+def _copy(follower: LineFollower, as_json: bool, last: bool) -> bool:
+    """Write what the log holds after what was read to stdout: as it is (a line still being
+    written too: a progress bar's ``\\r``), or as JSON (whole lines, and an unfinished one only at
+    the ``last`` read). False when stdout is gone. A log not written yet reads as nothing."""
     out = sys.stdout.buffer
     try:
-        with path.open("rb") as f:
-            f.seek(offset)
-            data = f.read()
         if not as_json:
-            out.write(data)
-            offset += len(data)
+            out.write(b"".join(follower.read()) + follower.take_pending())
         else:
-            *lines, rest = data.split(b"\n")
-            pieces = [(line, 1) for line in lines] + ([(rest, 0)] if last and rest else [])
-            for line, newline in pieces:
-                offset += len(line) + newline
+            pieces = [(line[:-1], end) for line, end in follower.read_ends()]
+            if last and (rest := follower.take_pending()):
+                pieces.append((rest, follower.offset))
+            for line, end in pieces:
                 out.write(json.dumps(encode(LogLine("log", line.decode("utf-8", "replace").rstrip("\r"),
-                                                    next=offset))).encode() + b"\n")
+                                                    next=end))).encode() + b"\n")
         out.flush()
-    except FileNotFoundError:
-        pass  # not written yet (or a run that never logged)
     except (BrokenPipeError, ValueError):
         with contextlib.suppress(OSError):  # Python flushes stdout again at exit: not into the closed pipe
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        return offset, False
-    return offset, True
+        return False
+    return True
 
 
 def _stdin_is_piped() -> bool:

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from engine_helpers import run_cli
 
-from gui_app.core import kubernetes_jobs, rundir
+from gui_app.core import rundir
+from gui_app.core.backends import kubernetes_jobs
 from gui_app.core.cluster_hosts import free_ports
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Step

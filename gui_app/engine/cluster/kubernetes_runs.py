@@ -1,5 +1,5 @@
 """A run applied to Kubernetes, followed, stopped and resumed from its local record
-(``RUN_DIR/kubernetes_job.json``, gui_app/core/kubernetes_jobs.py).
+(``RUN_DIR/kubernetes_job.json``: its backend, gui_app/core/backends/kubernetes_jobs.py).
 
 Its run directory is on the cluster's volume; here is a run directory of the same name whose
 ``events.jsonl`` and ``engine.log`` are copied from the chief's output (:class:`Mirror`):
@@ -28,9 +28,11 @@ import sys
 import threading
 from pathlib import Path
 
-from gui_app.core import kubernetes_jobs, rundir, scheduled_runs
-from gui_app.core.kubernetes_jobs import MANIFEST_FILE, KubernetesJob
-from gui_app.core.slurm_jobs import UNKNOWN
+from gui_app.core import rundir
+from gui_app.core.backends import kubernetes_jobs
+from gui_app.core.backends.base import UNKNOWN
+from gui_app.core.backends.kubernetes_jobs import MANIFEST_FILE, KubernetesBackend, KubernetesJob
+from gui_app.core.line_follow import count_lines
 from gui_app.engine.cluster import kubernetes_submit
 from gui_app.engine.cluster.scheduler_command import SubmitError
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
@@ -38,11 +40,6 @@ from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 LOCK_FILE = "kubernetes_follow.lock"
 RETRY_S = 3.0  # kubectl logs again while the Job runs but its chief's output has ended (a new pod starts)
 LOCK_RETRY_S = 0.5
-
-
-def kubernetes_job(run_dir: str | Path) -> KubernetesJob | None:
-    """The Job of a run applied with ``submit --kubernetes``; None for any other run."""
-    return kubernetes_jobs.read_job(run_dir) if (Path(run_dir) / MANIFEST_FILE).is_file() else None
 
 
 class Mirror(threading.Thread):
@@ -85,7 +82,7 @@ class Mirror(threading.Thread):
         if record is None:
             raise OSError(f"{self.run_dir / kubernetes_jobs.JOB_FILE}: missing or unreadable")
         kubectl = kubernetes_submit.kubectl()
-        written = [_lines(self.run_dir / rundir.EVENTS_FILE), _lines(self.run_dir / rundir.LOG_FILE)]
+        written = [count_lines(self.run_dir / rundir.EVENTS_FILE), count_lines(self.run_dir / rundir.LOG_FILE)]
         chief = (f"batch.kubernetes.io/job-name={record.job},batch.kubernetes.io/job-completion-index=0")
         command = [kubectl, "logs", "-f", "--prefix", "-l", chief, "--tail=-1", *record.kubectl_args()]
         with (self.run_dir / rundir.EVENTS_FILE).open("a", encoding="utf-8") as events, \
@@ -147,19 +144,25 @@ def _split(raw: str) -> tuple[str, str]:
     return "", raw
 
 
-def _lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except OSError:
-        return 0
-
-
 def _say(command: str, text: str) -> None:
     print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
 
 
-def stop(run_dir: Path, record: KubernetesJob, timeout: float) -> int:
+def _record(backend: KubernetesBackend) -> KubernetesJob:
+    record = backend.record()
+    if record is None:  # the backend is decided by its record: gone since is a bad run directory
+        raise OSError(f"{backend.run_dir / kubernetes_jobs.JOB_FILE}: missing or unreadable")
+    return record
+
+
+def stop(backend: KubernetesBackend, timeout: float) -> int:
     """Delete the run's Job (its pods stop with a checkpoint) and copy the chief's output until it ends."""
+    run_dir = backend.run_dir
+    try:
+        record = _record(backend)
+    except OSError as exc:
+        _say("stop", str(exc))
+        return EXIT_BAD_INPUT
     state = kubernetes_jobs.job_state(record)
     if not state.active:
         info = rundir.read_run(run_dir)
@@ -183,13 +186,18 @@ def stop(run_dir: Path, record: KubernetesJob, timeout: float) -> int:
     return EXIT_OK
 
 
-def resume(args: argparse.Namespace, record: KubernetesJob) -> int:
+def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:
     """Apply the kept manifest again: the pods continue the run from its checkpoint on the volume."""
     run_dir = Path(args.run_dir).expanduser().absolute()
     if getattr(args, "set", None):
         _say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
         return EXIT_BAD_INPUT
-    refusal = scheduled_runs.resume_refusal(run_dir, record.job, kubernetes_jobs.job_state(record))
+    try:
+        record = _record(backend)
+    except OSError as exc:
+        _say("resume", str(exc))
+        return EXIT_BAD_INPUT
+    refusal = backend.resume_refusal(record.job, kubernetes_jobs.job_state(record))
     if refusal is not None:
         _say("resume", refusal)
         return EXIT_BAD_INPUT

@@ -1,7 +1,7 @@
 """``replica-studio submit CONFIG --kubernetes``: a new run applied to a cluster with kubectl.
 
 The run directory is on the cluster's volume; this machine gets a local record of the run, a run
-directory of the same name in the runs folder (``--runs-dir``; gui_app/core/kubernetes_jobs.py):
+directory of the same name in the runs folder (``--runs-dir``; gui_app/core/backends/kubernetes_jobs.py):
 its config, the manifest (kubernetes_manifest.py) as ``job.yaml`` (applied again after the Job
 was deleted, it continues the run: ``resume RUN_DIR``), and the Job's name, namespace and kubectl
 context. ``-o FILE`` keeps a copy of the manifest too. ``kubectl apply -f`` sends it to the cluster
@@ -18,7 +18,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gui_app.core import kubernetes_jobs, rundir
+from gui_app.core import rundir
+from gui_app.core.backends import kubernetes_jobs
 from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, scheduler_command

@@ -1,5 +1,5 @@
 """``resume`` and ``stop`` of a run submitted to Slurm (``submit --slurm``: its job in
-``RUN_DIR/slurm_job.json``, gui_app/core/slurm_jobs.py).
+``RUN_DIR/slurm_job.json``: its backend, gui_app/core/backends/slurm_jobs.py).
 
 Its workers run on the nodes, under Slurm: no process here holds the run or reads its control
 channel (a FIFO on the shared folder reaches no other machine). So:
@@ -18,27 +18,36 @@ import sys
 import time
 from pathlib import Path
 
-from gui_app.core import atomic_io, rundir, scheduled_runs, slurm_jobs
+from gui_app.core import atomic_io, rundir
+from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends.slurm_jobs import SCRIPT_FILE, SlurmBackend, SlurmJob
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
-from gui_app.engine.cluster.submit_command import SCRIPT_FILE, SubmitError, sbatch
+from gui_app.engine.cluster.submit_command import SubmitError, sbatch
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
-
-
-def slurm_job(run_dir: str | Path) -> slurm_jobs.SlurmJob | None:
-    """The job of a run submitted with ``submit --slurm``; None for any other run."""
-    return slurm_jobs.read_job(run_dir) if (Path(run_dir) / SCRIPT_FILE).is_file() else None
 
 
 def _say(command: str, text: str) -> None:
     print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
 
 
-def resume(args: argparse.Namespace, job: slurm_jobs.SlurmJob) -> int:
+def _job(backend: SlurmBackend) -> SlurmJob:
+    job = backend.record()
+    if job is None:  # the backend is decided by its record: gone since is a bad run directory
+        raise OSError(f"{backend.run_dir / slurm_jobs.JOB_FILE}: missing or unreadable")
+    return job
+
+
+def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
     run_dir = Path(args.run_dir).expanduser().absolute()
-    refusal = scheduled_runs.resume_refusal(run_dir, job.job_id, slurm_jobs.job_states([job.job_id])[job.job_id])
+    try:
+        job = _job(backend)
+    except OSError as exc:
+        _say("resume", str(exc))
+        return EXIT_BAD_INPUT
+    refusal = backend.resume_refusal(job.job_id, slurm_jobs.job_states([job.job_id])[job.job_id])
     if refusal is not None:
         _say("resume", refusal)
         return EXIT_BAD_INPUT
@@ -56,8 +65,14 @@ def resume(args: argparse.Namespace, job: slurm_jobs.SlurmJob) -> int:
     return EXIT_OK
 
 
-def stop(run_dir: Path, job: slurm_jobs.SlurmJob, timeout: float) -> int:
+def stop(backend: SlurmBackend, timeout: float) -> int:
     """Cancel the run's job and wait until Slurm no longer runs it; say how the run ended."""
+    run_dir = backend.run_dir
+    try:
+        job = _job(backend)
+    except OSError as exc:
+        _say("stop", str(exc))
+        return EXIT_BAD_INPUT
     state = slurm_jobs.job_states([job.job_id])[job.job_id]
     if not state.active:
         info = rundir.read_run(run_dir)

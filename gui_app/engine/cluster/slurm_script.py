@@ -14,8 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from gui_app.core.backends.slurm_jobs import SIGNAL_S
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.slurm_jobs import SIGNAL_S
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ run in the runs folder (kubernetes_submit.py).
 (``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
 ``sbatch --parsable``. stdout gets two lines, the job id and the run directory; a bad config or
 a refused submission is one line on stderr and exit 2, and leaves no run directory behind.
-The job id goes into the run directory (``slurm_job.json``, gui_app/core/slurm_jobs.py): the run
+The job id goes into the run directory (``slurm_job.json``, gui_app/core/backends/slurm_jobs.py): the run
 list, ``attach``, ``stop`` and ``resume`` ask Slurm about the run by it.
 Submitting ``job.sbatch`` again (or Slurm requeueing the job) continues the run. The workers run
 this app as it was started here (:func:`sbatch`), so a submission over ssh on a login node
@@ -21,7 +21,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from gui_app.core import rundir, slurm_jobs
+from gui_app.core import rundir
+from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends.slurm_jobs import SCRIPT_FILE
 from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.engine.cluster import kubernetes_manifest, kubernetes_submit, scheduler_command, slurm_script
@@ -30,7 +32,6 @@ from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from gui_app.identity import app_command, app_env
 
 COMMANDS = ("submit",)
-SCRIPT_FILE = "job.sbatch"
 SUBMIT_TIMEOUT_S = 60  # sbatch only talks to slurmctld; a minute means the controller does not answer
 
 

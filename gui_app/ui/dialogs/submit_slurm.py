@@ -15,8 +15,8 @@ from typing import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QSpinBox, QWidget
 
+from gui_app.core.backends.slurm_jobs import SIGNAL_S
 from gui_app.core.config import RunConfig
-from gui_app.core.slurm_jobs import SIGNAL_S
 from gui_app.ui.dialogs.job_dialog import JobDialog
 from gui_app.ui.workers.engine_job import EngineJob
 

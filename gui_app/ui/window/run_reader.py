@@ -32,11 +32,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 
-from gui_app.core import kubernetes_jobs
+from gui_app.core.backends import kubernetes_jobs, scheduled_jobs
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, default_sweeps_dir, read_run, run_dirs
-from gui_app.core.scheduled_runs import run_jobs
 from gui_app.core.ssh import HostError
 from gui_app.core.sweep_runs import trial_runs
 from gui_app.ui.window.remote_runs import read_host_rows
@@ -71,7 +70,7 @@ def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
 
 class _ReadWorker(QObject):
     counted = Signal(int, int)  # generation, run folders found
-    jobs = Signal(int, object)  # generation, scheduled_runs.run_jobs(paths): before the fill's first batch
+    jobs = Signal(int, object)  # generation, backends.scheduled_jobs(paths): before the fill's first batch
     batch = Signal(int, object)  # generation, [read_row(path), ...]
     done = Signal(int)  # generation: every run was read (not emitted for a dropped fill)
     host_failed = Signal(int, str)  # generation, the line saying why the host's runs cannot be read
@@ -92,7 +91,7 @@ class _ReadWorker(QObject):
         else:
             trials, paths = {}, []
         self.counted.emit(generation, len(paths))
-        self.jobs.emit(generation, run_jobs(paths))
+        self.jobs.emit(generation, scheduled_jobs(paths))
         rows: list[tuple[RunInfo, bool]] = []
         last = time.monotonic()
         for path in paths:

@@ -13,9 +13,9 @@ from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt
 from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import QStyle, QTreeWidget, QTreeWidgetItem
 
+from gui_app.core.backends.base import JobState, run_status
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
-from gui_app.core.slurm_jobs import JobState, run_status
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 
@@ -46,7 +46,7 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     path = str(info.path)
     if attached or process is not None:
         status = "running"
-    else:  # Slurm's word where the events cannot tell (gui_app/core/slurm_jobs.py: the rule runs lists by too)
+    else:  # Slurm's word where the events cannot tell (gui_app/core/backends/slurm_jobs.py: the rule runs lists by too)
         status = run_status(info.status, job[1] if job is not None else None)
     if status in ("stopped", "interrupted", "failed") and info.total_steps and resumable:
         shown_status = f"{status} ({info.step}/{info.total_steps})"

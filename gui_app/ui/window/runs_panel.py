@@ -17,7 +17,7 @@ shows why and is selected. It sets the state's selection: the runs selected, as 
 
 Runs that live on their own (docs/detached.md) show as running while their process runs them,
 whoever started them, and runs submitted to Slurm or Kubernetes show their job's state ("pending
-(Resources)", "running", "requeued"; gui_app/core/scheduled_runs.py); the list reads the folder again every few
+(Resources)", "running", "requeued"; gui_app/core/backends/__init__.py); the list reads the folder again every few
 seconds while one runs or waits. The run
 the window follows is marked (an icon, a tooltip); another running one can be attached to
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
@@ -51,10 +51,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui_app.core.backends.base import JobState
 from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
-from gui_app.core.slurm_jobs import JobState
 from gui_app.core.ssh import is_host_failure
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (

@@ -59,7 +59,7 @@ class ListedRun:
     info: RunInfo
     resumable: bool
     process: RunProcess | None = None
-    job_active: bool = False  # its Slurm or Kubernetes job pending or running (gui_app/core/scheduled_runs.py)
+    job_active: bool = False  # its Slurm or Kubernetes job pending or running (gui_app/core/backends)
 
     @property
     def running(self) -> bool:

@@ -14,9 +14,9 @@ after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two e
 run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
-A run submitted to Slurm (gui_app/core/slurm_jobs.py) goes on while its job is active, and its
+A run submitted to Slurm (gui_app/core/backends/slurm_jobs.py) goes on while its job is active, and its
 job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
-local record (gui_app/core/kubernetes_jobs.py): ``attach`` copies the chief's output into it.
+local record (gui_app/core/backends/kubernetes_jobs.py): ``attach`` copies the chief's output into it.
 
 A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
 system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
@@ -42,20 +42,21 @@ import os
 import signal
 import socket
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from gui_app.core import scheduled_runs, slurm_jobs
-from gui_app.core.engine_output import EXIT_OK, complete_lines, error_line
+from gui_app.core.backends import HereBackend, RunBackend, backend_for
+from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.hosts import Host
+from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
-from gui_app.core.rundir import EVENTS_FILE, LOG_FILE
-from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError, remote_argv
+from gui_app.core.rundir import EVENTS_FILE
+from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
 from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.log_tail import LogTail
 from gui_app.ui.workers.process import STRAY_PREFIX
 from gui_app.ui.workers.remote_log import RemoteLog
 from gui_app.ui.workers.run_job import RunJob
@@ -70,8 +71,6 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
 ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
 NOT_STARTED = RunJob.NOT_STARTED
-LOG_POLL_MS = 250
-LOG_TAIL = 200  # lines of engine.log kept to explain a failure
 
 
 class DetachedStart(EngineJob):
@@ -109,6 +108,8 @@ class Attachment(QObject):
         self._engine_command, self._start_command = engine_command, list(start_command)
         self.host = host
         self.run_dir, self.lines = run_dir, from_line
+        # where the run lives, decided once its directory is known (a start answers it)
+        self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
         self._job: RunJob | None = None
         self._from = 0  # the line the current attach started at
@@ -121,12 +122,17 @@ class Attachment(QObject):
         self._stopping = self._detaching = self._killed = self._done = False
         self.kill_reason: str | None = None
         self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
-        self._log = _LogTail(self)
+        self._log = LogTail(self)
         self._log.line.connect(self.log_line)
-        self._remote_log = RemoteLog(lambda start: remote_argv(host, ["log", self.run_dir, "--follow", "--json",
-                                                                      "--from", start]),
+        self._remote_log = RemoteLog(lambda start: self._command(["log", self.run_dir, "--follow", "--json",
+                                                                   "--from", start]),
                                      from_end=bool(run_dir), parent=self)  # attached or resumed: as a run here
         self._remote_log.line.connect(self.log_line)
+
+    @property
+    def remote(self) -> bool:
+        """The run lives where only engine commands over a connection reach it (an SSH host)."""
+        return self.backend.remote if self.backend is not None else self.host is not None
 
     # ---- connecting, as the jobs do ----------------------------------------------------------
     def on_result(self, slot: Callable[[Event], Any]) -> Attachment:
@@ -143,8 +149,8 @@ class Attachment(QObject):
 
     # ---- control -------------------------------------------------------------------------------
     def start(self) -> Attachment:
-        if self.run_dir and self.host is None:
-            self._log.follow(self.run_dir, from_end=True)  # what it logged before is not this window's
+        if isinstance(self.backend, HereBackend):
+            self._log.follow(self.backend, from_end=True)  # what it logged before is not this window's
         if self._start_command:
             self._starter = (DetachedStart(self._start_command, parent=self)
                              .on_result(self._on_started).on_failure(self._on_start_failed)
@@ -180,14 +186,16 @@ class Attachment(QObject):
     # ---- the start -------------------------------------------------------------------------------
     def _on_started(self, answer: Any) -> None:
         self._starter = None
-        self.run_dir = str(answer).strip()
-        if self.host is not None:
+        # a resume continues the run it was given (a scheduler's resume answers its job first)
+        self.run_dir = self.run_dir or str(answer).strip()
+        self.backend = backend = backend_for(self.run_dir, self.host)
+        if not isinstance(backend, HereBackend):
             self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
         else:
             if self.lines < 0:  # a Slurm or Kubernetes job was only queued (its start takes seconds): after every line
-                scheduled = scheduled_runs.scheduled(self.run_dir)
-                self.lines = line_count(self.run_dir) if scheduled else last_start_line(self.run_dir)
-            self._log.follow(self.run_dir, from_end=self.lines > 0)
+                self.lines = count_lines(backend.run_dir / EVENTS_FILE) if backend.scheduled else last_start_line(
+                    self.run_dir)
+            self._log.follow(backend, from_end=self.lines > 0)
         if not self._detaching:
             self._attach()
 
@@ -206,7 +214,7 @@ class Attachment(QObject):
         except HostError as exc:  # no folder for ssh's shared connections
             self._finish("failed", str(exc))
             return
-        if self.host is not None:
+        if self.remote:
             self._remote_log.follow()  # again after a dropped connection, from where it was
         self._job = (RunJob(command, parent=self)
                      .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
@@ -218,15 +226,18 @@ class Attachment(QObject):
             # An ssh that is still connecting (the network is down) runs too: it has held once it
             # outlived ssh's connect timeout. Measured: an outage of 75 s was otherwise reported
             # over at the first retry, one second into its connect.
-            held_ms = 1000 if self.host is None else (RECONNECT_TIMEOUT_S + 5) * 1000
+            held_ms = 1000 if not self.remote else (RECONNECT_TIMEOUT_S + 5) * 1000
             QTimer.singleShot(held_ms, self, lambda: self._reattached(job))
 
     def _attach_command(self) -> list[str]:
-        args = ["attach", self.run_dir, "--from", str(self.lines)]
-        if self.host is None:
-            return self._engine_command(*args)
-        # the first attach goes over the connection the start made; connecting again is short attempts
-        return remote_argv(self.host, args, RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
+        # over ssh the first attach goes over the connection the start made; connecting again is short attempts
+        return self._command(["attach", self.run_dir, "--from", str(self.lines)],
+                             RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
+
+    def _command(self, args: list[str], connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
+        """An engine command about the run, run where it lives."""
+        backend = self.backend or backend_for(self.run_dir, self.host)
+        return backend.command(self._engine_command, args, connect_timeout)
 
     def _reattached(self, job: RunJob) -> None:
         if job is self._job and job.is_running():
@@ -258,17 +269,17 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
-        elif self.host is not None and job.exit_code not in (SSH_FAILED, None):
+        elif self.remote and job.exit_code not in (SSH_FAILED, None):
             # attach there ended on its own: the run's process is gone (1), a bad run directory
             # (2), or no app there (127); its line says which
             self._finish("interrupted" if self._killed else "failed", message or KILLED_MESSAGE)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
         elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
-              and not scheduled_runs.job_active(self.run_dir)):
+              and not (isinstance(self.backend, HereBackend) and self.backend.job_active())):
             self._finish(*self._gone())
         else:  # killed, or its connection dropped: the run may go on
-            self._say(REATTACHING if self.host is None else CONNECTION_LOST.format(host=self.host.name))
+            self._say(CONNECTION_LOST.format(host=self.host.name) if self.host is not None else REATTACHING)
             self._retry_later()
 
     def _retry_later(self) -> None:
@@ -277,7 +288,7 @@ class Attachment(QObject):
         while the network was down has waited already, so connects follow one another and one
         is under way when the link comes back. Measured, 75 s outage: 8.7-11 s from "link up" to
         attached when the back-off was waited out after each hung attempt."""
-        elapsed = time.monotonic() - self._attempt if self.host is not None else 0.0
+        elapsed = time.monotonic() - self._attempt if self.remote else 0.0
         if elapsed >= self._delay:
             self._retry.start(0)
             return
@@ -287,7 +298,7 @@ class Attachment(QObject):
     def _run_gone(self, code: int | None) -> bool:
         """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
         run started, attach (from after the last run's run_finished) says the run has finished: 0."""
-        return code == ATTACH_RUN_GONE or (code == EXIT_OK and scheduled_runs.scheduled(self.run_dir))
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and self.backend is not None and self.backend.scheduled)
 
     def _gone(self) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended."""
@@ -295,7 +306,7 @@ class Attachment(QObject):
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
         said = error_line(self._log.tail, crashed=True)
-        ending = scheduled_runs.ending(self.run_dir, stopping=self._stopping)
+        ending = self.backend.ending(self._stopping) if isinstance(self.backend, HereBackend) else None
         if ending is None:
             return "failed", said or KILLED_MESSAGE
         status, message = ending
@@ -305,7 +316,7 @@ class Attachment(QObject):
         """The run did not stop within the grace period: end its process (here; a run on another
         machine is left to its own stop)."""
         self._killed = True
-        process = live_process(self.run_dir) if self.run_dir and self.host is None else None
+        process = live_process(self.run_dir) if isinstance(self.backend, HereBackend) else None
         if process is not None and process.host == socket.gethostname():
             try:
                 os.kill(process.pid, signal.SIGKILL)
@@ -328,14 +339,6 @@ class Attachment(QObject):
             self._remote_log.end(lambda: self.ended.emit(status, message))
 
 
-def line_count(run_dir: str | Path) -> int:
-    """The whole lines of ``events.jsonl`` (0 when there is none)."""
-    try:
-        return (Path(run_dir) / EVENTS_FILE).read_bytes().count(b"\n")
-    except OSError:
-        return 0
-
-
 def last_start_line(run_dir: str | Path) -> int:
     """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
     resumed run's own events begin."""
@@ -348,51 +351,3 @@ def last_start_line(run_dir: str | Path) -> int:
         if b'"run_started"' in lines[index]:
             return index
     return 0
-
-
-class _LogTail(QObject):
-    """Follows a run's ``engine.log`` (its stdout and stderr while detached) on this thread's
-    event loop: each new line is a ``line``; the last ones are kept to explain a failure."""
-
-    line = Signal(str)
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self.tail: deque[str] = deque(maxlen=LOG_TAIL)
-        self._path: Path | None = None
-        self._offset = 0
-        self._pending = b""
-        self._timer = QTimer(self, interval=LOG_POLL_MS)
-        self._timer.timeout.connect(self.read)
-
-    def follow(self, run_dir: str, from_end: bool) -> None:
-        path = slurm_jobs.output_file(run_dir) or Path(run_dir) / LOG_FILE  # a Slurm run: its job's output
-        if path == self._path:
-            return
-        self._path, self._pending = path, b""
-        try:
-            self._offset = path.stat().st_size if from_end else 0
-        except OSError:
-            self._offset = 0
-        self._timer.start()
-
-    def read(self) -> None:
-        if self._path is None:
-            return
-        try:
-            with self._path.open("rb") as f:
-                f.seek(self._offset)
-                data = f.read()
-        except OSError:
-            return
-        self._offset += len(data)
-        lines, self._pending = complete_lines(self._pending + data)
-        for raw in lines:
-            text = raw.decode("utf-8", "replace").rstrip()
-            if text.strip():
-                self.tail.append(text.strip())
-                self.line.emit(text)
-
-    def stop(self) -> None:
-        self._timer.stop()
-

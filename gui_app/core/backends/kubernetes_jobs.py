@@ -11,21 +11,18 @@ The Job's state, for the run list and ``attach``/``stop``/``resume``, is one ``k
 NAMES -o json`` per context and namespace (one call for all the runs of a fill, in practice):
 pending (no pod ready yet), running, succeeded, failed; a Job no longer there is "deleted".
 kubectl missing, failing or silent leaves the states unknown: never an exception. The words
-are JobState's (gui_app/core/slurm_jobs.py), so the run list treats both schedulers alike.
-TensorFlow-free, Qt-free.
+are a JobState's (gui_app/core/backends/base.py), so the run list treats every scheduler alike;
+:class:`KubernetesBackend` is such a run's backend. TensorFlow-free, Qt-free.
 """
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Iterable
 
-from gui_app.core import atomic_io
-from gui_app.core.slurm_jobs import UNKNOWN, JobState
+from gui_app.core.backends.base import UNKNOWN, JobState, ScheduledBackend, ask, read_record, tell, write_record
 
 JOB_FILE = "kubernetes_job.json"
 MANIFEST_FILE = "job.yaml"
@@ -37,6 +34,7 @@ DELETING = "deleting"  # the reason of a Job that was deleted while its pods sto
 
 class KubernetesJobState(JobState):
     scheduler: ClassVar[str] = "Kubernetes"
+    ACTIVE: ClassVar[frozenset[str]] = frozenset({"PENDING", "RUNNING", "SUSPENDED"})
 
 
 @dataclass(frozen=True)
@@ -66,19 +64,20 @@ def record_job(run_dir: str | Path, job: str, namespace: str = "", context: str 
 
 
 def write_job(run_dir: str | Path, record: KubernetesJob) -> None:
-    value = {"job": record.job, "namespace": record.namespace, "context": record.context,
-             "submitted": record.submitted, "manifest": MANIFEST_FILE, "pods": record.pods}
-    atomic_io.write_text(Path(run_dir) / JOB_FILE, json.dumps(value) + "\n")
+    write_record(run_dir, JOB_FILE, {"job": record.job, "namespace": record.namespace, "context": record.context,
+                                     "submitted": record.submitted, "manifest": MANIFEST_FILE, "pods": record.pods})
 
 
 def read_job(run_dir: str | Path) -> KubernetesJob | None:
     """The run's Job; None for a run that was never applied to Kubernetes (or an unreadable record)."""
+    value = read_record(run_dir, JOB_FILE)
+    if value is None:
+        return None
     try:
-        value = json.loads((Path(run_dir) / JOB_FILE).read_text(encoding="utf-8"))
         return KubernetesJob(job=str(value["job"]), namespace=str(value.get("namespace") or ""),
                              context=str(value.get("context") or ""), submitted=float(value.get("submitted", 0.0)),
                              pods={str(k): [int(v[0]), int(v[1])] for k, v in dict(value.get("pods", {})).items()})
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
 
 
@@ -154,18 +153,10 @@ def _state(job: dict) -> KubernetesJobState:
 def delete(record: KubernetesJob, *, wait: bool = False) -> str | None:
     """``kubectl delete job``, its pods with it (foreground: the Job stays listed until they have
     ended, each with SIGTERM and its grace period): None once done, else the one line why not."""
-    args = ["delete", "job", record.job, "--cascade=foreground", "--ignore-not-found", f"--wait={str(wait).lower()}",
-            *record.kubectl_args()]
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        return "kubectl: not found on PATH"
-    try:
-        done = subprocess.run([kubectl, *args], capture_output=True, text=True, timeout=ASK_TIMEOUT_S * 8 if wait
-                              else ASK_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return "kubectl delete: no answer (is the cluster reachable?)"
-    said = [line for line in done.stderr.splitlines() if line.strip()]
-    return None if done.returncode == 0 else (said[-1] if said else f"kubectl delete: exit code {done.returncode}")
+    return tell(["kubectl", "delete", "job", record.job, "--cascade=foreground", "--ignore-not-found",
+                 f"--wait={str(wait).lower()}", *record.kubectl_args()],
+                ASK_TIMEOUT_S * 8 if wait else ASK_TIMEOUT_S, name="kubectl delete",
+                missing="kubectl: not found on PATH", no_answer="kubectl delete: no answer (is the cluster reachable?)")
 
 
 def current_context() -> str:
@@ -175,12 +166,38 @@ def current_context() -> str:
 
 def _ask(*args: str) -> str | None:
     """kubectl's stdout; None when it is missing, fails or does not answer."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        return None
-    try:
-        done = subprocess.run([kubectl, *args], capture_output=True, text=True, timeout=ASK_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    except (subprocess.TimeoutExpired, OSError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return ask(["kubectl", *args], ASK_TIMEOUT_S)
+
+
+class KubernetesBackend(ScheduledBackend):
+    """A run applied with ``submit --kubernetes``: its run directory here is its record, the
+    chief's output copied into it while it is followed (engine/cluster/kubernetes_runs.py: that
+    copy ends when the Job does, so a follower needs no watch of its own); a stop deletes its Job."""
+
+    kind: ClassVar[str] = "kubernetes"
+    RECORD: ClassVar[str] = JOB_FILE
+    REMOVED: ClassVar[frozenset[str]] = frozenset({DELETED})
+    watched: ClassVar[bool] = False
+
+    @classmethod
+    def holds(cls, run_dir: str | Path) -> bool:
+        return read_job(run_dir) is not None
+
+    @classmethod
+    def jobs(cls, run_dirs: list[Path]) -> dict[str, tuple[str, JobState]]:
+        return dict(read_states(run_dirs))
+
+    def record(self) -> KubernetesJob | None:
+        return read_job(self.run_dir)
+
+    def resubmits(self) -> bool:
+        """Its manifest is there: a Job of ``submit --kubernetes`` (applied again, it continues the run)."""
+        return (self.run_dir / MANIFEST_FILE).is_file()
+
+    def by_scheduler(self) -> bool:
+        """A Job of ``submit --kubernetes``: no process here ever holds it."""
+        return self.resubmits()
+
+    def cancel(self) -> str | None:
+        record = self.record()
+        return f"{self.run_dir}: no Kubernetes Job recorded" if record is None else delete(record)

@@ -1,0 +1,60 @@
+"""The one line follower (core/line_follow.py): whole lines from a byte and a line on, the byte
+each ends at, a torn line held back until its newline (or taken at once), a cut torn line, and a
+file replaced under the reader."""
+from __future__ import annotations
+
+import os
+
+from gui_app.core.line_follow import LineFollower
+
+
+def test_whole_lines_only_from_the_start_byte_and_line(tmp_path):
+    path = tmp_path / "engine.log"
+    path.write_bytes(b"old\nkept one\nkept two\npart")
+    with LineFollower(path, start_line=1, start_byte=4) as follower:
+        assert follower.read() == [b"kept two\n"]  # "kept one" is line 1 after byte 4: read, not handed out
+        assert follower.lines_read == 2 and follower.offset == len(b"old\nkept one\nkept two\n")
+        with path.open("ab") as f:
+            f.write(b"ial\nnext\n")
+        assert follower.read_ends() == [(b"partial\n", 30), (b"next\n", 35)]
+        assert follower.read() == [] and follower.offset == 35 == path.stat().st_size
+
+
+def test_a_missing_file_reads_as_nothing_until_it_is_there(tmp_path):
+    path = tmp_path / "slurm-12.out"
+    follower = LineFollower(path)
+    assert follower.read() == []
+    path.write_bytes(b"a\n")
+    assert follower.read() == [b"a\n"]
+    follower.close()
+
+
+def test_a_torn_line_is_taken_at_once_or_dropped_when_its_writer_cuts_it(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"one\nprogress 10%\r")
+    follower = LineFollower(path)
+    assert follower.read() == [b"one\n"]
+    assert follower.take_pending() == b"progress 10%\r" and follower.offset == path.stat().st_size
+    assert follower.take_pending() == b""
+    with path.open("ab") as f:
+        f.write(b"tor")
+    assert follower.read() == []
+    with path.open("r+b") as f:  # the next writer cuts the torn line and writes its own
+        f.truncate(len(b"one\nprogress 10%\r"))
+        f.seek(0, os.SEEK_END)
+        f.write(b"whole\n")
+    assert follower.read() == [b"whole\n"]
+    follower.close()
+
+
+def test_a_replaced_file_goes_on_after_the_lines_it_kept(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"a\nb\nc\n")
+    follower = LineFollower(path)
+    assert follower.read() == [b"a\n", b"b\n", b"c\n"]
+    new = tmp_path / "new"
+    new.write_bytes(b"a\nc\nd\n")  # b dropped, d new
+    os.replace(new, path)
+    assert follower.read_ends() == [(b"d\n", 6)]
+    assert follower.lines_read == 3
+    follower.close()
