@@ -95,7 +95,8 @@ def test_keras_file_models_are_checked(tmp_path):
     with pytest.raises(ModelError, match="outputs"):
         build_model(ModelConfig("keras_file", str(path)), (8, 8, 1), 3)
     (tmp_path / "junk.keras").write_text("not a zip")
-    with pytest.raises(ModelError, match="cannot load"):
+    with pytest.raises(ModelError, match=r"junk\.keras is not a Keras model file \(a \.keras file is a zip archive; "
+                                         r"this one is text\)"):
         build_model(ModelConfig("keras_file", str(tmp_path / "junk.keras")), (8, 8, 1), 10)
 
 

@@ -16,6 +16,7 @@ Runs, a sweep and settings are written under WORK_DIR; the engine is the UI test
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -284,7 +285,7 @@ def sweep_chart_problems(view) -> list[str]:
         ticks = [v for _, values in axis.tickValues(low, high, axis.width()) for v in values]
         if not ticks or any(v != round(v) for v in ticks):
             found.append(f"{plot.titleLabel.text!r} ticks {ticks}")
-    charts.show_status({**view.status, "importance": {}}, view.sweep.parameters)
+    charts.show_status(dataclasses.replace(view.status, importance={}), view.sweep.parameters)
     wait_until(lambda: bool(charts.note.toPlainText()), 10)
     QApplication.processEvents()
     note, box = charts.note.sceneBoundingRect(), charts.importance_plot.vb.sceneBoundingRect()

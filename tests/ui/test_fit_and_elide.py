@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QMargins, QSize
 from PySide6.QtWidgets import QApplication, QDialog, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from gui_app.core.answers import SweepStatus
 from gui_app.ui.charts.plot import IntegerAxis
 from gui_app.ui.labels import ElidedComboBox
 from gui_app.ui.screen_fit import ESTIMATE, ScreenFit, available_room, grow_to_fit, plausible
@@ -93,7 +94,7 @@ def test_the_sweep_charts_count_trials_and_epochs_and_keep_their_note_inside(qtb
     charts.show()
     assert isinstance(charts.best_plot.getAxis("bottom"), IntegerAxis)
     assert isinstance(charts.curves_plot.getAxis("bottom"), IntegerAxis)
-    charts.show_status({"trials": [], "importance": {}, "metric": "val_accuracy", "direction": "maximize"}, ())
+    charts.show_status(SweepStatus(sweep_dir="s"), ())
     qtbot.waitUntil(lambda: charts.note.toPlainText() == "Importance needs two completed trials", timeout=5000)
     QApplication.processEvents()
     assert charts.importance_plot.vb.sceneBoundingRect().contains(charts.note.sceneBoundingRect())
