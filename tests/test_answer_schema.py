@@ -127,11 +127,14 @@ def test_predict_serve_lines_follow_their_classes():
 
 
 def test_log_lines_follow_their_class(tmp_path, capfdbinary):
+    from gui_app.core.line_follow import LineFollower
     from gui_app.engine.log_command import _copy
 
     log = tmp_path / "engine.log"
     log.write_bytes(b"first\nsecond\r\nhalf")
-    assert _copy(log, 0, as_json=True, last=True) == (len(b"first\nsecond\r\nhalf"), True)
+    with LineFollower(log) as follower:
+        assert _copy(follower, as_json=True, last=True)
+        assert follower.offset == len(b"first\nsecond\r\nhalf")
     lines = [json.loads(line) for line in capfdbinary.readouterr().out.splitlines()]
     assert lines == [{"type": "log", "line": "first", "next": 6}, {"type": "log", "line": "second", "next": 14},
                      {"type": "log", "line": "half", "next": 18}]
