@@ -14,10 +14,10 @@ import os
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, QObject, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QWidget  # noqa: E402
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QWidget
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
 ZOOM_TIP = ("Ctrl+wheel zooms (over an axis: that axis only), drag pans, right-click for more; "
             "the \"A\" button in the corner, a new run or another opened run shows everything again")

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, QSize, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
-from PySide6.QtSvg import QSvgRenderer  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import (
     QCheckBox,
     QDialogButtonBox,
     QFileDialog,
@@ -46,16 +46,16 @@ from PySide6.QtWidgets import (  # noqa: E402
     QWidget,
 )
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
-from gui_app.core import scaling  # noqa: E402
-from gui_app.core.answers import OptionRow, ScalingReport, decode, encode, reader  # noqa: E402
-from gui_app.core.config import RunConfig  # noqa: E402
-from gui_app.identity import app_command  # noqa: E402
-from gui_app.ui.charts.canvas import ChartCanvas  # noqa: E402
-from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors  # noqa: E402
-from gui_app.ui.dialogs.job_dialog import JobDialog  # noqa: E402
-from gui_app.ui.workers.engine_job import EngineJob  # noqa: E402
+from gui_app.core import scaling
+from gui_app.core.answers import OptionRow, ScalingReport, decode, encode, reader
+from gui_app.core.config import RunConfig
+from gui_app.identity import app_command
+from gui_app.ui.charts.canvas import ChartCanvas
+from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors
+from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.workers.engine_job import EngineJob
 
 if TYPE_CHECKING:
     from gui_app.ui.config.config_panel import ConfigPanel
