@@ -35,7 +35,7 @@ def export_dialog(qtbot, trained_run, tmp_path):
     yield dialog
     if dialog.is_running():  # never leave an engine behind a failed test
         dialog.cancel()
-        qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS).wait()
+        qtbot.waitSignal(dialog.job_ended, timeout=TIMEOUT_MS).wait()
 
 
 def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, trained_run, tmp_path,

@@ -68,7 +68,8 @@ class ExportDialog(JobDialog):
         self._format.setCurrentIndex(list(FORMATS).index(get_format(fmt).name))
         self._output = QLineEdit(str(Path(folder or Path.home()) / default_file_name(get_format(fmt),
                                                                                         self._run_dir.name)))
-        browse = QToolButton(text="Browse…")
+        browse = QToolButton()
+        browse.setText("Browse…")
         browse.clicked.connect(self._on_browse)
         path_row = QHBoxLayout()
         path_row.addWidget(self._output, 1)

@@ -100,7 +100,8 @@ class ScalingDialog(JobDialog):
         for box in self._strategies.values():
             boxes.addWidget(box)
         self._folder = QLineEdit(str(folder or Path.home() / "replica-studio-scaling"))
-        browse = QToolButton(text="Browse…")
+        browse = QToolButton()
+        browse.setText("Browse…")
         browse.clicked.connect(self._on_browse)
         folder_row = QHBoxLayout()
         folder_row.addWidget(self._folder, 1)
@@ -136,7 +137,8 @@ class ScalingDialog(JobDialog):
             widget.setMinimumHeight(rows_high)  # a few rows each, never a sliver
             column.addWidget(widget, 1)
         column.addWidget(self._recommendation)
-        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        scroll = QScrollArea(widgetResizable=True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(report)
         self.result_area.addWidget(scroll, 1)
 

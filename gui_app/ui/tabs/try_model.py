@@ -90,7 +90,8 @@ class TryTab(QWidget):
         self.setAcceptDrops(True)
 
         self._model_label = QLabel("No model. Open a run or an exported model.", wordWrap=True)
-        open_button = QToolButton(text="Open model")
+        open_button = QToolButton()
+        open_button.setText("Open model")
         open_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(open_button)
         menu.addAction("Model file (.keras, .tflite, .onnx)…", self.open_model_file_dialog)
