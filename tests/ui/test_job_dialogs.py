@@ -145,7 +145,7 @@ def test_a_new_tool_is_its_dialog_and_one_entry_in_the_list(qtbot, fake_engine, 
     monkeypatch.setattr(main_window_module, "TOOLS", (*TOOLS, tool))
     window = main_window_module.MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
-    action = window.actions.tools["devices"]
+    action = window.window_actions.tools["devices"]
     assert action.text() == "&Devices…" and action.toolTip() == "The devices the engine sees" and action.isEnabled()
     action.trigger()
     dialog = window.tools.dialog

@@ -103,7 +103,7 @@ def test_train_there_survives_a_dropped_connection_and_the_window_going_away(qtb
     try:
         steps = lambda batch: any(isinstance(e, Step) and e.step >= 5 for e in batch)  # noqa: E731
         with qtbot.waitSignal(window.supervisor.events, check_params_cb=steps, timeout=ENGINE_TIMEOUT_S * 1000):
-            window.actions.train.trigger()
+            window.window_actions.train.trigger()
         key = window.state.active_run
         host_name, run_dir = split_run_key(key)
         assert host_name == ALIAS and Path(run_dir).parent == ssh_host.home / f"window-{tmp_path.name}"

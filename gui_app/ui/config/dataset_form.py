@@ -92,8 +92,7 @@ class DatasetForm(FormSection):
 
         # Not self.height/self.width: those would hide QWidget.height() and width().
         self.image_height, self.image_width = QSpinBox(minimum=1, maximum=4096), QSpinBox(minimum=1, maximum=4096)
-        size = self._row(self.image_height, QLabel("×"), self.image_width)
-        size.layout().addStretch(1)
+        size = self._row(self.image_height, QLabel("×"), self.image_width, stretch=True)
         self.add_field("dataset.image_size", self.image_height, row_widget=size,
                        tip="Images of an image folder are resized to height × width")
         self.color_mode = ElidedComboBox()
@@ -146,12 +145,15 @@ class DatasetForm(FormSection):
         self.set_config_section(DatasetConfig())
 
     @staticmethod
-    def _row(*widgets: QWidget) -> QWidget:
+    def _row(*widgets: QWidget, stretch: bool = False) -> QWidget:
+        """``widgets`` side by side; ``stretch``: kept at their size, at the left."""
         row = QWidget()
         layout = QHBoxLayout(row)
         layout.setContentsMargins(0, 0, 0, 0)
         for w in widgets:
             layout.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
+        if stretch:
+            layout.addStretch(1)
         return row
 
     # ---- RunConfig section -----------------------------------------------------------

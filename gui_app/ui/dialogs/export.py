@@ -138,7 +138,9 @@ class ExportDialog(JobDialog):
         self._report.setVisible(True)
         # Make room for the report at the current width (adjustSize() measures the wrapped
         # labels at a narrower width and leaves a gap above the buttons).
-        height = self.layout().totalHeightForWidth(self.width()) + self.layout().spacing() * 2
+        layout = self.layout()
+        assert layout is not None  # the dialog was built with one
+        height = layout.totalHeightForWidth(self.width()) + layout.spacing() * 2
         self.resize(self.width(), max(min(height, largest_size(self).height()), self.height()))
         self._open_button.setEnabled(result.written)
 

@@ -226,8 +226,9 @@ class ScalingDialog(JobDialog):
                 speed = row.examples_per_sec
                 cells = [row.label, "–" if speed is None else f"{speed:,.0f}",
                          "–" if row.speedup is None else f"{row.speedup:.2f}×",
-                         _percent(row.efficiency), _percent(split and split.compute),
-                         _percent(split and split.input), _percent(split and split.other)]
+                         _percent(row.efficiency), _percent(split.compute if split is not None else None),
+                         _percent(split.input if split is not None else None),
+                         _percent(split.other if split is not None else None)]
             _fill_row(self._table, i, cells)
         self._table.resizeColumnsToContents()
         self._show_options(report.options)  # a version-1 report has none

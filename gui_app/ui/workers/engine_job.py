@@ -75,7 +75,7 @@ class EngineJob(QObject):
         self._last_progress: Progress | None = None
         self._reported = False  # a result or a failure was emitted: only finished may follow
         self._process = EngineProcess(self)
-        self._process.event.connect(self._on_event)
+        self._process.json_event.connect(self._on_event)
         self._process.log_line.connect(self.log_line)
         self._process.finished.connect(self._on_process_finished)
         self._process.start_failed.connect(self._on_start_failed)
