@@ -44,7 +44,7 @@ import socket
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -93,7 +93,7 @@ class DetachedStart(EngineJob):
 
 
 class Attachment(QObject):
-    event = Signal(object)
+    arrived = Signal(object)  # an event of the run; not "event": that would hide QObject.event()
     log_line = Signal(str)
     notice = Signal(str)
     ended = Signal(str, str)
@@ -123,14 +123,15 @@ class Attachment(QObject):
         self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
         self._log = _LogTail(self)
         self._log.line.connect(self.log_line)
-        self._remote_log = RemoteLog(lambda start: remote_argv(host, ["log", self.run_dir, "--follow", "--json",
-                                                                      "--from", start]),
+        # Followed only for a host's run (_attach): host is set whenever this is called.
+        self._remote_log = RemoteLog(lambda start: remote_argv(cast(Host, host), ["log", self.run_dir, "--follow",
+                                                                                  "--json", "--from", start]),
                                      from_end=bool(run_dir), parent=self)  # attached or resumed: as a run here
         self._remote_log.line.connect(self.log_line)
 
     # ---- connecting, as the jobs do ----------------------------------------------------------
     def on_result(self, slot: Callable[[Event], Any]) -> Attachment:
-        self.event.connect(slot)
+        self.arrived.connect(slot)
         return self
 
     def on_log_line(self, slot: Callable[[str], Any]) -> Attachment:
@@ -245,7 +246,7 @@ class Attachment(QObject):
             self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
-        self.event.emit(event)
+        self.arrived.emit(event)
 
     def _on_attach_end(self, status: str, message: str) -> None:
         job, self._job = self._job, None
