@@ -87,7 +87,7 @@ class ItemLine(QLabel):
         items = [item.replace(" ", "\u00a0") for item in text.split(self.SEPARATOR)]
         super().setText("\u00a0\u00a0·  ".join(items))
 
-    def text(self) -> str:  # noqa: N802 (Qt override)
+    def text(self) -> str:
         return self._text
 
 

@@ -18,9 +18,10 @@ are left alone.
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from PySide6.QtCore import QEvent, QMargins, QObject, QRect, QSize, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QWidget
 
 SETTLE_S = 3.0  # after a show: how long the window manager's placement is corrected (a loaded machine is slow)
@@ -46,7 +47,8 @@ def plausible(frame: QMargins) -> bool:
 
 def available_room(window: QWidget) -> QRect:
     """The screen's available geometry (without panels and docks) where ``window`` is, or opens."""
-    screen = window.screen() or QGuiApplication.primaryScreen()
+    # The stubs say screen() is never None; Qt returns null for a widget not yet on any screen.
+    screen = cast("QScreen | None", window.screen()) or QGuiApplication.primaryScreen()
     return screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 720)
 
 

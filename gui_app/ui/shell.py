@@ -79,7 +79,8 @@ class StartupTimer(QObject):
     def __init__(self, app: QApplication, launched_at: float, first_step: bool = False) -> None:
         super().__init__(app)
         self._app, self._launched_at, self._seen = app, launched_at, False
-        self._first_step, self._window = first_step, None
+        self._first_step = first_step
+        self._window: QWidget | None = None
         app.installEventFilter(self)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
@@ -111,7 +112,10 @@ class StartupTimer(QObject):
             print(json.dumps({"first_step_at": now, "since_launch": now - self._launched_at,
                               "tensorflow_loaded": "tensorflow" in sys.modules}), flush=True)
             # The figure is taken: stop the run the way Ctrl+C does (checkpoint, then the window closes).
-            self._window.close_without_asking()
+            # Only the MainWindow has a supervisor (checked above), and it has this method.
+            close = getattr(self._window, "close_without_asking", None)
+            if close is not None:
+                close()
 
     def _on_finished(self, status: str, _run_dir: str, message: str) -> None:
         if self._first_step:

@@ -233,9 +233,9 @@ def dialog_checks(report: Report, window, runs: Path, failed: Path, sweep: Path,
         one(f"tool-{tool.key}", window.tools.open(tool))
     one("export", window.models.export_model("tflite-int8-full", str(completed[0])))
     one("resume", ResumeDialog(read_run(failed), window))
-    window.actions.getting_started.trigger()
+    window.window_actions.getting_started.trigger()
     one("getting-started", window.findChild(GettingStartedDialog))
-    window.actions.new_sweep.trigger()
+    window.window_actions.new_sweep.trigger()
     one("new-sweep", window.findChild(NewSweepDialog))
 
     # Save when hosts.json cannot be read (a folder in its place): a message of several lines,
@@ -264,7 +264,7 @@ def dialog_checks(report: Report, window, runs: Path, failed: Path, sweep: Path,
         box.close()
 
     QTimer.singleShot(300, check_about)
-    window.actions.about.trigger()  # modal: checked and closed by the timer
+    window.window_actions.about.trigger()  # modal: checked and closed by the timer
     view = window.sweeps.open_sweep(str(sweep))
     wait_until(lambda: view.status is not None and view.table.rowCount() > 0, 60)
     report.check("sweep", view, sweep_chart_problems(view))

@@ -64,10 +64,10 @@ def train_to_end(qtbot, window, timeout: int) -> tuple[ev.RunStarted, str]:
     """Press Train in ``window`` once the check of the forms' dataset and model has passed (Train
     waits for it), and wait until the run has ended; its ``run_started`` event and run directory.
     Fails with the engine's message unless the run completed."""
-    qtbot.waitUntil(window.actions.train.isEnabled, timeout=timeout)
+    qtbot.waitUntil(window.window_actions.train.isEnabled, timeout=timeout)
     with qtbot.waitSignal(window.supervisor.run_started, timeout=timeout) as started, \
             qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     status, run_dir, message = finished.args
     assert (status, message) == ("completed", ""), message
     return started.args[0], run_dir

@@ -82,7 +82,7 @@ def test_keep_closes_at_once_and_the_run_completes_on_its_own(qtbot, make_window
     fake_engine.configure("normal", steps=30, step_seconds=0.1)
     window = make_window()
     with qtbot.waitSignal(window.supervisor.run_started, timeout=15_000) as started:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     run_dir = started.args[0].run_dir
     process = live_process(run_dir)
     attach = _attach_pids(run_dir)
@@ -103,7 +103,7 @@ def test_without_the_question_closing_keeps_the_run(qtbot, make_window, fake_eng
     window.settings.confirm_close_during_run = False
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: pytest.fail("asked"))
     with qtbot.waitSignal(window.supervisor.run_started, timeout=15_000) as started:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     window.close()
     assert not window.isVisible() and live_process(started.args[0].run_dir) is not None
 
@@ -116,7 +116,7 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
     first = make_window()
     with qtbot.waitSignal(first.supervisor.events, check_params_cb=lambda b: any(isinstance(e, ev.Step) for e in b),
                           timeout=15_000):
-        first.actions.train.trigger()
+        first.window_actions.train.trigger()
     run_dir = first.state.active_run
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: KEEP)
     first.close()
@@ -135,7 +135,7 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
     batches: list[list[ev.Event]] = []
     second.supervisor.events.connect(batches.append)
     qtbot.waitUntil(lambda: second.state.active_run == run_dir, timeout=15_000)  # attached at launch
-    assert second.supervisor.state() == "running" and second.actions.stop.isEnabled()
+    assert second.supervisor.state() == "running" and second.window_actions.stop.isEnabled()
     wait_listed(qtbot, second.runs)
     assert listed_status(second.runs, run_dir) == "running"
     item = second.runs.tree.findItems("running", Qt.MatchFlag.MatchStartsWith)[0]
@@ -146,7 +146,7 @@ def test_a_new_window_follows_the_running_run_with_every_step_once(qtbot, make_w
                           timeout=10_000):
         pass  # live steps arrive
     with qtbot.waitSignal(second.supervisor.finished, timeout=15_000) as finished:
-        second.actions.stop.trigger()
+        second.window_actions.stop.trigger()
     assert finished.args[:2] == ["stopped", run_dir]
     live = _steps(batches)
     # attach goes on after the lines read from the file: nothing twice (live steps may have come

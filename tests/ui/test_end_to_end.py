@@ -47,12 +47,12 @@ def test_stop_in_the_middle_then_resume(qtbot, real_window):
     sup = window.supervisor
     has_step = lambda batch: any(isinstance(e, Step) for e in batch)  # noqa: E731
     with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=ENGINE_TIMEOUT_MS):
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     # Pause first so the stop lands in the middle however fast the steps are.
     with qtbot.waitSignal(sup.state_changed, check_params_cb=lambda s: s == "paused", timeout=60_000):
-        window.actions.pause.trigger()
+        window.window_actions.pause.trigger()
     with qtbot.waitSignal(sup.finished, timeout=60_000) as finished:
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
     status, run_dir, _ = finished.args
     wait_listed(qtbot, window.runs)
     assert status == "stopped" and listed_status(window.runs, run_dir) == "stopped"

@@ -58,7 +58,7 @@ def test_a_window_killed_mid_run_is_followed_again_by_the_next(qtbot, runs_dir, 
         with qtbot.waitSignal(window.supervisor.events, check_params_cb=has_step, timeout=30_000):
             pass  # live steps
         with qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_S * 1000) as finished:
-            window.actions.stop.trigger()
+            window.window_actions.stop.trigger()
         assert finished.args[:2] == ["stopped", run_dir]
         last = read_run(run_dir).step
         steps = [int(s) for s in window.shown.history.training.steps.column(0)]

@@ -35,7 +35,7 @@ def export_dialog(qtbot, trained_run, tmp_path):
     yield dialog
     if dialog.is_running():  # never leave an engine behind a failed test
         dialog.cancel()
-        qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS).wait()
+        qtbot.waitSignal(dialog.job_ended, timeout=TIMEOUT_MS).wait()
 
 
 def test_export_dialog_exports_checks_and_opens_the_folder(qtbot, export_dialog, trained_run, tmp_path,
@@ -174,7 +174,7 @@ def history_window(qtbot, trained_run):
 
 def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, trained_run, ui_pngs, tmp_path):
     window = history_window
-    keras_entry = window.actions.export["keras"]
+    keras_entry = window.window_actions.export["keras"]
     assert not keras_entry.isEnabled()
     window.runs.select(trained_run)
     window.runs.open_button.click()
@@ -193,7 +193,7 @@ def test_export_menu_and_try_tab_on_a_run_from_history(qtbot, history_window, tr
     dialog.close()
 
     with qtbot.waitSignal(window.try_tab.model_loaded, timeout=TIMEOUT_MS):
-        window.actions.tabs[TAB_TRY].trigger()
+        window.window_actions.tabs[TAB_TRY].trigger()
     assert window.try_tab.model_source() == trained_run
     paths, _ = ui_pngs
     window.tabs.setCurrentWidget(window.evaluation_tab)

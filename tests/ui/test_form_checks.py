@@ -140,7 +140,7 @@ def test_an_image_folder_sets_its_images_size_and_colour_or_offers_them(shown_pa
     assert form.source_images.note.text() == "The images are 8×8 grey: size and colour set from them."
     # A size the user types stays; the images' own is offered with one button.
     with qtbot.waitSignal(panel.inspected, timeout=10_000):
-        _type_into(qtbot, form.height, "16")
+        _type_into(qtbot, form.image_height, "16")
     assert panel.config().dataset.image_size == (16, 8)
     assert form.source_images.use_button.isVisible() and form.source_images.use_button.text() == "Use 8×8 grey"
     with qtbot.waitSignal(panel.inspected, timeout=10_000):

@@ -148,7 +148,7 @@ def test_a_real_engine_run_sampling_a_fake_nvml_shows_the_panel(qtbot, runs_dir)
                                              runtime=RuntimeConfig(cpu_devices=2)))
     window.config_panel.inspector.cancel()  # keep the two cores for training
     with qtbot.waitSignal(window.supervisor.finished, timeout=240_000) as finished:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     status, run_dir, message = finished.args
     assert status == "completed", message
     window.tabs.setCurrentWidget(window.replicas_tab)

@@ -31,7 +31,7 @@ time.sleep(60)
 def _record(dialog: PrepareDialog) -> list[tuple]:
     """The dialog's outcome signals, in order."""
     seen: list[tuple] = []
-    for name in ("succeeded", "failed", "done"):
+    for name in ("succeeded", "failed", "job_ended"):
         getattr(dialog, name).connect(lambda *args, name=name: seen.append((name, *args)))
     return seen
 
@@ -48,12 +48,12 @@ def dialog(qtbot, fake_engine, tmp_path):
 def test_progress_then_the_result_and_the_buttons_that_follow(qtbot, dialog, tmp_path):
     bar, seen = [], _record(dialog)
     dialog._progress.valueChanged.connect(bar.append)
-    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(dialog.job_ended, timeout=TIMEOUT_MS):
         dialog._run_button.click()
         assert dialog.is_running() and not dialog._run_button.isEnabled() and not dialog._output.isEnabled()
         assert dialog._close_button.text() == "Cancel" and not dialog._use.isEnabled()
     [(_, result), done] = seen
-    assert done == ("done",)
+    assert done == ("job_ended",)
     assert result.output == str(tmp_path / "shards") and result.counts == {"train": 80, "test": 20}
     assert bar == [0, 400, 1000]  # the start, 40 and 100 of 100 images (0 of 100 and the result change nothing)
     assert dialog._status.text() == f"Wrote 80 training and 20 test images in 2 shards to {tmp_path / 'shards'} " \
@@ -69,10 +69,10 @@ def test_a_failure_is_the_engine_s_one_line_in_the_error_style(qtbot, dialog, tm
     (tmp_path / "shards").mkdir()
     (tmp_path / "shards" / "old.tfrecord").write_bytes(b"")
     seen = _record(dialog)
-    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(dialog.job_ended, timeout=TIMEOUT_MS):
         dialog.start()
     message = f"--output: {tmp_path / 'shards'} exists and is not an empty folder"
-    assert seen == [("failed", message), ("done",)]
+    assert seen == [("failed", message), ("job_ended",)]
     assert dialog._status.text() == message and dialog._status.styleSheet() == ERROR_STYLE
     assert dialog._progress.value() == 0 and dialog._run_button.isEnabled() and not dialog._use.isEnabled()
 
@@ -88,10 +88,10 @@ def test_cancel_ends_the_engine_and_says_what_it_left(qtbot, dialog, fake_engine
     dialog.start()
     qtbot.waitUntil(lambda: dialog._status.text().startswith("Writing 0 of 100 images"), timeout=TIMEOUT_MS)
     seen = _record(dialog)
-    with qtbot.waitSignal(dialog.done, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(dialog.job_ended, timeout=TIMEOUT_MS):
         dialog._close_button.click()  # "Cancel"
         assert dialog._status.text() == "Cancelling…" and not dialog._close_button.isEnabled()
-    assert seen == [("failed", "Cancelled: the output folder may hold partial shards."), ("done",)]
+    assert seen == [("failed", "Cancelled: the output folder may hold partial shards."), ("job_ended",)]
     assert dialog._status.styleSheet() == "" and not dialog.is_running()
 
 
@@ -145,7 +145,7 @@ def test_a_new_tool_is_its_dialog_and_one_entry_in_the_list(qtbot, fake_engine, 
     monkeypatch.setattr(main_window_module, "TOOLS", (*TOOLS, tool))
     window = main_window_module.MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
-    action = window.actions.tools["devices"]
+    action = window.window_actions.tools["devices"]
     assert action.text() == "&Devices…" and action.toolTip() == "The devices the engine sees" and action.isEnabled()
     action.trigger()
     dialog = window.tools.dialog

@@ -41,7 +41,7 @@ def window(qtbot, fake_engine):
 
 
 def test_the_menu_entry_says_why_it_is_off(qtbot, window, monkeypatch, tmp_path):
-    action = window.actions.submit_kubernetes
+    action = window.window_actions.submit_kubernetes
     monkeypatch.setenv("PATH", str(tmp_path / "no-kubectl"))
     window.config_panel.set_config(CONFIG, checked=True)
     assert not action.isEnabled() and kubernetes_actions.NO_KUBECTL in action.statusTip()
@@ -59,7 +59,7 @@ def test_the_menu_entry_says_why_it_is_off(qtbot, window, monkeypatch, tmp_path)
 
 def test_the_form_becomes_submits_arguments_and_kubectls_refusal_is_shown_inline(qtbot, window, fake, runs_dir):
     window.config_panel.set_config(CONFIG, checked=True)
-    qtbot.waitUntil(window.actions.submit_kubernetes.isEnabled)
+    qtbot.waitUntil(window.window_actions.submit_kubernetes.isEnabled)
     dialog = window.kubernetes.open()
     dialog.image.setText("reg.example/rs:2")
     dialog.namespace.setText("ml")
@@ -136,7 +136,7 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
                                   "strategy": {"name": "multi_worker_mirrored", "workers": 2},
                                   "training": {"epochs": 6, "global_batch_size": 64, "seed": 3, "steps_per_call": 2}})
     window.config_panel.set_config(config, checked=True)
-    qtbot.waitUntil(window.actions.submit_kubernetes.isEnabled)
+    qtbot.waitUntil(window.window_actions.submit_kubernetes.isEnabled)
     dialog = window.kubernetes.open()
     seen: set[str] = set()
     with qtbot.waitSignal(window.supervisor.state_changed, timeout=60_000):  # idle -> starting: following it
@@ -152,7 +152,7 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
     assert window.shown.history.replicas.workers == [0, 1]  # both workers' replicas on the charts
     asked = time.monotonic()
     with qtbot.waitSignal(window.supervisor.finished, timeout=120_000) as finished:
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
     print(f"Stop to the window's end of the run: {time.monotonic() - asked:.1f} s")
     assert finished.args[0] == "stopped", finished.args
     assert fake.calls("delete")[0][:3] == ["delete", "job", record.job]
@@ -162,9 +162,9 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
     assert stopped_at == rundir.read_run(volume).step
     wait_listed(qtbot, window.runs)
     window.runs.select(run_dir)
-    qtbot.waitUntil(window.actions.resume_run.isEnabled, timeout=30_000)
+    qtbot.waitUntil(window.window_actions.resume_run.isEnabled, timeout=30_000)
     with qtbot.waitSignal(window.supervisor.finished, timeout=600_000) as finished:
-        window.actions.resume_run.trigger()
+        window.window_actions.resume_run.trigger()
     assert finished.args[0] == "completed", finished.args
     assert len(fake.calls("apply")) == 2
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
@@ -192,7 +192,7 @@ def test_closing_the_window_leaves_the_job_running_and_the_next_window_follows_i
                                   "training": {"epochs": 5, "global_batch_size": 64, "seed": 3, "steps_per_call": 2}})
     with shown_window(qtbot, engine_command=engine) as first:
         first.config_panel.set_config(config, checked=True)
-        qtbot.waitUntil(first.actions.submit_kubernetes.isEnabled)
+        qtbot.waitUntil(first.window_actions.submit_kubernetes.isEnabled)
         with qtbot.waitSignal(first.supervisor.run_started, timeout=240_000):
             first.kubernetes.open().start()
         qtbot.waitUntil(lambda: first.shown.history.status.step >= 2, timeout=120_000)

@@ -73,13 +73,13 @@ def test_the_statistics_line_names_the_step_the_progress_line_names(qtbot, windo
 def test_paused_and_stopping_are_said_and_a_stop_names_its_step(qtbot, window, fake_engine):
     fake_engine.configure("wait")
     with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000):
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     qtbot.waitUntil(lambda: window.shown.history.progress.step == 3, timeout=10_000)
-    window.actions.pause.trigger()
+    window.window_actions.pause.trigger()
     qtbot.waitUntil(lambda: window.progress.label.text().startswith("Paused at epoch 1/"), timeout=10_000)
     assert "step 3/20" in window.progress.label.text()
     with qtbot.waitSignal(window.supervisor.finished, timeout=10_000):
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
         assert window.progress.label.text().startswith("Stopping at epoch 1/")
     assert window.progress.label.text() == "Stopped at step 3 of 20"
     assert window.progress.bar.text() == "stopped at step 3" and window.progress.bar.value() == 3
@@ -115,7 +115,7 @@ def test_every_dialog_fits_a_laptop_screen(qtbot, window, runs_dir):
 
     failed = write_run(runs_dir, "failed", "failed", message="loss became NaN at step 10: " + "why " * 60)
     dialogs = [window.tools.open(tool) for tool in TOOLS]  # prepare, scaling
-    window.actions.getting_started.trigger()
+    window.window_actions.getting_started.trigger()
     dialogs += [window.findChild(GettingStartedDialog), ResumeDialog(read_run(failed), window),
                 ExportDialog(failed, "tflite-int8-full", window)]
     for dialog in dialogs:
@@ -135,7 +135,7 @@ def test_every_dialog_fits_a_laptop_screen(qtbot, window, runs_dir):
         box.close()
 
     QTimer.singleShot(200, measure_about)
-    window.actions.about.trigger()  # modal: closed by the timer
+    window.window_actions.about.trigger()  # modal: closed by the timer
     ((hint, size),) = sizes
     assert hint.width() <= LAPTOP[0] and hint.height() <= LAPTOP[1] and size.height() <= LAPTOP[1]
 

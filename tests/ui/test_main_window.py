@@ -24,17 +24,17 @@ from gui_app.ui.window.window_state import EVALUATION, LOG, TRAINING, TRY
 
 
 def test_shortcuts_and_first_state(window):
-    a = window.actions
+    a = window.window_actions
     assert a.train.shortcut() == QKeySequence("Ctrl+R") and a.stop.shortcut() == QKeySequence("Ctrl+.")
     assert a.train.isEnabled() and not a.stop.isEnabled() and not a.pause.isEnabled()
     assert window.devices_label.text().startswith("TensorFlow 2.21.0")
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
         "Dataset", "Training", "Replicas", "Evaluation", "Try", "Log"]
-    assert [action.text() for action in window.actions.export_menu.actions()] == [
+    assert [action.text() for action in window.window_actions.export_menu.actions()] == [
         "Keras (.keras)…", "TensorFlow SavedModel (folder)…", "TensorFlow Lite, float32 (.tflite)…",
         "TensorFlow Lite, float16 weights (.tflite)…", "TensorFlow Lite, dynamic-range int8 (.tflite)…",
         "TensorFlow Lite, full-integer int8 (.tflite)…", "ONNX (.onnx)…"]
-    assert not any(action.isEnabled() for action in window.actions.export.values())  # no run yet
+    assert not any(action.isEnabled() for action in window.window_actions.export.values())  # no run yet
     about = window.about_text()
     assert "2.21.0" in about and "3.15.1" in about and "Qt" in about and "Fake CPU" in about
 
@@ -45,7 +45,7 @@ def test_the_tabs_the_title_and_the_status_bar_follow_the_state(window, runs_dir
     assert window.tabs.currentWidget() is window.evaluation_tab
     window.tabs.setCurrentWidget(window.log_tab)  # a click on the tab
     assert state.tab == LOG
-    window.actions.tabs[1].trigger()  # View → Training (Ctrl+2)
+    window.window_actions.tabs[1].trigger()  # View → Training (Ctrl+2)
     assert window.tabs.currentWidget() is window.training_tab and state.tab == TRAINING
     state.set_status("Something to say")
     assert window.state_label.text() == "Something to say"
@@ -58,7 +58,7 @@ def test_the_tabs_the_title_and_the_status_bar_follow_the_state(window, runs_dir
 def test_getting_started_names_the_runs_folder(qtbot, window, runs_dir):
     from gui_app.ui.dialogs.getting_started import GettingStartedDialog
 
-    window.actions.getting_started.trigger()
+    window.window_actions.getting_started.trigger()
     dialog = window.findChild(GettingStartedDialog)
     assert dialog is not None and dialog.isVisible()
     text = dialog.browser.toPlainText()
@@ -83,7 +83,7 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
     assert matrix.shape == (10, 10) and matrix.sum() == 50
     assert window.shown.history.progress.step == 40 and window.progress.bar.value() == 40
     assert listed_status(window.runs, run_dir) == "completed"
-    assert window.actions.train.isEnabled() and window.config_panel.widget().isEnabled()
+    assert window.window_actions.train.isEnabled() and window.config_panel.widget().isEnabled()
     assert load_settings().recent_runs == [run_dir]
     # What `train --detach` answers (the run directory) is no line of the run's log.
     log = window.log_tab.view.toPlainText().splitlines()
@@ -91,9 +91,9 @@ def test_train_shows_live_charts_then_the_evaluation(qtbot, window, fake_engine,
 
 
 def test_invalid_config_disables_train_and_its_tips_name_the_fields_in_red(window, tmp_path):
-    panel, train = window.config_panel, window.actions.train
+    panel, train = window.config_panel, window.window_actions.train
     panel.training.learning_rate.setText("fast")
-    assert not train.isEnabled() and not window.actions.save_config.isEnabled()
+    assert not train.isEnabled() and not window.window_actions.save_config.isEnabled()
     # Both tips (the status bar shows the status tip while the menu entry is hovered) say why, by name.
     assert train.toolTip() == train.statusTip() == "Fix the fields marked in red first: Hyperparameters → Learning rate"
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
@@ -114,9 +114,9 @@ def test_bad_dataset_path_shows_an_error_and_the_window_stays_usable(qtbot, wind
     assert "no such file or folder" in panel.dataset.status.text()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("npz"))
     panel.dataset.path.setText(str(tmp_path / "missing.npz"))
-    assert "dataset.path" in shown_errors(panel) and not window.actions.train.isEnabled()
+    assert "dataset.path" in shown_errors(panel) and not window.window_actions.train.isEnabled()
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("digits"))
-    assert window.actions.train.isEnabled()
+    assert window.window_actions.train.isEnabled()
     fake_engine.configure("normal", steps=10)
     assert train(qtbot, window)[0] == "completed"
 
@@ -128,14 +128,14 @@ def test_only_a_checked_config_is_kept_and_train_waits_for_the_check(qtbot, make
     bad.write_bytes(b"bad data")
     with qtbot.waitSignal(panel.inspect_failed, timeout=10_000):
         first.files.open_dropped(str(bad))
-    assert panel.is_valid() and not first.actions.train.isEnabled()
-    assert "not an .npz file" in first.actions.train.toolTip()
+    assert panel.is_valid() and not first.window_actions.train.isEnabled()
+    assert "not an .npz file" in first.window_actions.train.toolTip()
     first.run.train()  # Ctrl+R's path: nothing starts
     assert first.supervisor.state() == "idle"
     first.close()
     assert load_settings().last_config["dataset"]["name"] == "digits"  # the last config that passed
     second = make_window()
-    assert second.config_panel.config().dataset.name == "digits" and second.actions.train.isEnabled()
+    assert second.config_panel.config().dataset.name == "digits" and second.window_actions.train.isEnabled()
 
 
 def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fake_engine):
@@ -148,13 +148,13 @@ def test_engine_crash_is_reported_in_a_dialog_and_the_run_list(qtbot, window, fa
     assert listed_status(window.runs, run_dir) == "interrupted"  # on disk: no run_finished, resumable
     item = window.runs.tree.topLevelItem(0)
     assert item.data(0, Qt.ItemDataRole.UserRole) == run_dir and item.text(NOTE) == message
-    assert window.actions.train.isEnabled()
+    assert window.window_actions.train.isEnabled()
     assert "RuntimeError: fake engine crashed on purpose" in window.log_tab.view.toPlainText()
 
 
 def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     fake_engine.configure("wait", steps=20)
-    sup, a = window.supervisor, window.actions
+    sup, a = window.supervisor, window.window_actions
     has_step = lambda batch: any(isinstance(e, Step) for e in batch)  # noqa: E731
     with qtbot.waitSignal(sup.events, check_params_cb=has_step, timeout=10_000):
         a.train.trigger()
@@ -188,9 +188,9 @@ def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_en
     sup, label = window.supervisor, window.state_label
     with qtbot.waitSignal(sup.events, check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch),
                           timeout=10_000):
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     with qtbot.waitSignal(sup.finished, timeout=10_000):
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
     wait_listed(qtbot, window.runs)
     assert label.text().startswith("Run stopped at step ") and label.text().endswith(" of 20")
     window.state.set_tab(TRAINING)  # looking at the same run: its line stays
@@ -207,7 +207,7 @@ def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_en
     window.runs.open_button.click()  # the same run, read again: its line stays
     assert label.text() == "Run completed"
     window.settings.last_export_dir = str(tmp_path)
-    window.actions.export["onnx"].trigger()  # the user turned to an export
+    window.window_actions.export["onnx"].trigger()  # the user turned to an export
     assert window.models.export_dialog.isVisible() and label.text() == "Ready"
     window.models.export_dialog.close()
 
@@ -220,7 +220,7 @@ def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_en
 def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, monkeypatch):
     fake_engine.configure("wait")
     with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000) as started:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     run_dir = started.args[0].run_dir
     pid = int((Path(run_dir) / "engine.pid").read_text())  # the fake engine's
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: CANCEL)
@@ -263,7 +263,7 @@ def test_export_menu_follows_the_selected_run_or_the_run_on_screen_and_says_why_
     (trained / "model.keras").write_bytes(b"")  # the dialog only opens; nothing is exported here
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
-    export = window.actions.export
+    export = window.window_actions.export
 
     def off_because() -> str:
         assert not any(action.isEnabled() for action in export.values())
@@ -355,9 +355,9 @@ def test_settings_persist_between_windows(qtbot, make_window):
 
 
 def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window, runs_dir):
-    assert window.actions.tools["scaling"].isEnabled()
+    assert window.window_actions.tools["scaling"].isEnabled()
     window.config_panel.training.global_batch_size.setValue(48)
-    window.actions.tools["scaling"].trigger()
+    window.window_actions.tools["scaling"].trigger()
     dialog = window.tools.dialog
     assert dialog is not None and dialog.isVisible()
     assert dialog._config.training.global_batch_size == 48
@@ -366,7 +366,7 @@ def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window,
     assert dialog._table.rowCount() == 3
     dialog.reject()
     qtbot.waitUntil(lambda: window.tools.dialog is None, timeout=5_000)
-    scaling = window.actions.tools["scaling"]
+    scaling = window.window_actions.tools["scaling"]
     window.supervisor.state_changed.connect(lambda s: seen.append((s, scaling.isEnabled())))
     seen: list = []
     train(qtbot, window)  # no bursts while training: the entry is disabled during a run, enabled after
@@ -374,7 +374,7 @@ def test_tools_scaling_benchmark_measures_the_config_on_the_forms(qtbot, window,
 
 
 def test_tools_prepare_dataset_opens_on_the_forms_dataset(qtbot, window, tmp_path):
-    window.actions.tools["prepare"].trigger()
+    window.window_actions.tools["prepare"].trigger()
     dialog = window.tools.dialog
     assert dialog is not None and dialog.isVisible()
     command = dialog.command()
@@ -398,11 +398,11 @@ def test_the_tools_menu_is_the_list_of_tools(window):
     # The tools, then the sweeps (gui_app/ui/window/sweep_actions.py), then the hosts.
     assert [a.text() for a in menu.actions()] == [tool.label for tool in TOOLS] + [
         "", "New s&weep…", "&Open sweep…", "", "&Hosts…"]
-    assert window.actions.new_sweep.isEnabled()
+    assert window.window_actions.new_sweep.isEnabled()
     window.config_panel.training.learning_rate.setText("fast")  # invalid: only tools that need no config
-    assert {key: action.isEnabled() for key, action in window.actions.tools.items()} == {
+    assert {key: action.isEnabled() for key, action in window.window_actions.tools.items()} == {
         tool.key: not tool.needs_valid_config for tool in TOOLS}
-    assert not window.actions.new_sweep.isEnabled() and window.actions.open_sweep.isEnabled()
+    assert not window.window_actions.new_sweep.isEnabled() and window.window_actions.open_sweep.isEnabled()
 
 
 def test_a_failed_run_resumes_with_the_changes_asked_for(qtbot, fake_engine, runs_dir):

@@ -31,7 +31,7 @@ def real_window(qtbot, trained_run):
 
 
 def _export_from_the_menu(qtbot, window, fmt: str, folder):
-    window.actions.export[fmt].trigger()
+    window.window_actions.export[fmt].trigger()
     dialog = window.models.export_dialog
     assert dialog.format_name() == fmt and dialog.isVisible()
     dialog._output.setText(str(folder / f"digits.{fmt}"))
@@ -58,7 +58,7 @@ def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_wind
     panel = window.try_tab
     paths, images = digit_like_pngs(tmp_path)
     with qtbot.waitSignal(panel.model_loaded, timeout=TIMEOUT_MS):
-        window.actions.tabs[TAB_TRY].trigger()  # the tab starts the run's predict --serve process
+        window.window_actions.tabs[TAB_TRY].trigger()  # the tab starts the run's predict --serve process
     with qtbot.waitSignal(panel.predictions_ready, timeout=TIMEOUT_MS) as ready:
         window.models.try_images([str(paths[0])])
     [prediction] = ready.args[0]

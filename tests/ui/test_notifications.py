@@ -135,7 +135,7 @@ def test_the_run_menu_turns_notifications_off_for_good(qtbot, fake_engine):
 
     window = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
-    action = window.actions.notify
+    action = window.window_actions.notify
     assert action.isChecked() and window.notifications.enabled
     action.trigger()
     assert not window.notifications.enabled
@@ -143,7 +143,7 @@ def test_the_run_menu_turns_notifications_off_for_good(qtbot, fake_engine):
     window.close()
     again = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(again)
-    assert not again.actions.notify.isChecked() and not again.notifications.enabled
+    assert not again.window_actions.notify.isChecked() and not again.notifications.enabled
 
 
 def test_a_sweeps_end_is_announced_failures_urgent(qtbot, session_bus, notifications):

@@ -40,7 +40,7 @@ def _python(code: str) -> list[str]:
 def test_events_strays_and_stderr_go_to_their_signals(qtbot):
     runner = EngineProcess()
     events, logs = [], []
-    runner.event.connect(events.append)
+    runner.json_event.connect(events.append)
     runner.log_line.connect(logs.append)
     code = ("import sys; print('{\"type\": \"progress\", \"fraction\": 0.5}'); print('a stray print'); "
             "sys.stdout.write('{\"type\": \"done\"}'); sys.stderr.write('W tf: noise\\nValueError: bad input\\n'); "
@@ -56,7 +56,7 @@ def test_events_strays_and_stderr_go_to_their_signals(qtbot):
 def test_stdin_lines_reach_the_process(qtbot):
     runner = EngineProcess()
     events = []
-    runner.event.connect(events.append)
+    runner.json_event.connect(events.append)
     code = "import sys, json\nfor line in sys.stdin: print(json.dumps({'echo': line.strip()}), flush=True)"
     with qtbot.waitSignal(runner.finished, timeout=TIMEOUT_MS) as finished:
         runner.start(_python(code))
@@ -70,7 +70,7 @@ def test_terminate_then_kill_after_the_grace_period(qtbot, ignores_sigterm):
     runner = EngineProcess()
     ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN); " if ignores_sigterm else ""
     code = f"import signal, sys, time; {ignore}print('{{}}', flush=True); time.sleep(60)"
-    with qtbot.waitSignal(runner.event, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(runner.json_event, timeout=TIMEOUT_MS):
         runner.start(_python(code))
     with qtbot.waitSignal(runner.finished, timeout=TIMEOUT_MS) as finished:
         runner.terminate(grace_s=0.3)

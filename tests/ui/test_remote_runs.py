@@ -138,7 +138,7 @@ def test_a_run_on_host_that_cannot_be_reached_is_told_once_on_the_devices_sectio
         pointer = f"{name} cannot run commands (see Devices)"
         assert panel.dataset.status.text() == f"Not checked: {pointer}" and panel.dataset.check_again_link.isVisible()
         assert window.dataset_tab.notes.text() == f"Not checked: {pointer}"
-        assert window.actions.train.toolTip() == f"Dataset and model not checked: {pointer}"
+        assert window.window_actions.train.toolTip() == f"Dataset and model not checked: {pointer}"
         assert window.runs.reading_label.text() == f"{name}: its runs are not listed (see Devices)"
         shown = [label.text() for label in window.findChildren(QLabel) if label.isVisible()]
         assert sum("Could not resolve" in text for text in shown) == 1, shown

@@ -37,14 +37,14 @@ def test_hosts_dialog_tests_the_connection(qtbot, on_host):
     assert dialog.list.currentItem().text() == ALIAS
     dialog.test()
     qtbot.waitUntil(lambda: not dialog.is_testing(), timeout=ENGINE_TIMEOUT_S * 1000)
-    assert dialog.result.text().startswith("Connected: replica-studio "), dialog.result.text()
+    assert dialog.result_label.text().startswith("Connected: replica-studio "), dialog.result_label.text()
     dialog.new_button.click()
     dialog.name.setText("rs-no-such-alias.invalid")
     assert dialog.save()
     dialog.test()
     qtbot.waitUntil(lambda: not dialog.is_testing(), timeout=120_000)
-    assert dialog.result.text().startswith("rs-no-such-alias.invalid: unknown host (ssh: Could not resolve"), \
-        dialog.result.text()
+    assert dialog.result_label.text().startswith("rs-no-such-alias.invalid: unknown host (ssh: Could not resolve"), \
+        dialog.result_label.text()
     dialog.reject()
     window.close()
 
@@ -68,7 +68,7 @@ def test_hosts_dialog_refuses_an_alias_whose_key_changed_after_one_of_the_same_a
         dialog.list.setCurrentItem(dialog.list.findItems(name, Qt.MatchFlag.MatchExactly)[0])
         button.click()
         qtbot.waitUntil(lambda: not dialog.is_testing(), timeout=ENGINE_TIMEOUT_S * 1000)
-        results.append(dialog.result.text())
+        results.append(dialog.result_label.text())
     assert results[0].startswith("Connected: replica-studio "), results[0]
     assert results[1].startswith(f"{changed}: the host key changed since it was recorded ({known}:1)"), results[1]
     assert results[2].startswith("Connected: replica-studio "), results[2]
@@ -103,7 +103,7 @@ def test_train_there_survives_a_dropped_connection_and_the_window_going_away(qtb
     try:
         steps = lambda batch: any(isinstance(e, Step) and e.step >= 5 for e in batch)  # noqa: E731
         with qtbot.waitSignal(window.supervisor.events, check_params_cb=steps, timeout=ENGINE_TIMEOUT_S * 1000):
-            window.actions.train.trigger()
+            window.window_actions.train.trigger()
         key = window.state.active_run
         host_name, run_dir = split_run_key(key)
         assert host_name == ALIAS and Path(run_dir).parent == ssh_host.home / f"window-{tmp_path.name}"

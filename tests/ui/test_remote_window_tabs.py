@@ -51,7 +51,7 @@ def test_log_resume_evaluation_and_try_of_a_run_there(qtbot, on_host, tmp_path):
     try:
         steps = lambda batch: any(isinstance(e, Step) and e.step >= 3 for e in batch)  # noqa: E731
         with qtbot.waitSignal(window.supervisor.events, check_params_cb=steps, timeout=ENGINE_TIMEOUT_S * 1000):
-            window.actions.train.trigger()
+            window.window_actions.train.trigger()
         key = window.state.active_run
         run_dir = Path(split_run_key(key)[1])
         # The Log tab: the run's own log there, not only what attach and ssh say here.
@@ -121,7 +121,7 @@ def test_a_cluster_over_two_ssh_hosts_starts_from_one_train(qtbot, ssh_host, sec
     window.config_panel.set_config(config, checked=True)
     try:
         with qtbot.waitSignal(window.supervisor.finished, timeout=ENGINE_TIMEOUT_S * 1000) as finished:
-            window.actions.train.trigger()
+            window.window_actions.train.trigger()
         assert finished.args[0] == "completed", finished.args
         history = window.shown.history
         assert history.started.num_workers == 3

@@ -108,11 +108,11 @@ def _job_starts(qtbot, window, fake, run_dir) -> None:
 
 
 def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs_dir):
-    assert not window.actions.submit_slurm.isEnabled()  # the first-launch config is not multi-worker
-    assert "needs a valid multi_worker_mirrored or parameter_server" in window.actions.submit_slurm.toolTip()
+    assert not window.window_actions.submit_slurm.isEnabled()  # the first-launch config is not multi-worker
+    assert "needs a valid multi_worker_mirrored or parameter_server" in window.window_actions.submit_slurm.toolTip()
     window.config_panel.set_config(CONFIG, checked=True)
-    qtbot.waitUntil(window.actions.submit_slurm.isEnabled)
-    assert window.actions.submit_slurm.toolTip() == SlurmActions.tip  # on: no reason given
+    qtbot.waitUntil(window.window_actions.submit_slurm.isEnabled)
+    assert window.window_actions.submit_slurm.toolTip() == SlurmActions.tip  # on: no reason given
     dialog = window.slurm.open()
     dialog.partition.setText("debug")
     dialog.extra.setPlainText("--qos=long\n")
@@ -126,7 +126,7 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
     qtbot.waitUntil(lambda: shown_status(window.runs, run_dir) == "pending (Priority)", timeout=10_000)
     _job_starts(qtbot, window, fake, run_dir)
     # Stop: scancel; the workers stop with a checkpoint and the chief says so.
-    window.actions.stop.trigger()
+    window.window_actions.stop.trigger()
     qtbot.waitUntil(lambda: bool(fake.calls("scancel")), timeout=10_000)
     assert fake.calls("scancel") == [["scancel", "41"]]
     with qtbot.waitSignal(window.supervisor.finished, timeout=20_000) as finished:
@@ -136,14 +136,14 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
     (run_dir / "checkpoints").mkdir()
     wait_listed(qtbot, window.runs)
     window.runs.select(run_dir)
-    qtbot.waitUntil(window.actions.resume_run.isEnabled, timeout=10_000)
+    qtbot.waitUntil(window.window_actions.resume_run.isEnabled, timeout=10_000)
     # Resume: job.sbatch submitted again, followed from the next line; Stop while it waits cancels it.
     with qtbot.waitSignal(window.supervisor.state_changed, timeout=20_000):
-        window.actions.resume_run.trigger()
+        window.window_actions.resume_run.trigger()
     qtbot.waitUntil(lambda: len(fake.calls("sbatch")) == 2, timeout=20_000)
     qtbot.waitUntil(lambda: slurm_jobs.read_job(run_dir).job_id == "42", timeout=10_000)
     with qtbot.waitSignal(window.supervisor.finished, timeout=30_000) as finished:
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
     assert finished.args[0] == "stopped" and fake.calls("scancel")[-1] == ["scancel", "42"]
     assert "Slurm job 42 was cancelled" in finished.args[2]
 
@@ -189,7 +189,7 @@ def test_a_pending_slurm_run_opened_from_the_list_is_followed_once_it_starts(qtb
         window.runs.tree.itemDoubleClicked.emit(item, 0)
     assert window.state.status.startswith("Slurm job 42 is pending (Priority)")
     with qtbot.waitSignal(window.supervisor.finished, timeout=30_000) as finished:
-        window.actions.stop.trigger()
+        window.window_actions.stop.trigger()
     assert fake.calls("scancel") == [["scancel", "42"]] and "Slurm job 42 was cancelled" in finished.args[2]
 
 @pytest.mark.slow
@@ -213,7 +213,7 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
                                       "strategy": {"name": "multi_worker_mirrored", "workers": 2},
                                       "training": {"epochs": 6, "global_batch_size": 64, "seed": 3}})
         window.config_panel.set_config(config, checked=True)
-        qtbot.waitUntil(window.actions.submit_slurm.isEnabled)
+        qtbot.waitUntil(window.window_actions.submit_slurm.isEnabled)
         dialog = window.slurm.open()
         dialog.cpus.setValue(1)
         seen: set[str] = set()
@@ -228,7 +228,7 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         assert window.shown.history.replicas.workers == [0, 1]
         asked = time.monotonic()
         with qtbot.waitSignal(window.supervisor.finished, timeout=120_000) as finished:
-            window.actions.stop.trigger()
+            window.window_actions.stop.trigger()
         ended = time.time()
         finish = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()][-1]
         print(f"Stop to the window's end of the run: {time.monotonic() - asked:.1f} s, of which after the run's "
@@ -239,9 +239,9 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         assert slurm.job(job.job_id)["JobState"] == "CANCELLED"
         wait_listed(qtbot, window.runs)
         window.runs.select(run_dir)
-        qtbot.waitUntil(window.actions.resume_run.isEnabled, timeout=30_000)
+        qtbot.waitUntil(window.window_actions.resume_run.isEnabled, timeout=30_000)
         with qtbot.waitSignal(window.supervisor.finished, timeout=600_000) as finished:
-            window.actions.resume_run.trigger()
+            window.window_actions.resume_run.trigger()
         assert finished.args[0] == "completed", finished.args
         resumed = slurm_jobs.read_job(run_dir)
         assert resumed.earlier == (job.job_id,) and resumed.job_id != job.job_id

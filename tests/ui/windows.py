@@ -41,7 +41,7 @@ def real_engine(fake_engine):
 def train(qtbot, window, timeout: int = 15_000) -> tuple[str, str, str]:
     """Run → Train, until the run ends and the run list has read it again: (status, run_dir, message)."""
     with qtbot.waitSignal(window.supervisor.finished, timeout=timeout) as finished:
-        window.actions.train.trigger()
+        window.window_actions.train.trigger()
     wait_listed(qtbot, window.runs)  # the run list reads the finished run again, off the GUI thread
     return tuple(finished.args)
 

@@ -14,10 +14,11 @@ import os
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, QObject, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QWidget  # noqa: E402
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QWidget
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
 ZOOM_TIP = ("Ctrl+wheel zooms (over an axis: that axis only), drag pans, right-click for more; "
             "the \"A\" button in the corner, a new run or another opened run shows everything again")
@@ -30,9 +31,10 @@ class _WheelToPage(QObject):
     wheel event on to the parent only when it came from the system, not when the app sent it."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() != QEvent.Type.Wheel or event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+        if not isinstance(event, QWheelEvent) or event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             return False
-        page = _scroll_area_around(self.parent())
+        canvas = self.parent()  # the chart this filter was made for
+        page = _scroll_area_around(canvas if isinstance(canvas, QWidget) else None)
         if page is None:
             event.ignore()
         else:
@@ -41,8 +43,8 @@ class _WheelToPage(QObject):
         return True
 
 
-def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
-    parent = widget.parentWidget()
+def _scroll_area_around(widget: QWidget | None) -> QAbstractScrollArea | None:
+    parent = widget.parentWidget() if widget is not None else None
     while parent is not None and not isinstance(parent, QAbstractScrollArea):
         parent = parent.parentWidget()
     return parent

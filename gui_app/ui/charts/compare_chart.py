@@ -52,7 +52,7 @@ class CompareChart(ChartPanel):
         header.addWidget(choose)
         header.addWidget(self.curve_box)
         header.addStretch(1)
-        self._graphics = ChartCanvas()
+        self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self._graphics.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the keyboard goes table, combo, buttons
         self.plot = make_plot("", "step", "loss")
         self._graphics.addItem(self.plot)

@@ -16,13 +16,13 @@ import numpy as np
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtGui import QColor, QPalette  # noqa: E402
-from PySide6.QtWidgets import QGraphicsItem, QWidget  # noqa: E402
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
-from gui_app.ui.charts.throttle import RedrawThrottle  # noqa: E402
+from gui_app.ui.charts.throttle import RedrawThrottle
 
 # Tableau-10 tones read on white and on near-black backgrounds alike. Red is kept out of the
 # replica colours: it is reserved for highlighting (the slowest replica).

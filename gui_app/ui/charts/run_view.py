@@ -21,6 +21,7 @@ class RunView:
     def history(self) -> RunHistory:
         if self._history is None:
             self.set_history(RunHistory())
+        assert self._history is not None  # set_history() just set it
         return self._history
 
     def set_history(self, history: RunHistory) -> None:

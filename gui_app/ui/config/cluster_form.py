@@ -169,9 +169,10 @@ class ClusterPanel(QWidget):
 
     def _fill_commands(self) -> None:
         while self.commands_grid.count():
-            item = self.commands_grid.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+            item = self.commands_grid.takeAt(0)  # not None: count() said there is one
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         self.copy_buttons = []
         hosts = self.host_list()
         if len(hosts) < 2:

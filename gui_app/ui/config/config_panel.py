@@ -20,7 +20,7 @@ first launch does too), and a newer check that fails takes that back.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, cast
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -96,10 +96,11 @@ class ConfigPanel(QScrollArea):
         # A list as wide as its longest entry made the forms 520 px wide at least (the window
         # then did not fit a 1280 px screen): lists ask for a few characters and elide the rest.
         # Before anything asks for a size: a list keeps the minimum size it computed first.
-        for box in body.findChildren(QComboBox):
-            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            box.setMinimumContentsLength(MIN_LIST_CHARACTERS)
+        for combo in body.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(MIN_LIST_CHARACTERS)
         self.setWidget(body)
+        self._body = body  # self.widget(), typed: it is never replaced
         self._wheel_guard = WheelGuard(self.verticalScrollBar(), self)
         # Scrolling the form must not change the spin box or list the pointer passes over
         # (it turned 30 epochs into 21): they take the wheel only once clicked into.
@@ -123,15 +124,17 @@ class ConfigPanel(QScrollArea):
         self._checks: dict[Pair, str] = {KNOWN_GOOD: ""}  # each check's outcome: "" passed, else why not
         self._pause = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
         self._pause.timeout.connect(self.revalidate)
-        QApplication.instance().focusChanged.connect(self._on_focus_changed)  # leaving a field checks it
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)  # a widget exists: the application is a QApplication
+        app.focusChanged.connect(self._on_focus_changed)  # leaving a field checks it
         for edit in body.findChildren(QLineEdit) + body.findChildren(QAbstractSpinBox):
             edit.editingFinished.connect(self.flush)  # Enter, too
         self.prefer_gpus = False  # first launch: once GPUs are detected, mirror over them
         self.devices.changed.connect(self._on_devices_changed)
         self.devices.detected.connect(self._on_devices_detected)
         self.dataset.open_failed.connect(lambda message: self.dataset.set_status(message, error=True))
-        for form in (self.dataset, self.model):
-            form.check_again.connect(lambda: self.inspector.retry(reconnect=True))
+        for checked in (self.dataset, self.model):
+            checked.check_again.connect(lambda: self.inspector.retry(reconnect=True))
         for form in self.forms:
             form.changed.connect(self._on_changed)
         self._on_devices_changed()
@@ -144,7 +147,7 @@ class ConfigPanel(QScrollArea):
     def _fit_width(self) -> None:
         """Never narrower than the forms can be: the panel scrolls vertically only, and a form
         wider than the panel would scroll sideways out of sight when a field takes the focus."""
-        self.setMinimumWidth(self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+        self.setMinimumWidth(self._body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
                              + 2 * self.frameWidth())
 
     # ---- public ----------------------------------------------------------------------
@@ -163,7 +166,7 @@ class ConfigPanel(QScrollArea):
                 return TYPING
             red = [name for form in self.forms for name in form.fields_in_red()]
             return f"{NOT_VALID}: {', '.join(red)}" if red else NOT_VALID
-        outcome = self._checks.get(self._pair)
+        outcome = self._checks.get(self._pair) if self._pair is not None else None
         if outcome is None:
             return CHECKING
         host = self._failed_host(outcome)
@@ -220,7 +223,7 @@ class ConfigPanel(QScrollArea):
 
     def set_locked(self, locked: bool) -> None:
         """No edits while a run uses this configuration."""
-        self.widget().setEnabled(not locked)
+        self._body.setEnabled(not locked)
 
     # ---- keeping the sections consistent ---------------------------------------------
     def _on_devices_changed(self) -> None:
@@ -290,7 +293,8 @@ class ConfigPanel(QScrollArea):
         config = None
         if all(sections.values()):
             try:
-                config = RunConfig(runtime=self.devices.config_section(), **sections)
+                # all() above: no section is None.
+                config = RunConfig(runtime=self.devices.config_section(), **cast(dict[str, Any], sections))
             except ConfigError as exc:
                 if not typing:
                     key, message = split_error(exc)

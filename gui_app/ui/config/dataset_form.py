@@ -90,10 +90,10 @@ class DatasetForm(FormSection):
         self.test_path.setClearButtonEnabled(True)
         self.add_field("dataset.test_path", self.test_path)
 
-        self.height, self.width = QSpinBox(minimum=1, maximum=4096), QSpinBox(minimum=1, maximum=4096)
-        size = self._row(self.height, QLabel("×"), self.width)
-        size.layout().addStretch(1)
-        self.add_field("dataset.image_size", self.height, row_widget=size,
+        # Not self.height/self.width: those would hide QWidget.height() and width().
+        self.image_height, self.image_width = QSpinBox(minimum=1, maximum=4096), QSpinBox(minimum=1, maximum=4096)
+        size = self._row(self.image_height, QLabel("×"), self.image_width, stretch=True)
+        self.add_field("dataset.image_size", self.image_height, row_widget=size,
                        tip="Images of an image folder are resized to height × width")
         self.color_mode = ElidedComboBox()
         self.color_mode.addItem("RGB", "rgb")
@@ -136,7 +136,7 @@ class DatasetForm(FormSection):
             combo.currentIndexChanged.connect(self._on_edited)
         for edit in (self.path, self.test_path, self.tfds_name, self.data_dir):
             edit.textChanged.connect(self._on_edited)
-        for spin in (self.height, self.width, self.validation_split, self.test_split, self.label_offset,
+        for spin in (self.image_height, self.image_width, self.validation_split, self.test_split, self.label_offset,
                      self.memory_budget):
             spin.valueChanged.connect(self._on_edited)
         self.last_dir = ""
@@ -145,12 +145,15 @@ class DatasetForm(FormSection):
         self.set_config_section(DatasetConfig())
 
     @staticmethod
-    def _row(*widgets: QWidget) -> QWidget:
+    def _row(*widgets: QWidget, stretch: bool = False) -> QWidget:
+        """``widgets`` side by side; ``stretch``: kept at their size, at the left."""
         row = QWidget()
         layout = QHBoxLayout(row)
         layout.setContentsMargins(0, 0, 0, 0)
         for w in widgets:
             layout.addWidget(w, 1 if isinstance(w, QLineEdit) else 0)
+        if stretch:
+            layout.addStretch(1)
         return row
 
     # ---- RunConfig section -----------------------------------------------------------
@@ -161,7 +164,7 @@ class DatasetForm(FormSection):
             name=name,
             path=(self.path.text().strip() or None) if name not in ("digits", "tfds") else None,
             test_path=(self.test_path.text().strip() or None) if folder else None,
-            image_size=(self.height.value(), self.width.value()),
+            image_size=(self.image_height.value(), self.image_width.value()),
             color_mode=self.color_mode.currentData(),
             validation_split=round(self.validation_split.value(), 4),
             validation=self.validation.currentData(),
@@ -186,8 +189,8 @@ class DatasetForm(FormSection):
             self.name.setCurrentIndex(self.name.findData(section.name))
             self.path.setText(section.path or "")
             self.test_path.setText(section.test_path or "")
-            self.height.setValue(section.image_size[0])
-            self.width.setValue(section.image_size[1])
+            self.image_height.setValue(section.image_size[0])
+            self.image_width.setValue(section.image_size[1])
             self.color_mode.setCurrentIndex(self.color_mode.findData(section.color_mode))
             self.validation.setCurrentIndex(self.validation.findData(section.validation))
             self.validation_split.setValue(section.validation_split)
@@ -254,13 +257,13 @@ class DatasetForm(FormSection):
             self.source_images.follow(info, self._image_size())
 
     def _image_size(self) -> tuple[int, int, str]:
-        return self.height.value(), self.width.value(), self.color_mode.currentData()
+        return self.image_height.value(), self.image_width.value(), self.color_mode.currentData()
 
     def _set_image_size(self, height: int, width: int, color_mode: str) -> None:
         self.blockSignals(True)  # one change, told once
         try:
-            self.height.setValue(height)
-            self.width.setValue(width)
+            self.image_height.setValue(height)
+            self.image_width.setValue(width)
             self.color_mode.setCurrentIndex(self.color_mode.findData(color_mode))
         finally:
             self.blockSignals(False)
@@ -278,7 +281,7 @@ class DatasetForm(FormSection):
         self.show_row("dataset.test_path", folder)
         for key in ("dataset.image_size", "dataset.color_mode", "dataset.loading", "dataset.cache"):
             self.show_row(key, images)
-        self.width.setEnabled(images)  # image_size's row holds both spin boxes
+        self.image_width.setEnabled(images)  # image_size's row holds both spin boxes
         self.show_row("dataset.memory_budget_mb", images)
         self.memory_budget.setEnabled(images and self.loading.currentData() == "auto")
         self.show_row("dataset.label_offset", name == "tfrecord")

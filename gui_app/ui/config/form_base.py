@@ -9,6 +9,7 @@ so messages elsewhere (advice, the engine's errors) can name a field as the user
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -50,7 +51,7 @@ def parse_optional_int(key: str, edit: QLineEdit) -> int | None:
         raise ConfigError(f"{key}: must be a whole number or empty; got {text!r}") from None
 
 
-def choice_box(labels: dict[str, str]) -> QComboBox:
+def choice_box(labels: Mapping[Any, str]) -> QComboBox:  # keys: config values, None among them
     """A combo box showing ``labels``' values, with the config value (the key) as item data; a long
     value is cut with "…" in a narrow panel, whole in the tooltip."""
     box = ElidedComboBox()

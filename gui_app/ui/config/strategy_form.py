@@ -62,8 +62,8 @@ class StrategyForm(FormSection):
         self.all_reduce_dtype = choice_box(ALL_REDUCE_DTYPE_LABELS)
         self.add_field("strategy.all_reduce_dtype", self.all_reduce_dtype, tip=ALL_REDUCE_DTYPE_TIP)
         # Up to the spin box's own limit, beyond the valid 1 GiB on purpose: the config says what is wrong.
-        self.bytes_per_pack = QSpinBox(minimum=0, maximum=2**31 - 1, singleStep=64 << 10, suffix=" bytes",
-                                       specialValueText="TensorFlow decides")
+        self.bytes_per_pack = QSpinBox(minimum=0, maximum=2**31 - 1, singleStep=64 << 10, suffix=" bytes")
+        self.bytes_per_pack.setSpecialValueText("TensorFlow decides")
         self.add_field("strategy.bytes_per_pack", self.bytes_per_pack, tip=PACK_TIP)
         self.cluster = ClusterPanel(self._on_edited)
         self.form.addRow(self.cluster)

@@ -17,7 +17,7 @@ class WheelGuard(QObject):
         self._scroll_bar = scroll_bar
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.Wheel and not watched.hasFocus():
+        if event.type() == QEvent.Type.Wheel and not (isinstance(watched, QWidget) and watched.hasFocus()):
             QApplication.sendEvent(self._scroll_bar, event)
             return True
         return False

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from PySide6.QtCore import QCoreApplication, QSize, QSortFilterProxyModel, Qt, QThread, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
@@ -62,7 +62,9 @@ class FiguresReader(QThread):
         super().__init__(QCoreApplication.instance())
         self._run_dirs = run_dirs
         self.finished.connect(self.deleteLater)
-        QCoreApplication.instance().aboutToQuit.connect(self._end)
+        app = QCoreApplication.instance()
+        assert app is not None  # a dialog exists: so does the application
+        app.aboutToQuit.connect(self._end)
 
     def _end(self) -> None:
         """The application quits: stop after the run being read (a long run reads in seconds)."""
@@ -86,7 +88,7 @@ class CompareDialog(QDialog):
     open_requested = Signal(str)  # a run folder
     loaded = Signal()  # the runs were read and are shown (or could not be: the status line says why)
 
-    def __init__(self, run_dirs: list[str | Path], parent: QWidget | None = None) -> None:
+    def __init__(self, run_dirs: Sequence[str | Path], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.run_dirs = [str(Path(p)) for p in run_dirs]
         self.figures: list[RunFigures] = []
@@ -147,7 +149,7 @@ class CompareDialog(QDialog):
         self._reader.start()
 
     @classmethod
-    def for_runs(cls, run_dirs: list[str | Path], parent: QWidget | None = None) -> CompareDialog:
+    def for_runs(cls, run_dirs: Sequence[str | Path], parent: QWidget | None = None) -> CompareDialog:
         """Open the comparison of ``run_dirs`` beside the window (non-modal, deleted when closed)."""
         dialog = cls(run_dirs, parent)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

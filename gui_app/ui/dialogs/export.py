@@ -68,7 +68,8 @@ class ExportDialog(JobDialog):
         self._format.setCurrentIndex(list(FORMATS).index(get_format(fmt).name))
         self._output = QLineEdit(str(Path(folder or Path.home()) / default_file_name(get_format(fmt),
                                                                                         self._run_dir.name)))
-        browse = QToolButton(text="Browse…")
+        browse = QToolButton()
+        browse.setText("Browse…")
         browse.clicked.connect(self._on_browse)
         path_row = QHBoxLayout()
         path_row.addWidget(self._output, 1)
@@ -137,7 +138,9 @@ class ExportDialog(JobDialog):
         self._report.setVisible(True)
         # Make room for the report at the current width (adjustSize() measures the wrapped
         # labels at a narrower width and leaves a gap above the buttons).
-        height = self.layout().totalHeightForWidth(self.width()) + self.layout().spacing() * 2
+        layout = self.layout()
+        assert layout is not None  # the dialog was built with one
+        height = layout.totalHeightForWidth(self.width()) + layout.spacing() * 2
         self.resize(self.width(), max(min(height, largest_size(self).height()), self.height()))
         self._open_button.setEnabled(result.written)
 

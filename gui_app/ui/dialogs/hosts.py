@@ -60,7 +60,8 @@ class HostsDialog(QDialog):
         self.list = QListWidget()
         self.list.currentTextChanged.connect(self._show)
         self.name = QLineEdit(placeholderText="user@host or a ~/.ssh/config alias")
-        self.port = QSpinBox(minimum=0, maximum=65535, specialValueText="ssh's own")
+        self.port = QSpinBox(minimum=0, maximum=65535)
+        self.port.setSpecialValueText("ssh's own")
         self.command = QLineEdit(placeholderText=DEFAULT_COMMAND)
         self.command.setToolTip("Shell words that start the app there, e.g. ~/venv/bin/replica-studio "
                                 "or conda run -n tf replica-studio")
@@ -72,13 +73,14 @@ class HostsDialog(QDialog):
         form.addRow("Runs folder there", self.runs_dir)
         self.error = QLabel(wordWrap=True)
         self.error.setStyleSheet(ERROR_STYLE)
-        self.result = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Not self.result: that would hide QDialog.result().
+        self.result_label = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
         self.new_button, self.save_button = QPushButton("New"), QPushButton("Save")
         self.remove_button, self.test_button = QPushButton("Remove"), QPushButton("Test connection")
         self.reconnect_button = QPushButton("Reconnect")
         self.reconnect_button.setToolTip("End the shared connection to this host and connect anew (after the "
                                          "server's configuration or its host key changed)")
-        self.new_button.clicked.connect(lambda: self.list.setCurrentRow(-1) or self._show(""))
+        self.new_button.clicked.connect(self._new_entry)
         self.save_button.clicked.connect(self.save)
         self.remove_button.clicked.connect(self.remove)
         self.test_button.clicked.connect(self.test)
@@ -90,7 +92,7 @@ class HostsDialog(QDialog):
         entry.addLayout(form)
         entry.addWidget(self.error)
         entry.addLayout(row)
-        entry.addWidget(self.result)
+        entry.addWidget(self.result_label)
         entry.addStretch(1)
         hint = QLabel("Key login without a prompt is needed: set it up once with ssh-copy-id HOST, and accept the "
                       "host key once with ssh HOST.", wordWrap=True)
@@ -127,6 +129,10 @@ class HostsDialog(QDialog):
             self._say(problem)
             self.save_button.setEnabled(False)
 
+    def _new_entry(self) -> None:
+        self.list.setCurrentRow(-1)
+        self._show("")
+
     def _show(self, name: str) -> None:
         """Fill the fields from the stored entry ``name`` ("" or none: empty, for a new host)."""
         try:
@@ -138,7 +144,7 @@ class HostsDialog(QDialog):
         self.command.setText(host.command if host and host.command != DEFAULT_COMMAND else "")
         self.runs_dir.setText((host.runs_dir or "") if host else "")
         self._say("")
-        self.result.setText("")
+        self.result_label.setText("")
         self.remove_button.setEnabled(host is not None)
         self.test_button.setEnabled(host is not None)
         self.reconnect_button.setEnabled(host is not None)
@@ -179,8 +185,8 @@ class HostsDialog(QDialog):
         if item is None or (not self._saved() and not self.save()):
             return
         name = self.list.currentItem().text()
-        self.result.setStyleSheet("")
-        self.result.setText(f"{'Reconnecting' if reconnect else 'Connecting'} to {name}…")
+        self.result_label.setStyleSheet("")
+        self.result_label.setText(f"{'Reconnecting' if reconnect else 'Connecting'} to {name}…")
         self._set_testing(True)
         self._job = (EngineJob(self._engine_command("hosts", "reconnect" if reconnect else "test", name, "--json"),
                                name="the connection test", timeout_s=QUERY_TIMEOUT_S, parent=self)
@@ -202,15 +208,15 @@ class HostsDialog(QDialog):
             return False
 
     def _on_tested(self, answer: dict) -> None:
-        self.result.setStyleSheet("")
-        self.result.setText(describe_test(answer))
+        self.result_label.setStyleSheet("")
+        self.result_label.setText(describe_test(answer))
         grow_to_fit(self)
 
     def _on_test_failed(self, message: str) -> None:
-        self.result.setStyleSheet(ERROR_STYLE)
+        self.result_label.setStyleSheet(ERROR_STYLE)
         for prefix in TEST_PREFIXES:
             message = message.removeprefix(prefix)
-        self.result.setText(message)
+        self.result_label.setText(message)
         grow_to_fit(self)
 
     def _say(self, message: str) -> None:

@@ -43,7 +43,8 @@ PROGRESS_STEPS = 1000  # the bar's maximum: fine enough for a smooth bar, whole 
 class JobDialog(QDialog):
     succeeded = Signal(object)
     failed = Signal(str)
-    done = Signal()
+    # Not "done": that would hide QDialog.done(), the slot accept() and reject() end in.
+    job_ended = Signal()
     log_line = Signal(str)
 
     cancel_grace_s = DEFAULT_GRACE_S
@@ -127,9 +128,10 @@ class JobDialog(QDialog):
     def shutdown(self) -> None:
         """Cancel and wait until the process has ended (the window is closing: a job left running
         would be killed with the application, before it could remove its temporaries)."""
-        if self.is_running():
+        job = self._job
+        if job is not None and job.is_running():
             self.cancel()
-            self._job.cancel(self.cancel_grace_s, wait=True)
+            job.cancel(self.cancel_grace_s, wait=True)
 
     def reject(self) -> None:
         """Close; while a job runs, cancel it and close once its process has ended. (QDialog's
@@ -165,7 +167,7 @@ class JobDialog(QDialog):
             self._show_status(message)
             self.failed.emit(message)
         self._set_running(False)
-        self.done.emit()
+        self.job_ended.emit()
         if self._close_when_done:
             self._close_when_done = False
             super().reject()

@@ -57,7 +57,8 @@ class PrepareDialog(JobDialog):
         source = dataset.path or dataset.tfds_name or dataset.name
         default = Path(folder or Path.home()) / f"{Path(str(source)).name or dataset.name}-tfrecord"
         self._output = QLineEdit(str(default))
-        browse = QToolButton(text="Browse…")
+        browse = QToolButton()
+        browse.setText("Browse…")
         browse.clicked.connect(self._on_browse)
         row = QHBoxLayout()
         row.addWidget(self._output, 1)

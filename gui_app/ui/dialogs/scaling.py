@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Callable
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QEvent, QSize, Qt  # noqa: E402  (PySide6 before pyqtgraph)
-from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
-from PySide6.QtSvg import QSvgRenderer  # noqa: E402
-from PySide6.QtWidgets import (  # noqa: E402
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import (
     QCheckBox,
     QDialogButtonBox,
     QFileDialog,
@@ -46,16 +46,16 @@ from PySide6.QtWidgets import (  # noqa: E402
     QWidget,
 )
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
-from gui_app.core import scaling  # noqa: E402
-from gui_app.core.answers import OptionRow, ScalingReport, decode, encode, reader  # noqa: E402
-from gui_app.core.config import RunConfig  # noqa: E402
-from gui_app.identity import app_command  # noqa: E402
-from gui_app.ui.charts.canvas import ChartCanvas  # noqa: E402
-from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors  # noqa: E402
-from gui_app.ui.dialogs.job_dialog import JobDialog  # noqa: E402
-from gui_app.ui.workers.engine_job import EngineJob  # noqa: E402
+from gui_app.core import scaling
+from gui_app.core.answers import OptionRow, ScalingReport, decode, encode, reader
+from gui_app.core.config import RunConfig
+from gui_app.identity import app_command
+from gui_app.ui.charts.canvas import ChartCanvas
+from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors
+from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.workers.engine_job import EngineJob
 
 if TYPE_CHECKING:
     from gui_app.ui.config.config_panel import ConfigPanel
@@ -100,7 +100,8 @@ class ScalingDialog(JobDialog):
         for box in self._strategies.values():
             boxes.addWidget(box)
         self._folder = QLineEdit(str(folder or Path.home() / "replica-studio-scaling"))
-        browse = QToolButton(text="Browse…")
+        browse = QToolButton()
+        browse.setText("Browse…")
         browse.clicked.connect(self._on_browse)
         folder_row = QHBoxLayout()
         folder_row.addWidget(self._folder, 1)
@@ -136,7 +137,8 @@ class ScalingDialog(JobDialog):
             widget.setMinimumHeight(rows_high)  # a few rows each, never a sliver
             column.addWidget(widget, 1)
         column.addWidget(self._recommendation)
-        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        scroll = QScrollArea(widgetResizable=True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(report)
         self.result_area.addWidget(scroll, 1)
 
@@ -224,8 +226,9 @@ class ScalingDialog(JobDialog):
                 speed = row.examples_per_sec
                 cells = [row.label, "–" if speed is None else f"{speed:,.0f}",
                          "–" if row.speedup is None else f"{row.speedup:.2f}×",
-                         _percent(row.efficiency), _percent(split and split.compute),
-                         _percent(split and split.input), _percent(split and split.other)]
+                         _percent(row.efficiency), _percent(split.compute if split is not None else None),
+                         _percent(split.input if split is not None else None),
+                         _percent(split.other if split is not None else None)]
             _fill_row(self._table, i, cells)
         self._table.resizeColumnsToContents()
         self._show_options(report.options)  # a version-1 report has none

@@ -35,7 +35,7 @@ COLORMAP = pg.colormap.get("viridis")
 class SweepCharts(ChartPanel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._graphics = pg.GraphicsLayoutWidget()
+        self._graphics: pg.GraphicsLayoutWidget = pg.GraphicsLayoutWidget()  # narrows the base class's Optional
         # Trials and epochs are counted: integer ticks (not 0.5, 1.5, 2.5 with two trials).
         self.best_plot = make_plot("Best so far", "trial", "metric", legend="bottom",
                                    axis_items={"bottom": IntegerAxis("bottom")})

@@ -19,7 +19,9 @@ def finite(value: Any) -> bool:
 
 def best_so_far(trials: list[SweepTrial], direction: str) -> tuple[list[int], list[float], list[float]]:
     """The completed trials' numbers and metrics, and the best metric after each of them."""
-    numbers, values, best = [], [], []
+    numbers: list[int] = []
+    values: list[float] = []
+    best: list[float] = []
     pick = max if direction == "maximize" else min
     for trial in sorted(trials, key=lambda t: t.number):
         if trial.state == "completed" and trial.metric is not None and finite(trial.metric):

@@ -83,7 +83,8 @@ class NewSweepDialog(QDialog):
         self.epochs_box = QSpinBox(minimum=1, maximum=100_000, value=min(base.training.epochs, DEFAULT_EPOCHS))
         self.epochs_box.setToolTip(f"The forms say {base.training.epochs}; every trial trains this many")
         self.cost = QLabel(wordWrap=True)  # what a trial and the sweep train, in steps
-        self.time_limit_box = QSpinBox(minimum=0, maximum=100_000, value=0, suffix=" min", specialValueText="none")
+        self.time_limit_box = QSpinBox(minimum=0, maximum=100_000, value=0, suffix=" min")
+        self.time_limit_box.setSpecialValueText("none")
         self.parallel_box = QSpinBox(minimum=1, maximum=MAX_PARALLEL, value=1)
         self.parallel_box.setToolTip("Trials that train at once; with NVIDIA GPUs each trial gets one")
         form = QFormLayout()
@@ -118,8 +119,8 @@ class NewSweepDialog(QDialog):
             box.currentIndexChanged.connect(self.check)
         for spin in (self.trials_box, self.epochs_box, self.time_limit_box, self.parallel_box):
             spin.valueChanged.connect(self.check)
-        for box in self.places.values():
-            box.toggled.connect(self.check)
+        for place in self.places.values():
+            place.toggled.connect(self.check)
         self.rows.add_row()
         ScreenFit(self, QSize(860, 520))
 
@@ -128,7 +129,9 @@ class NewSweepDialog(QDialog):
         row = QWidget()
         layout = QHBoxLayout(row)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.places = {LOCAL: QCheckBox("This computer", checked=True)}
+        this_computer = QCheckBox("This computer")
+        this_computer.setChecked(True)
+        self.places = {LOCAL: this_computer}
         try:
             hosts, note = list(load_hosts()), "add SSH hosts with Tools -> Hosts…"
         except HostsFileError as exc:  # the window's Hosts dialog says what is wrong with the file
@@ -140,7 +143,9 @@ class NewSweepDialog(QDialog):
         for box in self.places.values():
             layout.addWidget(box)
         if not hosts:
-            layout.addWidget(QLabel(note, enabled=False))
+            label = QLabel(note)
+            label.setEnabled(False)
+            layout.addWidget(label)
         layout.addStretch(1)
         return row
 

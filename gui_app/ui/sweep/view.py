@@ -14,9 +14,9 @@ presses Train), Export the best model; and on the sweep: Stop (``sweep stop``) a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -167,9 +167,9 @@ class SweepView(QWidget):
         self.charts.show_status(status, self.sweep.parameters)
         self.reader.request(self.run_dirs())
         if self._seen_running and not status.running:
-            kind, line = outcome(status, self._log_tail())
-            self.ended.emit(kind, self.sweep_dir, line)
-            self._show_message(line, error=kind == "failed")
+            kind, message = outcome(status, self._log_tail())
+            self.ended.emit(kind, self.sweep_dir, message)
+            self._show_message(message, error=kind == "failed")
         self._seen_running = status.running
         self.header.setText(self._header(status))
         self._update_buttons()
@@ -223,8 +223,11 @@ class SweepView(QWidget):
 
     # ---- the buttons ----------------------------------------------------------------------------
     def selected_trial(self) -> int | None:
-        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
-        return self.table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole) if rows else None
+        # The stubs say selectionModel() is never None; Qt returns null before a model is set.
+        selection = cast("QItemSelectionModel | None", self.table.selectionModel())
+        rows = selection.selectedRows() if selection is not None else []
+        item = self.table.item(rows[0].row(), 0) if rows else None
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
     def _trial(self, number: int | None) -> SweepTrial | None:
         return self.status.trial(number) if self.status and number is not None else None

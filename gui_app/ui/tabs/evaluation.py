@@ -258,14 +258,14 @@ class EvaluationTab(QWidget, RunView):
             return
         run_dir = history.run_dir
         host = split_run_key(run_dir)[0] if run_dir else None
-        here = run_dir and host is None
-        misclassified = load_misclassified(Path(run_dir) / MISCLASSIFIED_FILE) if here else None  # names the file
+        here = run_dir if host is None else None  # a folder on this computer
+        misclassified = load_misclassified(Path(here) / MISCLASSIFIED_FILE) if here else None  # names the file
         try:
             self.show_eval(history.evaluation, misclassified)
         except ValueError as exc:
             where = history.evaluation_source
             raise ValueError(f"{where}: {exc}" if where else str(exc)) from None
-        if host is not None:
+        if host is not None and run_dir:  # a host comes from a run key: run_dir is set
             self._gallery_title.setText(f"Misclassified test images: copying them from {host}…")
             self._remote.fetch(run_dir)
 

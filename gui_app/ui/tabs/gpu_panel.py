@@ -90,7 +90,7 @@ class GpuPanel(ChartPanel, RunView):
         self._cards = QVBoxLayout()
         self._cards.setContentsMargins(8, 0, 8, 0)
         self._cards.setSpacing(4)
-        self._graphics = ChartCanvas()
+        self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self._graphics.setFixedHeight(130)  # compact: the replica charts keep the room
         # No title, x label or legend in so little height: each card's GPU name has its line's colour.
         self.util_plot = make_plot("", "", "busy (%)", legend=None)

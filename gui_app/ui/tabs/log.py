@@ -23,7 +23,9 @@ NOTE_MARK = "▸"  # the app's own lines
 class _Highlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
-        self._formats = {kind_: QTextCharFormat() for kind_ in (ERROR, WARNING, ROUTINE, NOTE_MARK)}
+        # Keyed by kind(), whose None (an ordinary line) has no format.
+        self._formats: dict[str | None, QTextCharFormat] = {
+            kind_: QTextCharFormat() for kind_ in (ERROR, WARNING, ROUTINE, NOTE_MARK)}
         for kind_, colour in ((ERROR, ERROR_COLOR), (WARNING, WARNING_COLOR), (ROUTINE, "#8a8a8a"),
                               (NOTE_MARK, "#1565c0")):
             self._formats[kind_].setForeground(QColor(colour))

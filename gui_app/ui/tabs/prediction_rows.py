@@ -148,9 +148,12 @@ class InvertChoice(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.always = QCheckBox("Invert", toolTip="Invert your images first: dark on light becomes light on dark")
-        self.auto = QCheckBox("Invert light backgrounds", checked=True, visible=False,
-                              toolTip="The model learnt a dark background: invert an image whose border is light")
+        self.always = QCheckBox("Invert")
+        self.always.setToolTip("Invert your images first: dark on light becomes light on dark")
+        self.auto = QCheckBox("Invert light backgrounds")
+        self.auto.setChecked(True)
+        self.auto.setVisible(False)
+        self.auto.setToolTip("The model learnt a dark background: invert an image whose border is light")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.always)

@@ -61,7 +61,7 @@ class ReplicasTab(ChartPanel, RunView):
         self.slowest_label = QLabel(wordWrap=True)  # wraps rather than widen the window
         self.slowest_label.setContentsMargins(8, 4, 8, 0)
         self.slowest_label.setTextFormat(Qt.TextFormat.RichText)
-        self._graphics = ChartCanvas()
+        self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
         self.grad_plot = make_plot(f"Gradient norm per replica (before the {reduction(None)})", "step",
                                    "global L2 norm", legend=None)

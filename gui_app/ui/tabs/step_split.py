@@ -39,7 +39,7 @@ class StepSplitPanel(ChartPanel, RunView):
         super().__init__(parent)
         self.label = QLabel(wordWrap=True)
         self.label.setContentsMargins(8, 0, 8, 0)
-        self._graphics = ChartCanvas()
+        self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self._graphics.setFixedHeight(224)  # the loss, gradient and speed charts keep the room
         self.bars_plot = make_plot(f"Each replica's step (mean of the last {WINDOW} steps)", "replica", "time",
                                    y_units="s", legend=None)

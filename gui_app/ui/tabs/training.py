@@ -82,7 +82,7 @@ class TrainingTab(ChartPanel, RunView):
         header.addWidget(QLabel("Smoothing"))
         header.addWidget(self.smoothing)
 
-        self._graphics = ChartCanvas()
+        self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self.loss_plot = make_plot("Loss", "step", "loss (cross-entropy)")
         self.accuracy_plot = make_plot("Accuracy", "step", "accuracy (%)", legend="bottom")
         self.lr_plot = make_plot("Learning rate", "step", "learning rate", legend=None,
@@ -170,7 +170,7 @@ class TrainingTab(ChartPanel, RunView):
             curve.setData(val[keep, VAL_STEP], val[keep, col])
         self._summary.setText(series.summary(self.history.progress.step))  # the step the progress line names
         if self._overlay is not None:
-            self._draw_overlay()
+            self._draw_overlay(self._overlay)
         self._fit_learning_rate_axis()
 
     def _fit_learning_rate_axis(self) -> None:
@@ -187,8 +187,8 @@ class TrainingTab(ChartPanel, RunView):
             self._lr_top = top
             self.lr_plot.setYRange(0.0, top, padding=0.0)  # also turns the y auto-range off
 
-    def _draw_overlay(self) -> None:
-        data, val = self._overlay.steps.data, self._overlay.validation.data
+    def _draw_overlay(self, overlay: TrainingSeries) -> None:
+        data, val = overlay.steps.data, overlay.validation.data
         columns = ((data, LOSS_EMA), (val, VAL_LOSS), (data, ACCURACY_EMA), (val, VAL_ACCURACY), (data, LR))
         for (_, curve), (source, col) in zip(self._overlay_curves, columns):
             keep = ~np.isnan(source[:, col]) if source is val else slice(None)

@@ -90,7 +90,8 @@ class TryTab(QWidget):
         self.setAcceptDrops(True)
 
         self._model_label = QLabel("No model. Open a run or an exported model.", wordWrap=True)
-        open_button = QToolButton(text="Open model")
+        open_button = QToolButton()
+        open_button.setText("Open model")
         open_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(open_button)
         menu.addAction("Model file (.keras, .tflite, .onnx)…", self.open_model_file_dialog)
@@ -177,10 +178,10 @@ class TryTab(QWidget):
         return self._source is not None and self._info is None
 
     def add_image_files(self, paths: Sequence[str | Path]) -> None:
-        paths = [str(p) for p in paths]
-        if paths and self._host() is not None:  # the model is there: the files go in the request
+        names = [str(p) for p in paths]
+        if names and self._host() is not None:  # the model is there: the files go in the request
             files = []
-            for path in paths:
+            for path in names:
                 try:
                     files.append(sent_file(path))
                 except OSError as exc:
@@ -188,9 +189,9 @@ class TryTab(QWidget):
             if files:
                 self._request({"files": files, "invert": self.invert.mode()},
                               f"Classifying {wording.count(len(files), 'image')}…")
-        elif paths:
-            self._request({"images": paths, "invert": self.invert.mode()},
-                          f"Classifying {wording.count(len(paths), 'image')}…")
+        elif names:
+            self._request({"images": names, "invert": self.invert.mode()},
+                          f"Classifying {wording.count(len(names), 'image')}…")
 
     def add_test_samples(self, count: int = TEST_SAMPLES) -> None:
         if self._info is not None and not self._info.has_test_set:
@@ -301,7 +302,7 @@ class TryTab(QWidget):
         box.setDetailedText(reason)
         yes = QMessageBox.StandardButton.Yes
         box.buttonClicked.connect(
-            lambda b: box.standardButton(b) == yes and self.set_model_source(source, trusted=True))
+            lambda b: self.set_model_source(source, trusted=True) if box.standardButton(b) == yes else None)
         self.trust_box = box
         box.open()  # window-modal, not blocking
 

@@ -171,7 +171,7 @@ class WindowActions:
             action.setToolTip(tip)
             action.setStatusTip(tip)
 
-    def fill_recent(self, paths: list[str], on_open: Callable[[str], None], on_clear: Callable[[], None]) -> None:
+    def fill_recent(self, paths: list[str], on_open: Callable[[str], object], on_clear: Callable[[], object]) -> None:
         self.recent_menu.clear()
         existing = [p for p in paths if Path(p).is_dir()]
         for path in existing:

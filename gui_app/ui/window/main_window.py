@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
                                        self.try_tab, self.log_tab)):
             self.tabs.addTab(widget, name)
-        self.actions = WindowActions(self, self.state, TOOLS)
+        self.window_actions = WindowActions(self, self.state, TOOLS)
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self)
         self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
@@ -94,10 +94,10 @@ class MainWindow(QMainWindow):
         self.files = FileActions(self, self.state, shown=self.shown, forms=self.config_panel, models=self.models,
                                  settings=self.settings)
         self.tools = ToolActions(self, self.config_panel, engine_command)
-        self.slurm = SlurmActions(self, self.state, self.actions.submit_slurm, supervisor=self.supervisor,
+        self.slurm = SlurmActions(self, self.state, self.window_actions.submit_slurm, supervisor=self.supervisor,
                                   forms=self.config_panel, shown=self.shown, runs=self.runs,
                                   engine_command=engine_command)
-        self.kubernetes = KubernetesActions(self, self.state, self.actions.submit_kubernetes,
+        self.kubernetes = KubernetesActions(self, self.state, self.window_actions.submit_kubernetes,
                                             supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
                                             runs=self.runs, engine_command=engine_command)
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
@@ -130,12 +130,12 @@ class MainWindow(QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.splitter)
         self.run_on = RunOnBox(self.place)
-        self.actions.toolbar.addSeparator()
-        self.actions.toolbar.addWidget(QLabel(" Run on "))
-        self.actions.toolbar.addWidget(self.run_on)
+        self.window_actions.toolbar.addSeparator()
+        self.window_actions.toolbar.addWidget(QLabel(" Run on "))
+        self.window_actions.toolbar.addWidget(self.run_on)
 
     def _connect(self) -> None:
-        a, state, panel, log = self.actions, self.state, self.config_panel, self.log_tab
+        a, state, panel, log = self.window_actions, self.state, self.config_panel, self.log_tab
         # The views that follow the state.
         state.status_changed.connect(self.state_label.setText)
         state.shown_run_changed.connect(self._show_title)
@@ -185,10 +185,10 @@ class MainWindow(QMainWindow):
         self.runs.resume_requested.connect(r.resume_run)
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
-        for source in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):
-            source.note.connect(log.note)
-        for source in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes):
-            source.log_line.connect(log.append_line)
+        for noting in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):
+            noting.note.connect(log.note)
+        for logging in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes):
+            logging.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)
         panel.inspect_started.connect(self.dataset_tab.set_busy)
@@ -200,8 +200,8 @@ class MainWindow(QMainWindow):
         panel.devices.detection_failed.connect(self._on_detection_failed)
         # The Run on host's own failure, met by the dataset check or the run list: told whole on the
         # Devices section (where detection, which meets it too, would say it), the others point there.
-        for source in (panel, self.runs):
-            source.host_failed.connect(panel.devices.show_problem)
+        for failing in (panel, self.runs):
+            failing.host_failed.connect(panel.devices.show_problem)
 
     def _restore(self) -> None:
         s = self.settings
@@ -236,7 +236,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Replica Studio — {Path(run).name}" if run else "Replica Studio")
 
     def _fill_recent(self, paths: list[str]) -> None:
-        self.actions.fill_recent(paths, self.files.open_run, self.files.clear_recent)
+        self.window_actions.fill_recent(paths, self.files.open_run, self.files.clear_recent)
 
     # ---- settings, about, closing ----------------------------------------------------
     def _remember_config(self) -> None:
@@ -295,9 +295,9 @@ class MainWindow(QMainWindow):
 
     def save_window_settings(self) -> None:
         s = self.settings
-        s.window_geometry = bytes(self.saveGeometry().toBase64()).decode()
-        s.window_state = bytes(self.saveState().toBase64()).decode()
-        s.splitter_state = bytes(self.splitter.saveState().toBase64()).decode()
+        s.window_geometry = bytes(self.saveGeometry().toBase64().data()).decode()
+        s.window_state = bytes(self.saveState().toBase64().data()).decode()
+        s.splitter_state = bytes(self.splitter.saveState().toBase64().data()).decode()
         s.last_open_dir = self.config_panel.dataset.last_dir or s.last_open_dir
         save_settings(s)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 
+from gui_app.core.events import Eval, Progress
 from gui_app.core.history import Part, RunHistory
 from gui_app.ui.charts.run_view import RunView
 from gui_app.ui.labels import ElidedLabel
@@ -96,16 +97,16 @@ class RunProgress(QWidget, RunView):
                               else (status.status, status.message or ""))
         if ended is not None:
             self._show_end(*ended)
-        elif progress.latest == "stage":
-            self._show_stage()
+        elif progress.latest == "stage" and progress.stage is not None:  # a "stage" event set it
+            self._show_stage(progress.stage)
         elif not progress.latest:
             self._show_nothing(run_state)
         else:
             self._set_bar(progress.step, progress.total_steps)
             if progress.latest == "started":
                 self.label.setText("Compiling the first steps…")
-            elif progress.latest == "evaluated":
-                self.label.setText(self._accuracy_text())
+            elif progress.latest == "evaluated" and history.evaluation is not None:  # the event set it
+                self.label.setText(self._accuracy_text(history.evaluation))
             else:
                 self.label.setText(self._step_text(run_state))
         if self._message:
@@ -133,8 +134,8 @@ class RunProgress(QWidget, RunView):
             parts.append(f"ETA {format_duration(eta)}")
         return " · ".join(parts)
 
-    def _accuracy_text(self) -> str:
-        evaluation = self.history.evaluation
+    @staticmethod
+    def _accuracy_text(evaluation: Eval) -> str:
         accuracy = "n/a" if evaluation.accuracy is None else f"{evaluation.accuracy:.2%}"
         return f"Test accuracy {accuracy} on {evaluation.examples:,} examples"
 
@@ -143,15 +144,15 @@ class RunProgress(QWidget, RunView):
         step, total = reached(history)
         if status == "completed":
             self._set_bar(total or 1, total or 1)
-            text = self._accuracy_text() if history.evaluation is not None else describe_end(status, "", history)
+            evaluation = history.evaluation
+            text = self._accuracy_text(evaluation) if evaluation is not None else describe_end(status, "", history)
         else:  # never 100 %: the bar stays at the step reached and names the end
             self._set_bar(min(step, max(total - 1, 0)), max(total, 1), f"{status} at step {step:,}" if step else status)
             text = describe_end(status, message, history)
-        opened = self._end is None and history.run_dir
-        self.label.setText(f"{Path(history.run_dir).name}: {text[0].lower()}{text[1:]}" if opened else text)
+        opened = history.run_dir if self._end is None else None
+        self.label.setText(f"{Path(opened).name}: {text[0].lower()}{text[1:]}" if opened else text)
 
-    def _show_stage(self) -> None:
-        stage = self.history.progress.stage
+    def _show_stage(self, stage: Progress) -> None:
         what = stage.what or stage.stage or "preparing"
         share = stage.share()
         if share is not None:

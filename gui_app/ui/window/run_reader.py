@@ -92,7 +92,7 @@ class _ReadWorker(QObject):
             trials, paths = {}, []
         self.counted.emit(generation, len(paths))
         self.jobs.emit(generation, scheduled_jobs(paths))
-        rows: list[tuple[RunInfo, bool]] = []
+        rows: list[tuple[RunInfo, bool, RunProcess | None, str]] = []  # read_row()'s
         last = time.monotonic()
         for path in paths:
             if generation != self._latest.generation:

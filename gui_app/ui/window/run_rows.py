@@ -91,7 +91,9 @@ def insert_sorted(tree: QTreeWidget, item: QTreeWidgetItem) -> None:
     lo, hi = 0, tree.topLevelItemCount()
     while lo < hi:
         mid = (lo + hi) // 2
-        other = sort_key(tree.topLevelItem(mid), column)
+        row = tree.topLevelItem(mid)
+        assert row is not None  # mid < topLevelItemCount()
+        other = sort_key(row, column)
         if (other > key) if descending else (other < key):
             lo = mid + 1
         else:

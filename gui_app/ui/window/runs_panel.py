@@ -97,7 +97,8 @@ class RunsPanel(QWidget):
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
         self._seen: set[str] = set()  # runs the current fill has read
         self._wanted: set[str] = set()  # selected before their rows arrived (a run that just finished)
-        self._read, self._total = 0, None
+        self._read = 0
+        self._total: int | None = None  # the number of runs, once counted
         self._host = host  # the Run on host, whose runs are listed too
         self._host_problem = ""  # why the host's runs could not be read this time
         layout = QVBoxLayout(self)
@@ -349,11 +350,11 @@ class RunsPanel(QWidget):
         info = self._runs.get(paths[0]) if one else None
         resumable = bool(info and self._resumable.get(paths[0])) and not self.is_running(paths[0])
         # A run stopped early exports its last checkpoint (replica-studio export restores it).
-        active = bool(info) and str(info.path) == self._state.active_run
+        active = info is not None and str(info.path) == self._state.active_run
         # A host's run exports its model there, copied back (its checkpoints are not looked at from here).
         self.export_button.setEnabled(bool(info and (info.has_model or here and not active
                                                      and has_checkpoint(info.path))))
-        self.resume_button.setEnabled(resumable and idle and str(info.path) != self._state.active_run)
+        self.resume_button.setEnabled(resumable and idle and not active)  # resumable: info is there
         # A failed run resumes from its last good checkpoint: say so where the user decides.
         self.resume_button.setToolTip(
             "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "

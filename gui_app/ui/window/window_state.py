@@ -276,4 +276,4 @@ class WindowState(QObject):
 
 
 def _has_model(run_dir: str | None) -> bool:
-    return bool(run_dir) and (Path(run_dir) / MODEL_FILE).is_file()
+    return run_dir is not None and bool(run_dir) and (Path(run_dir) / MODEL_FILE).is_file()

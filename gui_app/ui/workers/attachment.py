@@ -92,7 +92,7 @@ class DetachedStart(EngineJob):
 
 
 class Attachment(QObject):
-    event = Signal(object)
+    arrived = Signal(object)  # an event of the run; not "event": that would hide QObject.event()
     log_line = Signal(str)
     notice = Signal(str)
     ended = Signal(str, str)
@@ -136,7 +136,7 @@ class Attachment(QObject):
 
     # ---- connecting, as the jobs do ----------------------------------------------------------
     def on_result(self, slot: Callable[[Event], Any]) -> Attachment:
-        self.event.connect(slot)
+        self.arrived.connect(slot)
         return self
 
     def on_log_line(self, slot: Callable[[str], Any]) -> Attachment:
@@ -256,7 +256,7 @@ class Attachment(QObject):
             self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
-        self.event.emit(event)
+        self.arrived.emit(event)
 
     def _on_attach_end(self, status: str, message: str) -> None:
         job, self._job = self._job, None

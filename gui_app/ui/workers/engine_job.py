@@ -39,7 +39,7 @@ import json
 import warnings
 from typing import Any, Callable, Self, Sequence
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
 
 from gui_app.core.engine_output import EXIT_INTERRUPTED, EXIT_OK, without_command_prefix
 from gui_app.core.events import Progress, decode
@@ -75,7 +75,7 @@ class EngineJob(QObject):
         self._last_progress: Progress | None = None
         self._reported = False  # a result or a failure was emitted: only finished may follow
         self._process = EngineProcess(self)
-        self._process.event.connect(self._on_event)
+        self._process.json_event.connect(self._on_event)
         self._process.log_line.connect(self.log_line)
         self._process.finished.connect(self._on_process_finished)
         self._process.start_failed.connect(self._on_start_failed)
@@ -101,7 +101,8 @@ class EngineJob(QObject):
         self.finished.connect(slot)
         return self
 
-    def on_log_line(self, slot: Callable[[str], Any]) -> Self:
+    # A caller may pass its own signal to be forwarded to (Qt connects a signal to a signal).
+    def on_log_line(self, slot: Callable[[str], Any] | SignalInstance) -> Self:
         self.log_line.connect(slot)
         return self
 
@@ -172,7 +173,7 @@ class EngineJob(QObject):
             self._last_progress = seen
             self.progress.emit(progress)
 
-    def _take_answer(self, value: dict) -> None:
+    def _take_answer(self, value: Any) -> None:
         self._answer = value  # a one-answer command is judged by its exit: kept until then
 
     def _on_process_finished(self, code: int, crashed: bool, line: str) -> None:
@@ -208,7 +209,8 @@ class EngineJob(QObject):
         self._finish()
 
     def _on_timeout(self) -> None:
-        if self._state == RUNNING:
+        # Only the timer calls this, so it exists here.
+        if self._state == RUNNING and self._timer is not None:
             self._fail(f"{self.name} did not answer within {self._timer.interval() / 1000:g} s")
             self._state = CANCELLING
             self._process.kill()

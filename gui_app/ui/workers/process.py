@@ -46,7 +46,7 @@ def process_environment(extra: dict[str, str] | None = None) -> QProcessEnvironm
 
 
 class EngineProcess(QObject):
-    event = Signal(dict)
+    json_event = Signal(dict)  # not "event": that would hide QObject.event()
     log_line = Signal(str)
     text_line = Signal(str)
     finished = Signal(int, bool, str)
@@ -85,24 +85,32 @@ class EngineProcess(QObject):
             process.closeWriteChannel()
 
     def is_running(self) -> bool:
-        return self._process is not None and self._process.state() != QProcess.ProcessState.NotRunning
+        return self._running() is not None
+
+    def _running(self) -> QProcess | None:
+        """The process while it runs, else None."""
+        process = self._process
+        return process if process is not None and process.state() != QProcess.ProcessState.NotRunning else None
 
     def write_line(self, text: str) -> bool:
         """Send one line on the process's stdin; False when it is not running."""
-        if not self.is_running():
+        process = self._running()
+        if process is None:
             return False
-        self._process.write((text.rstrip("\n") + "\n").encode("utf-8"))
+        process.write((text.rstrip("\n") + "\n").encode("utf-8"))
         return True
 
     def close_stdin(self) -> None:
-        if self.is_running():
-            self._process.closeWriteChannel()
+        process = self._running()
+        if process is not None:
+            process.closeWriteChannel()
 
     def terminate(self, grace_s: float = DEFAULT_GRACE_S) -> None:
         """Ask the process to end (SIGTERM) and kill it if it has not after ``grace_s``."""
-        if self.is_running():
+        process = self._running()
+        if process is not None:
             self.terminated = True
-            self._process.terminate()
+            process.terminate()
             self.kill_after(grace_s)
 
     def kill_after(self, grace_s: float) -> None:
@@ -111,24 +119,24 @@ class EngineProcess(QObject):
             self._kill_timer.start(max(0, int(grace_s * 1000)))
 
     def kill(self) -> None:
-        if self.is_running():
+        process = self._running()
+        if process is not None:
             self.terminated = self.killed = True
-            self._process.kill()
+            process.kill()
 
     def wait(self, timeout_ms: int = 5000) -> bool:
         """Block until the process has ended (its ``finished`` is emitted from here)."""
-        if not self.is_running():
-            return True
-        return self._process.waitForFinished(timeout_ms)
+        process = self._running()
+        return True if process is None else process.waitForFinished(timeout_ms)
 
     # ---- the line reader ---------------------------------------------------------------------
     def _on_stdout(self) -> None:
         if self._process is not None:
-            self._take_stdout(bytes(self._process.readAllStandardOutput()))
+            self._take_stdout(bytes(self._process.readAllStandardOutput().data()))
 
     def _on_stderr(self) -> None:
         if self._process is not None:
-            self._take_stderr(bytes(self._process.readAllStandardError()))
+            self._take_stderr(bytes(self._process.readAllStandardError().data()))
 
     def _take_stdout(self, data: bytes, final: bool = False) -> None:
         lines, self._stdout_tail = complete_lines(self._stdout_tail + data, final)
@@ -138,7 +146,7 @@ class EngineProcess(QObject):
                 continue
             value = parse_json_line(text)
             if value is not None:
-                self.event.emit(value)
+                self.json_event.emit(value)
             else:
                 self.text_line.emit(text)
                 if not self.text_answers:  # stdout is reserved for JSON lines; show strays rather than lose them
@@ -164,8 +172,8 @@ class EngineProcess(QObject):
         if process is None:
             return
         self._kill_timer.stop()
-        self._take_stdout(bytes(process.readAllStandardOutput()), final=True)
-        self._take_stderr(bytes(process.readAllStandardError()), final=True)
+        self._take_stdout(bytes(process.readAllStandardOutput().data()), final=True)
+        self._take_stderr(bytes(process.readAllStandardError().data()), final=True)
         self._process = None
         process.deleteLater()
         crashed = status == QProcess.ExitStatus.CrashExit

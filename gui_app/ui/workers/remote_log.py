@@ -31,7 +31,7 @@ class RemoteLog(QObject):
         self._command = command
         self.offset: int | None = None if from_end else 0  # the bytes of the log read so far (None: its end)
         self._process = EngineProcess(self)
-        self._process.event.connect(self._take)
+        self._process.json_event.connect(self._take)
         self._process.finished.connect(self._on_finished)
         self._then: Callable[[], None] | None = None
         self._end_timer = QTimer(self, singleShot=True, interval=END_WAIT_MS)

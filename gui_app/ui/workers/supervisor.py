@@ -242,7 +242,8 @@ class _RunWorker(QObject):
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
                                host=host, parent=self)
         self._job.notice.connect(self.notice)
-        self._job.on_result(self._take_event).on_log_line(self.log_line).on_end(self._on_ended).start()
+        self._job.log_line.connect(self.log_line)
+        self._job.on_result(self._take_event).on_end(self._on_ended).start()
 
     @Slot(str)
     def _on_control(self, word: str) -> None:
