@@ -4,6 +4,7 @@ what verifies the key (gui_app/core/ssh.py, connection_name). And files travel w
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -70,14 +71,28 @@ def test_reconnect_ends_the_shared_connection_and_connects_anew(ssh_host, tmp_pa
     config_dir = tmp_path / "config"
     assert ssh_host.cli(config_dir, "hosts", "add", alias, "--command", ssh_host.command).returncode == 0
     assert ssh_host.cli(config_dir, "hosts", "test", alias).returncode == 0
-    before = {p: p.stat().st_ino for p in ssh_host.runtime_dir.rglob("*") if p.is_socket()}
+    before = _masters(ssh_host)
     done = ssh_host.cli(config_dir, "hosts", "reconnect", alias)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith(f"{alias}: 1 shared connection ended; connecting anew\n{alias}: replica-studio ")
-    after = {p: p.stat().st_ino for p in ssh_host.runtime_dir.rglob("*") if p.is_socket()}
+    after = _masters(ssh_host)
     renewed = [p for p in after if p in before and after[p] != before[p]]
-    assert len(renewed) == 1  # this alias's socket is a new one; the others' are untouched
+    assert len(renewed) == 1  # this alias's master is a new process; the others' are untouched
     assert {p: i for p, i in after.items() if p not in renewed} == {p: i for p, i in before.items() if p not in renewed}
+
+
+def _masters(ssh_host) -> dict[Path, int]:
+    """The shared connections' sockets and their master's process id (``ssh -O check``: a socket
+    file's inode can be reused by the next one, a running master's id cannot)."""
+    found = {}
+    for sock in ssh_host.runtime_dir.rglob("*"):
+        if sock.is_socket():
+            check = subprocess.run(["ssh", "-F", str(ssh_host.client_config), "-o", f"ControlPath={sock}", "-O",
+                                    "check", "unused"], capture_output=True, text=True, timeout=30)
+            pid = re.search(r"pid=(\d+)", check.stderr)
+            if pid:
+                found[sock] = int(pid.group(1))
+    return found
 
 
 def test_files_come_back_from_a_host_without_sftp(ssh_host, tmp_path):
