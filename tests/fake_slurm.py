@@ -2,8 +2,9 @@
 the real ones print (Slurm 22.05 of tests/slurm_cluster.py, recorded in
 tests/core/test_slurm_jobs.py), over a job table the test sets: ``FakeSlurm.set(job, state,
 reason)``. sbatch queues a PENDING job and runs nothing (the ``REPLICA_STUDIO`` it was given, which
-the job would run, goes to ``job_commands``); scancel marks it CANCELLED (no accounting: sacct says
-so, exit 1). Every call is appended to ``calls``.
+the job would run, goes to ``job_commands``); scancel marks it CANCELLED, or a running job
+COMPLETING after :meth:`FakeSlurm.hold_running_jobs` (as while its processes stop; the test then
+sets CANCELLED); no accounting: sacct says so, exit 1. Every call is appended to ``calls``.
 """
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ elif name == "sacct":
 elif name == "scancel":
     i = args[0]
     if i in jobs and jobs[i][0] in ("PENDING", "RUNNING"):
-        jobs[i] = ["CANCELLED", "None"]; save()
+        # A running job's processes get SIGTERM and end in their own time (COMPLETING meanwhile,
+        # where the test asked for it: hold_running_jobs); a pending one has none.
+        held = jobs[i][0] == "RUNNING" and jobs.get("hold_running_jobs")
+        jobs[i] = ["COMPLETING" if held else "CANCELLED", "None"]; save()
 '''
 COMMANDS = ("sbatch", "squeue", "scontrol", "sacct", "scancel")
 
@@ -73,6 +77,13 @@ class FakeSlurm:
     def set(self, job_id: str, state: str, reason: str = "None") -> None:
         jobs = json.loads(self.table.read_text())
         jobs[job_id] = [state, reason]
+        self.table.write_text(json.dumps(jobs))
+
+    def hold_running_jobs(self) -> None:
+        """scancel leaves a running job COMPLETING until the test sets its end (real Slurm
+        keeps it so while its processes stop and write their last events)."""
+        jobs = json.loads(self.table.read_text())
+        jobs["hold_running_jobs"] = True
         self.table.write_text(json.dumps(jobs))
 
     def refuse(self, message: str) -> None:

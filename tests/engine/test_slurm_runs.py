@@ -79,6 +79,7 @@ def test_attach_waits_while_the_job_is_pending_and_ends_when_slurm_ends_it(tmp_p
 def test_attach_follows_a_running_job_and_stop_on_stdin_cancels_it(tmp_path, fake):
     _, run_dir = _submit(tmp_path, fake)
     fake.set("41", "RUNNING")
+    fake.hold_running_jobs()  # the job ends after the run wrote its end, as a real one does
     _events(run_dir, {"type": "run_started", "run_dir": str(run_dir)}, {"type": "step", "step": 1})
     attach = subprocess.Popen(app_command("attach", str(run_dir)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=app_env({"PATH": fake.path()}))
@@ -91,6 +92,7 @@ def test_attach_follows_a_running_job_and_stop_on_stdin_cancels_it(tmp_path, fak
         assert fake.calls("scancel") == [["scancel", "41"]]
         _events(run_dir, {"type": "run_finished", "status": "stopped", "run_dir": str(run_dir), "step": 1})
         assert json.loads(attach.stdout.readline())["status"] == "stopped"
+        fake.set("41", "CANCELLED")
         assert attach.wait(timeout=30) == 0  # the job ended (cancelled) after the run's run_finished
     finally:
         attach.kill()

@@ -38,7 +38,7 @@ def test_dataset_form_round_trips_the_stream_keys(qtbot, tmp_path, section):
 
 
 # The fields of dataset.image_size, color_mode, loading, memory_budget_mb, cache and test_split.
-STREAM_FIELDS = ("height", "color_mode", "loading", "memory_budget", "cache", "test_split")
+STREAM_FIELDS = ("image_height", "color_mode", "loading", "memory_budget", "cache", "test_split")
 
 
 def test_dataset_form_shows_only_the_rows_that_apply(qtbot):
