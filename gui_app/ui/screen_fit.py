@@ -107,6 +107,11 @@ class ScreenFit(QObject):
     def _settling(self) -> bool:
         return time.monotonic() < self._settle_until
 
+    def settled(self) -> bool:
+        """The window manager's placement is no longer corrected: a resize now is the user's or
+        the program's own, and stays."""
+        return not self._settling()
+
     def _placed(self, last: bool) -> None:
         """The window manager may have framed the window: fit with the frame it really has. No
         frame yet is taken for no window manager only at the last check (a window manager

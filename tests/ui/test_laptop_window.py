@@ -33,6 +33,9 @@ def test_the_window_fits_a_laptop_after_a_run_with_every_tab_visited(qtbot, wind
     panel.dataset.name.setCurrentIndex(panel.dataset.name.findData("image_folder"))
     QApplication.processEvents()
     assert fits(window), window.minimumSizeHint()
+    # The user's own size, once the window manager's placement is no longer corrected (ScreenFit
+    # bounds a window to its screen meanwhile; offscreen the screen is 800x800).
+    qtbot.waitUntil(window.screen_fit.settled, timeout=10_000)
     window.resize(*LAPTOP)
     QApplication.processEvents()
     assert (window.width(), window.height()) == LAPTOP
