@@ -1,7 +1,8 @@
 """Python's garbage collector runs on the GUI thread only, in small steps.
 
 The collector starts whenever allocations pass its threshold, on whichever thread allocates
-next. In the window that can be the run supervisor's worker thread (its slots run Python), and
+next. In the window that was once the run supervisor's worker thread (its slots ran Python;
+background work now runs on threads that touch no Qt: gui_app/ui/workers/background.py), and
 a cycle it collects may hold a widget (a closed dialog, a replaced chart) whose destructor Qt
 must run on the GUI thread: destroyed on another thread it crashed or deadlocked (seen here:
 the supervisor's thread stuck in ~QObject inside a collection, PySide6 6.11). So automatic

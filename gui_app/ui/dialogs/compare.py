@@ -8,16 +8,17 @@ One row per run, or per group of runs that differ only in their seed ("Group run
 only in seed", on by default): a group shows mean ± std and its seeds, and on the chart its mean
 line over a min-max band. Every column sorts, numbers by value. Export CSV… writes the CLI's
 ``--csv`` file (``Comparison.to_csv``); Open run asks the window to open the selected row's run
-(``open_requested``; a group's first run). The runs are read on a thread of their own: reading
+(``open_requested``; a group's first run). The runs are read off the GUI thread: reading
 one decodes its whole events.jsonl, which takes a while for a long run.
 """
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from PySide6.QtCore import QCoreApplication, QSize, QSortFilterProxyModel, Qt, QThread, Signal
+from PySide6.QtCore import QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -40,6 +41,7 @@ from gui_app.core.comparison import METRICS, Comparison, Row, RunFigures, compar
 from gui_app.core.wording import count, label
 from gui_app.ui.charts.compare_chart import CompareChart
 from gui_app.ui.screen_fit import ScreenFit
+from gui_app.ui.workers.background import Background, Send
 
 METRIC_TITLES = {"test_accuracy": "Test accuracy", "val_accuracy": "Val accuracy", "val_loss": "Val loss",
                  "steps": "Steps", "duration": "Time (s)"}
@@ -49,39 +51,16 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # what a cell sorts by: a number where
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2  # on a row's first cell: its index in the comparison's rows
 
 
-class FiguresReader(QThread):
-    """Reads the runs' figures (``comparison.read_figures``) off the GUI thread. It creates no
-    QObject on its thread and hands plain values over through queued signals (gui_app/ui/gc_guard.py
-    says why that matters); the application is its parent, so a dialog closed during a read
-    neither waits for it nor deletes a running thread."""
-
-    read = Signal(object)  # list[RunFigures], in the order asked
-    failed = Signal(str)  # one line: the run that cannot be read and why
-
-    def __init__(self, run_dirs: list[str]) -> None:
-        super().__init__(QCoreApplication.instance())
-        self._run_dirs = run_dirs
-        self.finished.connect(self.deleteLater)
-        app = QCoreApplication.instance()
-        assert app is not None  # a dialog exists: so does the application
-        app.aboutToQuit.connect(self._end)
-
-    def _end(self) -> None:
-        """The application quits: stop after the run being read (a long run reads in seconds)."""
-        self.requestInterruption()
-        self.wait()
-
-    def run(self) -> None:
-        figures = []
-        try:
-            for path in self._run_dirs:
-                if self.isInterruptionRequested():
-                    return
-                figures.append(read_figures(path))
-        except (OSError, ValueError) as exc:
-            self.failed.emit(str(exc))
+def read_all_figures(send: Send, run_dirs: list[str], cancelled: threading.Event) -> None:
+    """The runs' figures (``comparison.read_figures``), read off the GUI thread
+    (gui_app/ui/workers/background.py): sends the list, in the order asked; stops when ``cancelled``
+    (the dialog closed: a long run reads in seconds)."""
+    figures = []
+    for path in run_dirs:
+        if cancelled.is_set():
             return
-        self.read.emit(figures)
+        figures.append(read_figures(path))
+    send(figures)
 
 
 class CompareDialog(QDialog):
@@ -143,10 +122,11 @@ class CompareDialog(QDialog):
         order = [self.group_box, self.table, self.chart.curve_box, self.open_button, self.csv_button, self.close_button]
         for first, second in zip(order, order[1:]):
             QWidget.setTabOrder(first, second)
-        self._reader = FiguresReader(self.run_dirs)
-        self._reader.read.connect(self._on_read)
-        self._reader.failed.connect(self._on_failed)
-        self._reader.start()
+        cancelled = threading.Event()
+        self.destroyed.connect(lambda *_: cancelled.set())
+        self._reader = Background(self)
+        self._reader.run(read_all_figures, self.run_dirs, cancelled, deliver=self._on_read, failed=self._on_failed,
+                         name="FiguresReader")
 
     @classmethod
     def for_runs(cls, run_dirs: Sequence[str | Path], parent: QWidget | None = None) -> CompareDialog:
@@ -162,8 +142,10 @@ class CompareDialog(QDialog):
         self._show()
         self.loaded.emit()
 
-    def _on_failed(self, message: str) -> None:
-        self.status.setText(f"Cannot compare: {message}")
+    def _on_failed(self, exc: BaseException) -> None:
+        if not isinstance(exc, (OSError, ValueError)):
+            raise exc
+        self.status.setText(f"Cannot compare: {exc}")
         self.loaded.emit()
 
     def _show(self) -> None:

@@ -1,19 +1,20 @@
 """The trials' validation curves, read from their run directories off the GUI thread.
 
 A sweep of 50 trials is 50 ``events.jsonl`` files, each as long as its run; reading them on the
-GUI thread every poll would stall the window. :class:`CurveReader` reads on a one-thread pool of
-its own, only the files that grew since their last read, and hands the curves to the GUI thread
-through a queued signal.
+GUI thread every poll would stall the window. :class:`CurveReader` reads on a thread that touches
+no Qt (gui_app/ui/workers/background.py), only the files that grew since their last read, one
+read at a time, and the GUI thread collects the curves.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, QThreadPool, Signal
+from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import EpochEnd
 from gui_app.core.rundir import EVENTS_FILE, read_events
+from gui_app.ui.workers.background import Background, Send
 
 
 @dataclass(frozen=True)
@@ -42,17 +43,14 @@ class CurveReader(QObject):
     known so far, by run directory. A request while one is read waits for it (the newest only)."""
 
     read = Signal(dict)
-    _done = Signal(dict, dict)  # (the curves read, their files' sizes), from the pool's thread
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
+        self._background = Background(self)
         self._sizes: dict[str, int] = {}
         self.curves: dict[str, Curve] = {}
         self._busy = False
         self._pending: list[str] | None = None
-        self._done.connect(self._on_done)
 
     def request(self, run_dirs: list[str]) -> None:
         if self._busy:
@@ -60,17 +58,10 @@ class CurveReader(QObject):
             return
         self._busy = True
         known = dict(self._sizes)
-        self._pool.start(lambda: self._work(list(run_dirs), known))
+        self._background.run(_read_changed, list(run_dirs), known, deliver=self._on_done, name="CurveReader")
 
-    def _work(self, run_dirs: list[str], known: dict[str, int]) -> None:  # on the pool's thread
-        curves, sizes = {}, {}
-        for run_dir in run_dirs:
-            size = _size(run_dir)
-            if size != known.get(run_dir):
-                curves[run_dir], sizes[run_dir] = read_curve(run_dir), size
-        self._done.emit(curves, sizes)
-
-    def _on_done(self, curves: dict, sizes: dict) -> None:
+    def _on_done(self, read: tuple[dict, dict]) -> None:
+        curves, sizes = read
         self._busy = False
         self._sizes.update(sizes)
         self.curves.update(curves)
@@ -82,4 +73,14 @@ class CurveReader(QObject):
     def close(self) -> None:
         """Wait for a read under way (the view closes: nothing may emit into a deleted object)."""
         self._pending = None
-        self._pool.waitForDone()
+        self._background.wait()
+
+
+def _read_changed(send: Send, run_dirs: list[str], known: dict[str, int]) -> None:
+    """On its thread: sends (the curves of the runs whose events file changed size, their sizes)."""
+    curves, sizes = {}, {}
+    for run_dir in run_dirs:
+        size = _size(run_dir)
+        if size != known.get(run_dir):
+            curves[run_dir], sizes[run_dir] = read_curve(run_dir), size
+    send((curves, sizes))

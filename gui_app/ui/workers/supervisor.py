@@ -2,18 +2,19 @@
 
 The run's engine processes (the detached start, then ``attach``) run as jobs of an
 :class:`~gui_app.ui.workers.attachment.Attachment`, on the one job lifecycle every engine
-process shares (start, stop with a grace period, the one error line, the final message). It
-lives on a QThread (docs/architecture.md, "Process model"): the ``_RunWorker`` there creates
-the attachment, so its QProcesses report "stdout readable", "stderr readable" and "exited" on that
-thread's event loop, and the reading and decoding of thousands of lines never loads the GUI
-thread; the worker batches the events and forwards control words. One thread does all of it, with
-no blocking reads, no extra reader threads and no locks.
+process shares (start, stop with a grace period, the one error line, the final message). They
+live on the GUI thread, as every QObject of the window does (docs/architecture.md, "Qt facts"):
+a QProcess needs no thread of its own (the event loop reports "stdout readable" and "exited"),
+and decoding a line costs ~13 us, so a batch of a few hundred lines is a few ms. A worker thread
+here once deadlocked the window: Qt destroyed one of the attachment's objects there while holding
+a signal-slot mutex, PySide asked for the GIL inside that destructor, and the GUI thread held the
+GIL waiting for the same mutex (a pooled one) in a connect.
 
 :class:`RunSupervisor` is the front the GUI talks to, and the one place that knows the run's
-state. It lives on the thread that created it and takes the worker's signals there through
-queued connections, so every receiver -- a widget slot, a lambda, ``qtbot.waitSignal`` -- runs on
-the GUI thread. (A plain Python callable connected straight to a signal emitted on another thread
-would run on that other thread.) It never touches a widget.
+state. It takes the worker's signals through queued connections, so a receiver -- a widget slot, a
+lambda, ``qtbot.waitSignal`` -- runs from the event loop, never inside the worker's own call
+(a slot that starts the next run from ``finished`` finds the worker done with the last). It
+never touches a widget.
 
 Signals:
     events(list)                   the events (gui_app.core.events, decoded once by the job), in
@@ -44,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal, Slot
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
@@ -69,18 +70,14 @@ class RunSupervisor(QObject):
         super().__init__(parent)
         self._engine_command = engine_command
         self._state = IDLE
-        self._thread = QThread()
-        self._thread.setObjectName("RunSupervisor")
-        self._worker = _RunWorker(engine_command, grace_seconds, batch_ms)
-        self._worker.moveToThread(self._thread)
-        self._thread.finished.connect(self._worker.deleteLater)
+        self._closed = False
+        self._worker = _RunWorker(engine_command, grace_seconds, batch_ms, parent=self)
         queued = Qt.ConnectionType.QueuedConnection
         self._worker.events.connect(self._on_events, queued)
         self._worker.run_started.connect(self._on_run_started, queued)
         self._worker.finished.connect(self._on_finished, queued)
         self._worker.log_line.connect(self.log_line, queued)
         self._worker.notice.connect(self.notice, queued)
-        self._thread.start()
         app = QCoreApplication.instance()
         if app is not None:  # at exit the attachment ends; the run goes on
             app.aboutToQuit.connect(self.close)
@@ -121,7 +118,7 @@ class RunSupervisor(QObject):
         ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on. One run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start_requested.emit(list(command), run_dir, temp_file, from_line, host)
+        self._worker.start(list(command), run_dir, temp_file, from_line, host)
 
     def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
                host: Host | None = None) -> None:
@@ -134,7 +131,7 @@ class RunSupervisor(QObject):
             self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start_requested.emit([], str(run_dir), "", from_line, host)
+        self._worker.start([], str(run_dir), "", from_line, host)
 
     def follow(self, run_dir: str | Path) -> None:
         """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
@@ -145,31 +142,30 @@ class RunSupervisor(QObject):
         """Cooperative stop (checkpoint, no evaluation); killed after ``grace_seconds``."""
         if self._state in (STARTING, RUNNING, PAUSED):
             self._set_state(STOPPING)
-            self._worker.stop_requested.emit()
+            self._worker.stop()
 
     def pause(self) -> None:
-        self._worker.control_requested.emit("pause")
+        self._worker.control("pause")
 
     def continue_run(self) -> None:
         """Go on after a pause (``resume`` is for continuing a run from its checkpoint)."""
-        self._worker.control_requested.emit("continue")
+        self._worker.control("continue")
 
     def checkpoint(self) -> None:
-        self._worker.control_requested.emit("checkpoint")
+        self._worker.control("checkpoint")
 
     def close(self) -> None:
-        """Let go of the run (it goes on: ``finished`` says ``detached``) and end the thread.
-        Idempotent; blocks briefly."""
-        if self._thread.isRunning():
-            self._worker.shutdown_requested.emit()  # blocking: returns once the attachment has ended
-            self._thread.quit()
-            self._thread.wait(10_000)
+        """Let go of the run (it goes on: ``finished`` says ``detached``); no run starts after.
+        Idempotent; blocks briefly (the attach process is waited for)."""
+        if not self._closed:
+            self._closed = True
+            self._worker.detach()  # returns once the attachment has ended
 
     # ---- the run's state, from what the worker relays ------------------------------------------
     def _check_idle(self) -> None:
         if self._state != IDLE:
             raise RuntimeError("a run is already active; one run at a time")
-        if not self._thread.isRunning():
+        if self._closed:
             raise RuntimeError("the supervisor is closed")
 
     def _set_state(self, state: str) -> None:
@@ -200,7 +196,7 @@ class RunSupervisor(QObject):
 
 
 class _RunWorker(QObject):
-    """Lives on the supervisor's thread; owns the Attachment of the current run and batches its events."""
+    """Owns the Attachment of the current run and batches its events."""
 
     events = Signal(list)
     run_started = Signal(object)
@@ -208,14 +204,9 @@ class _RunWorker(QObject):
     log_line = Signal(str)
     notice = Signal(str)
 
-    start_requested = Signal(list, str, str, int, object)  # start command or [], run_dir or "", temporary file,
-    # from_line, the Host or None
-    control_requested = Signal(str)
-    stop_requested = Signal()
-    shutdown_requested = Signal()
-
-    def __init__(self, engine_command: EngineCommand, grace_seconds: float, batch_ms: int) -> None:
-        super().__init__()
+    def __init__(self, engine_command: EngineCommand, grace_seconds: float, batch_ms: int,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
         self._engine_command = engine_command
         self.grace_seconds = grace_seconds
         self._job: Attachment | None = None
@@ -228,15 +219,9 @@ class _RunWorker(QObject):
         self._flush_timer = QTimer(self, interval=batch_ms)
         self._flush_timer.timeout.connect(self._on_batch_due)
         self._flush_soon = False
-        # Requests are emitted on the GUI thread and run here, on the worker's thread.
-        queued = Qt.ConnectionType.QueuedConnection
-        self.start_requested.connect(self._on_start, queued)
-        self.control_requested.connect(self._on_control, queued)
-        self.stop_requested.connect(self._on_stop, queued)
-        self.shutdown_requested.connect(self._on_shutdown, Qt.ConnectionType.BlockingQueuedConnection)
 
-    @Slot(list, str, str, int, object)
-    def _on_start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
+    def start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
+        """Start (``command``) or attach to (``[]``) a run; see RunSupervisor.start and attach."""
         self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
         self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
@@ -245,18 +230,15 @@ class _RunWorker(QObject):
         self._job.log_line.connect(self.log_line)
         self._job.on_result(self._take_event).on_end(self._on_ended).start()
 
-    @Slot(str)
-    def _on_control(self, word: str) -> None:
+    def control(self, word: str) -> None:
         if self._job is not None:
             self._job.send(word)
 
-    @Slot()
-    def _on_stop(self) -> None:
+    def stop(self) -> None:
         if self._job is not None:
             self._job.stop(self.grace_seconds)
 
-    @Slot()
-    def _on_shutdown(self) -> None:
+    def detach(self) -> None:
         if self._job is not None:
             self._job.detach()  # the run goes on; ends the attachment (_on_ended) before it returns
 
