@@ -26,6 +26,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, QTimer
 
 INTERVAL_MS = 25  # how often the GUI thread collects while work is under way (a check costs microseconds)
+_SENT, _FAILED, _ENDED = range(3)
 
 Send = Callable[[Any], None]
 
@@ -33,24 +34,31 @@ Send = Callable[[Any], None]
 class Background(QObject):
     def __init__(self, parent: QObject | None = None, interval_ms: int = INTERVAL_MS) -> None:
         super().__init__(parent)
-        self._queue: queue.SimpleQueue[tuple[Callable[[Any], Any], Any]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, int, Any]] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        # The callbacks stay here, on the GUI thread: a thread that held one (a bound method of a
+        # widget) could drop the last reference to a Qt object there when it ends.
+        self._tasks: dict[int, tuple[Callable[[Any], Any], Callable[[BaseException], Any]]] = {}
+        self._last_task = 0
         self._timer = QTimer(self, interval=interval_ms)
         self._timer.timeout.connect(self.collect)
 
     def run(self, work: Callable[..., Any], *args: Any, deliver: Callable[[Any], Any],
             failed: Callable[[BaseException], Any] | None = None, name: str = "background") -> None:
-        """Start ``work(send, *args)`` on a new thread; ``deliver`` and ``failed`` run on the GUI thread."""
-        put = self._queue.put  # the thread sees the queue only, never this QObject
-
-        def send(value: Any) -> None:
-            put((deliver, value))
+        """Start ``work(send, *args)`` on a new thread; ``deliver`` and ``failed`` run on the GUI
+        thread. ``work`` and ``args`` are plain Python (no Qt object): the thread lets go of them."""
+        self._last_task += 1
+        task = self._last_task
+        self._tasks[task] = (deliver, failed or _raise)
+        put = self._queue.put
 
         def target() -> None:
             try:
-                work(send, *args)
+                work(lambda value: put((task, _SENT, value)), *args)
             except BaseException as exc:  # noqa: BLE001  (handed to the GUI thread, whatever it is)
-                put((failed or _raise, exc))
+                put((task, _FAILED, exc))
+            finally:
+                put((task, _ENDED, None))
 
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads.append(thread)
@@ -59,13 +67,14 @@ class Background(QObject):
 
     def busy(self) -> bool:
         """Some work is under way, or its values are not all delivered yet."""
-        return any(t.is_alive() for t in self._threads) or not self._queue.empty()
+        return bool(self._tasks)
 
     def wait(self, timeout_s: float = 10.0) -> None:
         """Wait for the work under way (the window closes); what it sent is dropped."""
         for thread in self._threads:
             thread.join(timeout_s)
         self._threads = [t for t in self._threads if t.is_alive()]
+        self._tasks.clear()
         self._timer.stop()
         while not self._queue.empty():
             self._queue.get_nowait()
@@ -74,13 +83,18 @@ class Background(QObject):
         """Deliver what the work has sent so far (the timer calls this; a test may too)."""
         while True:
             try:
-                deliver, value = self._queue.get_nowait()
+                task, kind, value = self._queue.get_nowait()
             except queue.Empty:
                 break
-            deliver(value)  # may start more work
-        # the threads before the queue: a thread that has ended has put everything it sends
+            callbacks = self._tasks.get(task)
+            if callbacks is None:  # dropped by wait()
+                continue
+            if kind == _ENDED:
+                del self._tasks[task]
+            else:
+                callbacks[kind](value)  # may start more work
         self._threads = [t for t in self._threads if t.is_alive()]
-        if not self._threads and self._queue.empty():
+        if not self._tasks:
             self._timer.stop()
 
 
