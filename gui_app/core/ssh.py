@@ -128,7 +128,7 @@ def ssh_options(host: Host, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[st
     return options
 
 
-def _config_words(host: Host) -> list[str]:
+def config_words(host: Host) -> list[str]:
     """The options that decide where ``host`` is and how it is verified (no sharing options)."""
     words = ["-F", os.environ[SSH_CONFIG_ENV]] if os.environ.get(SSH_CONFIG_ENV) else []
     return words + (["-o", f"Port={host.port}"] if host.port is not None else [])
@@ -148,7 +148,7 @@ def connection_name(host: Host) -> str | None:
     checks the host key again. None (no sharing) when ``ssh -G`` cannot tell; the command itself
     then says what is wrong."""
     try:
-        done = subprocess.run(["ssh", "-G", *_config_words(host), "--", host.name], stdin=subprocess.DEVNULL,
+        done = subprocess.run(["ssh", "-G", *config_words(host), "--", host.name], stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, errors="replace", timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -325,7 +325,7 @@ def close_connection(host: Host) -> int:
     ended = 0
     for socket_path in folder.glob(f"{_alias_prefix(host)}-*"):
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            done = subprocess.run(["ssh", *_config_words(host), "-o", f"ControlPath={socket_path}", "-O", "exit",
+            done = subprocess.run(["ssh", *config_words(host), "-o", f"ControlPath={socket_path}", "-O", "exit",
                                    "--", host.name], stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
             ended += done.returncode == 0
     return ended

@@ -155,10 +155,9 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
         if remote.config:
             there[remote.config] = STDIN_FILE
         app_args = [args.command, *command_arguments(parser, _as_run_there(remote, host, args), there)]
-        brought = {folder: (local.parent, dest in remote.previews)
-                   for folder, (dest, local) in zip(folders, outputs.items())}
-        session = _Session(host, remote, args, {folder: here for folder, (here, _) in brought.items()}, app_args,
-                           config)
+        brought = {folder: local.parent for folder, local in zip(folders, outputs.values())}
+        previews = {folder for folder, dest in zip(folders, outputs) if dest in remote.previews}
+        session = _Session(host, remote, args, brought, app_args, config)
         code = session.run()
         if session.detached_here:  # Ctrl+C or SIGTERM ended an attachment here: the run there goes on
             return EXIT_OK
@@ -168,11 +167,11 @@ def _run_on_host(remote: Remote, parser: argparse.ArgumentParser, args: argparse
             raise HostError(f"{host.name}: the connection ended (ssh exit 255){how}")
         if code < 0:  # ssh ended by a second Ctrl+C
             return EXIT_INTERRUPTED
-        for folder, (local_folder, preview) in brought.items():  # what it wrote, even when it failed (--keep-failed)
+        for folder, local_folder in brought.items():  # what it wrote, even when it failed (--keep-failed)
             try:
                 _bring_back(host, folder, local_folder)
             except HostError as exc:
-                if not preview:
+                if folder not in previews:
                     raise
                 # A preview (inspect's sample images) only illustrates the answer: the answer stands.
                 print(f"replica-studio {args.command}: warning: {exc}", file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from reference_run import REFERENCE
@@ -110,3 +111,14 @@ def start_engine(*args: str, stdin=True):
     proc = subprocess.Popen(app_command(*args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=app_env())
     return proc, LineReader(proc.stdout)
+
+
+def until(condition, timeout: float, what: str):
+    """``condition()``'s first true value, polled; AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"waited {timeout} s for: {what}")

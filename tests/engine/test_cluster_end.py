@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cluster_helpers import alive
-from engine_helpers import run_cli
+from engine_helpers import run_cli, until
 
 from gui_app.core import rundir
 from gui_app.core.live_runs import read_process
@@ -37,14 +37,6 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"no {what} within {timeout} s")
-
 
 def _events(run_dir: Path) -> list[dict]:
     path = run_dir / rundir.EVENTS_FILE
@@ -59,8 +51,8 @@ def test_a_finished_cluster_ends_within_seconds_of_its_last_eval_with_a_clean_lo
     run_dir = Path(done.stdout.strip())
     launcher = read_process(run_dir)
     assert launcher is not None
-    _until(lambda: any(e["type"] == "run_finished" for e in _events(run_dir)), 300, "run_finished")
-    _until(lambda: not alive(launcher.pid), 30, "end of the launcher")
+    until(lambda: any(e["type"] == "run_finished" for e in _events(run_dir)), 300, "run_finished")
+    until(lambda: not alive(launcher.pid), 30, "end of the launcher")
 
     events = _events(run_dir)
     finished = events[-1]

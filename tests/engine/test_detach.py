@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import LineReader, run_cli, start_engine
+from engine_helpers import LineReader, run_cli, start_engine, until
 
 from gui_app.core.live_runs import read_process
 from gui_app.engine.control_channel import CHANNEL_DIR, send
@@ -50,15 +50,6 @@ def _until_event(reader: LineReader, seen: list[dict], test, timeout: float = 12
             return event
     raise AssertionError(f"the stream ended before the event; last: {seen[-1:]}")
 
-
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no {what} within {timeout} s")
 
 
 def _wait(proc: subprocess.Popen, timeout: float = 120) -> int:
@@ -159,7 +150,7 @@ def test_the_run_outlives_its_starter_and_its_session_and_stops_on_sigterm(tmp_p
     shell = subprocess.Popen(["sh", "-c", f"{train}; exec sleep 600"], start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=app_env())
-    (recorded,) = _until(lambda: list(runs.glob("*/process.json")), 120, "run recording its process")
+    (recorded,) = until(lambda: list(runs.glob("*/process.json")), 120, "run recording its process")
     run_dir = recorded.parent
     os.killpg(shell.pid, signal.SIGHUP)  # a logout
     os.killpg(shell.pid, signal.SIGKILL)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import LineReader
+from engine_helpers import LineReader, until
 from ssh_host import ALIAS, USER
 
 from gui_app.core.hosts import Host, add_host
@@ -78,14 +77,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not {what} within {timeout} s")
-
 
 def _steps(events: list[dict]) -> list[int]:
     return [e["step"] for e in events if e["type"] == "step"]
@@ -118,7 +109,7 @@ def test_a_dropped_connection_ends_the_attachment_only(ssh_host, host_config, tm
     (ssh,) = [pid for pid in _children(first.pid) if Path(f"/proc/{pid}/exe").resolve().name == "ssh"]
     subprocess.run(["kill", "-9", str(ssh)], check=True)
     assert first.wait(timeout=60) != 0  # its connection is gone
-    _until(lambda: not _processes_there(" attach "), 60, "the attach there ended")
+    until(lambda: not _processes_there(" attach "), 60, "the attach there ended")
     (listed,) = _runs_there(ssh_host, host_config)
     assert listed["status"] == "running" and listed["pid"] is not None
     second, reader = _attach_there(ssh_host, host_config, run_dir)

@@ -30,12 +30,12 @@ from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.backends import kubernetes_jobs
-from gui_app.core.backends.base import UNKNOWN
+from gui_app.core.backends.base import UNKNOWN, JobState
 from gui_app.core.backends.kubernetes_jobs import MANIFEST_FILE, KubernetesBackend, KubernetesJob
 from gui_app.core.line_follow import count_lines
 from gui_app.engine.cluster import kubernetes_submit
 from gui_app.engine.cluster.scheduler_command import SubmitError
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 LOCK_FILE = "kubernetes_follow.lock"
 RETRY_S = 3.0  # kubectl logs again while the Job runs but its chief's output has ended (a new pod starts)
@@ -155,35 +155,23 @@ def _record(backend: KubernetesBackend) -> KubernetesJob:
     return record
 
 
-def stop(backend: KubernetesBackend, timeout: float) -> int:
-    """Delete the run's Job (its pods stop with a checkpoint) and copy the chief's output until it ends."""
-    run_dir = backend.run_dir
-    try:
-        record = _record(backend)
-    except OSError as exc:
-        _say("stop", str(exc))
-        return EXIT_BAD_INPUT
-    state = kubernetes_jobs.job_state(record)
-    if not state.active:
-        info = rundir.read_run(run_dir)
-        print(f"{run_dir}: not running (Kubernetes job {record.job} {state.describe()}; the run {info.status} at "
-              f"step {info.step})", flush=True)
-        return EXIT_OK
-    failed = kubernetes_jobs.delete(record)
-    if failed is not None:
-        _say("stop", failed)
-        return EXIT_BAD_INPUT
-    mirror = Mirror(run_dir)
+def current(backend: KubernetesBackend) -> tuple[str, JobState]:
+    """The run's Job and what kubectl says of it (OSError: no readable record)."""
+    record = _record(backend)
+    return record.job, kubernetes_jobs.job_state(record)
+
+
+def wait_stopped(backend: KubernetesBackend, job: str, timeout: float) -> tuple[bool, str]:
+    """After the Job's deletion (its pods stop with a checkpoint): copy the chief's output until it
+    ends. (True, how the Job ended) or (False, the line that says it still runs)."""
+    mirror = Mirror(backend.run_dir)
     mirror.start()
     mirror.join(timeout)
     if mirror.is_alive():
         mirror.close()
-        _say("stop", f"Kubernetes job {record.job} still runs {timeout:g} s after it was deleted; its pods are "
-                     "killed after their grace period")
-        return EXIT_FAILED
-    info = rundir.read_run(run_dir)
-    print(f"{run_dir}: {info.status} at step {info.step} (Kubernetes job {record.job} deleted)", flush=True)
-    return EXIT_OK
+        return False, (f"Kubernetes job {job} still runs {timeout:g} s after it was deleted; its pods are killed "
+                       "after their grace period")
+    return True, f"Kubernetes job {job} deleted"
 
 
 def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:

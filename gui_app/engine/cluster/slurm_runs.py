@@ -20,11 +20,12 @@ from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends.base import JobState
 from gui_app.core.backends.slurm_jobs import SCRIPT_FILE, SlurmBackend, SlurmJob
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
 from gui_app.engine.cluster.submit_command import SubmitError, sbatch
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
 
@@ -65,31 +66,19 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
     return EXIT_OK
 
 
-def stop(backend: SlurmBackend, timeout: float) -> int:
-    """Cancel the run's job and wait until Slurm no longer runs it; say how the run ended."""
-    run_dir = backend.run_dir
-    try:
-        job = _job(backend)
-    except OSError as exc:
-        _say("stop", str(exc))
-        return EXIT_BAD_INPUT
-    state = slurm_jobs.job_states([job.job_id])[job.job_id]
-    if not state.active:
-        info = rundir.read_run(run_dir)
-        print(f"{run_dir}: not running (Slurm job {job.job_id} {state.describe()}; the run {info.status} at step "
-              f"{info.step})", flush=True)
-        return EXIT_OK
-    failed = slurm_jobs.cancel(job.job_id)
-    if failed is not None:
-        _say("stop", failed)
-        return EXIT_BAD_INPUT
+def current(backend: SlurmBackend) -> tuple[str, JobState]:
+    """The run's job and what Slurm says of it (OSError: no readable record)."""
+    job_id = _job(backend).job_id
+    return job_id, slurm_jobs.job_states([job_id])[job_id]
+
+
+def wait_stopped(backend: SlurmBackend, job_id: str, timeout: float) -> tuple[bool, str]:
+    """After scancel: wait until Slurm no longer runs the job. (True, how the job ended) or
+    (False, the line that says it still runs)."""
     deadline = time.monotonic() + timeout
-    while (state := slurm_jobs.job_states([job.job_id])[job.job_id]).active:
+    while (state := slurm_jobs.job_states([job_id])[job_id]).active:
         if time.monotonic() >= deadline:
-            _say("stop", f"Slurm job {job.job_id} is still {state.describe()} {timeout:g} s after scancel; "
-                         f"Slurm kills its processes after the cluster's KillWait")
-            return EXIT_FAILED
+            return False, (f"Slurm job {job_id} is still {state.describe()} {timeout:g} s after scancel; "
+                           f"Slurm kills its processes after the cluster's KillWait")
         time.sleep(POLL_SECONDS)
-    info = rundir.read_run(run_dir)
-    print(f"{run_dir}: {info.status} at step {info.step} (Slurm job {job.job_id} {state.describe()})", flush=True)
-    return EXIT_OK
+    return True, f"Slurm job {job_id} {state.describe()}"

@@ -33,9 +33,9 @@ from gui_app.core.ssh import (
     StdinFile,
     check_app,
     config_line,
+    config_words,
     shell_command,
     ssh_argv,
-    ssh_options,
 )
 from gui_app.core.ssh_files import remote_folders, send
 from gui_app.engine.cluster.processes import WorkerProcess, start_process
@@ -116,7 +116,7 @@ def resolve(config: RunConfig, work_dir: Path) -> SshCluster | None:
 
 def _host_name(host: Host) -> str:
     """The address ``ssh`` connects to for ``host`` (its ``HostName``), from ``ssh -G``."""
-    done = subprocess.run(["ssh", "-G", *ssh_options(host), "--", host.name], stdin=subprocess.DEVNULL,
+    done = subprocess.run(["ssh", "-G", *config_words(host), "--", host.name], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, errors="replace", timeout=30)
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
