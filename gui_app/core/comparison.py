@@ -60,7 +60,10 @@ def read_figures(run_dir: str | Path) -> RunFigures:
     events = rundir.read_events(run_dir, parts=False)
     epochs = _last_each([e for e in events if isinstance(e, EpochEnd)], "epoch")
     steps = _last_each([e for e in events if isinstance(e, Step)], "step")
-    evaluation = rundir.read_eval(run_dir) if (run_dir / rundir.EVAL_FILE).is_file() else None
+    try:
+        evaluation = rundir.read_eval(run_dir)
+    except ValueError:  # a damaged eval.json: the run's own eval event (info.test_accuracy) says the same
+        evaluation = None
     last = epochs[-1] if epochs else None
     return RunFigures(
         run_dir=run_dir, config=flatten(info.config.to_dict()), status=info.status, started=info.started,

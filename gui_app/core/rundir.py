@@ -205,7 +205,7 @@ class RunInfo:
 
     path: Path
     config: RunConfig | None
-    status: str  # completed | stopped | failed | interrupted | new
+    status: str  # completed | stopped | failed | interrupted | new | unreadable (no config.json to read, no event)
     started: float | None = None
     step: int = 0
     total_steps: int | None = None
@@ -290,12 +290,15 @@ def _write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) ->
 
 def read_run(run_dir: str | Path) -> RunInfo:
     run_dir = Path(run_dir)
+    problem = ""
     try:
         config = RunConfig.load(run_dir / CONFIG_FILE)
-    except ValueError:
-        config = None
+    except ValueError as exc:
+        config, problem = None, f"{CONFIG_FILE} cannot be read: {exc}"
     info = RunInfo(path=run_dir, config=config, has_model=(run_dir / MODEL_FILE).exists(),
                    **dataclasses.asdict(summarize_events(run_dir)))
+    if config is None and info.status == "new":  # nothing says it ever ran: not a new run, a damaged one
+        info.status, info.message = "unreadable", problem
     if info.started is None:
         try:
             info.started = (run_dir / CONFIG_FILE).stat().st_mtime

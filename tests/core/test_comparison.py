@@ -77,3 +77,13 @@ def test_steps_written_again_after_a_resume_count_once(tmp_path):
     assert list(figures.curve_loss[6:]) == [0.5] * 4 and figures.curve_loss[5] == pytest.approx(1 / 6 + 1)
     pair = compare([figures, read_figures(write_run(tmp_path / "s", 0.01, 2, 0.8, 0.8))]).rows[0]
     assert list(pair.band("loss").steps) == list(range(1, 11))
+
+
+def test_a_damaged_eval_file_does_not_fail_the_comparison(tmp_path, capfd):
+    """eval.json is derived: the run's own eval event still gives its test accuracy."""
+    good, damaged = write_run(tmp_path / "a", 0.001, 1, 0.9, 0.91), write_run(tmp_path / "b", 0.01, 1, 0.8, 0.82)
+    (damaged / "eval.json").write_text("{not json", encoding="utf-8")
+    figures = [read_figures(good), read_figures(damaged)]
+    assert [f.test_accuracy for f in figures] == [0.91, 0.82]
+    assert cli_main(["compare", str(good), str(damaged)]) == 0
+    assert "0.8200" in capfd.readouterr().out

@@ -64,3 +64,17 @@ def test_a_summary_that_cannot_be_read_or_written_is_only_a_missed_cache(tmp_pat
     (run / rundir.SUMMARY_FILE).mkdir()  # neither readable as a file nor replaceable by one
     assert rundir.read_run(run).status == "interrupted"
     assert not list(run.glob(".*.partial*"))
+
+
+def test_a_run_whose_config_cannot_be_read_and_that_never_started_is_unreadable_not_new(tmp_path):
+    run = tmp_path / "20261203-100000-digits-mlp"
+    run.mkdir()
+    (run / rundir.CONFIG_FILE).write_text("{half a config", encoding="utf-8")
+    info = rundir.read_run(run)
+    assert info.status == "unreadable" and info.config is None
+    assert info.message and "config.json" in info.message
+    started = tmp_path / "20261203-100001-digits-mlp"  # it ran: its events say how it ended
+    started.mkdir()
+    (started / rundir.CONFIG_FILE).write_text("[]", encoding="utf-8")
+    (started / rundir.EVENTS_FILE).write_text(_started(10) + "\n", encoding="utf-8")
+    assert rundir.read_run(started).status != "unreadable"
