@@ -211,6 +211,8 @@ def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:
     for warning in warnings:
         events.emit(Warning(message=warning), durable=False)
     evaluate_test_set(evaluator(ctx, state), ctx.input, run_dir, events)
-    # Re-evaluating does not change how the run ended, so run_finished goes to stdout only.
-    events.emit(RunFinished(status="completed", run_dir=str(run_dir), step=state.steps_done()), durable=False)
+    # Re-evaluating does not change how the run ended, so run_finished goes to stdout only. A model
+    # loaded from model.keras has no optimizer state (steps_done() is 0): the run's record has its step.
+    step = state.steps_done() or rundir.summarize_events(run_dir).step
+    events.emit(RunFinished(status="completed", run_dir=str(run_dir), step=step), durable=False)
     return EXIT_OK

@@ -139,6 +139,7 @@ def test_evaluate_command_rewrites_eval_json(tmp_path, write_config):
     evaluation = json.loads((run_dir / rundir.EVAL_FILE).read_text())
     assert evaluation["accuracy"] == pytest.approx(tap.of("eval")[0]["accuracy"], abs=1e-6)
     assert again.events[-1]["type"] == "run_finished"
+    assert again.events[-1]["step"] == tap.of("run_finished")[0]["step"] > 0  # the run's step, not the model file's 0
     # Re-evaluating does not change how the run ended.
     assert rundir.read_run(run_dir).status == "completed"
 
