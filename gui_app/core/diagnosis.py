@@ -201,19 +201,19 @@ def stall(events: list[Event], process: RunProcess, now: float, started: RunStar
     state = process_state(process)
     finding = Finding("stall", "", worker=0, since_step=steps[-1].step, seconds=round(now - steps[-1].time, 1),
                       expected_seconds=round(expected, 3), pid=process.pid, state=state)
-    why = {"stopped": ": its process is stopped (SIGSTOP, Ctrl+Z or a debugger): continue it with "
-                      f"kill -CONT {process.pid}",
-           "waiting for the disk": ": its process waits for the disk"}.get(state or "", "")
+    why = {"stopped": " (SIGSTOP, Ctrl+Z or a debugger): continue it with "
+                      f"kill -CONT {process.pid}"}.get(state or "", "")
+    took = f"{expected:.2f} s" if expected >= 0.1 else f"{expected * 1000:.0f} ms"
     finding.message = (f"no step has finished for {finding.seconds:.0f} s since step {finding.since_step} "
-                       f"(a group of steps took {expected:.2f} s recently); process {process.pid} is "
+                       f"(a group of steps took {took} recently); process {process.pid} is "
                        f"{state or 'alive'}{why}.")
     return [finding]
 
 
 def _between_epochs(events: list[Event], started: RunStarted | None) -> float:
     """The allowance when the last step ended an epoch whose ``epoch_end`` has not come: the
-    validation and the checkpoint between epochs, as long as the longest one before (else
-    :data:`VALIDATION_SECONDS`). 0 within an epoch."""
+    validation and the checkpoint between epochs, :data:`STALL_FACTOR` times the last one (the
+    first also traced the evaluation; else :data:`VALIDATION_SECONDS`). 0 within an epoch."""
     last = events[-1] if events else None
     if not (isinstance(last, Step) and started and started.steps_per_epoch
             and last.step % started.steps_per_epoch == 0):
@@ -224,7 +224,7 @@ def _between_epochs(events: list[Event], started: RunStarted | None) -> float:
             before = event
         elif isinstance(event, EpochEnd) and before is not None:
             seen.append(event.time - before.time)
-    return STALL_FACTOR * max(seen) if seen else VALIDATION_SECONDS
+    return STALL_FACTOR * seen[-1] if seen else VALIDATION_SECONDS
 
 
 def process_state(process: RunProcess) -> str | None:
