@@ -36,7 +36,7 @@ def _run(tmp_path, events, mixed=False, name="run"):
     config = {"training": {"mixed_precision": mixed}}
     started = RunStarted(time=T0, run_dir=str(run), config=config, total_steps=400, steps_per_epoch=100,
                          num_replicas=2, replicas=[ReplicaInfo(replica=0), ReplicaInfo(replica=1)])
-    lines = [json.dumps(encode_event(e)) for e in [started, *events]]
+    lines = [json.dumps(encode_event(e), separators=(",", ":")) for e in [started, *events]]  # as the engine
     (run / EVENTS_FILE).write_text("\n".join(lines) + "\n")
     return run
 
@@ -156,3 +156,16 @@ def test_the_validation_after_an_epoch_is_allowed_as_long_as_the_last_one_took(t
 def test_not_a_run_is_refused(tmp_path):
     with pytest.raises(diagnosis.NotARun, match="is not a run directory"):
         diagnosis.diagnose(tmp_path)
+
+
+def test_only_the_recent_steps_of_the_last_process_are_read(tmp_path):
+    """Read from the end: the last STEP_WINDOW steps, the step before each epoch_end (the time
+    between epochs), every other event of the last process, nothing of the process before."""
+    events = [_step(1, (1.0, 1.0)), RunStarted(time=T0 + 1, run_dir="r", config={}, resumed=True),
+              *[_step(n, (1.0, 1.0)) for n in range(2, 51)], EpochEnd(time=T0 + 51, epoch=1, step=50),
+              *[_step(n, (1.0, 1.0)) for n in range(51, 301)]]
+    read = diagnosis.recent_events(_run(tmp_path, events))
+    steps = [e.step for e in read if isinstance(e, Step)]
+    assert steps == [50, *range(301 - diagnosis.STEP_WINDOW, 301)]
+    assert isinstance(read[0], RunStarted) and read[0].resumed and sum(isinstance(e, EpochEnd) for e in read) == 1
+    assert read[-1].replicas[1].grad_norm == 1.0  # the window's steps with their replicas
