@@ -169,6 +169,19 @@ def _kept(run_dir: Path, recorded: str | None) -> str | None:
     return str(here) if here.with_name(here.name + ".index").is_file() else None
 
 
+def _climb_start(f: Finding) -> int | None:
+    """The step the gradient norm's climb began at (its lowest before the trip), when it climbed."""
+    norms = f.grad_norms or []
+    if f.growth is None or f.growth < CLIMB or len(norms) < 2:
+        return None
+    return int(min(norms[:-1], key=lambda p: p[1])[0])
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    tail = Path(path).name.rsplit("-", 1)[-1] if path else ""
+    return int(tail) if tail.isdigit() else None
+
+
 def _power(x: float) -> str:
     return f"10^{math.floor(math.log10(x))}" if x >= 1000 else f"{x:.0f}"
 
@@ -203,6 +216,11 @@ def _non_finite_sentence(f: Finding, replicas: int) -> str:
     kept = (f"the last good checkpoint is {f.checkpoint}: resume from it with a lower rate "
             f"(replica-studio resume RUN_DIR --set training.learning_rate=...)" if f.checkpoint else
             "no good checkpoint was kept: train again with a lower rate")
+    climb = _climb_start(f)
+    saved = _checkpoint_step(f.checkpoint)
+    if climb is not None and saved is not None and saved > climb:
+        kept = (f"the last good checkpoint, {f.checkpoint}, is finite but from within the climb (it began at step "
+                f"{climb}): training again with a lower rate is safer than resuming from it")
     return f"{where}; {why}; {kept}."
 
 

@@ -93,6 +93,13 @@ def test_the_checkpoint_is_the_one_really_in_the_folder(tmp_path):
     (f,) = diagnosis.diagnose(run).findings
     assert f.checkpoint == str(run / CHECKPOINT_DIR / "ckpt-4") and f.first == "weights" and f.replica is None
     assert f.message.startswith("the weights became NaN or infinite by step 5") and str(run) in f.message
+    assert "resume from it with a lower rate" in f.message  # the norms did not climb before it
+    climbing = _run(tmp_path, [*[_step(n, (10.0 ** n, 1.0)) for n in range(1, 5)],
+                               *_failed(5, first="loss", replica=0, replicas=[0], checkpoint="ckpt-4")], name="climb")
+    (climbing / CHECKPOINT_DIR).mkdir()
+    (climbing / CHECKPOINT_DIR / "ckpt-4.index").write_bytes(b"")
+    (f,) = diagnosis.diagnose(climbing).findings
+    assert "is finite but from within the climb (it began at step 1)" in f.message
 
 
 def test_only_the_last_process_counts(tmp_path):

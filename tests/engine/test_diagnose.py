@@ -65,6 +65,8 @@ def test_a_diverging_mirrored_run_is_named_at_its_step_and_replica(tmp_path, wri
     code, out, _ = _diagnose(capsys, str(run_dir))
     assert code == 0 and (f"at the same step, {bad_step}" in out or f"at step {bad_step}" in out)
     assert "grew 10^" in out and f"ckpt-{saved[-1]}" in out
+    climb = min(found["grad_norms"][:-1], key=lambda p: p[1])[0]
+    assert ("from within the climb" in out) == (saved[-1] > climb)
 
 
 def test_a_healthy_run_has_nothing_to_say(tmp_path, write_config, capsys):
@@ -159,3 +161,29 @@ def test_a_frozen_run_is_named_as_stalled_while_it_is_frozen(tmp_path):
     finally:
         os.kill(pid, signal.SIGCONT)
         os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_diverging_two_worker_cluster_is_named_where_it_began(tmp_path):
+    """Two workers on 127.0.0.1, one CPU replica each: what the chief recorded names the step,
+    the replica and its worker, before the step whose loss tripped the guard when the gradients
+    went first (seen here: the gradient norm infinite at step 6, the loss at step 8)."""
+    config = tmp_path / "mw.json"
+    config.write_text(json.dumps({
+        "dataset": {"name": "digits"}, "model": {"name": "mlp"}, "runtime": {"cpu_devices": 1},
+        "strategy": {"name": "multi_worker_mirrored", "workers": 2},
+        "training": {"epochs": 2, "global_batch_size": 64, "seed": 5, "steps_per_call": 5, "optimizer": "sgd",
+                     "learning_rate": 50.0}}))
+    done = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"), "--events", "none", timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]
+    tripped = int(re.search(r"the loss became NaN or infinite at step (\d+)", done.stderr).group(1))
+    run_dir = rundir.run_dirs(tmp_path / "runs")[0]
+    answer = json.loads(run_cli("diagnose", str(run_dir), "--json").stdout)
+    (found,) = answer["findings"]
+    assert answer["status"] == "failed" and found["kind"] == "non_finite" and found["step"] <= tripped
+    steps = [e for e in rundir.read_events(run_dir) if e.TYPE == "step"]
+    assert [e.step for e in steps] == list(range(1, found["step"]))  # every finite step before it was told
+    assert all(np.isfinite([r.loss, r.grad_norm]).all() for e in steps for r in e.replicas)
+    assert found["replica"] in (0, 1) and found["worker"] == found["replica"]  # one replica per worker
+    assert found["first"] == ("loss" if found["step"] == tripped else "gradients")
+    assert found["grad_norms"] and found["growth"] > 100
