@@ -17,7 +17,8 @@ CODE = re.compile(r"`([^`]+)`")
 PART_SECTIONS = {answers.SweepTrial: "`SweepStatus.trials` entries", answers.ScalingRow: "`ScalingReport.rows` entries",
                  answers.OptionRow: "`ScalingReport.options` entries", answers.TimeSplit: "`time_split`",
                  answers.GpuInfo: "`DevicesInfo.gpus` entries", answers.CpuInfo: "`DevicesInfo.cpu`",
-                 answers.LogicalDevice: "`DevicesInfo.logical_devices` entries"}
+                 answers.LogicalDevice: "`DevicesInfo.logical_devices` entries",
+                 answers.Finding: "`Diagnosis.findings` entries"}
 
 
 def _section(heading: str) -> str:

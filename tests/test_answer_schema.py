@@ -147,3 +147,23 @@ def test_prepared_is_written_as_before():
     assert list(line) == ["type", "output", "counts", "classes", "shards", "seconds", "images_per_sec"]
     _round_trip(Prepared, line)
     assert decode(Prepared, line).train == 80  # type: ignore[union-attr]
+
+
+def test_diagnose_answers_follow_their_class(tmp_path, capsys):
+    from gui_app.core.answers import Diagnosis
+    from gui_app.core.config import RunConfig
+    from gui_app.core.events import NonFinite, ReplicaStats, RunStarted, Step
+    from gui_app.core.events import encode as encode_event
+    from gui_app.engine.cli import build_parser
+
+    RunConfig().save(tmp_path / "config.json")
+    steps = [Step(time=1.0 + n, step=n, replicas=[ReplicaStats(replica=0, loss=1.0, grad_norm=10.0 ** n)])
+             for n in (1, 2, 3)]
+    events = [RunStarted(time=1.0, run_dir=str(tmp_path), config={}), *steps,
+              NonFinite(time=5.0, step=4, replica=0, worker=0, replicas=[0])]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(encode_event(e)) + "\n" for e in events))
+    args = build_parser().parse_args(["diagnose", str(tmp_path), "--json"])
+    assert args.handler(args) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert [f["kind"] for f in line["findings"]] == ["non_finite"] and line["findings"][0]["share"] is None
+    _round_trip(Diagnosis, line)

@@ -287,5 +287,37 @@ class DevicesInfo:
     nvml: list[dict[str, Any]] | None = None  # NVML's figures of each NVIDIA GPU; null without a driver
 
 
+# ---- diagnose --json ------------------------------------------------------------------------------
+@dataclass
+class Finding:
+    """One thing wrong with a run (gui_app/core/diagnosis.py, docs/diagnose.md): ``kind`` and its
+    sentence; every key is written, null where it is not of the finding's kind."""
+    kind: str  # non_finite | stall | input_bound
+    message: str
+    step: int | None = None  # non_finite: the first non-finite step
+    worker: int | None = None
+    replica: int | None = None
+    first: str | None = None  # non_finite: loss | gradients | weights
+    replicas: list[int] | None = None  # non_finite: every replica non-finite at ``step``
+    grad_norms: list[list[float]] | None = None  # non_finite: [step, norm] of ``replica`` before it
+    growth: float | None = None  # non_finite: how many times the norm grew over that window
+    learning_rate: float | None = None
+    checkpoint: str | None = None  # non_finite: the last good checkpoint kept (absent: none)
+    since_step: int | None = None  # stall: the last step finished
+    seconds: float | None = None  # stall: since that step; input_bound: the median wait per step
+    expected_seconds: float | None = None  # stall: the recent time between two step groups
+    pid: int | None = None  # stall: the run's process
+    state: str | None = None  # stall: its OS state (running, sleeping, stopped, ...), when readable
+    share: float | None = None  # input_bound: the median share of a step spent waiting for input
+    steps: int | None = None  # input_bound: steps it was measured over
+
+
+@dataclass
+class Diagnosis:
+    run: str
+    status: str = "new"  # as ``runs`` says it: running, completed, stopped, failed, ...
+    findings: list[Finding] = field(default_factory=list)
+
+
 ANSWERS: tuple[type, ...] = (SweepStatus, ScalingReport, Prepared, ServeReady, ServeAnswer, LogLine, RunRow,
-                             DevicesInfo)
+                             DevicesInfo, Diagnosis)

@@ -220,6 +220,23 @@ class Error(Event):
 
 
 @dataclass(kw_only=True)
+class NonFinite(Event):
+    """Where the NaN guard (or the checkpoints' weight check) found the first non-finite value,
+    written just before the run's ``error``: the evidence ``diagnose`` reads (docs/diagnose.md).
+    The group's finite steps before ``step`` are written as ``step`` events first."""
+
+    TYPE: ClassVar[str] = "non_finite"
+    step: int
+    first: str = "loss"  # loss | gradients | weights: what the recorded figures show went first
+    replica: int | None = None  # the first replica non-finite at ``step`` (None: the weights' check)
+    worker: int | None = None
+    replicas: list[int] = field(default_factory=list)  # every replica non-finite at ``step``
+    loss: float | None = None  # ``replica``'s figures at ``step`` (null where not finite)
+    grad_norm: float | None = None
+    checkpoint: str | None = None  # the last good checkpoint kept; None: none was written
+
+
+@dataclass(kw_only=True)
 class RunFinished(Event):
     TYPE: ClassVar[str] = "run_finished"
     status: str
@@ -231,7 +248,7 @@ class RunFinished(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls for cls in (RunStarted, Progress, Step, EpochEnd, Checkpoint, Paused, Continued, Eval, Warning,
-                              Error, RunFinished)
+                              NonFinite, Error, RunFinished)
 }
 _OLD_NAMES = {"resumed": Continued}  # protocol 1
 

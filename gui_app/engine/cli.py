@@ -17,6 +17,7 @@ from gui_app.engine import (
     attach_command,
     compare_command,
     devices_command,
+    diagnose_command,
     export_command,
     hosts_command,
     inspect_command,
@@ -34,7 +35,7 @@ from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
-            hosts_command, sweep_command, compare_command)
+            hosts_command, sweep_command, compare_command, diagnose_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

@@ -91,6 +91,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "log": Remote(stdin_flag="follow"),  # --follow ends with this stdin, as it does there
     "stop": Remote(),
     "runs": Remote(runs_dir=True),
+    "diagnose": Remote(),
     "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node
 }
 

@@ -38,12 +38,15 @@ GROUP_SECONDS = 2.0
 
 def standard_actions(ctx: RunContext, state: ModelState, run_dir: Path, events: EventWriter, control: RunControl,
                      extra: Sequence[Action] = ()) -> list[Action]:
-    """Every run's actions in their order: the NaN guard first (a diverged group is neither told
-    nor saved), ``extra`` just before the checkpoints (a failure it finds must not be saved)."""
+    """Every run's actions in their order: the NaN guard first (of a diverged group only the finite
+    steps before the NaN are told, with a ``non_finite`` event; nothing is saved), ``extra`` just
+    before the checkpoints (a failure it finds must not be saved)."""
     gpus = GpuSampler(GpuMonitor(), ctx.built)
     checkpoints = Checkpoints(state, events, control, ctx.config.training,
                               agreed=ctx.built.num_workers > 1 and ctx.built.coordinator is None)
-    return [NanGuard(state), gpus, RunEvents(events, gpus), TensorBoard(run_dir), *extra, checkpoints]
+    told = RunEvents(events, gpus)
+    guard = NanGuard(state, told, gradients=not ctx.config.training.mixed_precision)
+    return [guard, gpus, told, TensorBoard(run_dir), *extra, checkpoints]
 
 
 class RunController:

@@ -148,6 +148,40 @@ def test_the_nan_guard_names_the_first_bad_step():
     NanGuard(state).on_steps(StepGroup(_stats(5), 10, 0, np.full(5, 0.1)))
 
 
+def _told_guard(gradients: bool = True):
+    from gui_app.engine.training.actions.nan_guard import NanGuard
+    from gui_app.engine.training.actions.run_events import RunEvents
+
+    out = io.StringIO()
+    state = SimpleNamespace(kept_checkpoint=lambda: "the last good checkpoint, of step 8 (ckpt-8), is kept",
+                            kept_checkpoint_path=lambda: "/runs/r/checkpoints/ckpt-8")
+    return NanGuard(state, RunEvents(EventWriter("jsonl", out), _NoGpus()), gradients), out
+
+
+def test_the_tripped_guard_tells_the_finite_steps_and_what_went_first():
+    """Steps 11-15: replica 1's gradient norm is infinite at step 13 while its loss is finite, and
+    the loss goes NaN at step 14. Steps 11-12 are told, then where it began: step 13, replica 1,
+    its gradients. Under mixed precision the norm is no evidence: the loss at step 14 is."""
+    from gui_app.engine.errors import TrainingDiverged
+
+    stats = _stats(5)
+    stats.values[2, 1, GRAD_NORM] = np.inf
+    stats.values[3, :, LOSS] = np.nan
+    guard, out = _told_guard()
+    with pytest.raises(TrainingDiverged, match=r"at step 14; .*ckpt-8"):
+        guard.on_steps(StepGroup(stats, 10, 0, np.full(5, 0.1)))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(e["type"], e.get("step")) for e in lines] == [("step", 11), ("step", 12), ("non_finite", 13)]
+    told = lines[-1]
+    assert (told["first"], told["replica"], told["worker"], told["replicas"]) == ("gradients", 1, 0, [1])
+    assert told["loss"] == 1.0 and told["grad_norm"] is None and told["checkpoint"] == "/runs/r/checkpoints/ckpt-8"
+    guard, out = _told_guard(gradients=False)
+    with pytest.raises(TrainingDiverged):
+        guard.on_steps(StepGroup(stats, 10, 0, np.full(5, 0.1)))
+    told = json.loads(out.getvalue().splitlines()[-1])
+    assert (told["step"], told["first"], told["replicas"]) == (14, "loss", [0, 1])
+
+
 class _NoGpus:
     def latest(self):
         return None
@@ -199,7 +233,8 @@ def _checkpoints(control, every_steps=0, every_minutes=0.0, agreed=False):
 
     step = _Step()
     state = SimpleNamespace(manager=_Manager(), steps_done=lambda: step.done, weights_finite=lambda: step.finite,
-                            kept_checkpoint=lambda: "the last good checkpoint, of step 6 (ckpt-6), is kept")
+                            kept_checkpoint=lambda: "the last good checkpoint, of step 6 (ckpt-6), is kept",
+                            kept_checkpoint_path=lambda: "ckpt-6")
     cfg = TrainingConfig(checkpoint_every_steps=every_steps, checkpoint_every_minutes=every_minutes)
     return Checkpoints(state, EventWriter("none"), control, cfg, agreed), step, state.manager
 

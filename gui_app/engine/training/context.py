@@ -85,6 +85,10 @@ class ModelState:
 
         return all(bool(np.isfinite(w.numpy()).all()) for w in self.model.weights)
 
+    def kept_checkpoint_path(self) -> str | None:
+        """The last good checkpoint a failed run keeps (its path prefix), None when none was written."""
+        return self.manager.latest_checkpoint or None
+
     def kept_checkpoint(self) -> str:
         """Which checkpoint a failed run keeps, in words for its error line."""
         latest = self.manager.latest_checkpoint

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from gui_app.core.config import TrainingConfig
-from gui_app.core.events import Checkpoint
+from gui_app.core.events import Checkpoint, NonFinite
 from gui_app.engine.control import RunControl
 from gui_app.engine.errors import TrainingDiverged
 from gui_app.engine.events import EventWriter
@@ -33,6 +33,7 @@ class Checkpoints(Action):
     def save(self) -> None:
         step = self.state.steps_done()
         if not self.state.weights_finite():  # quarantined: never kept as a good one (every worker agrees)
+            self.events.emit(NonFinite(step=step, first="weights", checkpoint=self.state.kept_checkpoint_path()))
             raise TrainingDiverged(f"the weights became NaN or infinite by step {step} (the loss was still finite); "
                                    f"try a lower training.learning_rate ({self.state.kept_checkpoint()})")
         path = self.state.manager.save(checkpoint_number=step)

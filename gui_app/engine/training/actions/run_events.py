@@ -13,12 +13,13 @@ class RunEvents(Action):
     def __init__(self, events: EventWriter, gpus: GpuSampler):
         self.events, self.gpus = events, gpus
 
-    def on_steps(self, group: StepGroup) -> None:
+    def on_steps(self, group: StepGroup, count: int | None = None) -> None:
+        """The group's steps, or its first ``count`` (the finite ones before a NaN: nan_guard.py)."""
         stats = group.stats
         memory, cards = self.gpus.replica_memory(), self.gpus.latest()
         per_step = stats.seconds / stats.k
         losses, accuracies = stats.totals
-        for i in range(stats.k):
+        for i in range(stats.k if count is None else count):
             replicas = []
             for row, values in zip(stats.rows[i], stats.values[i]):
                 in_use, peak = memory[row.replica] if row.replica < len(memory) else (None, None)
