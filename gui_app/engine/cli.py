@@ -24,6 +24,7 @@ from gui_app.engine import (
     predict_command,
     prepare_command,
     remote_command,
+    report_command,
     scaling_command,
     train_command,
 )
@@ -34,7 +35,7 @@ from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
-            hosts_command, sweep_command, compare_command)
+            hosts_command, sweep_command, compare_command, report_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

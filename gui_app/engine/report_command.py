@@ -1,0 +1,45 @@
+"""``replica-studio report RUN_DIR [-o FILE.html] [--json]``: the run as one self-contained HTML
+page (gui_app/core/report), written to ``RUN_DIR/report.html`` unless ``-o`` names the file.
+Prints where it went and its size; with ``--json`` one JSON object instead (what the window's
+File -> Save report… reads). Bad input (not a run folder, an output that cannot be written):
+one line on stderr, exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gui_app.core.formats import format_size
+from gui_app.core.report import write_report
+from gui_app.core.sweep_config import SWEEP_FILE
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+
+COMMANDS = ("report",)
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("report", help="write a run as one HTML file that opens offline in any browser",
+                              description="Write the run's summary, curves, replicas, step-time split, evaluation, "
+                                          "exports, config and versions as one self-contained HTML file.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
+    p.add_argument("-o", "--output", metavar="FILE.html", help="the file to write (default: RUN_DIR/report.html)")
+    p.add_argument("--json", action="store_true", help='print {"type": "report", "path": ..., "size_bytes": ...}')
+    p.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir).expanduser()
+    try:
+        if (run_dir / SWEEP_FILE).is_file():
+            raise ValueError(f"{run_dir} is a sweep folder; give one of its runs (a folder under its runs/)")
+        path = write_report(run_dir, args.output)
+    except (OSError, ValueError) as exc:
+        print(f"replica-studio report: {exc}", file=sys.stderr, flush=True)
+        return EXIT_BAD_INPUT
+    size = path.stat().st_size
+    if args.json:
+        print(json.dumps({"type": "report", "path": str(path.absolute()), "size_bytes": size}), flush=True)
+    else:
+        print(f"{path}: {format_size(size)}", flush=True)
+    return EXIT_OK
