@@ -187,3 +187,14 @@ def test_chromium_renders_the_page(tmp_path):
                     f"--screenshot={shot}", page.as_uri()], check=True, timeout=120, capture_output=True)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # drawn, not one blank colour
+
+
+def test_a_damaged_evaluation_is_named_not_fatal(tmp_path):
+    run = write_run(tmp_path / "run")
+    (run / "eval.json").write_text("{bad")
+    (run / "misclassified.npz").write_bytes(b"not a zip")
+    page = Page(build_report(run))
+    text = page.all_text
+    assert "Diagnosis" in text and "eval.json: cannot read the evaluation" in text
+    assert "misclassified.npz: cannot read" in text
+    assert "Slowest: replica 1" in text  # the rest of the run is there

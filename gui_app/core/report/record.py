@@ -1,5 +1,5 @@
 """What the report is made of, read once from a run folder with the readers the window uses:
-the run model (rundir.read_history), the comparison's figures (duration, final figures), the
+the run model (rundir.read_history), the duration as the comparison counts it, the
 config as written, the warnings and errors of its events, the misclassified images and the
 model cards of the exports kept in the folder. ValueError (one line, naming the folder or
 file) when the folder is not a run."""
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gui_app.core import rundir, wording
-from gui_app.core.comparison import RunFigures, read_figures
+from gui_app.core.comparison import run_duration
 from gui_app.core.events import Error, Step, Warning
 from gui_app.core.history import RunHistory
 from gui_app.core.misclassified import load_misclassified
@@ -27,7 +27,7 @@ class RunRecord:
     run_dir: Path
     config: dict[str, Any]
     history: RunHistory
-    figures: RunFigures
+    duration: float | None  # seconds the run's processes worked, resumes added up (as compare counts it)
     strategy: str  # in the run list's words
     examples_per_sec: float | None
     messages: list[tuple[str, str]] = field(default_factory=list)  # (warning | error, text)
@@ -42,9 +42,10 @@ def read_record(run_dir: str | Path) -> RunRecord:
         raise ValueError(f"{run_dir}: no such folder")
     if not run_dir.is_dir():
         raise ValueError(f"{run_dir}: not a folder (give a run folder)")
-    figures = read_figures(run_dir)  # ValueError when it is not a run
+    if rundir.read_run(run_dir).config is None:
+        raise ValueError(f"{run_dir}: not a run directory (no readable {rundir.CONFIG_FILE})")
     config = json.loads((run_dir / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
-    history = rundir.read_history(run_dir)
+    history = rundir.read_history(run_dir)  # an unreadable eval.json is named in its problems
     events = rundir.read_events(run_dir, parts=False)
     speeds = [e.examples_per_sec for e in events if isinstance(e, Step) and e.examples_per_sec]
     messages = [("error" if isinstance(e, Error) else "warning", e.message) for e in events
@@ -55,7 +56,7 @@ def read_record(run_dir: str | Path) -> RunRecord:
         strategy = wording.describe_strategy(RunConfig.from_dict(config).strategy)
     except ValueError:
         strategy = str(config.get("strategy", {}).get("name", "?"))
-    record = RunRecord(run_dir, config, history, figures, strategy,
+    record = RunRecord(run_dir, config, history, run_duration(events), strategy,
                        statistics.median(speeds) if speeds else None, messages, problems=list(history.problems))
     try:
         record.misclassified = load_misclassified(run_dir / rundir.MISCLASSIFIED_FILE)

@@ -53,7 +53,7 @@ def summary(record: RunRecord) -> str:
         ("Global batch", f"{started.global_batch_size:,} ({started.per_replica_batch_size:,} per replica)"
          if started and started.global_batch_size else ""),
         ("Started", time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(status.started)) if status.started else ""),
-        ("Duration", duration_text(record.figures.duration)),
+        ("Duration", duration_text(record.duration)),
         ("Examples/s", f"{record.examples_per_sec:,.0f} (median of the steps)" if record.examples_per_sec else ""),
         ("Test accuracy", f"{history.evaluation.accuracy:.2%}" if history.evaluation and
          history.evaluation.accuracy is not None else ""),
