@@ -1,4 +1,4 @@
-"""``replica-studio report RUN_DIR [-o FILE.html] [--json]``: the run as one self-contained HTML
+"""``replica-studio report RUN_DIR|BUNDLE [-o FILE.html] [--json]``: the run as one self-contained HTML
 page (gui_app/core/report), written to ``RUN_DIR/report.html`` unless ``-o`` names the file.
 Prints where it went and its size; with ``--json`` one JSON object instead (what the window's
 File -> Save report… reads). Bad input (not a run folder, an output that cannot be written):
@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
+from gui_app.core.bundle import open_bundle
 from gui_app.core.formats import format_size
 from gui_app.core.report import write_report
 from gui_app.core.sweep_config import SWEEP_FILE
@@ -22,8 +24,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="write a run as one HTML file that opens offline in any browser",
                               description="Write the run's summary, curves, replicas, step-time split, evaluation, "
                                           "exports, config and versions as one self-contained HTML file.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
-    p.add_argument("-o", "--output", metavar="FILE.html", help="the file to write (default: RUN_DIR/report.html)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder, or a run bundle (replica-studio bundle)")
+    p.add_argument("-o", "--output", metavar="FILE.html",
+                   help="the file to write (default: RUN_DIR/report.html; for a bundle, BUNDLE.html beside it)")
     p.add_argument("--json", action="store_true", help='print {"type": "report", "path": ..., "size_bytes": ...}')
     p.set_defaults(handler=_report)
 
@@ -33,7 +36,12 @@ def _report(args: argparse.Namespace) -> int:
     try:
         if (run_dir / SWEEP_FILE).is_file():
             raise ValueError(f"{run_dir} is a sweep folder; give one of its runs (a folder under its runs/)")
-        path = write_report(run_dir, args.output)
+        if run_dir.is_file():  # a bundle: checked whole, read from a temporary copy
+            with tempfile.TemporaryDirectory(prefix="replica-studio-bundle-") as folder:
+                output = args.output or run_dir.with_suffix(".html")
+                path = write_report(open_bundle(run_dir, folder), output)
+        else:
+            path = write_report(run_dir, args.output)
     except (OSError, ValueError) as exc:
         print(f"replica-studio report: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
