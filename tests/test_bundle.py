@@ -137,3 +137,30 @@ def test_the_commands_bundle_and_report_a_bundle(run, tmp_path):
         lines = proc.stderr.splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"replica-studio {args[0]}: "), \
             (args, proc.stderr)
+
+
+def test_compare_reads_a_bundle_beside_a_run_folder(run, tmp_path):
+    other = write_run(tmp_path / "runs" / "run-b", steps=20)
+    bundle = write_bundle(other, tmp_path / "b.zip")
+    proc = _cli("compare", str(run), str(bundle), "--json", "--no-group")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    assert sorted(name for row in rows for name in row["names"]) == ["run-a", "run-b"]
+    assert str(bundle) in [path for row in rows for path in row["run_dirs"]]  # not its temporary copy
+    (tmp_path / "cut.zip").write_bytes(bundle.read_bytes()[:200])
+    refused = _cli("compare", str(run), str(tmp_path / "cut.zip"))
+    assert refused.returncode == 2 and refused.stderr.startswith("replica-studio compare: ") \
+        and "truncated" in refused.stderr and len(refused.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_export_reads_a_bundle_with_its_model(trained_run, tmp_path):
+    """The real engine's run, bundled with its model, mailed, exported from the bundle."""
+    bundle = write_bundle(trained_run, tmp_path / "mailed.zip", with_model=True)
+    proc = _cli("export", str(bundle), "--format", "keras", "--output", str(tmp_path / "m.keras"), "--check", "32")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "m.keras").is_file() and "top-1 agreement 100.00%" in proc.stdout
+    assert not list(Path(tmp_path).glob("replica-studio-bundle-*"))
+    without = write_bundle(trained_run, tmp_path / "no-model.zip")
+    refused = _cli("export", str(without), "--format", "keras", "--output", str(tmp_path / "n.keras"))
+    assert refused.returncode == 2, refused.stderr

@@ -1,14 +1,18 @@
 """``replica-studio bundle RUN_DIR [-o FILE] [--with-model] [--with-checkpoints]``: the run as one
 file with a manifest of SHA-256 sums (gui_app/core/bundle.py), written to ``RUN_DIR.zip`` beside
-the folder unless ``-o`` names the file. ``report`` reads a bundle where it reads a run folder
-(checked whole, extracted into a temporary folder removed afterwards). Bad input: one line on
+the folder unless ``-o`` names the file. ``report``, ``compare`` and ``export`` read a bundle where
+they read a run folder (:func:`run_folder`: checked whole, extracted into a temporary folder
+removed afterwards). Bad input: one line on
 stderr, exit 2."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import tempfile
+from pathlib import Path
 
-from gui_app.core.bundle import write_bundle
+from gui_app.core.bundle import open_bundle, write_bundle
 from gui_app.core.formats import format_size
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
@@ -36,3 +40,13 @@ def _bundle(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     print(f"{path}: {format_size(path.stat().st_size)}", flush=True)
     return EXIT_OK
+
+
+def run_folder(path: str | Path, stack: contextlib.ExitStack) -> Path:
+    """``path`` when it is a folder; a run bundle checked whole and extracted into a temporary
+    folder that ``stack`` removes (BundleError, one line, when it does not match its manifest)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        return path
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="replica-studio-bundle-"))
+    return open_bundle(path, folder)

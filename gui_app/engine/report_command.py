@@ -6,15 +6,15 @@ one line on stderr, exit 2."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-import tempfile
 from pathlib import Path
 
-from gui_app.core.bundle import open_bundle
 from gui_app.core.formats import format_size
 from gui_app.core.report import write_report
 from gui_app.core.sweep_config import SWEEP_FILE
+from gui_app.engine.bundle_command import run_folder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 COMMANDS = ("report",)
@@ -36,12 +36,9 @@ def _report(args: argparse.Namespace) -> int:
     try:
         if (run_dir / SWEEP_FILE).is_file():
             raise ValueError(f"{run_dir} is a sweep folder; give one of its runs (a folder under its runs/)")
-        if run_dir.is_file():  # a bundle: checked whole, read from a temporary copy
-            with tempfile.TemporaryDirectory(prefix="replica-studio-bundle-") as folder:
-                output = args.output or run_dir.with_suffix(".html")
-                path = write_report(open_bundle(run_dir, folder), output)
-        else:
-            path = write_report(run_dir, args.output)
+        with contextlib.ExitStack() as stack:  # a bundle: checked whole, read from a temporary copy
+            output = args.output or (run_dir.with_suffix(".html") if run_dir.is_file() else None)
+            path = write_report(run_folder(run_dir, stack), output)
     except (OSError, ValueError) as exc:
         print(f"replica-studio report: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
