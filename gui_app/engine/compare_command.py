@@ -47,7 +47,7 @@ def _trial_numbers(folder: SweepFolder) -> dict[Path, int]:
     return numbers
 
 
-def _read(path: Path) -> list[RunFigures]:
+def read_runs(path: Path) -> list[RunFigures]:
     """A sweep folder (sweep.json and runs/) stands for its runs, in trial order; anything else is one run."""
     folder = SweepFolder(path)
     if not (path / SWEEP_FILE).is_file() or not folder.runs_dir.is_dir():
@@ -65,9 +65,9 @@ def _read(path: Path) -> list[RunFigures]:
 
 
 def _read_any(path: Path, stack: contextlib.ExitStack) -> list[RunFigures]:
-    """:func:`_read`, a run bundle's run read from its temporary copy and named by the bundle's path."""
+    """:func:`read_runs`, a run bundle's run read from its temporary copy and named by the bundle's path."""
     folder = run_folder(path, stack)
-    runs = _read(folder)
+    runs = read_runs(folder)
     if folder != path.expanduser():
         for figures in runs:
             figures.run_dir = path

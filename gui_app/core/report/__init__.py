@@ -18,7 +18,7 @@ from gui_app.core.report.record import RunRecord, read_record
 
 REPORT_FILE = "report.html"  # the default: beside the run's own files
 
-__all__ = ["REPORT_FILE", "RunRecord", "build_report", "read_record", "write_report"]
+__all__ = ["REPORT_FILE", "RunRecord", "build_report", "read_record", "write_page", "write_report"]
 
 
 def build_report(run_dir: str | Path) -> str:
@@ -42,9 +42,13 @@ def write_report(run_dir: str | Path, output: str | Path | None = None) -> Path:
     target = Path(output).expanduser() if output else run_dir / REPORT_FILE
     if target.is_dir():
         raise ValueError(f"{target} is a folder; name the HTML file to write")
-    text = build_report(run_dir)
+    write_page(target, build_report(run_dir))
+    return target
+
+
+def write_page(target: Path, text: str) -> None:
+    """``text`` written atomically to ``target``; ValueError (one line) when it cannot be."""
     try:
         atomic_io.write_text(target, text, durable=False)
     except OSError as exc:
         raise ValueError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return target
