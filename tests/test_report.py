@@ -198,3 +198,17 @@ def test_a_damaged_evaluation_is_named_not_fatal(tmp_path):
     assert "Diagnosis" in text and "eval.json: cannot read the evaluation" in text
     assert "misclassified.npz: cannot read" in text
     assert "Slowest: replica 1" in text  # the rest of the run is there
+
+
+def test_a_hundred_classes_show_their_commonest_mistakes_not_10000_cells(tmp_path):
+    run = write_run(tmp_path / "run")
+    matrix = np.eye(100, dtype=int) * 50
+    matrix[3, 7], matrix[42, 41] = 9, 4
+    evaluation = json.loads((run / "eval.json").read_text())
+    evaluation.update(confusion_matrix=matrix.tolist(), class_names=[f"class {i}" for i in range(100)], per_class=[])
+    (run / "eval.json").write_text(json.dumps(evaluation))
+    html = build_report(run)
+    assert "Most confused" in html and 'class="confusion"' not in html
+    rows = Page(html).all_text
+    assert rows.index("class 3 class 7 9 15.3%") < rows.index("class 42 class 41 4 7.4%")
+    assert len(html.encode()) < 200_000

@@ -18,6 +18,8 @@ from gui_app.core.report.record import RunRecord
 from gui_app.core.wording import label
 
 GALLERY = 16  # misclassified images shown
+MATRIX_CLASSES = 30  # up to this many classes the whole confusion matrix is shown
+CONFUSED_PAIRS = 20
 
 
 def _percent(value: float | None) -> str:
@@ -44,9 +46,12 @@ def evaluation(record: RunRecord) -> str:
     if rows:
         parts.append("<h3>Per class</h3>" + table(["#", "Class", "Precision", "Recall", "F1", "Support"], rows,
                                                   text_columns=(1,)))
-    if square and len(names) == len(matrix):
+    if square and len(names) == len(matrix) and len(matrix) <= MATRIX_CLASSES:
         parts.append("<h3>Confusion matrix</h3>" + note("Rows: the true class; columns: the predicted one.")
                      + _confusion(matrix, names))
+    elif square and len(names) == len(matrix):  # 100 classes: 10,000 cells would be most of the page
+        said = note(f"{len(matrix)} classes: the {CONFUSED_PAIRS} commonest mistakes instead of the whole matrix.")
+        parts.append(f"<h3>Most confused</h3>{said}{_confused(matrix, names)}")
     parts.append(_gallery(record, names))
     return section("Evaluation", "".join(parts), "evaluation")
 
@@ -66,6 +71,16 @@ def _confusion(matrix: np.ndarray, names: list[str]) -> str:
         body.append(f"<tr><th>{escape(names[i])}</th>{''.join(cells)}</tr>")
     return (f'<div class="scroll"><table class="confusion"><thead><tr><th></th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _confused(matrix: np.ndarray, names: list[str]) -> str:
+    off = matrix.astype(np.int64).copy()
+    np.fill_diagonal(off, 0)
+    order = np.argsort(off, axis=None)[::-1][:CONFUSED_PAIRS]
+    rows_total = np.maximum(matrix.sum(axis=1), 1)
+    rows = [[names[i], names[j], f"{off[i, j]:,}", f"{off[i, j] / rows_total[i]:.1%}"]
+            for i, j in (np.unravel_index(k, off.shape) for k in order) if off[i, j] > 0]
+    return table(["True class", "Predicted", "Images", "Of the class"], rows, text_columns=(0, 1))
 
 
 def _gallery(record: RunRecord, names: list[str]) -> str:
