@@ -39,10 +39,12 @@ def write_run(path: Path, steps: int = 40, steps_per_epoch: int = 10, spike_at: 
         loss = SPIKE if step == spike_at else 2.0 / (1 + step / 100) + 0.05 * rng.random()
         # replica 1 is the slower one: 240 examples/s against 320
         replicas = [ev.ReplicaStats(replica=i, device=d, loss=loss * (1 + 0.1 * i), accuracy=0.5, examples=32,
-                                    grad_norm=1.0 + i, step_time=0.06 + 0.02 * i, examples_per_sec=320.0 - 80 * i)
+                                    grad_norm=1.0 + i, step_time=0.06 + 0.02 * i, examples_per_sec=320.0 - 80 * i,
+                                    memory_bytes=(100 + i) * 2**20)
                     for i, d in enumerate(DEVICES)]
         lines.append(ev.Step(time=t, step=step, epoch=1 + (step - 1) // steps_per_epoch, loss=loss,
-                             accuracy=min(0.99, step / steps), learning_rate=0.001, examples_per_sec=560.0,
+                             accuracy=min(0.99, step / steps), learning_rate=0.001 * (1 - step / (2 * steps)),
+                             examples_per_sec=560.0,
                              step_time=0.1, input_wait=0.01, replicas=replicas))
         if step % steps_per_epoch == 0:
             lines.append(ev.EpochEnd(time=t, epoch=step // steps_per_epoch, step=step, loss=loss,

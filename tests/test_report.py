@@ -96,6 +96,10 @@ def test_the_report_holds_the_runs_figures(tmp_path):
     assert [_png_size(src) for src in images] == [(8, 8)] * 5  # misclassified.npz's five, inside the page
     assert any("true zero, predicted one (75%)" == attrs["alt"] for attrs in page.named("img"))
     assert len(page.named("svg")) >= 5  # loss, accuracy, three per-replica charts (and the bars)
+    captions = set(page.text)
+    assert {"Learning rate", "GPU memory in use per replica (MiB)"} <= captions  # the decay; the GPUs' memory
+    memory = next(t for t in page.titles if t.startswith("replica 1 · CPU:1: lowest 101"))
+    assert memory.endswith("highest 101 at 1")  # MiB, constant: its first step
     assert 'http-equiv="Content-Security-Policy"' in path.read_text()
     assert "@media (max-width: 760px)" in path.read_text() and "@media print" in path.read_text()
 

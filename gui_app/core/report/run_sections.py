@@ -13,7 +13,7 @@ from gui_app.core import wording
 from gui_app.core.history import RunHistory
 from gui_app.core.history.replicas import SPEED_WINDOW
 from gui_app.core.history.timing import WINDOW
-from gui_app.core.history.training import ACCURACY, LOSS, STEP, VAL_ACCURACY, VAL_LOSS, VAL_STEP
+from gui_app.core.history.training import ACCURACY, LOSS, LR, STEP, VAL_ACCURACY, VAL_LOSS, VAL_STEP
 from gui_app.core.report.page import facts, note, section
 from gui_app.core.report.record import RunRecord
 from gui_app.core.report.svg import COLORS, Bar, Line, bar_chart, line_chart
@@ -82,7 +82,11 @@ def training(record: RunRecord) -> str:
     accuracy = line_chart([Line("training accuracy (%)", x, data[:, ACCURACY], COLORS[0], width=1.0),
                            Line("validation accuracy (%)", vx, val[:, VAL_ACCURACY], COLORS[3], dots=True)],
                           "step", "Accuracy (%)")
-    body = f'<div class="charts">{loss}{accuracy}</div>'
+    rate = data[:, LR]
+    finite = rate[np.isfinite(rate)]
+    schedule = (line_chart([Line("learning rate", x, rate, COLORS[2], width=1.0)], "step", "Learning rate")
+                if len(finite) and finite.min() != finite.max() else "")  # a constant rate is said in the config
+    body = f'<div class="charts">{loss}{accuracy}{schedule}</div>'
     if len(data) > 1200:
         body += note(f"{len(data):,} steps, drawn with each stretch's first, last, lowest and highest point: "
                      "every spike is kept; hover a line for its extremes.")
@@ -100,8 +104,11 @@ def replicas(record: RunRecord) -> str:
 
     charts = []
     for metric, title in (("loss", "Local loss per replica"), ("grad_norm", "Gradient norm per replica"),
-                          ("examples_per_sec", "Examples/s per replica")):
+                          ("examples_per_sec", "Examples/s per replica"),
+                          ("memory_bytes", "GPU memory in use per replica (MiB)")):  # "" on CPUs: none measured
         values = series.metrics[metric].data
+        if metric == "memory_bytes":
+            values = values / 2**20
         charts.append(line_chart([Line(name(r), x, values[:, r], COLORS[r % len(COLORS)], width=1.0)
                                   for r in range(series.replicas)], "step", title))
     speed, slowest = series.mean_speed(), series.slowest()
