@@ -69,7 +69,7 @@ def read_figures(run_dir: str | Path) -> RunFigures:
         run_dir=run_dir, config=flatten(info.config.to_dict()), status=info.status, started=info.started,
         test_accuracy=evaluation.accuracy if evaluation else info.test_accuracy,
         val_accuracy=last.val_accuracy if last else None, val_loss=last.val_loss if last else None,
-        steps=max(info.step, steps[-1].step if steps else 0), duration=_duration(events),
+        steps=max(info.step, steps[-1].step if steps else 0), duration=run_duration(events),
         curve_steps=np.array([s.step for s in steps], dtype=np.int64),
         curve_loss=_values(steps, "loss"),
         curve_accuracy=_values(steps, "accuracy"), curve_epochs=np.array([e.epoch for e in epochs], dtype=np.int64),
@@ -87,7 +87,7 @@ def _values(events: list, name: str) -> np.ndarray:
     return np.array([np.nan if getattr(e, name) is None else getattr(e, name) for e in events], dtype=np.float64)
 
 
-def _duration(events: list) -> float | None:
+def run_duration(events: list) -> float | None:
     """From each process's ``run_started`` to its last event, added up (a resumed run's gap left out)."""
     total, start, end = 0.0, None, None
     for event in events:

@@ -15,6 +15,7 @@ from gui_app import __version__
 from gui_app.core.backends import local_backend
 from gui_app.engine import (
     attach_command,
+    bundle_command,
     compare_command,
     devices_command,
     diagnose_command,
@@ -25,6 +26,7 @@ from gui_app.engine import (
     predict_command,
     prepare_command,
     remote_command,
+    report_command,
     scaling_command,
     train_command,
 )
@@ -35,7 +37,8 @@ from gui_app.engine.sweep import command as sweep_command
 
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
-            hosts_command, sweep_command, compare_command, diagnose_command)
+            hosts_command, sweep_command, compare_command, diagnose_command, report_command,
+            bundle_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

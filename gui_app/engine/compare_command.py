@@ -5,6 +5,7 @@ order, each row naming its trials ("trial 3"); other runs are named by their fol
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from gui_app.core import atomic_io, rundir
 from gui_app.core.comparison import Comparison, RunFigures, compare, read_figures
 from gui_app.core.sweep_config import SWEEP_FILE
+from gui_app.engine.bundle_command import run_folder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 from gui_app.engine.sweep.folder import TRIALS_DIR, SweepFolder
 
@@ -21,7 +23,7 @@ COMMANDS = ("compare",)
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("compare", help="compare runs: the config keys that differ and the final figures "
                                               "(runs differing only in the seed grouped: mean ± std)")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or sweep folders)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (or sweep folders, run bundles)")
     p.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--no-group", action="store_true", help="one row per run, even when only the seed differs")
@@ -45,7 +47,7 @@ def _trial_numbers(folder: SweepFolder) -> dict[Path, int]:
     return numbers
 
 
-def _read(path: Path) -> list[RunFigures]:
+def read_runs(path: Path) -> list[RunFigures]:
     """A sweep folder (sweep.json and runs/) stands for its runs, in trial order; anything else is one run."""
     folder = SweepFolder(path)
     if not (path / SWEEP_FILE).is_file() or not folder.runs_dir.is_dir():
@@ -62,11 +64,22 @@ def _read(path: Path) -> list[RunFigures]:
     return [figures for _, figures in runs]
 
 
+def _read_any(path: Path, stack: contextlib.ExitStack) -> list[RunFigures]:
+    """:func:`read_runs`, a run bundle's run read from its temporary copy and named by the bundle's path."""
+    folder = run_folder(path, stack)
+    runs = read_runs(folder)
+    if folder != path.expanduser():
+        for figures in runs:
+            figures.run_dir = path
+    return runs
+
+
 def _compare(args: argparse.Namespace) -> int:
     try:
         if args.csv and Path(args.csv).is_dir():  # checked first: the runs may take a while to read
             raise ValueError(f"--csv: {args.csv} is a folder; name the CSV file to write")
-        runs = [figures for arg in args.run_dirs for figures in _read(Path(arg))]
+        with contextlib.ExitStack() as stack:  # a run bundle is read from a temporary copy
+            runs = [figures for arg in args.run_dirs for figures in _read_any(Path(arg), stack)]
         if not runs:
             raise ValueError(f"{args.run_dirs[0]}: the sweep has no runs yet")
         result = compare(runs, group_seeds=not args.no_group)

@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 
 from gui_app.core import rundir
+from gui_app.core.bundle import BundleError
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Progress, encode
 from gui_app.core.export import export_run
 from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_size
 from gui_app.core.run_lock import RunInUse, RunLock
+from gui_app.engine.bundle_command import run_folder
 from gui_app.engine.command_errors import run_reporting_errors
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK
 
@@ -42,7 +44,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "compare it with the trained model on N test images and write a model card "
                     "(<output>.json) beside it.")
     export.add_argument("run_dir", metavar="RUN_DIR",
-                        help="a run folder: its model.keras, or the last checkpoint of a run that stopped early")
+                        help="a run folder: its model.keras, or the last checkpoint of a run that stopped early; "
+                             "or a run bundle with its model (replica-studio bundle --with-model)")
     export.add_argument("--format", required=True, choices=list(FORMATS), dest="export_format")
     export.add_argument("--output", "-o", required=True, metavar="PATH",
                         help="the file to write (a folder for savedmodel)")
@@ -61,6 +64,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:  # a run bundle: exported from a temporary copy (its model inside)
+        try:
+            args.run_dir = str(run_folder(args.run_dir, stack))
+        except BundleError as exc:
+            raise ExportError(str(exc)) from None
+        return _export_run(args)
+
+
+def _export_run(args: argparse.Namespace) -> int:
     if not args.json:
         return _export_to(args, None)
     stdout = sys.stdout

@@ -34,6 +34,7 @@ from gui_app.core.events import ClassMetrics, Eval
 from gui_app.core.history import Part
 from gui_app.core.hosts import split_run_key
 from gui_app.core.metrics import per_class_metrics
+from gui_app.core.misclassified import checked_misclassified, load_misclassified
 from gui_app.core.rundir import MISCLASSIFIED_FILE
 from gui_app.ui.charts.confusion import ConfusionHeatmap
 from gui_app.ui.charts.plot import theme_colors
@@ -207,7 +208,7 @@ class EvaluationTab(QWidget, RunView):
         """Show an evaluation; ``misclassified`` holds ``x`` (uint8 [n, H, W, C]), ``y_true``,
         ``y_pred`` and ``confidence``. ValueError on a malformed evaluation, naming the key."""
         matrix, names = _parse_eval(evaluation)
-        misclassified = _checked_misclassified(misclassified)  # before anything is shown
+        misclassified = checked_misclassified(misclassified)  # before anything is shown
         per_class = evaluation.per_class
         if len(per_class) == len(names):
             per_class = [dataclasses.replace(row, name=row.name or names[i]) for i, row in enumerate(per_class)]
@@ -322,50 +323,6 @@ class EvaluationTab(QWidget, RunView):
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and hasattr(self, "heatmap"):
             self._apply_palette()
-
-
-def load_misclassified(path: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of ``misclassified.npz``, or None when the file does not exist."""
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read: {exc}") from None
-    return _checked_misclassified(arrays, where=str(path))
-
-
-def _checked_misclassified(arrays: dict | None, where: str = "misclassified") -> dict[str, np.ndarray] | None:
-    """Validated gallery arrays: ``x`` as uint8 [n, H, W, C], labels as ints, ``confidence``
-    as floats (NaN when absent), all of one length. ValueError naming ``where`` and the array."""
-    if arrays is None:
-        return None
-    for key in ("x", "y_true", "y_pred"):
-        if key not in arrays:
-            raise ValueError(f"{where}: missing array {key!r}")
-    x = _as_uint8_images(np.asarray(arrays["x"]), where)
-    checked = {"x": x}
-    for key in ("y_true", "y_pred", "confidence"):
-        values = np.asarray(arrays.get(key, np.full(len(x), np.nan)))
-        if values.shape != (len(x),) or not np.issubdtype(values.dtype, np.number):
-            raise ValueError(f"{where}: array {key!r}: expected {len(x)} numbers, one per image; "
-                             f"got {values.dtype} {list(values.shape)}")
-        checked[key] = values.astype(float if key == "confidence" else np.int64)
-    return checked
-
-
-def _as_uint8_images(x: np.ndarray, where: str) -> np.ndarray:
-    """[n, H, W] or [n, H, W, C] as uint8 (float images in [0, 1] are scaled)."""
-    if not (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] in (1, 3, 4))) or not np.issubdtype(x.dtype, np.number):
-        raise ValueError(f"{where}: array 'x': expected images [n, H, W] or [n, H, W, C] with C = 1, 3 or 4; "
-                         f"got {x.dtype} {list(x.shape)}")
-    if x.dtype != np.uint8:
-        x = x.astype(float)
-        if x.size and np.nanmax(x) <= 1.0:
-            x = x * 255.0
-        x = np.clip(np.nan_to_num(x), 0, 255).astype(np.uint8)
-    return x[..., None] if x.ndim == 3 else x
 
 
 def _thumbnail(image: np.ndarray) -> QPixmap:

@@ -25,8 +25,10 @@ TRAIN_TIP = "Start training with this configuration (Ctrl+R)"
 
 
 class WindowActions:
-    def __init__(self, window: QMainWindow, state: WindowState, tools: Sequence[Tool]) -> None:
+    def __init__(self, window: QMainWindow, state: WindowState, tools: Sequence[Tool],
+                 report_run: Callable[[], str | None] = lambda: None) -> None:
         self._window, self._state = window, state
+        self._report_run = report_run
         self._tools = tuple(tools)
         icon = window.style().standardIcon
         pixmap = QStyle.StandardPixmap
@@ -46,6 +48,10 @@ class WindowActions:
         self.new_run = act("&New run", QKeySequence.StandardKey.New, "Clear the charts and start from the defaults")
         self.open_run = act("&Open run…", QKeySequence.StandardKey.Open, "Show a past run's charts and evaluation",
                             pixmap.SP_DirOpenIcon)
+        self.open_bundle = act("Open run &bundle…", tip="Open a run bundle (replica-studio bundle): checked against "
+                               "its manifest, then shown as a copy of the run")
+        self.save_report = act("Save &report…", tip="Write the run selected in the run list (else the run on screen) "
+                               "as one HTML file that opens offline in any browser")
         self.load_config = act("&Load configuration…", "Ctrl+L", "Fill the forms from a run configuration (JSON)")
         self.save_config = act("&Save configuration…", QKeySequence.StandardKey.Save,
                                "Write the current run configuration to a JSON file", pixmap.SP_DialogSaveButton)
@@ -89,7 +95,9 @@ class WindowActions:
         file_menu = bar.addMenu("&File")
         file_menu.addActions([self.new_run, self.open_run])
         self.recent_menu = QMenu("Recent &runs", window)
+        file_menu.addAction(self.open_bundle)
         file_menu.addMenu(self.recent_menu)
+        file_menu.addAction(self.save_report)
         file_menu.addSeparator()
         file_menu.addAction(self.open_model)
         file_menu.addSeparator()
@@ -153,7 +161,8 @@ class WindowActions:
         self.resume_run.setEnabled(self._state.resumable_selection() is not None)
         self.attach_run.setEnabled(self._state.attachable_selection() is not None)
         self.compare_runs.setEnabled(len(self._state.selection) >= 2)
-        for action in (self.new_run, self.open_run, self.load_config, self.recent_menu.menuAction()):
+        self.save_report.setEnabled(self._report_run() is not None)  # it reads files only: a run may train
+        for action in (self.new_run, self.open_run, self.open_bundle, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)
         # A tool's engine process would compete with a run for the same cores or GPUs (and a

@@ -14,12 +14,15 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
+from gui_app.core.bundle import SUFFIX as BUNDLE_SUFFIX
+from gui_app.core.bundle import is_bundle
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.file_kinds import is_image_file, model_kind
 from gui_app.core.rundir import CONFIG_FILE, is_run_dir
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.compare import CompareDialog
 from gui_app.ui.settings import Settings
+from gui_app.ui.window.bundle_open import BundleOpen
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import DATASET, EVALUATION, TRAINING, TRY, WindowState
@@ -33,6 +36,7 @@ class FileActions(QObject):
         super().__init__(window)
         self._window, self._state, self._shown, self._forms = window, state, shown, forms
         self._models, self._settings = models, settings
+        self.bundles = BundleOpen(window, state, self.open_run)  # a run bundle opens as a copy of the run
         state.active_run_changed.connect(self._on_active_run_changed)
 
     # ---- runs ------------------------------------------------------------------------------
@@ -95,6 +99,12 @@ class FileActions(QObject):
         if path:
             self.open_run(path)
 
+    def open_bundle_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self._window, "Open a run bundle", self._settings.last_open_dir or "",
+                                              f"Run bundles (*{BUNDLE_SUFFIX});;All files (*)")
+        if path:
+            self.bundles.open(path)
+
     def load_config_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self._window, "Load a run configuration",
                                               self._settings.last_open_dir or "", "Run configurations (*.json)")
@@ -133,7 +143,7 @@ class FileActions(QObject):
             self.open_dropped(paths[0])
 
     def open_dropped(self, path: str) -> None:
-        """A run folder opens the run, a .json loads a configuration, a .keras becomes the
+        """A run folder (or a run bundle) opens the run, a .json loads a configuration, a .keras becomes the
         model to train; an image, a .tflite, .onnx or SavedModel folder goes to the Try tab;
         anything else is taken as a dataset."""
         p = Path(path)
@@ -146,6 +156,8 @@ class FileActions(QObject):
             self._state.set_status("A run is active: drop files once it has finished")
         elif p.is_dir() and is_run_dir(p):
             self.open_run(path)
+        elif p.is_file() and is_bundle(p):
+            self.bundles.open(path)
         elif p.suffix.lower() == ".json":
             self._load_config_or_warn(p)
         elif kind == "keras":

@@ -49,6 +49,7 @@ from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.kubernetes_actions import KubernetesActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.remote_runs import RemoteOpen
+from gui_app.ui.window.report_actions import ReportActions
 from gui_app.ui.window.run_actions import RunActions
 from gui_app.ui.window.run_attach import RunAttach
 from gui_app.ui.window.run_place import RunOnBox, RunPlace
@@ -83,7 +84,8 @@ class MainWindow(QMainWindow):
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
                                        self.try_tab, self.log_tab)):
             self.tabs.addTab(widget, name)
-        self.window_actions = WindowActions(self, self.state, TOOLS)
+        self.reports = ReportActions(self, self.state, self.settings, engine_command)
+        self.window_actions = WindowActions(self, self.state, TOOLS, self.reports.report_run)
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self)
         self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
@@ -163,6 +165,8 @@ class MainWindow(QMainWindow):
         a.notify.toggled.connect(self._set_notify)
         a.new_run.triggered.connect(f.new_run)
         a.open_run.triggered.connect(f.open_run_dialog)
+        a.save_report.triggered.connect(self.reports.save_report_dialog)
+        a.open_bundle.triggered.connect(f.open_bundle_dialog)
         a.load_config.triggered.connect(f.load_config_dialog)
         a.save_config.triggered.connect(f.save_config_dialog)
         a.quit.triggered.connect(self.close)
@@ -187,7 +191,7 @@ class MainWindow(QMainWindow):
         # The Log tab.
         for noting in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):
             noting.note.connect(log.note)
-        for logging in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes):
+        for logging in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes, self.reports):
             logging.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)
@@ -321,6 +325,8 @@ class MainWindow(QMainWindow):
             # KEEP: the window closes now; closing the supervisor lets go of the run, which goes on.
         self.save_window_settings()
         self.models.close()
+        self.reports.close()
+        self.files.bundles.close()
         self.tools.close()
         self.sweeps.close()
         self.config_panel.inspector.cancel()
