@@ -186,11 +186,16 @@ def test_the_report_of_a_run_the_engine_trained(trained_run, tmp_path):
 def test_chromium_renders_the_page(tmp_path):
     run = write_run(tmp_path / "run")
     page = write_report(run)
-    shot = tmp_path / "shot.png"
-    subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--window-size=1280,2000",
-                    f"--screenshot={shot}", page.as_uri()], check=True, timeout=120, capture_output=True)
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # drawn, not one blank colour
+    for width in (1280, 390):  # a laptop and a phone
+        shot = tmp_path / f"shot-{width}.png"
+        subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", f"--window-size={width},2000",
+                        f"--screenshot={shot}", page.as_uri()], check=True, timeout=120, capture_output=True)
+        data = shot.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # drawn, not one blank colour
+    pdf = tmp_path / "report.pdf"
+    subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--no-pdf-header-footer",
+                    f"--print-to-pdf={pdf}", page.as_uri()], check=True, timeout=120, capture_output=True)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 20_000
 
 
 def test_a_damaged_evaluation_is_named_not_fatal(tmp_path):

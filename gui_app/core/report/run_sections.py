@@ -153,5 +153,7 @@ def step_time(record: RunRecord) -> str:
     if len(history):
         lines = [Line(f"{label} share (%)", history[:, 0], 100 * history[:, i + 1], color, width=1.0)
                  for i, (label, color) in enumerate(SPLIT_PARTS)]
-        parts.append(line_chart(lines, "step", "Share of the step (%)", y_range=(0.0, 100.0)))
+        # in the two-column grid, as the other charts: alone at full width it was drawn twice their size
+        chart = line_chart(lines, "step", "Share of the step (%)", y_range=(0.0, 100.0))
+        parts.append(f'<div class="charts">{chart}</div>')
     return section("Where a step's time goes", "".join(parts), "step-time")
