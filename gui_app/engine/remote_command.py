@@ -92,6 +92,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "stop": Remote(),
     "runs": Remote(runs_dir=True),
     "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node
+    "preflight": Remote(config="config", runs_dir=True),  # from a login node, a pod, an allocation
 }
 
 
