@@ -81,7 +81,7 @@ def connect(address: str) -> str:
         return "refused"
     except TimeoutError:
         return f"unreachable: no answer within {CONNECT_TIMEOUT_S:g} s (a firewall, or the host is down)"
-    except OSError as exc:
+    except OSError as exc:  # no route, or an address this machine cannot send to (EINVAL)
         return f"unreachable: {exc.strerror or exc}"
     finally:
         s.close()
@@ -160,14 +160,13 @@ def checkpoint_bytes(config: RunConfig) -> tuple[int, str]:
 
 def problems(workers: list[dict[str, Any]], need: int) -> list[str]:
     """One line per problem of ``workers`` (each: index, where, host, address, facts), against
-    the chief's (index 0) versions."""
+    the chief's (index 0) versions; a worker without facts is only named as a peer."""
     chief = next((w["facts"]["versions"] for w in workers if w["index"] == 0 and w.get("facts")), versions())
     lines = []
     for w in workers:
         name = f"worker {w['index']}{' (chief)' if w['index'] == 0 else ''} {w['where']}"
         f = w.get("facts")
-        if f is None:
-            lines.append(f"{name}: {w.get('error') or 'no answer'}")
+        if f is None:  # not asked (a worker started by hand elsewhere) or no answer: the caller's line
             continue
         v = f["versions"]
         if not compatible(v["app"] or "", chief["app"] or ""):
@@ -183,8 +182,10 @@ def problems(workers: list[dict[str, Any]], need: int) -> list[str]:
                          "another port in strategy.cluster")
         for address, said in f["peers"].items():
             if said.startswith("unreachable"):
-                lines.append(f"{name}: {address} is {said} from {w['host']}; check the address and that the port "
-                             "is open between the machines")
+                peer = next((f"worker {p['index']} at {address}" for p in workers if p["address"] == address), address)
+                lines.append(f"{peer} is unreachable from worker {w['index']} on {w['host']} "
+                             f"({said[len('unreachable: '):]}); check the address and that the port is open "
+                             "between the machines")
         for path, said in f["inputs"].items():
             lines.append(f"{name}: {path} is {said} on {w['host']} (dataset and model paths are each host's); "
                          "copy it there or fix the path")

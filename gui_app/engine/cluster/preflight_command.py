@@ -87,11 +87,12 @@ def plan(config: RunConfig) -> list[dict[str, Any]]:
         ports = free_ports(cfg.workers + cfg.ps)
         return [{"index": i, "address": f"127.0.0.1:{p}", "host": "127.0.0.1", "kind": "local"}
                 for i, p in enumerate(ports)]
+    entries: list[str | SshWorker]
     if isinstance(cfg.cluster, tuple):
         entries = list(cfg.cluster)
     else:  # inside a Slurm allocation or a pod set: its cluster, this process one of its workers
         task = resolve_task(cfg, None)
-        entries = task.cluster.get("chief", []) + task.cluster.get("worker", [])
+        entries = [*task.cluster.get("chief", []), *task.cluster.get("worker", [])]
     workers = []
     for i, entry in enumerate(entries):
         if isinstance(entry, SshWorker):
@@ -110,17 +111,20 @@ def _where(w: dict[str, Any]) -> str:
 
 
 def gather(config: RunConfig, config_file: str, workers: list[dict[str, Any]], runs_dir: Path) -> None:
-    """Fill each worker's ``facts`` (or ``error``) and ``where``."""
-    others = [w["address"] for w in workers if w["kind"] != "local"]
+    """Fill each worker's ``facts`` (or ``error``) and ``where``. A port is checked where this
+    process starts the worker (local workers, the chief): one started by hand may be there already."""
     for w in workers:
         w["where"] = _where(w)
+        if w["kind"] == "ssh":  # first: its address becomes ssh's host name, which the others connect to
+            _probe_over_ssh(config_file, w, [x["address"] for x in workers if x is not w and x["kind"] != "ssh"])
+    others = [w["address"] for w in workers if w["kind"] != "local"]
+    for w in workers:
         if w["kind"] == "local":
-            port = split_host(w["address"])[1]
+            starts_here = w["index"] == 0 or config.strategy.cluster is None
+            port = split_host(w["address"])[1] if starts_here else None
             w["facts"] = checks.probe(config, port, others if w["index"] == 0 else [],
                                       runs_dir if w["index"] == 0 else None)
             w["clock_offset_s"] = 0.0
-        elif w["kind"] == "ssh":
-            _probe_over_ssh(config_file, w, [a for a in (x["address"] for x in workers) if a != w["address"]])
     seen = {a: said for w in workers if w.get("facts") for a, said in w["facts"]["peers"].items()}
     for w in workers:
         if w["kind"] == "elsewhere":  # started by hand there: only what this machine can see
@@ -167,7 +171,7 @@ def cheap_problems(config: RunConfig, runs_dir: Path) -> list[str]:
     config_file = ""  # no probe over ssh here
     gather(config, config_file, workers, runs_dir)
     need, _ = checks.checkpoint_bytes(config)
-    lines = checks.problems([w for w in workers if w.get("facts")], need)
+    lines = checks.problems(workers, need)
     return lines + [f"worker {w['index']} {w['where']}: {w['error']}" for w in workers if w.get("error")]
 
 
@@ -177,7 +181,7 @@ def run(args) -> int:
     workers = plan(config)
     gather(config, args.config, workers, runs_dir)
     need, estimate = checks.checkpoint_bytes(config)
-    problems = checks.problems([w for w in workers if w.get("facts")], need)
+    problems = checks.problems(workers, need)
     problems += [w["error"] if w["kind"] == "ssh" else f"worker {w['index']} {w['where']}: {w['error']}"
                  for w in workers if w.get("error")]
     allreduce = _canary(config, args, workers) if not problems and not args.no_canary else \
