@@ -100,8 +100,11 @@ def plan(config: RunConfig) -> list[dict[str, Any]]:
                             "port": entry.port})
             continue
         host = split_host(entry)[0]
-        local = i == 0 if isinstance(cfg.cluster, tuple) and any(isinstance(e, SshWorker) for e in entries) \
-            else _is_this_machine(host)
+        if isinstance(cfg.cluster, tuple):  # entry 0 is this machine, the others are elsewhere but for its own addresses
+            over_ssh = any(isinstance(e, SshWorker) for e in entries)
+            local = i == 0 or (not over_ssh and _is_this_machine(host))
+        else:
+            local = _is_this_machine(host)
         workers.append({"index": i, "address": entry, "host": host, "kind": "local" if local else "elsewhere"})
     return workers
 
