@@ -100,13 +100,14 @@ def _engine_run(name: str, strategy: dict[str, Any], training: dict[str, Any], g
     config.write_text(json.dumps(_digits_config(strategy, training)), encoding="utf-8")
     started = time.monotonic()
     try:
-        done = subprocess.run(app_command("train", str(config), "--runs-dir", str(work / "runs"), "--events", "jsonl"),
-                              capture_output=True, text=True, timeout=TIMEOUT_S, env=app_env(), stdin=subprocess.DEVNULL)
+        argv = app_command("train", str(config), "--runs-dir", str(work / "runs"), "--events", "jsonl")
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, env=app_env(),
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"check": name, "ok": False, "detail": f"did not end within {TIMEOUT_S} s"}, None
     seconds = time.monotonic() - started
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    finished = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
+    finished: dict[str, Any] = next((e for e in reversed(events) if e.get("type") == "run_finished"), {})
     result = {"check": name, "ok": False, "seconds": seconds}
     if done.returncode != 0 or finished.get("status") != "completed":
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]

@@ -100,7 +100,7 @@ def plan(config: RunConfig) -> list[dict[str, Any]]:
                             "port": entry.port})
             continue
         host = split_host(entry)[0]
-        if isinstance(cfg.cluster, tuple):  # entry 0 is this machine, the others are elsewhere but for its own addresses
+        if isinstance(cfg.cluster, tuple):  # entry 0 is this machine; another entry may name one of its addresses
             over_ssh = any(isinstance(e, SshWorker) for e in entries)
             local = i == 0 or (not over_ssh and _is_this_machine(host))
         else:
