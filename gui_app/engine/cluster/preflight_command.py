@@ -185,8 +185,8 @@ def run(args) -> int:
     gather(config, args.config, workers, runs_dir)
     need, estimate = checks.checkpoint_bytes(config)
     problems = checks.problems(workers, need)
-    problems += [w["error"] if w["kind"] == "ssh" else f"worker {w['index']} {w['where']}: {w['error']}"
-                 for w in workers if w.get("error")]
+    problems += [f"worker {w['index']}: {w['error']}" if w["kind"] == "ssh"  # the line names its host
+                 else f"worker {w['index']} {w['where']}: {w['error']}" for w in workers if w.get("error")]
     allreduce = _canary(config, args, workers) if not problems and not args.no_canary else \
         {"ran": False, "why": "--no-canary" if args.no_canary else "the checks above failed"}
     if allreduce.get("problem"):
