@@ -198,7 +198,8 @@ def run(args) -> int:
         report["problems"] = problems
         for line in problems:
             print(f"replica-studio preflight: {line}", file=sys.stderr, flush=True)
-    print(json.dumps(report) if args.json else _table(report), flush=True)
+    table = _table(report)
+    print(json.dumps({**report, "table": table}) if args.json else table, flush=True)
     return EXIT_OK if ok else EXIT_BAD_INPUT
 
 
