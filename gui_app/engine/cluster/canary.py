@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import threading
@@ -56,8 +57,8 @@ def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str,
 
     devices.configure_runtime(config.runtime)
     built = strategies.build_strategy(config.strategy)
-    if hasattr(__import__("signal"), "alarm"):
-        __import__("signal").alarm(0)
+    if hasattr(signal, "alarm"):
+        signal.alarm(0)  # the cluster formed
     strategy = built.strategy
     elements = mib * 2**20 // 4
 

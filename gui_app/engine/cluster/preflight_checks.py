@@ -164,7 +164,8 @@ def problems(workers: list[dict[str, Any]], need: int) -> list[str]:
     chief = next((w["facts"]["versions"] for w in workers if w["index"] == 0 and w.get("facts")), versions())
     lines = []
     for w in workers:
-        name = f"worker {w['index']}{' (chief)' if w['index'] == 0 else ''} {w['where']}"
+        task = w.get("name", f"worker {w['index']}")  # a parameter-server cluster's ps tasks: "ps 0"
+        name = f"{task}{' (chief)' if w['index'] == 0 else ''} {w['where']}"
         f = w.get("facts")
         if f is None:  # not asked (a worker started by hand elsewhere) or no answer: the caller's line
             continue
@@ -182,7 +183,8 @@ def problems(workers: list[dict[str, Any]], need: int) -> list[str]:
                          "another port in strategy.cluster")
         for address, said in f["peers"].items():
             if said.startswith("unreachable"):
-                peer = next((f"worker {p['index']} at {address}" for p in workers if p["address"] == address), address)
+                peer = next((f"{p.get('name', 'worker ' + str(p['index']))} at {address}" for p in workers
+                             if p["address"] == address), address)
                 lines.append(f"{peer} is unreachable from worker {w['index']} on {w['host']} "
                              f"({said[len('unreachable: '):]}); check the address and that the port is open "
                              "between the machines")

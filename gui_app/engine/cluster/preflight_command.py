@@ -85,8 +85,8 @@ def plan(config: RunConfig) -> list[dict[str, Any]]:
                           f"parameter_server); this one is {cfg.name!r}, which trains in one process")
     if cfg.cluster is None:  # train starts them here on free loopback ports, as these
         ports = free_ports(cfg.workers + cfg.ps)
-        return [{"index": i, "address": f"127.0.0.1:{p}", "host": "127.0.0.1", "kind": "local"}
-                for i, p in enumerate(ports)]
+        return [{"index": i, "address": f"127.0.0.1:{p}", "host": "127.0.0.1", "kind": "local",
+                 "name": f"worker {i}" if i < cfg.workers else f"ps {i - cfg.workers}"} for i, p in enumerate(ports)]
     entries: list[str | SshWorker]
     if isinstance(cfg.cluster, tuple):
         entries = list(cfg.cluster)
@@ -204,7 +204,7 @@ def run(args) -> int:
 
 
 def _public(w: dict[str, Any]) -> dict[str, Any]:
-    keep = ("index", "address", "host", "kind", "where", "facts", "clock_offset_s", "reach", "error")
+    keep = ("index", "name", "address", "host", "kind", "where", "facts", "clock_offset_s", "reach", "error")
     return {k: w[k] for k in keep if k in w}
 
 
@@ -212,7 +212,7 @@ def _canary(config: RunConfig, args, workers: list[dict[str, Any]]) -> dict[str,
     from gui_app.engine.cluster.canary import run_canary
 
     if config.strategy.name != "multi_worker_mirrored":
-        return {"ran": False, "why": "parameter servers do not all-reduce (each worker updates the variables there)"}
+        return {"ran": False, "why": "parameter servers do not all-reduce: each worker updates the variables on them"}
     if any(w["kind"] != "local" for w in workers):
         return {"ran": False, "why": "the canary starts every worker itself: it runs where all workers are on this "
                                      "machine (start workers by hand elsewhere with replica-studio worker)"}
@@ -223,14 +223,14 @@ def _canary(config: RunConfig, args, workers: list[dict[str, Any]]) -> dict[str,
 
 
 def _table(report: dict[str, Any]) -> str:
-    rows = [("worker", "where", "app", "python", "tensorflow", "keras", "port", "free space", "clock")]
+    rows = [("task", "where", "app", "python", "tensorflow", "keras", "port", "free space", "clock")]
     for w in report["workers"]:
-        f = w.get("facts")
+        f, task = w.get("facts"), w.get("name", f"worker {w['index']}")
         if not f:
-            rows.append((str(w["index"]), w["where"], *(["?"] * 4), "-", "-", w.get("reach", "-")))
+            rows.append((task, w["where"], *(["?"] * 4), "-", "-", w.get("reach", "-")))
             continue
         v, free = f["versions"], f["folder"]["free_bytes"]
-        rows.append((str(w["index"]), w["where"], v["app"], v["python"], v["tensorflow"] or "-", v["keras"] or "-",
+        rows.append((task, w["where"], v["app"], v["python"], v["tensorflow"] or "-", v["keras"] or "-",
                      "free" if f["port"] is None else f["port"], "?" if free is None else f"{free / 2**30:.1f} GiB",
                      f"{w.get('clock_offset_s', 0):+.2f} s"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
