@@ -24,7 +24,9 @@ import time
 from typing import Any
 
 from gui_app.core.cluster_hosts import tf_config
+from gui_app.core.ssh import STDIN_FILE, StdinFile, shell_command, ssh_argv
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
+from gui_app.engine.cluster.ssh_workers import SshCluster
 from gui_app.identity import app_command
 
 CANARY_MIB = 4
@@ -88,11 +90,30 @@ def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str,
             "expected": expected_checksum(elements, strategy.num_replicas_in_sync), "task": task}
 
 
+def _over_ssh(ssh: SshCluster, index: int, mib: int, rounds: int) -> WorkerProcess:
+    """Canary worker ``index`` on its SSH host, as ssh_workers starts a training worker there: the
+    resolved config on stdin, stdin kept open (its end kills the worker there)."""
+    host = ssh.hosts[index]
+    args: list[str | StdinFile] = ["preflight-canary", STDIN_FILE, "--index", str(index), "--mib", str(mib),
+                                   "--rounds", str(rounds)]
+    argv = ssh_argv(host, shell_command(host, args, ends_with_input=True))
+    worker = start_process(index, ssh.addresses[index], argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           host=host.name)
+    assert worker.proc.stdin is not None
+    try:
+        worker.proc.stdin.write(ssh.config_line.decode("utf-8"))
+        worker.proc.stdin.flush()
+    except OSError:
+        pass  # ssh ended already: its exit says why
+    return worker
+
+
 def run_canary(config_file: str, addresses: list[str], by_index: bool, join_timeout_s: float,
-               mib: int = CANARY_MIB, rounds: int = CANARY_ROUNDS) -> dict[str, Any]:
-    """Start one canary process per address here (``by_index``: the config's own
-    ``strategy.cluster`` list and ``--index``; else ``TF_CONFIG`` for these addresses) and
-    summarise: ``{"ok", "workers", "bytes", "seconds", "bandwidth_per_worker_mib_s", ...}``."""
+               mib: int = CANARY_MIB, rounds: int = CANARY_ROUNDS, ssh: SshCluster | None = None) -> dict[str, Any]:
+    """Start one canary process per address (``by_index``: the config's own ``strategy.cluster``
+    list and ``--index``; else ``TF_CONFIG`` for these addresses; ``ssh``: the workers of its
+    hosts there) and summarise: ``{"ok", "workers", "bytes", "seconds_median",
+    "bandwidth_per_worker_mib_s", "same_sum", ...}``."""
     cluster = {"worker": addresses}
     procs: list[WorkerProcess] = []
     outputs: dict[int, list[str]] = {}
@@ -105,7 +126,10 @@ def run_canary(config_file: str, addresses: list[str], by_index: bool, join_time
                 cmd += ["--index", str(i)]
             else:
                 env["TF_CONFIG"] = tf_config(cluster, "worker", i)
-            worker = start_process(i, address, cmd, env, stdout=subprocess.PIPE)
+            if ssh is not None and i in ssh.hosts:
+                worker = _over_ssh(ssh, i, mib, rounds)
+            else:
+                worker = start_process(i, address, cmd, env, stdout=subprocess.PIPE)
             lines = outputs[i] = []
             reader = threading.Thread(target=lambda s=worker.proc.stdout, out=lines: out.extend(s), daemon=True)
             reader.start()
@@ -116,13 +140,13 @@ def run_canary(config_file: str, addresses: list[str], by_index: bool, join_time
             try:
                 w.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                return {"ok": False, "problem": f"worker {w.index} at {w.address} did not finish the all-reduce "
+                return {"ok": False, "problem": f"worker {w.index} {w.where} did not finish the all-reduce "
                                                 f"within {deadline - started:.0f} s"}
             if w.proc.returncode != 0:
                 for t in w.threads:
                     t.join(timeout=2)
                 said = f": {w.last_error}" if w.last_error else ""
-                return {"ok": False, "problem": f"worker {w.index} at {w.address} {w.how_it_ended()} during the "
+                return {"ok": False, "problem": f"worker {w.index} {w.where} {w.how_it_ended()} during the "
                                                 f"all-reduce canary{said}"}
         for w in procs:
             for t in w.threads:

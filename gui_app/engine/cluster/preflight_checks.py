@@ -14,6 +14,7 @@ import errno
 import os
 import platform
 import socket
+import stat
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -104,9 +105,13 @@ def input_paths(config: RunConfig) -> list[tuple[str, str]]:
 
 def readable(path: str) -> str | None:
     p = Path(path).expanduser()
-    if not p.exists():
+    try:
+        mode = p.stat().st_mode
+    except PermissionError:  # a folder on the way that this user cannot enter
+        return "not readable by this user"
+    except OSError:
         return "missing"
-    if not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+    if not os.access(p, os.R_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)):
         return "not readable by this user"
     return None
 

@@ -28,6 +28,7 @@ from gui_app.core.ssh import STDIN_FILE, HostError, check_app, config_line, expl
 from gui_app.engine.cluster import preflight_checks as checks
 from gui_app.engine.cluster.topology import load_config, resolve_task
 from gui_app.engine.command_errors import one_line_errors
+from gui_app.engine.errors import InputError
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 COMMANDS = ("preflight", "preflight-probe", "preflight-canary")
@@ -120,7 +121,8 @@ def gather(config: RunConfig, config_file: str, workers: list[dict[str, Any]], r
         w["where"] = _where(w)
         if w["kind"] == "ssh":  # first: its address becomes ssh's host name, which the others connect to
             _probe_over_ssh(config_file, w, [x["address"] for x in workers if x is not w and x["kind"] != "ssh"])
-    others = [w["address"] for w in workers if w["kind"] != "local"]
+    # (an SSH host that failed its check has no address yet: its own line says why)
+    others = [w["address"] for w in workers if w["kind"] != "local" and not w.get("error")]
     for w in workers:
         if w["kind"] == "local":
             starts_here = w["index"] == 0 or config.strategy.cluster is None
@@ -213,11 +215,22 @@ def _canary(config: RunConfig, args, workers: list[dict[str, Any]]) -> dict[str,
 
     if config.strategy.name != "multi_worker_mirrored":
         return {"ran": False, "why": "parameter servers do not all-reduce: each worker updates the variables on them"}
-    if any(w["kind"] != "local" for w in workers):
-        return {"ran": False, "why": "the canary starts every worker itself: it runs where all workers are on this "
-                                     "machine (start workers by hand elsewhere with replica-studio worker)"}
-    result = run_canary(args.config, [w["address"] for w in workers], isinstance(config.strategy.cluster, tuple),
-                        config.strategy.join_timeout_s)
+    if any(w["kind"] == "elsewhere" for w in workers):
+        return {"ran": False, "why": "the canary starts every worker itself: on this machine or over ssh, not "
+                                     "workers started by hand elsewhere"}
+    join = config.strategy.join_timeout_s
+    if any(w["kind"] == "ssh" for w in workers):  # the chief here, the others on their hosts, as train does
+        from gui_app.engine.cluster.ssh_workers import ssh_cluster
+
+        try:
+            with ssh_cluster(config) as ssh:
+                assert ssh is not None  # the list names SSH hosts
+                result = run_canary(str(ssh.config_file), list(ssh.addresses), True, join, ssh=ssh)
+        except InputError as exc:
+            return {"ran": False, "ok": False, "problem": str(exc)}
+    else:
+        result = run_canary(args.config, [w["address"] for w in workers], isinstance(config.strategy.cluster, tuple),
+                            join)
     result["ran"] = True
     return result
 
