@@ -14,7 +14,7 @@ from typing import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from gui_app.core.config import RunConfig
 from gui_app.core.engine_output import EXIT_BAD_INPUT, EXIT_OK
@@ -44,9 +44,12 @@ class ClusterCheck(QWidget):
         self.problems.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.problems.hide()
         column.addWidget(self.problems)
-        self.table = QLabel()
+        # A text box that scrolls sideways: the table is ~100 columns wide, and a label that wide
+        # would widen the whole config panel (it fits its width to its contents).
+        self.table = QPlainTextEdit(readOnly=True)
+        self.table.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.table.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.table.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table.setMaximumHeight(140)
         self.table.hide()
         column.addWidget(self.table)
         self._engine_command: Callable[..., list[str]] | None = None
@@ -88,7 +91,7 @@ class ClusterCheck(QWidget):
     def _show(self, problems: list[str], table: str) -> None:
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
-        self.table.setText(table)
+        self.table.setPlainText(table)
         self.table.setVisible(bool(table))
 
     def _cleanup(self) -> None:
