@@ -133,3 +133,32 @@ def test_bad_input_is_one_line(tmp_path, content, line):
     lines = [x for x in done.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith(line), lines
     assert done.stdout == ""
+
+
+def _facts(**versions) -> dict:
+    from gui_app.engine.cluster.preflight_checks import versions as ours
+
+    return {"versions": {**ours(), **versions}, "port": None, "peers": {}, "inputs": {},
+            "folder": {"folder": "/runs", "problem": None, "free_bytes": 10 * 2**30}, "time": 0.0}
+
+
+def test_another_tensorflow_a_skewed_clock_and_a_small_disk_are_each_one_line():
+    from gui_app.core.config import RunConfig
+    from gui_app.engine.cluster.preflight_checks import checkpoint_bytes, problems, versions
+
+    tf = versions()["tensorflow"]
+    chief = {"index": 0, "where": "at 10.0.0.1:2222", "host": "10.0.0.1", "address": "10.0.0.1:2222",
+             "facts": _facts(), "clock_offset_s": 0.0}
+    gpu3 = {"index": 1, "where": "on gpu3 (10.0.0.3:2222)", "host": "gpu3", "address": "10.0.0.3:2222",
+            "facts": _facts(tensorflow="2.20.0"), "clock_offset_s": -3.4}
+    gpu3["facts"]["folder"]["free_bytes"] = 2**20
+    need, how = checkpoint_bytes(RunConfig.from_dict({"model": {"name": "mlp"}}))
+    assert need == 832_484 * 4 * 3 * 3 + 2**20  # adam: the weights and 2 slots, 3 kept checkpoints, 1 MiB margin
+    assert "832,484 float32 parameters of mlp" in how
+    assert problems([chief, gpu3], need) == [
+        f"worker 1 on gpu3 (10.0.0.3:2222) has TensorFlow 2.20.0, the chief {tf}: install the chief's version",
+        f"worker 1 on gpu3 (10.0.0.3:2222): /runs on gpu3 has 1.0 MiB free but the checkpoints need about "
+        f"{need / 2**20:.1f} MiB; free some space",
+        "worker 1 on gpu3 (10.0.0.3:2222): its clock is 3.4 s behind this machine's; synchronise it (NTP, chrony)",
+    ]
+    assert problems([chief], need) == []
