@@ -178,7 +178,7 @@ def _keras_fit() -> dict[str, Any]:
     n = len(x) // 64 * 64
     keras.utils.set_random_seed(1)
     model = build_model(ModelConfig(name="mnist_cnn"), data.input_shape, len(data.class_names),
-                        channel_stats=channel_stats(x))
+                        channel_stats=channel_stats(data.x_train))  # uint8: its [0, 1] statistics, as the engine
     model.compile(keras.optimizers.Adam(0.001), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   steps_per_execution=10)
     times: list[float] = []
