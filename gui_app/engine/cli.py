@@ -30,7 +30,13 @@ from gui_app.engine import (
     scaling_command,
     train_command,
 )
-from gui_app.engine.cluster import scheduled_runs, script_command, submit_command, worker_command
+from gui_app.engine.cluster import (
+    preflight_command,
+    scheduled_runs,
+    script_command,
+    submit_command,
+    worker_command,
+)
 from gui_app.engine.command_errors import empty_option
 from gui_app.engine.exits import EXIT_BAD_INPUT, RUN_COMMANDS
 from gui_app.engine.sweep import command as sweep_command
@@ -38,7 +44,7 @@ from gui_app.engine.sweep import command as sweep_command
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
             hosts_command, sweep_command, compare_command, diagnose_command, report_command,
-            bundle_command)
+            bundle_command, preflight_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

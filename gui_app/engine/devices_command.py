@@ -15,11 +15,22 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("devices", help="list GPUs, the CPU and the logical devices")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu-devices", type=int, default=1, help="split the CPU into N logical devices first")
+    p.add_argument("--check", action="store_true",
+                   help="exercise every GPU path (strategies, NCCL, float16 all-reduce, mixed precision, a 2-worker "
+                        "cluster, NVML, export parity) in a few minutes; without a GPU, says so and exits 0")
+    p.add_argument("--check-json", default="gpu_check.json", metavar="FILE",
+                   help="with --check: where the results go as JSON (default: gpu_check.json here)")
     p.add_argument("--debug", action="store_true")
     p.set_defaults(handler=one_line_errors(_devices))
 
 
 def _devices(args) -> int:
+    if args.check:
+        from pathlib import Path
+
+        from gui_app.engine.gpu_check import run_checks
+
+        return run_checks(Path(args.check_json))
     from gui_app.core.config import RuntimeConfig
     from gui_app.core.training import devices
 

@@ -93,6 +93,7 @@ REMOTE_COMMANDS: dict[str, Remote] = {
     "runs": Remote(runs_dir=True),
     "diagnose": Remote(),
     "submit": Remote(config="config", runs_dir=True),  # sbatch on a Slurm login node
+    "preflight": Remote(config="config", runs_dir=True),  # from a login node, a pod, an allocation
 }
 
 

@@ -101,6 +101,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             config = load_config(args.config, args.allow_public_hosts)
             runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
             require_writable(runs_dir)
+            _check_cluster(config, runs_dir)
             try:
                 run_dir = rundir.create_run_dir(runs_dir, config)
                 created = run_dir
@@ -184,6 +185,20 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.close()
         if lock is not None:
             lock.release()
+
+
+def _check_cluster(config: RunConfig, runs_dir: Path) -> None:
+    """The cheap checks of ``preflight`` (engine/cluster/preflight_command.py), before the run
+    directory exists: a port taken, an address that does not answer, a dataset path missing here,
+    too little space -- refused now rather than after the cluster's start-up."""
+    cluster = config.strategy.cluster
+    if config.strategy.name not in MULTI_WORKER or isinstance(cluster, str):  # a scheduler's: checked there
+        return
+    from gui_app.engine.cluster.preflight_command import cheap_problems
+
+    found = cheap_problems(config, runs_dir)
+    if found:
+        raise InputError("; ".join(found) + " (replica-studio preflight CONFIG checks every worker)")
 
 
 def _evaluate(config: RunConfig, run_dir: Path, events: EventWriter) -> int:

@@ -35,6 +35,7 @@ def _comparable(args: argparse.Namespace) -> dict:
     ["predict", "--serve", "/runs/x", "--host", "g"],
     ["submit", "c.json", "--slurm", "--partition", "gpu", "--sbatch=--qos=long", "--sbatch", "-C a100",
      "--time", "1:00:00", "--gpus-per-node", "4", "--signal-seconds", "0", "--host", "login"],
+    ["preflight", "c.json", "--json", "--runs-dir", "my runs", "--no-canary", "--host", "login"],
 ])
 def test_the_rebuilt_command_line_parses_to_the_same_arguments(argv):
     parser = build_parser()

@@ -17,4 +17,7 @@ scheduler_command  sbatch and kubectl as submit runs them: found, timed, a refus
 kubernetes_submit  ``submit --kubernetes``: kubectl apply, and the run's local record
 kubernetes_runs    ``attach``, ``stop`` and ``resume`` of that record: the chief's output copied, delete, apply
 slurm_runs         ``stop`` and ``resume`` of a submitted run: scancel, its job.sbatch submitted again
+preflight_checks   what one host says about a worker (versions, port, reach, dataset, runs folder, clock), as lines
+preflight_command  ``replica-studio preflight``: every worker checked before a run, then the canary
+canary             the all-reduce canary: TensorFlow's collectives over the cluster's addresses, timed and summed
 """

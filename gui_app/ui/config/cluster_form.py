@@ -25,6 +25,7 @@ from gui_app.core.cluster_hosts import SshWorker, is_loopback, split_host
 from gui_app.core.config import ConfigError
 from gui_app.core.wording import label
 from gui_app.ui.colors import WARNING_STYLE
+from gui_app.ui.config.cluster_check import ClusterCheck
 from gui_app.ui.config.form_base import choice_box, format_float
 
 PLACES = {
@@ -87,6 +88,8 @@ class ClusterPanel(QWidget):
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet(WARNING_STYLE)
         self.form.addRow(self.warning)
+        self.check = ClusterCheck()  # preflight as an engine job; the config panel configures it
+        self.form.addRow(self.check)
         self.copy_buttons: list[QPushButton] = []
         self._strategy = "multi_worker_mirrored"
         for widget in (self.place, self.communication):

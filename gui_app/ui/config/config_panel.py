@@ -86,6 +86,7 @@ class ConfigPanel(QScrollArea):
         self.dataset = DatasetForm()
         self.model = ModelForm()
         self.strategy = StrategyForm()
+        self.strategy.cluster.check.configure(engine_command, self.config)
         self.training = TrainingForm()
         for title, widget in (("Devices", self.devices), ("Dataset", self.dataset), ("Model", self.model),
                               ("Strategy", self.strategy), ("Hyperparameters", self.training)):
