@@ -21,6 +21,7 @@ behaviour:
     diverge  as the real NaN guard trips: replica 1's gradient norm climbs for 6 steps, then at step
              7 its loss is NaN: the finite steps, a ``non_finite`` event, an ``error`` (kind
              training) and ``run_finished`` failed, exit 1; no checkpoint is kept
+    stall    like normal, but silent for ``FAKE_ENGINE_STALL_SECONDS`` (default 2) after step 3
 
 ``sweep`` is tests/ui/fake_sweep.py (the real status and stop over real sweep folders; no trial trains).
 
@@ -282,6 +283,8 @@ def train(config, run_dir, resumed, start_step):
             sys.stderr.write("RuntimeError: fake engine crashed on purpose\n")
             return 1
         time.sleep(STEP_SECONDS)
+        if MODE == "stall" and step - start_step == 3:
+            time.sleep(float(os.environ.get("FAKE_ENGINE_STALL_SECONDS", "2")))
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
