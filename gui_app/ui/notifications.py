@@ -1,5 +1,7 @@
-"""Desktop notifications when a run ends (completed, stopped, failed -- a NaN loss fails the run),
-and when a sweep the window follows ends (completed, stopped, or its process failed).
+"""Desktop notifications when a run ends (completed, stopped, failed -- a NaN loss fails the run,
+and the notice then says the diagnosis's sentence: which replica went first, what to do), when the
+run the window follows stalls (gui_app/ui/window/stall_watch.py), and when a sweep the window
+follows ends (completed, stopped, or its process failed).
 
 Two ways to reach the desktop, the first that exists:
 
@@ -19,11 +21,13 @@ import logging
 import os
 import shutil
 import sys
+from typing import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
+from gui_app.core.answers import Finding
 from gui_app.core.rundir import read_eval
 from gui_app.ui.workers.attachment import DETACHED
 
@@ -110,6 +114,14 @@ def run_notice(status: str, run_dir: str, message: str, test_accuracy: float | N
     return "Training failed", f"{name}: {message}" if message else name, True
 
 
+def finding_notice(kind: str, run_dir: str, sentence: str) -> tuple[str, str, bool]:
+    """The summary, body and urgency of the notice for a run's finding (``non_finite``, ``stall``):
+    the diagnosis's own sentence."""
+    name = os.path.basename(os.path.normpath(run_dir)) if run_dir else "the run"
+    summary = {"non_finite": "Training diverged", "stall": "Training stalled"}.get(kind, "Training: " + kind)
+    return summary, f"{name}: {sentence}", True
+
+
 def sweep_notice(kind: str, sweep_dir: str, line: str) -> tuple[str, str, bool]:
     """The summary, body and urgency of the notice for a sweep that ended (``completed``,
     ``stopped`` or ``failed``); ``line`` is the sweep's own last words (gui_app/ui/sweep/figures.outcome)."""
@@ -120,17 +132,32 @@ def sweep_notice(kind: str, sweep_dir: str, line: str) -> tuple[str, str, bool]:
 class RunNotifications(QObject):
     """Notifies when a run or a sweep the window follows ends, while the window is not the active one."""
 
-    def __init__(self, window: QWidget, notifier: DesktopNotifier, enabled: bool) -> None:
+    def __init__(self, window: QWidget, notifier: DesktopNotifier, enabled: bool,
+                 non_finite: Callable[[str], Finding | None] | None = None) -> None:
         super().__init__(window)
         self._window, self.notifier, self.enabled = window, notifier, enabled
+        self._non_finite = non_finite  # a run's non-finite finding, by its folder (the window's history)
+
+    def _elsewhere(self) -> bool:
+        """Notices are on and the user is not looking at the window."""
+        return self.enabled and not (self._window.isActiveWindow() and not self._window.isMinimized())
 
     def on_run_ended(self, status: str, run_dir: str, message: str) -> None:
         if status == DETACHED:  # the window let go of it: the run goes on
             return
-        if not self.enabled or (self._window.isActiveWindow() and not self._window.isMinimized()):
+        if not self._elsewhere():
+            return
+        found = self._non_finite(run_dir) if status == "failed" and self._non_finite is not None else None
+        if found is not None:  # the run diverged: say where and what to do, not only that it failed
+            self.notifier.notify(*finding_notice("non_finite", run_dir, found.message))
             return
         self.notifier.notify(*run_notice(status, run_dir, message, _test_accuracy(run_dir) if status == "completed"
                                          else None))
+
+    def on_stalled(self, run_dir: str, sentence: str) -> None:
+        """The run the window follows has stalled (StallWatch.stalled)."""
+        if self._elsewhere():
+            self.notifier.notify(*finding_notice("stall", run_dir, sentence))
 
     def on_sweep_ended(self, kind: str, sweep_dir: str, line: str) -> None:
         # The sweep has a window of its own: no notice while any of ours is the active one.

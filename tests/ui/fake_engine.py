@@ -18,6 +18,10 @@ behaviour:
     refuse   fail after run_started, before the first step (its input refused once loaded), in the
              run directory it made
     gpu      like normal, and ``devices`` reports one GPU
+    diverge  as the real NaN guard trips: replica 1's gradient norm climbs for 6 steps, then at step
+             7 its loss is NaN: the finite steps, a ``non_finite`` event, an ``error`` (kind
+             training) and ``run_finished`` failed, exit 1; no checkpoint is kept
+    stall    like normal, but silent for ``FAKE_ENGINE_STALL_SECONDS`` (default 2) after step 3
 
 ``sweep`` is tests/ui/fake_sweep.py (the real status and stop over real sweep folders; no trial trains).
 
@@ -279,13 +283,17 @@ def train(config, run_dir, resumed, start_step):
             sys.stderr.write("RuntimeError: fake engine crashed on purpose\n")
             return 1
         time.sleep(STEP_SECONDS)
+        if MODE == "stall" and step - start_step == 3:
+            time.sleep(float(os.environ.get("FAKE_ENGINE_STALL_SECONDS", "2")))
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
+        if MODE == "diverge" and step == DIVERGE_STEP:
+            return diverge(emit, run_dir, step, replicas)
         emit(ev.Step(step=step, epoch=epoch, loss=loss, accuracy=min(1.0, step / total), learning_rate=0.001,
                      examples_per_sec=1000.0, step_time=0.01,
                      replicas=[ev.ReplicaStats(replica=i, device=d, loss=loss * (1 + 0.1 * i), accuracy=0.5,
-                                               examples=batch // replicas, grad_norm=1.0 / step,
+                                               examples=batch // replicas, grad_norm=grad_norm(step, i),
                                                step_time=0.01 * (1 + i), examples_per_sec=1000.0 / (1 + i))
                                for i, d in enumerate(devices)]))
         if step % steps_per_epoch == 0:
@@ -303,6 +311,28 @@ def train(config, run_dir, resumed, start_step):
     emit(evaluation)
     emit(ev.RunFinished(status="completed", run_dir=run_dir, step=step))
     return 0
+
+
+DIVERGE_STEP = 7  # diverge mode: the step whose loss is NaN
+
+
+def grad_norm(step, replica):
+    """Each replica's gradient norm; in diverge mode replica 1's grows 10x a step (the learning rate)."""
+    return 10.0 ** step if MODE == "diverge" and replica == 1 else 1.0 / step
+
+
+def diverge(emit, run_dir, step, replicas):
+    """What the real engine writes when its NaN guard trips (engine/training/actions/nan_guard.py):
+    the non_finite event, then the run's error and end (engine/errors.py: kind training, exit 1)."""
+    emit(ev.NonFinite(step=step, first="loss", replica=min(1, replicas - 1), worker=None,
+                      replicas=[min(1, replicas - 1)], loss=None, grad_norm=None, checkpoint=None))
+    message = (f"the loss became NaN or infinite at step {step}; try a lower training.learning_rate (no checkpoint "
+               "was written before it, so there is nothing to resume: train again with a lower "
+               "training.learning_rate)")
+    emit(ev.Error(message=message, kind="training"))
+    emit(ev.RunFinished(status="failed", run_dir=run_dir, step=step - 1, message=message))
+    sys.stderr.write(f"replica-studio train: {message}\n")
+    return 1
 
 
 def new_run_dir(runs_dir, config):

@@ -14,7 +14,22 @@ import inspect
 import weakref
 from typing import Any, Callable, Iterable
 
-from gui_app.core.events import EpochEnd, Eval, Event, Progress, RunFinished, RunStarted, Step
+from gui_app.core.events import (
+    Checkpoint,
+    Continued,
+    EpochEnd,
+    Error,
+    Eval,
+    Event,
+    NonFinite,
+    Paused,
+    Progress,
+    RunFinished,
+    RunStarted,
+    Step,
+    Warning,
+)
+from gui_app.core.history.findings import RunFindings
 from gui_app.core.history.gpus import GpuSeries
 from gui_app.core.history.replicas import ReplicaSeries
 from gui_app.core.history.status import RunStatus, StepProgress
@@ -33,7 +48,8 @@ class Part:
     GPUS = 16
     PROGRESS = 32  # ``progress`` and ``status``
     EVALUATION = 64
-    ALL = 127
+    FINDINGS = 128  # ``findings``: what ``diagnose`` would say (a non-finite step, a stall)
+    ALL = 255
 
 
 Subscriber = Callable[[int], None]
@@ -51,6 +67,7 @@ class RunHistory:
         self.status = RunStatus()
         self.progress = StepProgress()
         self.evaluation: Eval | None = None
+        self.findings = RunFindings()
         self.evaluation_source = ""  # the file it was read from; "" for the live event
         self.problems: list[str] = []  # what of the run could not be read, one line each
         self._subscribers: list[Callable[[], Subscriber | None]] = []  # weak references, see subscribe
@@ -89,10 +106,18 @@ class RunHistory:
                     subscriber(changed)
 
     # ---- one fold per event type ------------------------------------------------------------
+    def check_stall(self, now: float, pid: int | None, state_of: Callable[[], str | None]) -> bool:
+        """The live run's stall finding at ``now`` (see RunFindings.check_stall); subscribers
+        get Part.FINDINGS when it appeared, changed or went."""
+        changed = self.findings.check_stall(now, pid, state_of)
+        if changed:
+            self._notify(Part.FINDINGS)
+        return changed
+
     def _step(self, event: Step) -> int:
         self.status.add(event)
         self.progress.add_step(event)
-        changed = Part.PROGRESS
+        changed = Part.PROGRESS | (Part.FINDINGS if self.findings.add(event) else 0)
         if self.training.add_step(event):
             changed |= Part.TRAINING
         if self.replicas.add_step(event):
@@ -104,14 +129,20 @@ class RunHistory:
         return changed
 
     def _epoch_end(self, event: EpochEnd) -> int:
+        self.findings.add(event)
         return Part.TRAINING if self.training.add_epoch(event) else 0
+
+    def _diagnosed(self, event: Event) -> int:
+        """An event only the findings read (the stall rule reads every event's time, and a pause)."""
+        return Part.FINDINGS if self.findings.add(event) else 0
 
     def _start(self, event: RunStarted) -> int:
         self.started = event
         self.run_dir = event.run_dir or self.run_dir
         self.status.add(event)
         self.progress.start(event)
-        changed = Part.RUN | Part.PROGRESS
+        self.findings.add(event)
+        changed = Part.RUN | Part.PROGRESS | Part.FINDINGS
         if self.training.start(event):
             changed |= Part.TRAINING
         if self.replicas.start(event):
@@ -134,6 +165,7 @@ class RunHistory:
 
     def _finished(self, event: RunFinished) -> int:
         self.status.add(event)
+        self.findings.add(event)  # its time: a run that ended is never stalled
         return Part.PROGRESS
 
 
@@ -142,4 +174,5 @@ class RunHistory:
 # cycle, freed only by the garbage collector.
 _FOLDS: dict[type[Event], Callable[[RunHistory, Any], int]] = {  # each takes its key's events
     Step: RunHistory._step, EpochEnd: RunHistory._epoch_end, RunStarted: RunHistory._start,
-    Progress: RunHistory._stage, Eval: RunHistory._evaluated, RunFinished: RunHistory._finished}
+    Progress: RunHistory._stage, Eval: RunHistory._evaluated, RunFinished: RunHistory._finished,
+    **{kind: RunHistory._diagnosed for kind in (NonFinite, Error, Paused, Continued, Checkpoint, Warning)}}

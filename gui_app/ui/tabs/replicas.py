@@ -38,6 +38,7 @@ from gui_app.ui.charts.plot import (
 from gui_app.ui.charts.run_view import RunView
 from gui_app.ui.tabs.gpu_panel import GpuPanel
 from gui_app.ui.tabs.step_split import StepSplitPanel
+from gui_app.ui.tabs.training import mark_non_finite, non_finite_line
 
 MIB = 1024.0 ** 2
 MIN_CHARTS_HEIGHT = 380  # px for the 2x2 replica charts: below it their axes crowd out the curves
@@ -61,6 +62,11 @@ class ReplicasTab(ChartPanel, RunView):
         self.slowest_label = QLabel(wordWrap=True)  # wraps rather than widen the window
         self.slowest_label.setContentsMargins(8, 4, 8, 0)
         self.slowest_label.setTextFormat(Qt.TextFormat.RichText)
+        # The replica the run's diagnosis names non-finite first: its curves drawn thick, named here.
+        self.non_finite_label = QLabel(wordWrap=True)
+        self.non_finite_label.setContentsMargins(8, 0, 8, 0)
+        self.non_finite_label.setTextFormat(Qt.TextFormat.RichText)
+        self.non_finite_label.setVisible(False)
         self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
         self.grad_plot = make_plot(f"Gradient norm per replica (before the {reduction(None)})", "step",
@@ -70,6 +76,9 @@ class ReplicasTab(ChartPanel, RunView):
         self.memory_plot = make_plot("Device memory (bar: in use, outline: peak)", "replica",
                                      "memory (MiB)", legend=None)
         self.grad_plot.setXLink(self.loss_plot)
+        self.non_finite_lines = [non_finite_line() for _ in range(2)]
+        for plot, line in zip((self.loss_plot, self.grad_plot), self.non_finite_lines):
+            plot.addItem(line, ignoreBounds=True)
         for plot in (self.loss_plot, self.grad_plot):
             redraw_on_zoom(self, plot)
         for plot in (self.speed_plot, self.memory_plot):
@@ -110,6 +119,7 @@ class ReplicasTab(ChartPanel, RunView):
         top.addWidget(self.slowest_label, 1)
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
+        layout.addWidget(self.non_finite_label)
         self.gpus = GpuPanel()  # NVML figures per GPU, shown only when the events carry them
         layout.addWidget(self.gpus)
         layout.addWidget(self._graphics, 1)
@@ -148,6 +158,25 @@ class ReplicasTab(ChartPanel, RunView):
             self.grad_plot.setTitle(f"Gradient norm per replica (before the {joined})")
         if changed & Part.REPLICAS:
             self.request_redraw()
+        if changed & Part.FINDINGS:
+            self._show_non_finite()
+            self.request_redraw()
+
+    def non_finite_replica(self) -> int | None:
+        """The replica the run's diagnosis names non-finite first, None when none."""
+        found = self.history.findings.non_finite
+        return found.replica if found is not None else None
+
+    def _show_non_finite(self) -> None:
+        mark_non_finite(self.non_finite_lines, self.history)
+        found = self.history.findings.non_finite
+        self.non_finite_label.setVisible(found is not None and found.replica is not None)
+        if found is None or found.replica is None:
+            return
+        worker = f" on worker {found.worker}" if found.worker is not None else ""
+        self.non_finite_label.setText(
+            f"Non-finite first: <b style='color:{HIGHLIGHT_COLOR}'>replica {found.replica}</b>{worker}, "
+            f"its {found.first} at step {found.step} (drawn thick; Details… on the banner above)")
 
     def _redraw(self) -> None:
         series = self.history.replicas
@@ -157,7 +186,8 @@ class ReplicasTab(ChartPanel, RunView):
             data = series.metrics[name].data
             for r, curve in enumerate(curves):
                 set_line_data(curve, steps, data[:, r])
-        drawn = [list(series.devices), list(series.workers), self.group_by_worker.isChecked()]
+        drawn = [list(series.devices), list(series.workers), self.group_by_worker.isChecked(),
+                 self.non_finite_replica()]
         if drawn != self._drawn_devices:  # replicas, devices or grouping changed: relabel
             self._drawn_devices = drawn
             self.group_by_worker.setVisible(series.multi_worker)
@@ -167,8 +197,9 @@ class ReplicasTab(ChartPanel, RunView):
                 plot.setXRange(-0.6, max(series.replicas, 1) - 0.4, padding=0)
             for r, curve in enumerate(self._loss_curves):
                 self.loss_plot.legend.getLabel(curve).setText(self._replica_name(r))
+                width = 3 if r == self.non_finite_replica() else 1
                 for c in (curve, self._grad_curves[r]):
-                    c.setPen(pg.mkPen(self._color(r), width=1))
+                    c.setPen(pg.mkPen(self._color(r), width=width))
         self._draw_speed()
         self._draw_memory()
 

@@ -25,6 +25,7 @@ from gui_app.core.history.training import (
 )
 from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import (
+    HIGHLIGHT_COLOR,
     OVERLAY_COLOR,
     TRAIN_COLOR,
     VALIDATION_COLOR,
@@ -55,6 +56,23 @@ def learning_rate_top(*series: np.ndarray) -> float | None:
     if not values.size or values.max() <= 0:
         return None
     return float(values.max()) * LR_HEADROOM
+
+
+def non_finite_line() -> pg.InfiniteLine:
+    """A dashed vertical line at the first non-finite step, hidden until there is one."""
+    line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(HIGHLIGHT_COLOR, width=2, style=Qt.PenStyle.DashLine),
+                           label="non-finite", labelOpts={"position": 0.92, "color": HIGHLIGHT_COLOR})
+    line.setVisible(False)
+    return line
+
+
+def mark_non_finite(lines: list[pg.InfiniteLine], history: RunHistory) -> None:
+    """Put ``lines`` at the run's non-finite step (its diagnosis), or hide them."""
+    found = history.findings.non_finite
+    for line in lines:
+        line.setVisible(found is not None and found.step is not None)
+        if found is not None and found.step is not None:
+            line.setValue(found.step)
 
 
 class TrainingTab(ChartPanel, RunView):
@@ -88,6 +106,10 @@ class TrainingTab(ChartPanel, RunView):
         self.lr_plot = make_plot("Learning rate", "step", "learning rate", legend=None,
                                  axis_items={"left": CompactAxis("left")})
         self._lr_top: float | None = None
+        # The step that went non-finite (the run's diagnosis), a vertical line on every chart.
+        self.non_finite_lines = [non_finite_line() for _ in range(3)]
+        for plot, line in zip((self.loss_plot, self.accuracy_plot, self.lr_plot), self.non_finite_lines):
+            plot.addItem(line, ignoreBounds=True)
         self._graphics.addItem(self.loss_plot, row=0, col=0)
         self._graphics.addItem(self.accuracy_plot, row=0, col=1)
         self._graphics.addItem(self.lr_plot, row=1, col=0, colspan=2)
@@ -157,6 +179,8 @@ class TrainingTab(ChartPanel, RunView):
             span_run((self.loss_plot, self.accuracy_plot, self.lr_plot), started.total_steps)
         if changed & Part.TRAINING:
             self.request_redraw()
+        if changed & Part.FINDINGS:
+            mark_non_finite(self.non_finite_lines, self.history)
 
     def _redraw(self) -> None:
         series = self.history.training

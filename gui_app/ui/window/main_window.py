@@ -25,6 +25,7 @@ from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from gui_app.core.answers import Finding
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.identity import app_command as default_engine_command
@@ -46,6 +47,7 @@ from gui_app.ui.tabs.training import TrainingTab
 from gui_app.ui.tabs.try_model import TryTab
 from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
+from gui_app.ui.window.finding_banner import FindingBanner
 from gui_app.ui.window.kubernetes_actions import KubernetesActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.remote_runs import RemoteOpen
@@ -57,6 +59,7 @@ from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.slurm_actions import SlurmActions
+from gui_app.ui.window.stall_watch import StallWatch
 from gui_app.ui.window.sweep_actions import SweepActions
 from gui_app.ui.window.tool_actions import TOOLS, ToolActions
 from gui_app.ui.window.window_state import IDLE, TABS, WindowState
@@ -80,6 +83,7 @@ class MainWindow(QMainWindow):
         self.log_tab = LogTab()
         self.runs = RunsPanel(self.state, host=self.place.host)
         self.progress = RunProgress(self.state)
+        self.banner = FindingBanner()  # the run's diagnosis, over the tabs
         self.tabs = QTabWidget()
         for name, widget in zip(TABS, (self.dataset_tab, self.training_tab, self.replicas_tab, self.evaluation_tab,
                                        self.try_tab, self.log_tab)):
@@ -87,7 +91,8 @@ class MainWindow(QMainWindow):
         self.reports = ReportActions(self, self.state, self.settings, engine_command)
         self.window_actions = WindowActions(self, self.state, TOOLS, self.reports.report_run)
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
-                              self)
+                              self, banner=self.banner)
+        self.stall_watch = StallWatch(self.state, self.shown, self)
         self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
                               place=self.place)
         self.attach = RunAttach(self.state, supervisor=self.supervisor, shown=self.shown, runs=self.runs, parent=self)
@@ -103,7 +108,7 @@ class MainWindow(QMainWindow):
                                             supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
                                             runs=self.runs, engine_command=engine_command)
         self.notifications = RunNotifications(self, DesktopNotifier(self.windowIcon(), self),
-                                              self.settings.notify_when_run_ends)
+                                              self.settings.notify_when_run_ends, non_finite=self._non_finite)
         self.sweeps = SweepActions(self, self.state, forms=self.config_panel, files=self.files, models=self.models,
                                    notifications=self.notifications, engine_command=engine_command)
         self._build_layout()
@@ -119,6 +124,7 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.progress)
+        column.addWidget(self.banner)
         column.addWidget(self.tabs, 1)
         self.right_splitter = QSplitter(Qt.Orientation.Vertical)
         self.right_splitter.addWidget(right)
@@ -148,6 +154,7 @@ class MainWindow(QMainWindow):
         self.place.changed.connect(self._on_place_changed)
         state.run_ended.connect(lambda *_: save_settings(self.settings))  # the recent runs, the last config
         state.run_ended.connect(self.notifications.on_run_ended)
+        self.stall_watch.stalled.connect(self.notifications.on_stalled)
         panel.validity_changed.connect(state.set_forms_valid)
         state.set_forms_valid(panel.is_valid())
         panel.readiness_changed.connect(state.set_train_blocker)
@@ -278,6 +285,12 @@ class MainWindow(QMainWindow):
         self.devices_label.setText(f"Detecting devices on {self.place.name}…" if self.place.name
                                    else "Detecting devices…")
         self.config_panel.place_changed()
+
+    def _non_finite(self, run_dir: str) -> Finding | None:
+        """The non-finite finding of ``run_dir`` when it is the run on screen."""
+        history = self.shown.history
+        same = bool(run_dir) and history.run_dir is not None and Path(history.run_dir) == Path(run_dir)
+        return history.findings.non_finite if same else None
 
     def _set_notify(self, on: bool) -> None:
         self.settings.notify_when_run_ends = self.notifications.enabled = on

@@ -6,8 +6,8 @@ Training, Replicas and Evaluation tabs and the progress line, which draw from it
 (:meth:`add_events`), a run opened from its folder is read into a new one. Whenever another run
 comes on screen (or none) it sets :attr:`WindowState.shown_run
 <gui_app.ui.window.window_state.WindowState.shown_run>`, which the title, the Export menu and the
-Try tab follow. ``note(str)`` carries a line for the Log tab (a part of the run that cannot be
-read or shown).
+Try tab follow; the banner over the tabs (the run's diagnosis) draws from the same history.
+``note(str)`` carries a line for the Log tab (a part of the run that cannot be read or shown).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from gui_app.core.rundir import read_history
 from gui_app.ui.tabs.evaluation import EvaluationTab
 from gui_app.ui.tabs.replicas import ReplicasTab
 from gui_app.ui.tabs.training import TrainingTab
+from gui_app.ui.window.finding_banner import FindingBanner
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.window_state import WindowState
 
@@ -30,10 +31,11 @@ class ShownRun(QObject):
     note = Signal(str)
 
     def __init__(self, state: WindowState, training: TrainingTab, replicas: ReplicasTab, evaluation: EvaluationTab,
-                 progress: RunProgress, parent: QObject | None = None) -> None:
+                 progress: RunProgress, parent: QObject | None = None, banner: FindingBanner | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self.training, self.replicas, self.evaluation, self.progress = training, replicas, evaluation, progress
+        self.banner = banner  # the run's diagnosis over the tabs (gui_app/ui/window/finding_banner.py)
         evaluation.failed.connect(self.note)
         self._show(RunHistory())
 
@@ -99,5 +101,6 @@ class ShownRun(QObject):
 
     def _show(self, history: RunHistory) -> None:
         self._history = history
-        for view in (self.training, self.replicas, self.evaluation, self.progress):
-            view.set_history(history)
+        for view in (self.training, self.replicas, self.evaluation, self.progress, self.banner):
+            if view is not None:
+                view.set_history(history)

@@ -1,0 +1,221 @@
+"""The rules of ``replica-studio diagnose``'s findings (docs/diagnose.md), applied to a run's
+events alone: what gui_app/core/diagnosis.py reads from a run's folder, and what the window's
+run history (gui_app/core/history/findings.py) folds as the events arrive, so that both say the
+same finding in the same words.
+
+Qt-free, TensorFlow-free, and free of the run folder's readers (rundir, live_runs): the run
+history imports it, and rundir imports the run history.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from gui_app.core.answers import Finding
+from gui_app.core.bottleneck import CpuShare, input_wait_line
+from gui_app.core.events import Continued, EpochEnd, Event, NonFinite, Paused, RunStarted, Step
+
+STEP_WINDOW = 100  # the recent steps read (each finding looks at fewer)
+HISTORY_STEPS = 20  # the gradient norms shown before a non-finite step
+CLIMB = 100.0  # a norm that grew this many times over that window climbed: the rate
+STALL_FACTOR = 5.0  # silent for this many times the recent time between two groups of steps
+STALL_FLOOR_SECONDS = 5.0  # and at least this long (a checkpoint)
+VALIDATION_SECONDS = 60.0  # allowed after an epoch's last step before the first validation was timed
+INPUT_STEPS = 50  # the recent steps the input share is taken over
+INPUT_MIN_STEPS = 10
+INPUT_SHARE = 0.3  # as the Training tab's input-bound line (gui_app/core/bottleneck.py)
+
+
+# ---- non_finite ---------------------------------------------------------------------------------
+def non_finite(events: list[Event], started: RunStarted | None,
+               kept: Callable[[str | None], str | None]) -> list[Finding]:
+    """The ``non_finite`` finding of the run's last ``non_finite`` event (none without one);
+    ``kept(recorded)``: the checkpoint the event names as it is in the run's folder now, None
+    when it is not there."""
+    found = next((e for e in reversed(events) if isinstance(e, NonFinite)), None)
+    if found is None:
+        return []
+    steps = [e for e in events if isinstance(e, Step) and e.step < found.step]
+    step, replica, worker, first, replicas = found.step, found.replica, found.worker, found.first, found.replicas
+    mixed = bool(((started.config if started else {}).get("training") or {}).get("mixed_precision"))
+    if first == "loss" and not mixed:
+        # A norm gone non-finite in an earlier group is written as null beside a finite loss: that
+        # replica's gradients went first (the guard trips on the loss only).
+        earlier = _gradients_first(steps)
+        if earlier is not None:
+            step, replica, worker, first, replicas = earlier.step, earlier.replica, earlier.worker, "gradients", \
+                earlier.replicas
+            steps = [e for e in steps if e.step < step]
+    norms = _norm_history(steps, replica)
+    growth = _growth(norms)
+    rate = steps[-1].learning_rate if steps else None
+    checkpoint = kept(found.checkpoint)
+    finding = Finding("non_finite", "", step=step, worker=worker, replica=replica, first=first,
+                      replicas=list(replicas), grad_norms=[[s, n] for s, n in norms],
+                      growth=growth, learning_rate=rate, checkpoint=checkpoint)
+    finding.message = _non_finite_sentence(finding, len(started.replicas) if started else 0)
+    return [finding]
+
+
+class _Where(NamedTuple):
+    step: int
+    replica: int
+    worker: int
+    replicas: list[int]
+
+
+def _gradients_first(steps: list[Step]) -> _Where | None:
+    """The earliest step of the unbroken run of steps just before the trip whose replica had a
+    finite loss but a norm that was not (written as null)."""
+    found = None
+    for event in reversed(steps):
+        bad = [r for r in event.replicas if r.grad_norm is None and r.loss is not None]
+        if not bad:
+            break
+        found = _Where(event.step, bad[0].replica, bad[0].worker, [r.replica for r in bad])
+    return found
+
+
+def _norm_history(steps: list[Step], replica: int | None) -> list[tuple[int, float]]:
+    """[(step, gradient norm)] of ``replica`` (every replica's largest when None) over the last
+    recorded steps, the finite ones."""
+    out = []
+    for event in steps[-HISTORY_STEPS:]:
+        norms = [r.grad_norm for r in event.replicas if r.grad_norm is not None
+                 and (replica is None or r.replica == replica)]
+        if norms and math.isfinite(max(norms)):
+            out.append((event.step, max(norms)))
+    return out
+
+
+def _growth(norms: list[tuple[int, float]]) -> float | None:
+    """How many times the last norm is the smallest one before it; None with fewer than two."""
+    if len(norms) < 2:
+        return None
+    low = min(n for _, n in norms[:-1])
+    return norms[-1][1] / low if low > 0 else None
+
+
+def _climb_start(f: Finding) -> int | None:
+    """The step the gradient norm's climb began at (its lowest before the trip), when it climbed."""
+    norms = f.grad_norms or []
+    if f.growth is None or f.growth < CLIMB or len(norms) < 2:
+        return None
+    return int(min(norms[:-1], key=lambda p: p[1])[0])
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    tail = Path(path).name.rsplit("-", 1)[-1] if path else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def _power(x: float) -> str:
+    return f"10^{math.floor(math.log10(x))}" if x >= 1000 else f"{x:.0f}"
+
+
+def _non_finite_sentence(f: Finding, replicas: int) -> str:
+    rate = "training.learning_rate" + (f" (it was {f.learning_rate:g})" if f.learning_rate else "")
+    what = "loss" if f.first == "loss" else "gradient norm (while its loss was finite)"
+    bad = f.replicas or []
+    worker = f" on worker {f.worker}" if f.worker else ""
+    if f.first == "weights":
+        where = f"the weights became NaN or infinite by step {f.step} while the loss was still finite"
+    elif replicas > 1 and len(bad) >= replicas:
+        where = f"every replica's {what} went non-finite at the same step, {f.step} (no single replica went first)"
+    elif len(bad) > 1:
+        where = (f"replicas {', '.join(map(str, bad))} went non-finite first, together at step {f.step} "
+                 f"(their {what}); replica {f.replica}{worker} is the first of them")
+    else:
+        where = f"replica {f.replica}{worker} went non-finite first, at step {f.step}: its {what}"
+    norms = f.grad_norms or []
+    whose = f"replica {f.replica}'s gradient norm" if f.replica is not None else "the largest gradient norm"
+    if f.growth is not None and f.growth >= CLIMB:
+        low_step, low = min(norms[:-1], key=lambda p: p[1])
+        why = (f"{whose} grew {_power(f.growth)}x over {int(norms[-1][0] - low_step)} steps "
+               f"({low:.3g} at step {int(low_step)} to {norms[-1][1]:.3g} at step {int(norms[-1][0])}): "
+               f"lower {rate}")
+    elif len(norms) >= 2:
+        why = (f"{whose} did not climb before it ({norms[0][1]:.3g} to {norms[-1][1]:.3g} over the last "
+               f"{len(norms)} steps): a sudden jump, so look at that step's batch (an extreme or mislabelled "
+               f"example) before lowering {rate}")
+    else:
+        why = f"it went before a second step was recorded: lower {rate}"
+    kept = (f"the last good checkpoint is {f.checkpoint}: resume from it with a lower rate "
+            f"(replica-studio resume RUN_DIR --set training.learning_rate=...)" if f.checkpoint else
+            "no good checkpoint was kept: train again with a lower rate")
+    climb = _climb_start(f)
+    saved = _checkpoint_step(f.checkpoint)
+    if climb is not None and saved is not None and saved > climb:
+        kept = (f"the last good checkpoint, {f.checkpoint}, is finite but from within the climb (it began at step "
+                f"{climb}): training again with a lower rate is safer than resuming from it")
+    return f"{where}; {why}; {kept}."
+
+
+# ---- stall --------------------------------------------------------------------------------------
+def stall(events: list[Event], now: float, started: RunStarted | None, pid: int,
+          state_of: Callable[[], str | None], floor: float = STALL_FLOOR_SECONDS) -> list[Finding]:
+    """A live run silent for much longer than its recent groups took; none while it is paused,
+    before its first step, or in its final evaluation (after its last step: as long as the test
+    set takes, which nothing here measures). ``floor``: the shortest silence that is a stall (the
+    window's tests lower it). ``pid``: the run's process; ``state_of()`` its OS state (None:
+    unknown), asked only for a stall."""
+    steps = [e for e in events if isinstance(e, Step)]
+    last_word = next((e for e in reversed(events) if isinstance(e, (Paused, Continued))), None)
+    if not steps or isinstance(last_word, Paused) or (started and steps[-1].step >= started.total_steps > 0):
+        return []
+    written = sorted({e.time for e in steps[-HISTORY_STEPS * 5:]})
+    gaps = [b - a for a, b in zip(written, written[1:])]
+    expected = statistics.median(gaps) if gaps else (steps[-1].step_time or 0.0)
+    silent = now - max(e.time for e in events)
+    if silent < max(floor, STALL_FACTOR * expected, _between_epochs(events, started)):
+        return []
+    state = state_of()
+    finding = Finding("stall", "", worker=0, since_step=steps[-1].step, seconds=round(now - steps[-1].time, 1),
+                      expected_seconds=round(expected, 3), pid=pid, state=state)
+    why = {"stopped": " (SIGSTOP, Ctrl+Z or a debugger): continue it with "
+                      f"kill -CONT {pid}"}.get(state or "", "")
+    took = f"{expected:.2f} s" if expected >= 0.1 else f"{expected * 1000:.0f} ms"
+    finding.message = (f"no step has finished for {finding.seconds:.0f} s since step {finding.since_step} "
+                       f"(a group of steps took {took} recently); process {pid} is "
+                       f"{state or 'alive'}{why}.")
+    return [finding]
+
+
+def _between_epochs(events: list[Event], started: RunStarted | None) -> float:
+    """The allowance when the last step ended an epoch whose ``epoch_end`` has not come: the
+    validation and the checkpoint between epochs, :data:`STALL_FACTOR` times the last one (the
+    first also traced the evaluation; else :data:`VALIDATION_SECONDS`). 0 within an epoch."""
+    last = events[-1] if events else None
+    if not (isinstance(last, Step) and started and started.steps_per_epoch
+            and last.step % started.steps_per_epoch == 0):
+        return 0.0
+    seen, before = [], None
+    for event in events:
+        if isinstance(event, Step):
+            before = event
+        elif isinstance(event, EpochEnd) and before is not None:
+            seen.append(event.time - before.time)
+    return STALL_FACTOR * seen[-1] if seen else VALIDATION_SECONDS
+
+
+# ---- input_bound --------------------------------------------------------------------------------
+def input_bound(events: list[Event], started: RunStarted | None) -> list[Finding]:
+    """The median share of the recent steps (after the first group, which builds the pipeline)
+    that the replicas waited for their batch, when it is large."""
+    steps = [e for e in events if isinstance(e, Step) and not e.per_worker]
+    first_time = steps[0].time if steps else 0.0
+    shares, waits = [], []
+    for event in steps[-INPUT_STEPS:]:
+        if event.time == first_time or event.input_wait is None or not event.step_time:
+            continue
+        shares.append(min(1.0, event.input_wait / event.step_time))
+        waits.append(event.input_wait)
+    if len(shares) < INPUT_MIN_STEPS or statistics.median(shares) < INPUT_SHARE:
+        return []
+    share = statistics.median(shares)
+    cpu = CpuShare.of_run(started) if started else None
+    shape = (started.dataset or {}).get("input_shape") if started else None
+    return [Finding("input_bound", input_wait_line(share, cpu, shape if isinstance(shape, list) else None),
+                    seconds=round(statistics.median(waits), 4), share=round(share, 3), steps=len(shares))]

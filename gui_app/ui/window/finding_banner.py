@@ -1,0 +1,138 @@
+"""FindingBanner: a strip over the run's tabs saying what ``replica-studio diagnose`` would say of
+the run on screen -- a non-finite step, a stall -- in its own sentence (gui_app/core/diagnosis.py
+words it; the banner never rewords it), with a Details… view of every finding and a button that
+dismisses it.
+
+It draws the run history's ``findings`` (gui_app/core/history/findings.py): for the live run they
+come with its events (and the stall from :class:`~gui_app.ui.window.stall_watch.StallWatch`), for
+an opened run from its events file. Dismissed, it stays hidden until a finding with another
+sentence comes; another run on screen forgets the dismissal.
+"""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui_app.core.answers import Finding
+from gui_app.core.history import Part, RunHistory
+from gui_app.ui.charts.plot import HIGHLIGHT_COLOR
+from gui_app.ui.charts.run_view import RunView
+
+TITLES = {"non_finite": "Non-finite values", "stall": "Stalled"}
+
+
+def finding_rows(f: Finding) -> list[tuple[str, str]]:
+    """The figures of one finding for the Details view, (name, value), those it has."""
+    if f.kind == "non_finite":
+        norms = ", ".join(f"{int(s)}: {n:.3g}" for s, n in f.grad_norms or []) or "none recorded"
+        rows = [("Step", str(f.step)),
+                ("Replica", "none (the weights' check)" if f.replica is None else str(f.replica)),
+                ("Worker", "—" if f.worker is None else str(f.worker)),
+                ("Non-finite at that step", ", ".join(map(str, f.replicas or [])) or "—"),
+                ("Went first", f.first or "—"),
+                ("Gradient norm before it (step: norm)", norms),
+                ("Grew", "—" if f.growth is None else f"{f.growth:.3g}x"),
+                ("Learning rate", "—" if f.learning_rate is None else f"{f.learning_rate:g}"),
+                ("Checkpoint kept", f.checkpoint or "none")]
+    elif f.kind == "stall":
+        rows = [("Last step", str(f.since_step)), ("Seconds since", f"{f.seconds:.0f}"),
+                ("A step group took recently", f"{f.expected_seconds:.3g} s"),
+                ("Process", f"{f.pid} ({f.state or 'state unknown'})")]
+    else:
+        rows = []
+    return rows
+
+
+def details_html(history: RunHistory) -> str:
+    """Every finding of the run, its sentence and its figures, then the run's error."""
+    findings = history.findings
+    parts = []
+    for f in findings.findings:
+        rows = "".join(f"<tr><td><b>{html.escape(name)}</b></td><td>{html.escape(value)}</td></tr>"
+                       for name, value in finding_rows(f))
+        parts.append(f"<h3>{html.escape(TITLES.get(f.kind, f.kind))}</h3><p>{html.escape(f.message)}</p>"
+                     f"<table cellspacing='6'>{rows}</table>")
+    if findings.error:
+        parts.append(f"<h3>The run's error</h3><p>{html.escape(findings.error)}</p>")
+    return "".join(parts) or "<p>Nothing wrong found.</p>"
+
+
+class DetailsDialog(QDialog):
+    def __init__(self, history: RunHistory, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Diagnosis")
+        self.text = QTextBrowser()
+        self.text.setHtml(details_html(history))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.text)
+        layout.addWidget(buttons)
+        self.resize(640, 420)
+
+
+class FindingBanner(QFrame, RunView):
+    changed = Signal()  # shown, hidden or reworded
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("findingBanner")
+        self.setStyleSheet(f"#findingBanner {{ border: 2px solid {HIGHLIGHT_COLOR}; border-radius: 4px; }}")
+        self._dismissed: str | None = None  # the sentence dismissed
+        self.details_dialog: DetailsDialog | None = None
+        self.label = QLabel(wordWrap=True)  # wraps: a sentence of three lines never widens the window
+        self.details_button = QPushButton("Details…")
+        self.details_button.clicked.connect(self.show_details)
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.clicked.connect(self.dismiss)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.details_button)
+        layout.addWidget(self.dismiss_button)
+        self.setVisible(False)
+        self.set_history(RunHistory())
+
+    def sentence(self) -> str:
+        """The sentence on the banner: the first finding's ("" with none)."""
+        findings = self.history.findings.findings
+        return findings[0].message if findings else ""
+
+    def dismiss(self) -> None:
+        self._dismissed = self.sentence()
+        self._redraw()
+
+    def show_details(self) -> DetailsDialog:
+        self.details_dialog = DetailsDialog(self.history, self)
+        self.details_dialog.open()
+        return self.details_dialog
+
+    def _history_replaced(self) -> None:
+        self._dismissed = None
+
+    def _history_changed(self, changed: int) -> None:
+        if changed & Part.FINDINGS:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        findings = self.history.findings.findings
+        text = self.sentence()
+        more = f" (and {len(findings) - 1} more: Details…)" if len(findings) > 1 else ""
+        show = bool(text) and text != self._dismissed
+        if findings:
+            title = TITLES.get(findings[0].kind, findings[0].kind)
+            self.label.setText(f"<b style='color:{HIGHLIGHT_COLOR}'>{title}:</b> {html.escape(text)}{more}")
+        self.setVisible(show)
+        self.changed.emit()

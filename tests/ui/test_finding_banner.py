@@ -1,0 +1,117 @@
+"""The run's diagnosis in the window: the banner over the tabs says ``diagnose``'s own sentence,
+its Details… view every figure, the non-finite replica is named on the Replicas tab and the step
+marked on the charts; a live run that goes silent shows the stall banner until steps come again;
+the desktop is told while the window is not the active one."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from run_dirs import write_run
+from windows import train
+
+from gui_app.core import diagnosis
+from gui_app.core import events as ev
+from gui_app.core.history.findings import RunFindings
+from gui_app.ui.window.stall_watch import StallWatch
+
+
+@pytest.fixture
+def told(window, monkeypatch):
+    """The desktop notifications sent, (summary, body, urgent), with the window not the active one."""
+    sent: list[tuple[str, str, bool]] = []
+    monkeypatch.setattr(window, "isActiveWindow", lambda: False)
+    monkeypatch.setattr(window.notifications.notifier, "notify",
+                        lambda summary, body, urgent=False: sent.append((summary, body, urgent)) or True)
+    return sent
+
+
+def _banner_says(window) -> str:
+    banner = window.banner
+    return banner.sentence() if not banner.isHidden() else ""
+
+
+def _check_non_finite_shown(window, run_dir: str | Path, step: int, replica: int) -> None:
+    (expected,) = diagnosis.diagnose(run_dir).findings  # what `replica-studio diagnose` says
+    assert _banner_says(window) == expected.message
+    assert expected.message in window.banner.label.text().replace("&#x27;", "'")
+    assert f"replica {replica} went non-finite first, at step {step}" in expected.message
+    details = window.banner.show_details().text.toPlainText()
+    window.banner.details_dialog.close()
+    for figure in (f"Step\n{step}\n", f"Replica\n{replica}\n", "Went first\nloss\n", "Checkpoint kept\nnone",
+                   expected.message):
+        assert figure in details
+    replicas = window.replicas_tab
+    replicas.flush()
+    assert replicas.non_finite_replica() == replica and not replicas.non_finite_label.isHidden()
+    assert f"replica {replica}</b>" in replicas.non_finite_label.text()
+    widths = [curve.opts["pen"].width() for curve in replicas._loss_curves]
+    assert widths[replica] == 3 and all(w == 1 for r, w in enumerate(widths) if r != replica)
+    loss_plot, line = window.training_tab.loss_plot, window.training_tab.non_finite_lines[0]
+    assert line in loss_plot.items and line.isVisible() and line.value() == step
+
+
+def test_a_diverging_run_shows_its_finding_and_tells_the_desktop(qtbot, window, fake_engine, told):
+    fake_engine.configure("diverge", steps=20)
+    status, run_dir, _message = train(qtbot, window)
+    assert status == "failed"
+    _check_non_finite_shown(window, run_dir, step=7, replica=1)
+    (expected,) = diagnosis.diagnose(run_dir).findings
+    assert "grew 10^5x over 5 steps" in expected.message  # replica 1's norm: 10 at step 1 to 1e6 at step 6
+    assert told == [("Training diverged", f"{Path(run_dir).name}: {expected.message}", True)]  # not a second one
+    window.banner.dismiss()
+    assert window.banner.isHidden()
+    other = write_run(Path(window.state.runs_dir), "other", "completed")
+    window.open_run(str(other))  # another run on screen: no finding, nothing marked
+    assert window.banner.isHidden() and not window.training_tab.non_finite_lines[0].isVisible()
+    assert window.replicas_tab.non_finite_replica() is None and window.replicas_tab.non_finite_label.isHidden()
+    window.open_run(run_dir)  # the diverged run again: its banner again (the dismissal went with it)
+    assert _banner_says(window) == expected.message
+
+
+def test_opening_a_diverged_run_shows_the_same_banner(qtbot, window, runs_dir, told):
+    run = write_run(runs_dir, "diverged", None, steps=6)
+    checkpoint = run / "checkpoints" / "ckpt-4"
+    checkpoint.with_name("ckpt-4.index").write_bytes(b"")
+    message = "the loss became NaN or infinite at step 7; try a lower training.learning_rate"
+    tail = [ev.NonFinite(time=1.7e9 + 7, step=7, first="loss", replica=1, replicas=[1], checkpoint=str(checkpoint)),
+            ev.Error(time=1.7e9 + 7, message=message, kind="training"),
+            ev.RunFinished(time=1.7e9 + 8, status="failed", run_dir=str(run), step=6, message=message)]
+    with (run / "events.jsonl").open("a") as f:
+        f.writelines(json.dumps(ev.encode(e)) + "\n" for e in tail)
+    window.open_run(str(run))
+    (expected,) = diagnosis.diagnose(run).findings
+    assert _banner_says(window) == expected.message and str(checkpoint) in expected.message
+    assert window.replicas_tab.non_finite_replica() == 1
+    assert window.training_tab.non_finite_lines[0].value() == 7
+    details = window.banner.show_details().text.toPlainText()
+    assert f"Checkpoint kept\n{checkpoint}" in details and message in details  # and the run's error
+    assert told == []  # an opened run is no news
+
+
+def test_a_live_run_that_goes_silent_shows_a_stall_until_steps_come_again(qtbot, window, fake_engine, told,
+                                                                          monkeypatch):
+    monkeypatch.setattr(RunFindings, "stall_floor", 0.5)  # diagnose waits 5 s at least
+    monkeypatch.setattr(StallWatch, "interval_ms", 50)
+    monkeypatch.setenv("FAKE_ENGINE_STALL_SECONDS", "1.5")
+    fake_engine.configure("stall", steps=20)
+    assert not window.stall_watch.is_watching()
+    with qtbot.waitSignal(window.stall_watch.stalled, timeout=10_000) as stalled:
+        window.window_actions.train.trigger()
+    run_dir, sentence = stalled.args
+    assert window.stall_watch.is_watching()
+    assert sentence.startswith("no step has finished for 1 s since step 3") or \
+        sentence.startswith("no step has finished for 0 s since step 3")
+    pid = json.loads((Path(run_dir) / "process.json").read_text())["pid"]
+    assert f"process {pid} is sleeping" in sentence  # the fake engine sleeps: its state from /proc
+    assert _banner_says(window).startswith("no step has finished for")
+    stall = window.shown.history.findings.stall
+    assert stall is not None and stall.since_step == 3 and stall.pid == pid
+    assert told == [("Training stalled", f"{Path(run_dir).name}: {sentence}", True)]
+    qtbot.waitUntil(lambda: window.shown.history.findings.stall is None, timeout=10_000)  # step 4 came
+    assert window.banner.isHidden()
+    with qtbot.waitSignal(window.supervisor.finished, timeout=10_000) as finished:
+        pass
+    assert finished.args[0] == "completed" and not window.stall_watch.is_watching()
+    assert window.banner.isHidden() and len(told) == 2  # the stall, then the run's end
