@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from report_runs import TEST_ACCURACY, write_run
 
+from gui_app.core import answers
 from gui_app.core import events as ev
 from gui_app.core.bundle import write_bundle
 from gui_app.core.mlflow_run import IDENTITY_TAG
@@ -62,6 +63,8 @@ def test_mlflow_reads_back_the_runs_figures(run, tmp_path, capsys, monkeypatch):
     assert (code, err) == (0, "")
     answer = json.loads(out)
     assert answer["type"] == "mlflow_export" and answer["action"] == "created"
+    assert answers.problems(answers.MlflowExport, answer) == []  # the class docs/answers.md documents
+    assert answers.encode(answers.decode(answers.MlflowExport, answer)) == answer
     client, runs = _client(store, monkeypatch)
     assert [r.info.run_id for r in runs] == [answer["run_id"]]
     mlrun = runs[0]

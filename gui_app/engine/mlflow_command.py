@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gui_app.core import answers
 from gui_app.core.mlflow_run import FINGERPRINT_TAG, IDENTITY_TAG, MlflowRecord, read_mlflow_record
 from gui_app.engine.bundle_command import run_folder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
@@ -86,7 +87,7 @@ def _export_run(args: argparse.Namespace) -> int:
         print(f"replica-studio export-run: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
     if args.json:
-        print(json.dumps({"type": "mlflow_export", **answer}), flush=True)
+        print(json.dumps(answers.encode(answers.MlflowExport(type=answers.MlflowExport.TYPE, **answer))), flush=True)
     else:
         print(f"{record.name}: {answer['action']} MLflow run {answer['run_id']} in experiment "
               f"{args.experiment!r} at {uri} ({answer['metrics']} metric values)", flush=True)

@@ -44,20 +44,20 @@ def test_export_writes_the_run_on_screen_to_a_tracking_folder(qtbot, mlflow_wind
         action.trigger()
     answer = exported.args[0]
     assert asked == [str(Path.home() / "mlruns")]  # the first time: ~/mlruns proposed
-    assert answer["action"] == "created" and answer["tracking_uri"] == store.as_uri()
-    assert window.state.status.startswith(f"Run exported to MLflow at {store.as_uri()}: run {answer['run_id']}")
+    assert answer.action == "created" and answer.tracking_uri == store.as_uri()
+    assert window.state.status.startswith(f"Run exported to MLflow at {store.as_uri()}: run {answer.run_id}")
     assert window.settings.last_mlflow_target == str(store)
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=store.as_uri())
-    assert len(client.get_metric_history(answer["run_id"], "replica_1/loss")) == 40
+    assert len(client.get_metric_history(answer.run_id, "replica_1/loss")) == 40
     # Again: the folder is proposed, and the run is not written twice.
     asked = _answer(monkeypatch, str(store))
     with qtbot.waitSignal(window.mlflow.exported, timeout=120_000) as again:
         action.trigger()
     assert asked == [str(store)]
-    assert again.args[0]["action"] == "unchanged" and again.args[0]["run_id"] == answer["run_id"]
+    assert again.args[0].action == "unchanged" and again.args[0].run_id == answer.run_id
     assert window.state.status.startswith("Run already in MLflow at ")
 
 

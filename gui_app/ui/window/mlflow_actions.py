@@ -16,6 +16,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
+from gui_app.core.answers import MlflowExport, reader
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.window_state import WindowState
 from gui_app.ui.workers.engine_job import EngineJob
@@ -30,7 +31,7 @@ _DONE = {"created": "exported to", "replaced": "exported again (it changed since
 
 class MlflowActions(QObject):
     log_line = Signal(str)  # the engine's stderr, for the Log tab
-    exported = Signal(dict)  # the command's answer: run_id, action, experiment_id, tracking_uri, counts
+    exported = Signal(object)  # the command's answer (MlflowExport)
     failed = Signal(str)
 
     def __init__(self, window: QWidget, state: WindowState, settings: Settings,
@@ -61,8 +62,8 @@ class MlflowActions(QObject):
         self._target = target
         self._state.set_status(f"Exporting {Path(run_dir).name} to MLflow at {target}…")
         self.job = (EngineJob(self._engine_command("export-run", run_dir, "--mlflow", target, "--json"),
-                              name="the MLflow export", answer="mlflow_export", timeout_s=EXPORT_TIMEOUT_S,
-                              parent=self)
+                              name="the MLflow export", answer=MlflowExport.TYPE, read=reader(MlflowExport),
+                              timeout_s=EXPORT_TIMEOUT_S, parent=self)
                     .on_result(self._on_exported).on_failure(self._on_failed).on_log_line(self.log_line)
                     .start(replacing=self.job))
         return self.job
@@ -71,10 +72,10 @@ class MlflowActions(QObject):
         if self.job is not None and self.job.is_running():
             self.job.cancel(wait=True)
 
-    def _on_exported(self, answer: dict) -> None:
-        done = _DONE.get(str(answer.get("action")), "exported to")
-        self._state.set_status(f"Run {done} MLflow at {answer.get('tracking_uri', self._target)}: "
-                               f"run {answer.get('run_id')}, {answer.get('metrics', 0)} metric values")
+    def _on_exported(self, answer: MlflowExport) -> None:
+        done = _DONE.get(answer.action, "exported to")
+        self._state.set_status(f"Run {done} MLflow at {answer.tracking_uri or self._target}: "
+                               f"run {answer.run_id}, {answer.metrics} metric values")
         self.exported.emit(answer)
 
     def _on_failed(self, message: str) -> None:
