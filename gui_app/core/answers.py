@@ -319,5 +319,21 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
 
 
+# ---- export-run --mlflow DIR_OR_URI --json (docs/mlflow.md) ------------------------------------
+
+
+@dataclass
+class MlflowExport:
+    TYPE = "mlflow_export"
+    type: str
+    run_id: str
+    action: str  # created | replaced (the run changed since its last export) | unchanged
+    experiment_id: str = ""
+    tracking_uri: str = ""
+    metrics: int = 0  # metric values in the run (written, or already there when unchanged)
+    params: int = 0
+    artifacts: int = 0
+
+
 ANSWERS: tuple[type, ...] = (SweepStatus, ScalingReport, Prepared, ServeReady, ServeAnswer, LogLine, RunRow,
-                             DevicesInfo, Diagnosis)
+                             DevicesInfo, Diagnosis, MlflowExport)

@@ -23,6 +23,7 @@ from gui_app.engine import (
     hosts_command,
     inspect_command,
     log_command,
+    mlflow_command,
     predict_command,
     prepare_command,
     remote_command,
@@ -44,7 +45,7 @@ from gui_app.engine.sweep import command as sweep_command
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
             hosts_command, sweep_command, compare_command, diagnose_command, report_command,
-            bundle_command, preflight_command)
+            bundle_command, preflight_command, mlflow_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

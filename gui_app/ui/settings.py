@@ -38,6 +38,7 @@ class Settings:
     confirm_close_during_run: bool = True
     last_open_dir: str | None = None  # where file dialogs start
     last_export_dir: str | None = None  # where the export dialog proposes to save
+    last_mlflow_target: str | None = None  # the MLflow tracking folder or URI File -> Export run to MLflow… proposes
     notify_when_run_ends: bool = True  # a desktop notification while the window is not the active one
     run_on: str | None = None  # the SSH host of hosts.json the window's jobs run on; None: this computer
 

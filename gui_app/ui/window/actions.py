@@ -52,6 +52,8 @@ class WindowActions:
                                "its manifest, then shown as a copy of the run")
         self.save_report = act("Save &report…", tip="Write the run selected in the run list (else the run on screen) "
                                "as one HTML file that opens offline in any browser")
+        self.export_mlflow = act("Export run to &MLflow…", tip="Write the run selected in the run list (else the run "
+                                 "on screen) to an MLflow tracking folder or server (needs the [mlflow] extra)")
         self.load_config = act("&Load configuration…", "Ctrl+L", "Fill the forms from a run configuration (JSON)")
         self.save_config = act("&Save configuration…", QKeySequence.StandardKey.Save,
                                "Write the current run configuration to a JSON file", pixmap.SP_DialogSaveButton)
@@ -97,7 +99,7 @@ class WindowActions:
         self.recent_menu = QMenu("Recent &runs", window)
         file_menu.addAction(self.open_bundle)
         file_menu.addMenu(self.recent_menu)
-        file_menu.addAction(self.save_report)
+        file_menu.addActions([self.save_report, self.export_mlflow])
         file_menu.addSeparator()
         file_menu.addAction(self.open_model)
         file_menu.addSeparator()
@@ -161,7 +163,9 @@ class WindowActions:
         self.resume_run.setEnabled(self._state.resumable_selection() is not None)
         self.attach_run.setEnabled(self._state.attachable_selection() is not None)
         self.compare_runs.setEnabled(len(self._state.selection) >= 2)
-        self.save_report.setEnabled(self._report_run() is not None)  # it reads files only: a run may train
+        readable = self._report_run() is not None
+        self.save_report.setEnabled(readable)  # it reads files only: a run may train
+        self.export_mlflow.setEnabled(readable)  # likewise (a run exported mid-training is replaced when next exported)
         for action in (self.new_run, self.open_run, self.open_bundle, self.load_config, self.recent_menu.menuAction()):
             action.setEnabled(idle)
         self.save_config.setEnabled(config_valid)

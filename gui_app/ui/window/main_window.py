@@ -49,6 +49,7 @@ from gui_app.ui.window.actions import WindowActions
 from gui_app.ui.window.file_actions import FileActions
 from gui_app.ui.window.finding_banner import FindingBanner
 from gui_app.ui.window.kubernetes_actions import KubernetesActions
+from gui_app.ui.window.mlflow_actions import MlflowActions
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.remote_runs import RemoteOpen
 from gui_app.ui.window.report_actions import ReportActions
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
                                        self.try_tab, self.log_tab)):
             self.tabs.addTab(widget, name)
         self.reports = ReportActions(self, self.state, self.settings, engine_command)
+        self.mlflow = MlflowActions(self, self.state, self.settings, engine_command, self.reports.report_run)
         self.window_actions = WindowActions(self, self.state, TOOLS, self.reports.report_run)
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self, banner=self.banner)
@@ -173,6 +175,7 @@ class MainWindow(QMainWindow):
         a.new_run.triggered.connect(f.new_run)
         a.open_run.triggered.connect(f.open_run_dialog)
         a.save_report.triggered.connect(self.reports.save_report_dialog)
+        a.export_mlflow.triggered.connect(self.mlflow.export_dialog)
         a.open_bundle.triggered.connect(f.open_bundle_dialog)
         a.load_config.triggered.connect(f.load_config_dialog)
         a.save_config.triggered.connect(f.save_config_dialog)
@@ -198,7 +201,8 @@ class MainWindow(QMainWindow):
         # The Log tab.
         for noting in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):
             noting.note.connect(log.note)
-        for logging in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes, self.reports):
+        for logging in (sup, m, self.tools, self.try_tab, self.sweeps, self.slurm, self.kubernetes, self.reports,
+                        self.mlflow):
             logging.log_line.connect(log.append_line)
         # The forms' own work: the dataset inspection, device detection.
         panel.edited.connect(self._remember_config)
@@ -339,6 +343,7 @@ class MainWindow(QMainWindow):
         self.save_window_settings()
         self.models.close()
         self.reports.close()
+        self.mlflow.close()
         self.files.bundles.close()
         self.tools.close()
         self.sweeps.close()
