@@ -37,7 +37,8 @@ def evaluation(accuracy: float = 0.9) -> ev.Eval:
 
 def test_one_batch_is_folded_once_and_says_what_it_changed():
     history = RunHistory()
-    assert history.add([started()]) == Part.RUN | Part.REPLICAS | Part.PROGRESS  # the replicas' devices
+    # the replicas' devices; the findings start again with a run's process
+    assert history.add([started()]) == Part.RUN | Part.REPLICAS | Part.PROGRESS | Part.FINDINGS
     assert history.add([step(1), step(2)]) == Part.TRAINING | Part.REPLICAS | Part.TIMING | Part.PROGRESS
     assert history.add([ev.Checkpoint(step=2), ev.Paused(step=2), ev.Warning(message="x")]) == 0
     assert history.add([ev.EpochEnd(epoch=1, step=2, val_loss=None, val_accuracy=None)]) == 0  # nothing to draw

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from engine_helpers import config_dict, run_cli, run_in_process
+from engine_helpers import config_dict, run_cli, run_in_process, until
 
 from gui_app.core import rundir
 from gui_app.core.config import RunConfig
@@ -110,16 +110,6 @@ def test_the_command_answers_without_tensorflow(tmp_path):
     assert json.loads(answer)["findings"] == [] and json.loads(imported) == [False, 0], done.stderr
 
 
-def _until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"no {what} within {timeout} s")
-
-
 @pytest.mark.slow
 def test_a_frozen_run_is_named_as_stalled_while_it_is_frozen(tmp_path):
     config = tmp_path / "long.json"
@@ -129,11 +119,11 @@ def test_a_frozen_run_is_named_as_stalled_while_it_is_frozen(tmp_path):
     done = run_cli("train", str(config), "--runs-dir", str(tmp_path / "runs"), "--detach", timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = Path(done.stdout.strip())
-    pid = _until(lambda: read_process(run_dir), 60, "process.json").pid
+    pid = until(lambda: read_process(run_dir), 60, "process.json").pid
     try:
         # Two epochs done: the time between two epochs (their validation) is known, not only the
         # first one's, which traces the evaluation (diagnosis.py allows 60 s before it is known).
-        _until(lambda: sum(1 for e in rundir.read_raw_events(run_dir) if e.TYPE == "epoch_end") >= 2, 120,
+        until(lambda: sum(1 for e in rundir.read_raw_events(run_dir) if e.TYPE == "epoch_end") >= 2, 120,
                "two epochs")
 
         def diagnose() -> dict:
@@ -145,7 +135,7 @@ def test_a_frozen_run_is_named_as_stalled_while_it_is_frozen(tmp_path):
         assert diagnose()["findings"] == []  # it runs
         os.kill(pid, signal.SIGSTOP)
         frozen = time.monotonic()
-        answer = _until(lambda: (a := diagnose())["findings"] and a, 90, "stall finding")
+        answer = until(lambda: (a := diagnose())["findings"] and a, 90, "stall finding")
         seconds = time.monotonic() - frozen
         (found,) = answer["findings"]
         last = max(e.step for e in rundir.read_raw_events(run_dir) if e.TYPE == "step")
@@ -155,7 +145,7 @@ def test_a_frozen_run_is_named_as_stalled_while_it_is_frozen(tmp_path):
         print(f"stall named {seconds:.1f} s after the freeze")
         os.kill(pid, signal.SIGCONT)
         steps_then = last
-        _until(lambda: max(e.step for e in rundir.read_raw_events(run_dir) if e.TYPE == "step") > steps_then, 60,
+        until(lambda: max(e.step for e in rundir.read_raw_events(run_dir) if e.TYPE == "step") > steps_then, 60,
                "a step after SIGCONT")
         assert diagnose()["findings"] == []  # steps flow again: no stall
     finally:
