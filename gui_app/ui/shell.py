@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QWidget
 
@@ -40,6 +40,15 @@ def show_error(title: str, text: str, details: str | None = None, parent: QWidge
     if details:  # a few lines fit under the text; a traceback goes behind "Show Details..."
         (box.setInformativeText if details.count("\n") < 8 else box.setDetailedText)(details)
     box.exec()
+
+
+def open_warning(title: str, text: str, parent: QWidget) -> QMessageBox:
+    """A warning over ``parent``, window-modal but not blocking (a run's events keep arriving while
+    it is read), deleted once closed; returned so a caller (a test) can look at it."""
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text, parent=parent)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box
 
 
 def show_tensorflow_unavailable(message: str, parent: QWidget | None = None) -> None:

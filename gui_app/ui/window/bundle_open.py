@@ -16,11 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gui_app.core.bundle import open_bundle
 from gui_app.core.messages import typed_line
+from gui_app.ui.shell import open_warning
 from gui_app.ui.window.window_state import WindowState
 from gui_app.ui.workers.background import Background, Send
 
@@ -69,7 +70,4 @@ class BundleOpen(QObject):
         message = str(exc) if isinstance(exc, (OSError, ValueError)) else typed_line(exc)
         self._state.set_status(f"Bundle not opened: {message}")
         self.failed.emit(message)
-        self.message_box = QMessageBox(QMessageBox.Icon.Warning, "Cannot open the bundle", message,
-                                       parent=self._window)
-        self.message_box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.message_box.open()
+        self.message_box = open_warning("Cannot open the bundle", message, self._window)

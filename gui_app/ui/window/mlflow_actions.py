@@ -13,11 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from gui_app.core.answers import MlflowExport, reader
 from gui_app.ui.settings import Settings
+from gui_app.ui.shell import open_warning
 from gui_app.ui.window.window_state import WindowState
 from gui_app.ui.workers.engine_job import EngineJob
 
@@ -81,8 +82,4 @@ class MlflowActions(QObject):
     def _on_failed(self, message: str) -> None:
         self._state.set_status(f"Not exported to MLflow: {message}")
         self.failed.emit(message)
-        # Window-modal, not blocking: training events keep arriving while it is read.
-        self.message_box = QMessageBox(QMessageBox.Icon.Warning, "Cannot export the run to MLflow", message,
-                                       parent=self._window)
-        self.message_box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.message_box.open()
+        self.message_box = open_warning("Cannot export the run to MLflow", message, self._window)
