@@ -119,7 +119,7 @@ class RunReader(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._latest = _Latest()
-        self._filling = self._stopped = False
+        self._filling = False
         self._background = Background(self)
         # A fill under way ends at its next run once the window is gone.
         self.destroyed.connect(lambda *_, latest=self._latest: setattr(latest, "generation", -1))
@@ -130,8 +130,8 @@ class RunReader(QObject):
     def read(self, runs_dir: str | Path, host: Host | None = None, sweeps_dir: str | Path | None = None) -> int:
         """Read ``runs_dir`` and the trials of the sweeps in ``sweeps_dir`` (by default the
         window's sweeps folder, where Tools -> New sweep starts them)."""
-        if self._stopped:
-            return self._latest.generation  # the window is closing
+        if self._latest.generation < 0:
+            return self._latest.generation  # stopped: the window is closing
         self._latest.generation += 1
         self._filling = True
         sweeps = Path(sweeps_dir) if sweeps_dir is not None else default_sweeps_dir()
@@ -144,7 +144,7 @@ class RunReader(QObject):
 
     def stop(self) -> None:
         """Drop any fill (the window closes). Idempotent; blocks for at most one run's read."""
-        self._filling, self._stopped = False, True
+        self._filling = False
         self._latest.generation = -1  # a fill under way stops at its next run
         self._background.wait()
 
