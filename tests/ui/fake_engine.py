@@ -21,7 +21,10 @@ behaviour:
     diverge  as the real NaN guard trips: replica 1's gradient norm climbs for 6 steps, then at step
              7 its loss is NaN: the finite steps, a ``non_finite`` event, an ``error`` (kind
              training) and ``run_finished`` failed, exit 1; no checkpoint is kept
-    stall    like normal, but silent for ``FAKE_ENGINE_STALL_SECONDS`` (default 2) after step 3
+    stall    like normal, but silent after step 3 for ``FAKE_ENGINE_STALL_SECONDS`` (default 2), or,
+             with ``FAKE_ENGINE_STALL_UNTIL`` set to a path, until that file exists (a test that
+             waits for the window to see the stall must not race a fixed silence against its
+             own start-up on a loaded machine)
 
 ``sweep`` is tests/ui/fake_sweep.py (the real status and stop over real sweep folders; no trial trains).
 
@@ -284,7 +287,12 @@ def train(config, run_dir, resumed, start_step):
             return 1
         time.sleep(STEP_SECONDS)
         if MODE == "stall" and step - start_step == 3:
-            time.sleep(float(os.environ.get("FAKE_ENGINE_STALL_SECONDS", "2")))
+            release = os.environ.get("FAKE_ENGINE_STALL_UNTIL")
+            if release:
+                while not os.path.exists(release):
+                    time.sleep(0.02)
+            else:
+                time.sleep(float(os.environ.get("FAKE_ENGINE_STALL_SECONDS", "2")))
         step += 1
         epoch = (step - 1) // steps_per_epoch + 1
         loss = 2.3 / step
