@@ -1,0 +1,140 @@
+"""The replay after a NaN trip (gui_app/engine/training/replay.py) on real runs: a diverging
+mirrored run (SGD at learning rate 50 on digits) replayed from its last checkpoint names the
+layer that overflowed; without a checkpoint it replays from the seeded initial weights; a user's
+dataset with one extreme example has that example named; a healthy run replays nothing. Then the
+rules that refuse a replay and deal a batch over the replicas, without TensorFlow."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from engine_helpers import config_dict, run_in_process
+
+from gui_app.core import rundir
+from gui_app.core.config import DatasetConfig
+from gui_app.core.diagnosis import diagnose, sentences
+from gui_app.core.training.pipeline import epoch_order, replica_parts, validation_rows
+from gui_app.engine.training import replay
+
+DIVERGING = {"epochs": 1, "global_batch_size": 64, "seed": 3, "steps_per_call": 2, "optimizer": "sgd",
+             "learning_rate": 50.0}
+
+
+def _tripped(tap) -> dict:
+    (event,) = tap.of("non_finite")
+    return event
+
+
+def test_a_diverging_mirrored_run_is_replayed_from_its_checkpoint_to_the_layer_that_overflowed(tmp_path,
+                                                                                               write_config):
+    code, tap = run_in_process("train", write_config(config_dict(training={**DIVERGING, "checkpoint_every_steps": 2})),
+                               tmp_path)
+    assert code == 1
+    event = _tripped(tap)
+    saved = [e["step"] for e in tap.of("checkpoint")]
+    assert event["checkpoint"].endswith(f"ckpt-{saved[-1]}") and saved[-1] < event["step"]
+    # Reproduced at the guard's step: mnist_cnn's last layer overflowed (the weights grew 10^16x
+    # over the steps before), so every example of the batch has a non-finite loss on its own.
+    assert event["replayed"] is True and event["replay_step"] == event["step"] and "replay_note" not in event
+    assert (event["layer"], event["layer_part"]) == ("logits", "activations")
+    assert event["examples_count"] == 64 and len(event["examples"]) == replay.MAX_EXAMPLES
+    assert 0 < event["replay_seconds"] < replay.MAX_SECONDS
+    found = diagnose(rundir.list_runs(tmp_path)[0].path).findings[0]
+    assert (found.layer, found.layer_part, found.replayed, found.examples) == ("logits", "activations", True,
+                                                                                event["examples"])
+    text = sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
+    assert f"a replay from ckpt-{saved[-1]}" in text and "output of layer logits" in text
+    assert "every example of that batch has a non-finite loss alone" in text
+
+
+def test_without_a_checkpoint_the_replay_starts_from_the_seeded_initial_weights(tmp_path, write_config):
+    """One device (the default strategy) and no checkpoint: the initial weights are rebuilt from
+    training.seed, and the replay reaches the same step as the run."""
+    config = config_dict(training=DIVERGING, strategy={"name": "default", "devices": []})
+    code, tap = run_in_process("train", write_config(config), tmp_path)
+    assert code == 1 and not tap.of("checkpoint")
+    event = _tripped(tap)
+    assert event["checkpoint"] is None and event["replayed"] is True and event["replay_step"] == event["step"]
+    assert event["layer"] == "logits"
+    assert "a replay from the initial weights" in sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
+
+
+def _poisoned(tmp_path, poison: int):
+    """An 8x8 dataset of dim images with one all-white one at ``poison``, and a model a user
+    might bring whose outputs are exp(2 * the pixel sum): about 150 for a dim image, infinite
+    for the white one."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 10, (512, 8, 8, 1), dtype=np.uint8)
+    x[poison] = 255
+    np.savez(tmp_path / "data.npz", x_train=x, y_train=np.arange(512) % 10,
+             x_test=x[:64], y_test=np.arange(64) % 10)
+    inputs = keras.Input((8, 8, 1))
+    out = keras.layers.Dense(10, activation="exponential", kernel_initializer=keras.initializers.Constant(2.0),
+                             name="boom")(keras.layers.Flatten(name="flat")(inputs))
+    keras.Model(inputs, out).save(tmp_path / "exp.keras")
+
+
+def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
+    seed, batch = 5, 32
+    train_rows, _ = validation_rows(512, DatasetConfig(name="npz", path="x.npz"))
+    poison = int(train_rows[100])
+    _poisoned(tmp_path, poison)
+    order = train_rows[epoch_order(len(train_rows), 0, seed)]
+    bad_step = int(np.flatnonzero(order == poison)[0]) // batch + 1
+    config = config_dict(dataset={"name": "npz", "path": str(tmp_path / "data.npz")},
+                         model={"name": "keras_file", "path": str(tmp_path / "exp.keras")},
+                         training={"epochs": 1, "global_batch_size": batch, "seed": seed, "steps_per_call": 4,
+                                   "optimizer": "sgd", "learning_rate": 0.001, "checkpoint_every_steps": 3})
+    code, tap = run_in_process("train", write_config(config), tmp_path)
+    assert code == 1
+    event = _tripped(tap)
+    assert event["step"] == bad_step and event["replayed"] is True and event["replay_step"] == bad_step
+    assert (event["examples"], event["examples_count"]) == ([poison], 1)
+    assert (event["layer"], event["layer_part"]) == ("boom", "activations")
+    text = sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
+    assert f"the example whose loss alone is non-finite: {poison} (their index in the training set" in text
+
+
+def test_a_healthy_run_replays_nothing(tmp_path, write_config, monkeypatch):
+    asked = []
+    monkeypatch.setattr(replay.Replayer, "explain", lambda self, step: asked.append(step))
+    training = {"epochs": 1, "global_batch_size": 64, "seed": 3, "steps_per_call": 4}
+    code, tap = run_in_process("train", write_config(config_dict(training=training)), tmp_path)
+    assert code == 0 and asked == [] and not tap.of("non_finite")
+    events = (rundir.list_runs(tmp_path)[0].path / rundir.EVENTS_FILE).read_text()
+    assert "\"replayed\"" not in events and "\"layer\"" not in events
+
+
+# ---- the rules, without TensorFlow --------------------------------------------------------------
+def _ctx(mixed=False, coordinator=None, streamed=False, seed=1):
+    source = SimpleNamespace() if streamed else SimpleNamespace(train_batch=lambda *a: None)
+    return SimpleNamespace(config=SimpleNamespace(training=SimpleNamespace(mixed_precision=mixed, seed=seed)),
+                           built=SimpleNamespace(coordinator=coordinator), input=source)
+
+
+@pytest.mark.parametrize("ctx, checkpoint, step, says", [
+    (_ctx(), "runs/r/checkpoints/ckpt-40", 45, None),
+    (_ctx(seed=None), None, 5, "training.seed is null"),
+    (_ctx(seed=None), "c/ckpt-4", 5, None),
+    (_ctx(mixed=True), "c/ckpt-4", 5, "mixed precision"),
+    (_ctx(coordinator=object()), "c/ckpt-4", 5, "parameter servers"),
+    (_ctx(streamed=True), "c/ckpt-4", 5, "streamed input"),
+    (_ctx(), "c/ckpt-4", 4 + replay.MAX_STEPS + 1, f"step 4) is {replay.MAX_STEPS + 1} steps before it"),
+    (_ctx(), None, replay.MAX_STEPS + 1, "the start is"),
+])
+def test_what_cannot_be_replayed_is_said(ctx, checkpoint, step, says):
+    why = replay.refusal(ctx, checkpoint, step)
+    assert (why is None) if says is None else (says in why)
+
+
+def test_a_batch_is_dealt_over_the_replicas_as_the_input_pipeline_deals_it():
+    batch = np.arange(8)
+    assert [p.tolist() for p in replica_parts(batch, [0, 0])] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # Two workers of two replicas: worker w takes every second example from w, its replicas halves of that.
+    assert [p.tolist() for p in replica_parts(batch, [0, 0, 1, 1])] == [[0, 2], [4, 6], [1, 3], [5, 7]]
+    assert [p.tolist() for p in replica_parts(np.arange(7), [0, 0])] == [[0, 1, 2, 3], [4, 5, 6]]
+    assert json.dumps(replay.Replay(False, "why").fields())  # JSON-ready
