@@ -96,7 +96,7 @@ def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
     assert (event["examples"], event["examples_count"]) == ([poison], 1)
     assert (event["layer"], event["layer_part"]) == ("boom", "activations")
     text = sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
-    assert f"the example whose loss alone is non-finite: {poison} (their index in the training set" in text
+    assert f"the loss alone is non-finite for example {poison}, by its index in the training set: look at it" in text
 
 
 def test_a_healthy_run_replays_nothing(tmp_path, write_config, monkeypatch):
@@ -129,6 +129,24 @@ def _ctx(mixed=False, coordinator=None, streamed=False, seed=1):
 def test_what_cannot_be_replayed_is_said(ctx, checkpoint, step, says):
     why = replay.refusal(ctx, checkpoint, step)
     assert (why is None) if says is None else (says in why)
+
+
+def test_the_replay_in_words():
+    from gui_app.core.events import NonFinite
+    from gui_app.core.finding_rules import replay_sentence
+
+    assert replay_sentence(NonFinite(step=5), 64) == ""  # a run from before the replay
+    assert replay_sentence(NonFinite(step=5, replayed=False, replay_note="streamed input: why"), 64) == \
+        "no replay named the layer: streamed input: why"
+    done = NonFinite(step=5, checkpoint="r/checkpoints/ckpt-4", replayed=True, replay_step=5, layer="dense_1/kernel",
+                     layer_part="weights", examples=[], examples_count=0, replay_seconds=0.25)
+    assert replay_sentence(done, 64) == ("a replay from ckpt-4 in 0.2 s found the weights dense_1/kernel after the "
+                                         "update non-finite first, at step 5 (every loss of that step was finite: "
+                                         "the update overflowed)")
+    done.layer_part, done.examples, done.examples_count = "gradients", list(range(10)), 12
+    assert replay_sentence(done, 64).endswith("for examples 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more, by their index "
+                                              "in the training set: look at them, an extreme or mislabelled example")
+    assert replay_sentence(done, 64, climbed=True).endswith("(where the climb showed first, not its cause)")
 
 
 def test_a_batch_is_dealt_over_the_replicas_as_the_input_pipeline_deals_it():

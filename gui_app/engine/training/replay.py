@@ -111,7 +111,7 @@ class Replayer:
             # The chief replays; leaving now would make the launcher stop it (every worker is stopped
             # when one fails). It ends this worker when its replay is done.
             time.sleep(self.max_seconds + 30)
-            return Replay(False, "replayed by the chief")
+            return Replay(False, "the chief replays")
         started = time.perf_counter()
         checkpoint = self.state.kept_checkpoint_path()
         why = refusal(self.ctx, checkpoint, step, self.max_steps)
@@ -120,7 +120,7 @@ class Replayer:
         try:
             found = self._replay(checkpoint, step, started)
         except Exception as exc:  # noqa: BLE001 - the evidence is extra: the run's own error must still come
-            found = Replay(False, f"the replay failed: {first_line(exc, 200)}")
+            found = Replay(False, f"it failed: {first_line(exc, 200)}")
         found.seconds = time.perf_counter() - started
         return found
 
@@ -132,7 +132,7 @@ class Replayer:
         spe, seed = self.ctx.steps_per_epoch, self.ctx.data_seed
         for s in range(start, step):
             if time.perf_counter() - started > self.max_seconds:
-                return Replay(False, f"gave up after {self.max_seconds:g} s, at step {s + 1} of the {step - start} "
+                return Replay(False, f"it gave up after {self.max_seconds:g} s, at step {s + 1} of the {step - start} "
                                      f"steps from {'step ' + str(start) if checkpoint else 'the start'}")
             x, y, rows = cast(Any, self.ctx.input).train_batch(*divmod(s, spe), seed)  # refusal() checked it
             found = self._step(model, optimizer, x, y, s + 1)
@@ -144,16 +144,12 @@ class Replayer:
                 layer = self._first_layer_out(model, x, found.losses_bad)
                 part = "activations" if layer is not None else None  # None: the loss itself overflowed
             bad = self._examples(model, x, y, rows)
-            return Replay(True, None if s + 1 == step else self._earlier(s + 1, step), s + 1, layer, part,
+            early = f"found at step {s + 1}, before the step whose loss tripped the guard, {step}"
+            return Replay(True, None if s + 1 == step else early, s + 1, layer, part,
                           [int(i) for i in bad[:MAX_EXAMPLES]], len(bad))
-        return Replay(False, f"the replay on one device from {'step ' + str(start) if checkpoint else 'the start'} "
-                             f"stayed finite through step {step} (its rounding differs from the run's replicas)")
-
-    @staticmethod
-    def _earlier(found: int, step: int) -> str:
-        if found < step:
-            return f"the replay found it at step {found}, before the guard's step {step}"
-        return f"the replay found it at step {found}"
+        return Replay(False, f"on one device from {'step ' + str(start) if checkpoint else 'the start'} every value "
+                             f"stayed finite through step {step}, as one device rounds differently from the run's "
+                             f"replicas")
 
     def _rebuild(self, checkpoint: str | None):
         """A single-device model and optimizer at the last good checkpoint (or the seeded start)."""

@@ -63,11 +63,11 @@ class NanGuard(Action):
         if bad is None:
             return
         if self.told is not None:
-            self._tell(group)
+            self._tell(group, group.first_step + bad + 1)
         raise TrainingDiverged(f"the loss became NaN or infinite at step {group.first_step + bad + 1}; "
                                f"try a lower training.learning_rate ({self.state.kept_checkpoint()})")
 
-    def _tell(self, group: StepGroup) -> None:
+    def _tell(self, group: StepGroup, tripped: int) -> None:
         assert self.told is not None
         found = first_evidence(group.stats, self.gradients)
         if found is None:  # cannot be: the loss of some row is not finite
@@ -77,7 +77,9 @@ class NanGuard(Action):
         where = [stats.rows[found.at][r] for r in found.rows]
         values = stats.values[found.at, found.row]
         step = group.first_step + found.at + 1
-        replay = self.replayer.explain(step).fields() if self.replayer is not None else {}
+        # Replayed to the step whose loss tripped the guard: an overflowed norm (``gradients``
+        # before it) may come from finite gradients whose squares overflow.
+        replay = self.replayer.explain(tripped).fields() if self.replayer is not None else {}
         self.told.events.emit(NonFinite(
             step=step, first=found.first, replica=where[0].replica,
             worker=where[0].worker if where[0].worker >= 0 else None, replicas=[row.replica for row in where],
