@@ -65,7 +65,7 @@ def non_finite(events: list[Event], started: RunStarted | None,
 
 
 _PARTS = {"activations": "the output of layer {}", "gradients": "the local gradient of {} (before the all-reduce)",
-          "all_reduced_gradients": "the all-reduced gradient of {} (finite on every replica before it)",
+          "all_reduced_gradients": "the all-reduced gradient of {} (finite on every replica before the sum)",
           "weights": "the weights {} after the update"}
 
 
@@ -85,6 +85,10 @@ def replay_sentence(found: NonFinite, batch: int, climbed: bool = False) -> str:
     count, examples = found.examples_count or 0, found.examples or []
     if found.layer_part == "weights":
         return f"{text} (every loss of that step was finite: the update overflowed)"
+    if found.layer_part == "gradients":
+        return f"{text} (every loss of that step was finite: the backward pass overflowed)"
+    if found.layer_part == "all_reduced_gradients":
+        return f"{text}: the float16 all-reduce overflowed (strategy.all_reduce_dtype float32 would not)"
     if count == 0:
         return f"{text}; no example's loss alone is non-finite there (they blow up together)"
     if batch and count >= batch:

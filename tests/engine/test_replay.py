@@ -6,6 +6,7 @@ rules that refuse a replay and deal a batch over the replicas, without TensorFlo
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -61,21 +62,28 @@ def test_without_a_checkpoint_the_replay_starts_from_the_seeded_initial_weights(
     assert "a replay from the initial weights" in sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
 
 
-def _poisoned(tmp_path, poison: int):
-    """An 8x8 dataset of dim images with one all-white one at ``poison``, and a model a user
-    might bring whose outputs are exp(2 * the pixel sum): about 150 for a dim image, infinite
-    for the white one."""
+def _poisoned(tmp_path, poison: int, value: int = 255):
+    """An 8x8 dataset of dim images with one bright one at ``poison`` (every pixel ``value``), and
+    a model a user might bring whose outputs are exp(2 * the pixel sum): about 150 for a dim image,
+    infinite for a white one, 1.4e38 (just finite) for pixels of 175."""
     import keras
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 10, (512, 8, 8, 1), dtype=np.uint8)
-    x[poison] = 255
+    x[poison] = value
     np.savez(tmp_path / "data.npz", x_train=x, y_train=np.arange(512) % 10,
              x_test=x[:64], y_test=np.arange(64) % 10)
     inputs = keras.Input((8, 8, 1))
     out = keras.layers.Dense(10, activation="exponential", kernel_initializer=keras.initializers.Constant(2.0),
                              name="boom")(keras.layers.Flatten(name="flat")(inputs))
     keras.Model(inputs, out).save(tmp_path / "exp.keras")
+
+
+def _poisoned_config(tmp_path, seed: int, batch: int, **training) -> dict:
+    return config_dict(dataset={"name": "npz", "path": str(tmp_path / "data.npz")},
+                       model={"name": "keras_file", "path": str(tmp_path / "exp.keras")},
+                       training={"epochs": 1, "global_batch_size": batch, "seed": seed, "optimizer": "sgd",
+                                 **training})
 
 
 def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
@@ -85,10 +93,7 @@ def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
     _poisoned(tmp_path, poison)
     order = train_rows[epoch_order(len(train_rows), 0, seed)]
     bad_step = int(np.flatnonzero(order == poison)[0]) // batch + 1
-    config = config_dict(dataset={"name": "npz", "path": str(tmp_path / "data.npz")},
-                         model={"name": "keras_file", "path": str(tmp_path / "exp.keras")},
-                         training={"epochs": 1, "global_batch_size": batch, "seed": seed, "steps_per_call": 4,
-                                   "optimizer": "sgd", "learning_rate": 0.001, "checkpoint_every_steps": 3})
+    config = _poisoned_config(tmp_path, seed, batch, steps_per_call=4, learning_rate=0.001, checkpoint_every_steps=3)
     code, tap = run_in_process("train", write_config(config), tmp_path)
     assert code == 1
     event = _tripped(tap)
@@ -97,6 +102,50 @@ def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
     assert (event["layer"], event["layer_part"]) == ("boom", "activations")
     text = sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
     assert f"the loss alone is non-finite for example {poison}, by its index in the training set: look at it" in text
+
+
+def test_an_update_that_overflows_is_named_by_the_checkpoints_weight_check(tmp_path, write_config):
+    """The bright example of the first batch makes a gradient of about 1e35 (every loss finite):
+    at learning rate 1e4 the update overflows. The checkpoint of step 1 refuses the weights and the
+    replay names the variable whose weights went first, in model order."""
+    seed, batch = 5, 32
+    train_rows, _ = validation_rows(512, DatasetConfig(name="npz", path="x.npz"))
+    _poisoned(tmp_path, int(train_rows[epoch_order(len(train_rows), 0, seed)][0]), value=175)
+    config = _poisoned_config(tmp_path, seed, batch, steps_per_call=1, learning_rate=1e4, checkpoint_every_steps=1)
+    code, tap = run_in_process("train", write_config(config), tmp_path)
+    assert code == 1 and "the weights became NaN or infinite by step 1" in tap.of("error")[0]["message"]
+    event = _tripped(tap)
+    assert (event["first"], event["replayed"], event["replay_step"]) == ("weights", True, 1)
+    assert (event["layer"], event["layer_part"], event["examples"]) == ("boom/kernel", "weights", [])
+    assert "found the weights boom/kernel after the update non-finite first, at step 1" in \
+        sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
+
+
+def test_an_overflow_in_the_float16_all_reduce_is_named_where_the_replicas_were_finite(tmp_path, write_config):
+    """The per-replica statistics cannot see it (each replica's norm was finite, 4e8); the replay
+    sums the replicas' gradients in float16 as the all-reduce does, and finds the first variable
+    that overflowed there, a step before the loss tripped the guard."""
+    config = config_dict(strategy={"all_reduce_dtype": "float16"}, training=DIVERGING)
+    code, tap = run_in_process("train", write_config(config), tmp_path)
+    assert code == 1
+    event = _tripped(tap)
+    assert event["replayed"] is True and event["replay_step"] == event["step"] - 1
+    # mnist_cnn's first variable (its conv layer; Keras numbers the names of a process's later models).
+    assert re.fullmatch(r"conv2d(_\d+)?/kernel", event["layer"]) and event["layer_part"] == "all_reduced_gradients"
+    assert "before the step whose loss tripped the guard" in event["replay_note"]
+    steps = {e["step"]: e for e in tap.of("step")}
+    assert all(r["grad_norm"] is not None for r in steps[event["replay_step"]]["replicas"])
+    assert "the float16 all-reduce overflowed" in sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
+
+
+def test_a_replay_gives_up_at_its_time_bound(tmp_path, write_config, monkeypatch):
+    monkeypatch.setattr(replay, "MAX_SECONDS", 0.0)
+    config = config_dict(training=DIVERGING, strategy={"name": "default", "devices": []})
+    code, tap = run_in_process("train", write_config(config), tmp_path)
+    event = _tripped(tap)
+    assert code == 1 and event["replayed"] is False and "layer" not in event
+    assert event["replay_note"].startswith("it gave up after 0 s, at step 1 of the")
+    assert "no replay named the layer: it gave up" in sentences(diagnose(rundir.list_runs(tmp_path)[0].path))
 
 
 def test_a_healthy_run_replays_nothing(tmp_path, write_config, monkeypatch):
@@ -143,7 +192,11 @@ def test_the_replay_in_words():
     assert replay_sentence(done, 64) == ("a replay from ckpt-4 in 0.2 s found the weights dense_1/kernel after the "
                                          "update non-finite first, at step 5 (every loss of that step was finite: "
                                          "the update overflowed)")
-    done.layer_part, done.examples, done.examples_count = "gradients", list(range(10)), 12
+    done.layer_part = "gradients"
+    assert replay_sentence(done, 64).endswith("local gradient of dense_1/kernel (before the all-reduce) non-finite "
+                                              "first, at step 5 (every loss of that step was finite: the backward "
+                                              "pass overflowed)")
+    done.layer, done.layer_part, done.examples, done.examples_count = "logits", "activations", list(range(10)), 12
     assert replay_sentence(done, 64).endswith("for examples 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more, by their index "
                                               "in the training set: look at them, an extreme or mislabelled example")
     assert replay_sentence(done, 64, climbed=True).endswith("(where the climb showed first, not its cause)")

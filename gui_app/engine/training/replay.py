@@ -98,10 +98,11 @@ class Replayer:
     """Holds what a replay needs; replays only when asked (:meth:`explain`). ``chief``: this
     process writes the run's events; another worker of a cluster only waits for the chief's."""
 
-    def __init__(self, ctx: RunContext, state: ModelState, chief: bool = True, max_steps: int = MAX_STEPS,
-                 max_seconds: float = MAX_SECONDS):
+    def __init__(self, ctx: RunContext, state: ModelState, chief: bool = True, max_steps: int | None = None,
+                 max_seconds: float | None = None):
         self.ctx, self.state, self.chief = ctx, state, chief
-        self.max_steps, self.max_seconds = max_steps, max_seconds
+        self.max_steps = MAX_STEPS if max_steps is None else max_steps
+        self.max_seconds = MAX_SECONDS if max_seconds is None else max_seconds
         self.runs = 0  # replays done (the tests' proof that a healthy run did none)
 
     def explain(self, step: int) -> Replay:
@@ -143,7 +144,9 @@ class Replayer:
             if found.part == "loss":
                 layer = self._first_layer_out(model, x, found.losses_bad)
                 part = "activations" if layer is not None else None  # None: the loss itself overflowed
-            bad = self._examples(model, x, y, rows)
+            # After an update that overflowed, the weights the step started from are gone; every loss of
+            # the step was finite there.
+            bad = rows[:0] if found.part == "weights" else self._examples(model, x, y, rows)
             early = f"found at step {s + 1}, before the step whose loss tripped the guard, {step}"
             return Replay(True, None if s + 1 == step else early, s + 1, layer, part,
                           [int(i) for i in bad[:MAX_EXAMPLES]], len(bad))
