@@ -159,9 +159,10 @@ def test_a_healthy_run_replays_nothing(tmp_path, write_config, monkeypatch):
 
 
 # ---- the rules, without TensorFlow --------------------------------------------------------------
-def _ctx(mixed=False, coordinator=None, streamed=False, seed=1):
+def _ctx(mixed=False, coordinator=None, streamed=False, seed=1, model="mnist_cnn"):
     source = SimpleNamespace() if streamed else SimpleNamespace(train_batch=lambda *a: None)
-    return SimpleNamespace(config=SimpleNamespace(training=SimpleNamespace(mixed_precision=mixed, seed=seed)),
+    return SimpleNamespace(config=SimpleNamespace(training=SimpleNamespace(mixed_precision=mixed, seed=seed),
+                                                  model=SimpleNamespace(name=model)),
                            built=SimpleNamespace(coordinator=coordinator), input=source)
 
 
@@ -169,6 +170,7 @@ def _ctx(mixed=False, coordinator=None, streamed=False, seed=1):
     (_ctx(), "runs/r/checkpoints/ckpt-40", 45, None),
     (_ctx(seed=None), None, 5, "training.seed is null"),
     (_ctx(seed=None), "c/ckpt-4", 5, None),
+    (_ctx(seed=None, model="keras_file"), None, 5, None),  # a user's file holds its initial weights
     (_ctx(mixed=True), "c/ckpt-4", 5, "mixed precision"),
     (_ctx(coordinator=object()), "c/ckpt-4", 5, "parameter servers"),
     (_ctx(streamed=True), "c/ckpt-4", 5, "streamed input"),

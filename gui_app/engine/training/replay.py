@@ -77,7 +77,7 @@ def refusal(ctx: RunContext, checkpoint: str | None, step: int, max_steps: int =
     if not hasattr(ctx.input, "train_batch"):
         return ("streamed input: its order (a seeded shuffle buffer over the files) is not recomputed here; "
                 "dataset.loading 'memory' keeps it replayable")
-    if checkpoint is None and cfg.seed is None:
+    if checkpoint is None and cfg.seed is None and ctx.config.model.name != "keras_file":  # a file has its weights
         return "no checkpoint was written and training.seed is null: the initial weights cannot be rebuilt"
     start = checkpoint_step(checkpoint)
     if step - start > max_steps:
@@ -103,11 +103,9 @@ class Replayer:
         self.ctx, self.state, self.chief = ctx, state, chief
         self.max_steps = MAX_STEPS if max_steps is None else max_steps
         self.max_seconds = MAX_SECONDS if max_seconds is None else max_seconds
-        self.runs = 0  # replays done (the tests' proof that a healthy run did none)
 
     def explain(self, step: int) -> Replay:
         """Replay up to (1-based) ``step``, the offending one; never raises (the run's error follows)."""
-        self.runs += 1
         if not self.chief:
             # The chief replays; leaving now would make the launcher stop it (every worker is stopped
             # when one fails). It ends this worker when its replay is done.
@@ -247,10 +245,13 @@ class Replayer:
         import keras
 
         from gui_app.core.training.models import outputs_logits
+        from gui_app.core.training.pipeline import replica_parts
 
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=outputs_logits(model), reduction=None)
-        per_example = np.asarray(loss_fn(y, model(_unit(x), training=False)))
-        return rows[~np.isfinite(per_example)]
+        finite = np.ones(len(y), bool)
+        for part in replica_parts(np.arange(len(y)), self.ctx.built.replica_workers or [0]):  # a replica's memory
+            finite[part] = np.isfinite(np.asarray(loss_fn(y[part], model(_unit(x[part]), training=False))))
+        return rows[~finite]
 
 
 def _unit(x: np.ndarray):
