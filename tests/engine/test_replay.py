@@ -79,7 +79,7 @@ def _poisoned(tmp_path, poison: int, value: int = 255):
     keras.Model(inputs, out).save(tmp_path / "exp.keras")
 
 
-def _poisoned_config(tmp_path, seed: int, batch: int, **training) -> dict:
+def _poisoned_config(tmp_path, seed: int | None, batch: int, **training) -> dict:
     return config_dict(dataset={"name": "npz", "path": str(tmp_path / "data.npz")},
                        model={"name": "keras_file", "path": str(tmp_path / "exp.keras")},
                        training={"epochs": 1, "global_batch_size": batch, "seed": seed, "optimizer": "sgd",
@@ -87,15 +87,17 @@ def _poisoned_config(tmp_path, seed: int, batch: int, **training) -> dict:
 
 
 def test_the_one_extreme_example_of_the_batch_is_named(tmp_path, write_config):
-    seed, batch = 5, 32
+    """Mirrored, no seed and no checkpoint: a user's model file starts from its own weights, and
+    the data order is the run's drawn seed (run_started.data_seed)."""
+    batch = 32
     train_rows, _ = validation_rows(512, DatasetConfig(name="npz", path="x.npz"))
     poison = int(train_rows[100])
     _poisoned(tmp_path, poison)
-    order = train_rows[epoch_order(len(train_rows), 0, seed)]
-    bad_step = int(np.flatnonzero(order == poison)[0]) // batch + 1
-    config = _poisoned_config(tmp_path, seed, batch, steps_per_call=4, learning_rate=0.001, checkpoint_every_steps=3)
+    config = _poisoned_config(tmp_path, None, batch, steps_per_call=4, learning_rate=0.001)
     code, tap = run_in_process("train", write_config(config), tmp_path)
-    assert code == 1
+    assert code == 1 and not tap.of("checkpoint")
+    order = train_rows[epoch_order(len(train_rows), 0, tap.of("run_started")[0]["data_seed"])]
+    bad_step = int(np.flatnonzero(order == poison)[0]) // batch + 1
     event = _tripped(tap)
     assert event["step"] == bad_step and event["replayed"] is True and event["replay_step"] == bad_step
     assert (event["examples"], event["examples_count"]) == ([poison], 1)

@@ -162,7 +162,7 @@ class Replayer:
 
         cfg, source = self.ctx.config, self.ctx.input
         stats = source.normalization_stats()
-        if checkpoint is None:  # the same draws as build_model_state's: the same initial weights
+        if checkpoint is None and cfg.training.seed is not None:  # build_model_state's draws: its initial weights
             keras.utils.set_random_seed(cfg.training.seed)
         # No strategy scope (the guard runs outside the run's): plain variables on this process's first device.
         model = build_model(cfg.model, source.input_shape, source.num_classes, False, stats)
