@@ -213,3 +213,20 @@ def test_a_batch_is_dealt_over_the_replicas_as_the_input_pipeline_deals_it():
     assert [p.tolist() for p in replica_parts(batch, [0, 0, 1, 1])] == [[0, 2], [4, 6], [1, 3], [5, 7]]
     assert [p.tolist() for p in replica_parts(np.arange(7), [0, 0])] == [[0, 1, 2, 3], [4, 5, 6]]
     assert json.dumps(replay.Replay(False, "why").fields())  # JSON-ready
+
+
+def test_the_replay_deals_the_batches_the_mirrored_pipeline_deals():
+    """The real input of two replicas, labels standing for the examples' indices: the replay's
+    recomputed batches (step_rows, replica_parts) are the ones each replica trained on."""
+    import tensorflow as tf
+
+    from gui_app.core.training.pipeline import distribute_train, step_rows
+
+    strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    rows = np.arange(3, 103, dtype=np.int64)  # a training part of a pool of 103
+    images, labels = tf.zeros((103, 2, 2, 1), tf.uint8), tf.range(103, dtype=tf.int32)
+    dealt = iter(distribute_train(strategy, images, labels, rows, epoch=1, start_batch=2, global_batch=8, seed=7))
+    for batch in (2, 3):
+        _, y = next(dealt)
+        real = [t.numpy().tolist() for t in strategy.experimental_local_results(y)]
+        assert real == [p.tolist() for p in replica_parts(step_rows(rows, 1, batch, 8, 7), [0, 0])]
