@@ -303,6 +303,10 @@ class Finding:
     growth: float | None = None  # non_finite: how many times the norm grew over that window
     learning_rate: float | None = None
     checkpoint: str | None = None  # non_finite: the last good checkpoint kept (absent: none)
+    layer: str | None = None  # non_finite: the first layer (variable) non-finite in the replay
+    layer_part: str | None = None  # non_finite: activations | gradients | all_reduced_gradients | weights
+    examples: list[int] | None = None  # non_finite: the batch's examples whose loss alone is non-finite
+    replayed: bool | None = None  # non_finite: the replay found it again (null: not tried)
     since_step: int | None = None  # stall: the last step finished
     seconds: float | None = None  # stall: since that step; input_bound: the median wait per step
     expected_seconds: float | None = None  # stall: the recent time between two step groups

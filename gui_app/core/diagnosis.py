@@ -3,8 +3,9 @@ findings (docs/diagnose.md), read from the run's folder alone.
 
 - ``non_finite``: the ``non_finite`` event the NaN guard (or the checkpoints' weight check)
   wrote before the run failed: the step, the replica and worker, whether the local loss or the
-  local gradients went first, the gradient-norm history that led there, and the checkpoint that
-  is really kept (its file checked here).
+  local gradients went first, the gradient-norm history that led there, the checkpoint that
+  is really kept (its file checked here), and what the engine's replay of the last steps found
+  (the first layer non-finite, the examples whose loss alone is).
 - ``stall``: a run whose process holds its lock (gui_app/core/live_runs.py) but has written
   nothing for much longer than the recent time between two step groups.
 - ``input_bound``: the replicas waited a large share of their recent steps for the batch.

@@ -234,6 +234,15 @@ class NonFinite(Event):
     loss: float | None = None  # ``replica``'s figures at ``step`` (null where not finite)
     grad_norm: float | None = None
     checkpoint: str | None = None  # the last good checkpoint kept; None: none was written
+    # The replay of the steps from ``checkpoint`` on one device (engine/training/replay.py):
+    replayed: bool | None = optional()  # it found the non-finite value again; None: not tried
+    replay_note: str | None = optional()  # why it was not replayed, gave up or stayed finite
+    replay_step: int | None = optional()  # the step where the replay found the first non-finite value
+    layer: str | None = optional()  # the first variable (or layer) in model order non-finite there
+    layer_part: str | None = optional()  # activations | gradients | all_reduced_gradients | weights
+    examples: list[int] | None = optional()  # the batch's examples whose loss alone is non-finite (the first 10)
+    examples_count: int | None = optional()  # how many of the batch's are
+    replay_seconds: float | None = optional()
 
 
 @dataclass(kw_only=True)

@@ -54,9 +54,51 @@ def non_finite(events: list[Event], started: RunStarted | None,
     checkpoint = kept(found.checkpoint)
     finding = Finding("non_finite", "", step=step, worker=worker, replica=replica, first=first,
                       replicas=list(replicas), grad_norms=[[s, n] for s, n in norms],
-                      growth=growth, learning_rate=rate, checkpoint=checkpoint)
+                      growth=growth, learning_rate=rate, checkpoint=checkpoint, layer=found.layer,
+                      layer_part=found.layer_part, examples=found.examples, replayed=found.replayed)
     finding.message = _non_finite_sentence(finding, len(started.replicas) if started else 0)
+    replay = replay_sentence(found, started.global_batch_size if started else 0,
+                             climbed=growth is not None and growth >= CLIMB)
+    if replay:
+        finding.message = f"{finding.message[:-1]}; {replay}."
     return [finding]
+
+
+_PARTS = {"activations": "the output of layer {}", "gradients": "the local gradient of {} (before the all-reduce)",
+          "all_reduced_gradients": "the all-reduced gradient of {} (finite on every replica before the sum)",
+          "weights": "the weights {} after the update"}
+
+
+def replay_sentence(found: NonFinite, batch: int, climbed: bool = False) -> str:
+    """What the replay of the offending steps found (engine/training/replay.py), in words; ""
+    for a run whose guard did not replay (older runs). ``climbed``: the gradient norm climbed
+    before it (the rate's doing), so the examples named are where it showed, not its cause."""
+    if found.replayed is None:
+        return ""
+    if not found.replayed:
+        return f"no replay named the layer: {found.replay_note}" if found.replay_note else ""
+    took = f" in {found.replay_seconds:.1f} s" if found.replay_seconds is not None else ""
+    start = f"from {Path(found.checkpoint).name}" if found.checkpoint else "from the initial weights"
+    where = _PARTS.get(found.layer_part or "", "{}").format(found.layer) if found.layer else \
+        "the loss itself (every layer's output finite)"
+    text = f"a replay {start}{took} found {where} non-finite first, at step {found.replay_step}"
+    count, examples = found.examples_count or 0, found.examples or []
+    if found.layer_part == "weights":
+        return f"{text} (every loss of that step was finite: the update overflowed)"
+    if found.layer_part == "gradients":
+        return f"{text} (every loss of that step was finite: the backward pass overflowed)"
+    if found.layer_part == "all_reduced_gradients":
+        return f"{text}: the float16 all-reduce overflowed (strategy.all_reduce_dtype float32 would not)"
+    if count == 0:
+        return f"{text}; no example's loss alone is non-finite there (they blow up together)"
+    if batch and count >= batch:
+        return f"{text}; every example of that batch has a non-finite loss alone: the weights, not the data"
+    named = ", ".join(map(str, examples)) + (f" and {count - len(examples)} more" if count > len(examples) else "")
+    which = f"example {named}, by its" if count == 1 else f"examples {named}, by their"
+    text = f"{text}; the loss alone is non-finite for {which} index in the training set"
+    if climbed:
+        return f"{text} (where the climb showed first, not its cause)"
+    return f"{text}: look at {'it' if count == 1 else 'them'}, an extreme or mislabelled example"
 
 
 class _Where(NamedTuple):

@@ -31,6 +31,7 @@ from gui_app.engine.training.actions.run_events import RunEvents
 from gui_app.engine.training.actions.tensorboard import TensorBoard
 from gui_app.engine.training.context import ModelState, RunContext
 from gui_app.engine.training.final_evaluation import evaluate_test_set
+from gui_app.engine.training.replay import Replayer
 from gui_app.engine.training.steps import StepRunner
 
 GROUP_SECONDS = 2.0
@@ -40,12 +41,15 @@ def standard_actions(ctx: RunContext, state: ModelState, run_dir: Path, events: 
                      extra: Sequence[Action] = ()) -> list[Action]:
     """Every run's actions in their order: the NaN guard first (of a diverged group only the finite
     steps before the NaN are told, with a ``non_finite`` event; nothing is saved), ``extra`` just
-    before the checkpoints (a failure it finds must not be saved)."""
+    before the checkpoints (a failure it finds must not be saved). Both the guard and the
+    checkpoints' weight check replay the last steps after a trip (engine/training/replay.py): in a
+    cluster the chief does (it writes the events), the other workers wait for it."""
     gpus = GpuSampler(GpuMonitor(), ctx.built)
+    replayer = Replayer(ctx, state, chief=bool(getattr(ctx.strategy.extended, "should_checkpoint", True)))
     checkpoints = Checkpoints(state, events, control, ctx.config.training,
-                              agreed=ctx.built.num_workers > 1 and ctx.built.coordinator is None)
+                              agreed=ctx.built.num_workers > 1 and ctx.built.coordinator is None, replayer=replayer)
     told = RunEvents(events, gpus)
-    guard = NanGuard(state, told, gradients=not ctx.config.training.mixed_precision)
+    guard = NanGuard(state, told, gradients=not ctx.config.training.mixed_precision, replayer=replayer)
     return [guard, gpus, told, TensorBoard(run_dir), *extra, checkpoints]
 
 

@@ -177,3 +177,8 @@ def test_a_diverging_two_worker_cluster_is_named_where_it_began(tmp_path):
     assert found["replica"] in (0, 1) and found["worker"] == found["replica"]  # one replica per worker
     assert found["first"] == ("loss" if found["step"] == tripped else "gradients")
     assert found["grad_norms"] and found["growth"] > 100
+    # The chief replayed the run from the seeded initial weights on one device (the other worker
+    # waited for it) to the step whose loss tripped the guard, and named the mlp's layer there.
+    (event,) = [e for e in rundir.read_events(run_dir) if e.TYPE == "non_finite"]
+    assert found["replayed"] is True and event.replay_step is not None and found["step"] <= event.replay_step <= tripped
+    assert found["layer"].split("/")[0] in ("dense", "dense_1", "logits")  # mlp's layers (or their variables)

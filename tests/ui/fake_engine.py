@@ -20,7 +20,8 @@ behaviour:
     gpu      like normal, and ``devices`` reports one GPU
     diverge  as the real NaN guard trips: replica 1's gradient norm climbs for 6 steps, then at step
              7 its loss is NaN: the finite steps, a ``non_finite`` event, an ``error`` (kind
-             training) and ``run_finished`` failed, exit 1; no checkpoint is kept
+             training) and ``run_finished`` failed, exit 1; no checkpoint is kept (the replay
+             named layer ``logits`` and example 17)
     stall    like normal, but silent after step 3 for ``FAKE_ENGINE_STALL_SECONDS`` (default 2), or,
              with ``FAKE_ENGINE_STALL_UNTIL`` set to a path, until that file exists (a test that
              waits for the window to see the stall must not race a fixed silence against its
@@ -333,7 +334,9 @@ def diverge(emit, run_dir, step, replicas):
     """What the real engine writes when its NaN guard trips (engine/training/actions/nan_guard.py):
     the non_finite event, then the run's error and end (engine/errors.py: kind training, exit 1)."""
     emit(ev.NonFinite(step=step, first="loss", replica=min(1, replicas - 1), worker=None,
-                      replicas=[min(1, replicas - 1)], loss=None, grad_norm=None, checkpoint=None))
+                      replicas=[min(1, replicas - 1)], loss=None, grad_norm=None, checkpoint=None,
+                      replayed=True, replay_step=step, layer="logits", layer_part="activations", examples=[17],
+                      examples_count=1, replay_seconds=0.4))
     message = (f"the loss became NaN or infinite at step {step}; try a lower training.learning_rate (no checkpoint "
                "was written before it, so there is nothing to resume: train again with a lower "
                "training.learning_rate)")

@@ -41,6 +41,7 @@ def _check_non_finite_shown(window, run_dir: str | Path, step: int, replica: int
     details = window.banner.show_details().text.toPlainText()
     window.banner.details_dialog.close()
     for figure in (f"Step\n{step}\n", f"Replica\n{replica}\n", "Went first\nloss\n", "Checkpoint kept\nnone",
+                   "First non-finite layer (replayed)\nlogits (activations)", "Examples non-finite alone\n17",
                    expected.message):
         assert figure in details
     replicas = window.replicas_tab

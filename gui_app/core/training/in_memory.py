@@ -62,6 +62,14 @@ class InMemoryInput:
         return pipeline.distribute_train(strategy, *self._pool_tensors, self._train_rows, epoch, start_batch,
                                          self._batch, seed)
 
+    def train_batch(self, epoch: int, batch: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(uint8 images, labels, their indices in the dataset's training set) of global batch
+        ``batch`` of ``epoch``, as :meth:`train` deals it: the non-finite replay's input."""
+        import tensorflow as tf
+
+        rows = pipeline.step_rows(self._train_rows, epoch, batch, self._batch, seed)
+        return self._pool[rows], tf.gather(self._pool_tensors[1], rows).numpy(), rows
+
     def validation(self, strategy):
         if self._validation is None:
             return None

@@ -48,6 +48,29 @@ def epoch_order(num_examples: int, epoch: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch]).permutation(num_examples)
 
 
+def step_rows(rows: np.ndarray, epoch: int, batch: int, global_batch: int, seed: int) -> np.ndarray:
+    """The examples (entries of ``rows``) that global batch ``batch`` of ``epoch`` trains on, in
+    the order the replicas take them: :func:`distribute_train`'s order, recomputed on the host
+    (the non-finite replay, engine/training/replay.py)."""
+    return rows[epoch_order(len(rows), epoch, seed)][batch * global_batch:(batch + 1) * global_batch]
+
+
+def replica_parts(examples: np.ndarray, replica_workers: list[int]) -> list[np.ndarray]:
+    """The part of one global batch each replica gets (replica order), as :func:`distribute_train`
+    deals it: worker w of W takes every W-th example from w, its local replicas consecutive
+    slices of that. A batch that does not divide over the replicas is split whole (one worker)."""
+    replicas, workers = len(replica_workers), max(replica_workers, default=0) + 1
+    if len(examples) % replicas:
+        return list(np.array_split(examples, replicas))
+    local = len(examples) // replicas
+    seen: dict[int, int] = {}
+    parts = []
+    for worker in replica_workers:
+        k = seen[worker] = seen.get(worker, -1) + 1
+        parts.append(examples[worker::workers][k * local:(k + 1) * local])
+    return parts
+
+
 def host_tensor(array: np.ndarray):
     """A CPU tensor on ``array``'s own memory (DLPack, no copy). ``array`` must come from
     ``stream_read.host_array``: TensorFlow adopts a buffer only at Eigen's alignment and aborts

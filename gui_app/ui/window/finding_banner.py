@@ -45,7 +45,10 @@ def finding_rows(f: Finding) -> list[tuple[str, str]]:
                 ("Gradient norm before it (step: norm)", norms),
                 ("Grew", "—" if f.growth is None else f"{f.growth:.3g}x"),
                 ("Learning rate", "—" if f.learning_rate is None else f"{f.learning_rate:g}"),
-                ("Checkpoint kept", f.checkpoint or "none")]
+                ("Checkpoint kept", f.checkpoint or "none"),
+                ("First non-finite layer (replayed)", f"{f.layer} ({(f.layer_part or '').replace('_', ' ')})"
+                 if f.layer else "not replayed" if f.replayed is not True else "none (the loss itself)"),
+                ("Examples non-finite alone", ", ".join(map(str, f.examples or [])) or "—")]
     elif f.kind == "stall":
         rows = [("Last step", str(f.since_step)), ("Seconds since", f"{f.seconds:.0f}"),
                 ("A step group took recently", f"{f.expected_seconds:.3g} s"),

@@ -7,7 +7,8 @@ checkpoint due by the clock is asked for like a ``checkpoint`` word, and the wor
 it at the next step group (engine/cluster/agreement.py).
 
 A state whose weights are not all finite is never saved (it fails the run instead): the last
-finite checkpoint is never rotated out by a poisoned one.
+finite checkpoint is never rotated out by a poisoned one. The replay from the last finite one
+(engine/training/replay.py) then says which layer's weights went first, and at which step.
 """
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ from gui_app.engine.errors import TrainingDiverged
 from gui_app.engine.events import EventWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 from gui_app.engine.training.context import ModelState
+from gui_app.engine.training.replay import Replayer
 
 
 class Checkpoints(Action):
     def __init__(self, state: ModelState, events: EventWriter, control: RunControl, cfg: TrainingConfig,
-                 agreed: bool):
-        self.state, self.events, self.control = state, events, control
+                 agreed: bool, replayer: Replayer | None = None):
+        self.state, self.events, self.control, self.replayer = state, events, control, replayer
         self.every_steps, self.every_seconds = cfg.checkpoint_every_steps, 60 * (cfg.checkpoint_every_minutes or 0)
         self.agreed = agreed
         self._last = time.monotonic()
@@ -33,7 +35,9 @@ class Checkpoints(Action):
     def save(self) -> None:
         step = self.state.steps_done()
         if not self.state.weights_finite():  # quarantined: never kept as a good one (every worker agrees)
-            self.events.emit(NonFinite(step=step, first="weights", checkpoint=self.state.kept_checkpoint_path()))
+            replay = self.replayer.explain(step).fields() if self.replayer is not None else {}
+            self.events.emit(NonFinite(step=step, first="weights", checkpoint=self.state.kept_checkpoint_path(),
+                                       **replay))
             raise TrainingDiverged(f"the weights became NaN or infinite by step {step} (the loss was still finite); "
                                    f"try a lower training.learning_rate ({self.state.kept_checkpoint()})")
         path = self.state.manager.save(checkpoint_number=step)

@@ -11,6 +11,10 @@ norms that led there), then a ``non_finite`` event naming the first step, replic
 whose local loss or local gradient norm was not finite, and which of the two it was. The guard
 trips on the loss only: under mixed precision a non-finite scaled gradient is a step the loss
 scale skips on purpose, so the gradients are evidence only without it.
+
+Then, and only then, the expensive part: the replay of the steps from the last good checkpoint
+(engine/training/replay.py) names the first layer and the examples; its findings go into the
+same ``non_finite`` event.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from gui_app.engine.errors import TrainingDiverged
 from gui_app.engine.training.actions.base import Action, StepGroup
 from gui_app.engine.training.actions.run_events import RunEvents
 from gui_app.engine.training.context import ModelState
+from gui_app.engine.training.replay import Replayer
 from gui_app.engine.training.steps import StepStats
 
 
@@ -49,19 +54,20 @@ def first_evidence(stats: StepStats, gradients: bool = True) -> Evidence | None:
 
 
 class NanGuard(Action):
-    def __init__(self, state: ModelState, told: RunEvents | None = None, gradients: bool = True):
-        self.state, self.told, self.gradients = state, told, gradients
+    def __init__(self, state: ModelState, told: RunEvents | None = None, gradients: bool = True,
+                 replayer: Replayer | None = None):
+        self.state, self.told, self.gradients, self.replayer = state, told, gradients, replayer
 
     def on_steps(self, group: StepGroup) -> None:
         bad = group.stats.first_non_finite()
         if bad is None:
             return
         if self.told is not None:
-            self._tell(group)
+            self._tell(group, group.first_step + bad + 1)
         raise TrainingDiverged(f"the loss became NaN or infinite at step {group.first_step + bad + 1}; "
                                f"try a lower training.learning_rate ({self.state.kept_checkpoint()})")
 
-    def _tell(self, group: StepGroup) -> None:
+    def _tell(self, group: StepGroup, tripped: int) -> None:
         assert self.told is not None
         found = first_evidence(group.stats, self.gradients)
         if found is None:  # cannot be: the loss of some row is not finite
@@ -70,8 +76,12 @@ class NanGuard(Action):
         stats = group.stats
         where = [stats.rows[found.at][r] for r in found.rows]
         values = stats.values[found.at, found.row]
+        step = group.first_step + found.at + 1
+        # Replayed to the step whose loss tripped the guard: an overflowed norm (``gradients``
+        # before it) may come from finite gradients whose squares overflow.
+        replay = self.replayer.explain(tripped).fields() if self.replayer is not None else {}
         self.told.events.emit(NonFinite(
-            step=group.first_step + found.at + 1, first=found.first, replica=where[0].replica,
+            step=step, first=found.first, replica=where[0].replica,
             worker=where[0].worker if where[0].worker >= 0 else None, replicas=[row.replica for row in where],
             loss=float(values[LOSS]), grad_norm=float(values[GRAD_NORM]),
-            checkpoint=self.state.kept_checkpoint_path()))
+            checkpoint=self.state.kept_checkpoint_path(), **replay))
