@@ -6,6 +6,13 @@ first takes up the trials the study still has open: a trial whose run a process 
 followed again, one whose run ended is told as it ended, one whose process died or was stopped
 before its run finished is continued from its last checkpoint with ``replica-studio resume``, and
 one that never got as far as its run directory is started again. No finished trial runs again.
+
+A sweep whose trials are Slurm jobs (the sweep file's ``slurm``: slurm_trials.py) follows each
+trial's job by its id (recorded in ``trials.json`` before anything waits on it) and its run's
+events on the shared filesystem; it stops one (pruning, ``sweep stop``) with ``scancel``, after
+which its workers stop together with a checkpoint; started again it takes up each open trial's
+job by that id: a job Slurm still runs is followed, one that ended is told as its run ended, one
+stopped is submitted again (it continues from its checkpoint). No trial is submitted twice.
 """
 from __future__ import annotations
 
@@ -25,8 +32,9 @@ from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd, RunFinished
 from gui_app.core.sweep_config import LOCAL, SweepConfig
+from gui_app.engine.cluster.scheduler_command import SubmitError
+from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
-from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, live_pid, stop_run
 
@@ -76,6 +84,9 @@ class SweepDriver:
         self.deadline = (folder.study()["started"] + sweep.time_limit) if sweep.time_limit else math.inf
         strategy = sweep.base.strategy
         gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
+        self.slurm = sweep.slurm
+        self.jobs = slurm_trials.JobStates()  # (asked only of a Slurm sweep's jobs)
+        gives_gpus = gives_gpus and self.slurm is None  # a Slurm job's GPUs are Slurm's to give (gpus_per_node)
         self.devices = trial_process.gpu_groups(trial_process.gpu_devices() if gives_gpus else [],
                                                 sweep.gpus_per_trial)
         # A pruned trial stops before its next epoch instead of several epochs later
@@ -95,6 +106,7 @@ class SweepDriver:
                 if not self.stopping and (self.folder.stop_asked or self._signalled.is_set()):
                     self._stop_all()
                 self._signalled.clear()  # (it only cuts the wait short)
+                self.jobs.refresh([a.record.job for a in self.active if a.record.job])
                 for active in list(self.active):
                     self._follow(active)
                 if not self.stopping:
@@ -128,7 +140,17 @@ class SweepDriver:
         self.waiting.clear()
         self.say(f"stopping: {len(self.active)} running trials stop with a checkpoint")
         for active in self.active:
+            self._stop(active)
+
+    def _stop(self, active: Active) -> None:
+        """Stop a trial with a checkpoint: SIGTERM to its process, or ``scancel`` of its job."""
+        if self.slurm is None:
             stop_run(active.record.pid)
+            return
+        failed = slurm_trials.cancel(active.record)
+        if failed is not None:
+            self.say(f"trial {active.number}: {failed}")
+        self.jobs.refresh([active.record.job] if active.record.job else [], now=True)
 
     def _start_next(self) -> bool:
         """Continue a waiting trial or start a new one; False when none may start."""
@@ -149,6 +171,8 @@ class SweepDriver:
             return True
         path = self.folder.trial_file(trial.number, ".json")
         config.save(path)
+        if self.slurm is not None:
+            return self._submit_new(trial, config, path, shown)
         record = self.records[trial.number] = self._place()
         active = Active(trial.number, trial, record)
         active.process = trial_process.start(self.folder, trial.number, record, self._train(path, record))
@@ -158,6 +182,40 @@ class SweepDriver:
         on = f" on {gpus} {record.device}" if record.device is not None else f" on {record.host}" if record.host else ""
         self.say(f"trial {trial.number} started{on}: {shown}")
         return True
+
+    def _submit_new(self, trial: optuna.Trial, config, path: Path, shown: str) -> bool:
+        """A new trial as a Slurm job: its run directory recorded before the job is submitted."""
+        assert self.slurm is not None
+        try:
+            slurm_trials.check_trial(config, self.slurm)
+        except ConfigError as exc:  # (a batch that does not split over the trial's nodes)
+            trial.set_user_attr("message", str(exc))
+            self.study.tell(trial, state=States.FAIL)
+            self.say(f"trial {trial.number} failed: {shown}: {exc}")
+            return True
+        record = self.records[trial.number] = TrialRecord()
+        active = Active(trial.number, trial, record)
+        self._prepare(active)
+        self._submit(active)
+        self.active.append(active)
+        self.say(f"trial {trial.number} submitted as Slurm job {record.job}: {shown}")
+        return True
+
+    def _prepare(self, active: Active) -> None:
+        assert self.slurm is not None
+        run_dir = slurm_trials.prepare(self.folder, active.number, active.record,
+                                       self.folder.trial_file(active.number, ".json"), self.slurm)
+        active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
+        self._save(active)  # the run directory is on record before its job exists
+
+    def _submit(self, active: Active) -> None:
+        """Submit (or submit again) a trial's job. A refusal ends the sweep with its one line: the
+        next one would be refused too; ``sweep resume`` submits the trial once it can be."""
+        try:
+            slurm_trials.submit(active.record)
+        except (SubmitError, OSError) as exc:
+            raise ConfigError(f"slurm: trial {active.number}: {exc}") from None
+        self._save(active)
 
     def _place(self) -> TrialRecord:
         """Where a new trial runs: the place of the sweep's ``hosts`` with the fewest running
@@ -186,6 +244,9 @@ class SweepDriver:
     def _resume(self, active: Active) -> None:
         """Continue a trial from its run's last checkpoint; one whose process died before it
         made its run starts again (it never trained)."""
+        if self.slurm is not None:
+            self._resubmit(active)
+            return
         if active.record.host is None:
             active.record.device = self._free_device()
         if active.run is None:
@@ -201,9 +262,28 @@ class SweepDriver:
         self.active.append(active)
         self.say(said)
 
+    def _resubmit(self, active: Active) -> None:
+        """Submit a Slurm trial's job again: its script continues the run from its newest
+        checkpoint (or starts it, when it never trained)."""
+        if active.run is None:  # the sweep stopped before the trial's run directory was made
+            self._prepare(active)
+        assert active.run is not None
+        if active.run.starts:
+            active.record.resumes += 1
+        active.earlier_starts = active.run.starts
+        self._submit(active)
+        self.active.append(active)
+        self.say(f"trial {active.number} submitted again as Slurm job {active.record.job}: it continues "
+                 f"from its last checkpoint ({active.run.run_dir})")
+
     # ---- following a trial ------------------------------------------------------------------
+    def _alive(self, active: Active) -> bool:
+        if self.slurm is None:
+            return active.alive()
+        return self.jobs.alive(active.record, active.finished is not None)
+
     def _follow(self, active: Active) -> None:
-        alive = active.alive()  # before reading: all a finished process wrote is read below
+        alive = self._alive(active)  # before reading: all a finished process wrote is read below
         if active.run is None:
             run_dir = self.folder.run_dir_of(active.number)
             if run_dir is None:
@@ -218,7 +298,8 @@ class SweepDriver:
             self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
-        if active.finished is not None or not alive:
+        # A Slurm trial ends with its job: a run stopped by its time limit goes on in the requeued job.
+        if (active.finished is not None and self.slurm is None) or not alive:
             self._end(active)
         elif self._held_for_decision(active):
             held = (active.run.starts, active.run.paused_at)
@@ -247,7 +328,7 @@ class SweepDriver:
         if active.pruned_at is None and not self.stopping and active.trial.should_prune():
             active.pruned_at = epoch.epoch
             active.trial.set_user_attr("pruned_at", epoch.epoch)  # a resumed sweep then tells it pruned
-            stop_run(active.record.pid)
+            self._stop(active)
             self.say(f"trial {active.number} pruned after epoch {epoch.epoch}: {name} {value:.4f}; stopping it")
         else:
             self.say(f"trial {active.number} epoch {epoch.epoch}: {name} {value:.4f}")
@@ -271,6 +352,10 @@ class SweepDriver:
             self._fail(active, finished.message or "its run failed")
         elif finished is not None or self.stopping:  # stopped: `sweep resume` continues it
             self.say(f"trial {active.number} stopped after epoch {len(run.epochs)} ({run.run_dir})")
+        elif active.record.job is not None:
+            state = self.jobs.state(active.record.job).describe()
+            self._fail(active, f"its Slurm job {active.record.job} ended ({state}) without finishing its run "
+                               f"(see {run.run_dir / f'slurm-{active.record.job}.out'})")
         else:
             self._fail(active, f"its process ended without finishing its run (see "
                                f"{self.folder.trial_file(active.number, '.log')})")
@@ -295,6 +380,9 @@ class SweepDriver:
             record = self.records.setdefault(number, TrialRecord())
             active = Active(number, studies.trial(self.study, number), record,
                             pruned_at=frozen.user_attrs.get("pruned_at"), reported=set(frozen.intermediate_values))
+            if self.slurm is not None:
+                self._take_up_job(active)
+                continue
             run_dir = record.run_dir or self.folder.run_dir_of(number)
             if run_dir is not None:
                 active.run = trial_process.trial_run(self.folder, number, record, run_dir)
@@ -316,6 +404,38 @@ class SweepDriver:
                 self._end(active)  # it ended while the sweep was away: tell it as it ended
             else:
                 self.waiting.append(active)  # stopped, or its process died: continue it
+
+
+    def _take_up_job(self, active: Active) -> None:
+        """An open trial of a Slurm sweep, by the job recorded for it: followed while Slurm runs
+        it, told as its run ended, or queued to be submitted (again) -- never submitted while a
+        job of it may still run."""
+        record, number = active.record, active.number
+        path = self.folder.trial_file(number, ".json")
+        if record.run_dir is None:  # killed before its run directory was made: its values again
+            self.sweep.trial_config(studies.suggest(active.trial, self.sweep)).save(path)
+            self.waiting.append(active)
+            return
+        active.run = trial_process.trial_run(self.folder, number, record, record.run_dir)
+        if record.job is None:  # killed between sbatch and its record
+            record.job = slurm_trials.find_job(self.folder, number, record)
+            self._save(active)
+        if record.job is None and not slurm_trials.was_submitted(record):
+            self.waiting.append(active)  # never submitted
+            return
+        for epoch in active.run.read():
+            self._report(active, epoch)
+        if self._alive(active):
+            self.active.append(active)
+            state = self.jobs.state(record.job).describe() if record.job else "unknown"
+            self.say(f"trial {number} is Slurm job {record.job} ({state}): following it again")
+            return
+        finished = active.finished
+        if active.pruned_at is not None or (finished is not None and finished.status != "stopped"):
+            self.active.append(active)
+            self._end(active)  # it ended while the sweep was away: tell it as it ended
+        else:
+            self.waiting.append(active)  # stopped, cancelled or lost with its node: continue it
 
 
 def _show(value: object) -> str:
