@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import math
 import signal
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Callable
@@ -30,49 +28,20 @@ import optuna
 
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
-from gui_app.core.events import EpochEnd, RunFinished
+from gui_app.core.events import EpochEnd
 from gui_app.core.sweep_config import LOCAL, SweepConfig
-from gui_app.engine.cluster.scheduler_command import SubmitError
 from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, live_pid, stop_run
+from gui_app.engine.sweep.slurm_driving import SlurmDriving
+from gui_app.engine.sweep.trial_process import Active, stop_run
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
 States = optuna.trial.TrialState
 
 
-@dataclass
-class Active:
-    """A trial the sweep follows."""
-
-    number: int
-    trial: optuna.Trial
-    record: TrialRecord
-    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
-    run: TrialRun | None = None
-    pruned_at: int | None = None
-    reported: set[int] = field(default_factory=set)
-    earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
-    continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
-
-    @property
-    def finished(self) -> RunFinished | None:
-        """How the followed process ended its run: not the run_finished of an earlier process
-        (a resumed trial's stop), which its file still holds until its new run_started."""
-        run = self.run
-        return run.finished if run is not None and run.starts > self.earlier_starts else None
-
-    def alive(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None  # (also reaps it)
-        # found again: the process holding its run directory, or (before it has one, or on an SSH
-        # host) the process last started for it
-        return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None
-
-
-class SweepDriver:
+class SweepDriver(SlurmDriving):
     def __init__(self, folder: SweepFolder, sweep: SweepConfig, study: optuna.Study,
                  say: Callable[[str], None]) -> None:
         self.folder, self.sweep, self.study, self.say = folder, sweep, study, say
@@ -183,40 +152,6 @@ class SweepDriver:
         self.say(f"trial {trial.number} started{on}: {shown}")
         return True
 
-    def _submit_new(self, trial: optuna.Trial, config, path: Path, shown: str) -> bool:
-        """A new trial as a Slurm job: its run directory recorded before the job is submitted."""
-        assert self.slurm is not None
-        try:
-            slurm_trials.check_trial(config, self.slurm)
-        except ConfigError as exc:  # (a batch that does not split over the trial's nodes)
-            trial.set_user_attr("message", str(exc))
-            self.study.tell(trial, state=States.FAIL)
-            self.say(f"trial {trial.number} failed: {shown}: {exc}")
-            return True
-        record = self.records[trial.number] = TrialRecord()
-        active = Active(trial.number, trial, record)
-        self._prepare(active)
-        self._submit(active)
-        self.active.append(active)
-        self.say(f"trial {trial.number} submitted as Slurm job {record.job}: {shown}")
-        return True
-
-    def _prepare(self, active: Active) -> None:
-        assert self.slurm is not None
-        run_dir = slurm_trials.prepare(self.folder, active.number, active.record,
-                                       self.folder.trial_file(active.number, ".json"), self.slurm)
-        active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
-        self._save(active)  # the run directory is on record before its job exists
-
-    def _submit(self, active: Active) -> None:
-        """Submit (or submit again) a trial's job. A refusal ends the sweep with its one line: the
-        next one would be refused too; ``sweep resume`` submits the trial once it can be."""
-        try:
-            slurm_trials.submit(active.record)
-        except (SubmitError, OSError) as exc:
-            raise ConfigError(f"slurm: trial {active.number}: {exc}") from None
-        self._save(active)
-
     def _place(self) -> TrialRecord:
         """Where a new trial runs: the place of the sweep's ``hosts`` with the fewest running
         trials (the first of them on a tie), and here one GPU of this machine's."""
@@ -261,20 +196,6 @@ class SweepDriver:
         self._save(active)
         self.active.append(active)
         self.say(said)
-
-    def _resubmit(self, active: Active) -> None:
-        """Submit a Slurm trial's job again: its script continues the run from its newest
-        checkpoint (or starts it, when it never trained)."""
-        if active.run is None:  # the sweep stopped before the trial's run directory was made
-            self._prepare(active)
-        assert active.run is not None
-        if active.run.starts:
-            active.record.resumes += 1
-        active.earlier_starts = active.run.starts
-        self._submit(active)
-        self.active.append(active)
-        self.say(f"trial {active.number} submitted again as Slurm job {active.record.job}: it continues "
-                 f"from its last checkpoint ({active.run.run_dir})")
 
     # ---- following a trial ------------------------------------------------------------------
     def _alive(self, active: Active) -> bool:
@@ -404,38 +325,6 @@ class SweepDriver:
                 self._end(active)  # it ended while the sweep was away: tell it as it ended
             else:
                 self.waiting.append(active)  # stopped, or its process died: continue it
-
-
-    def _take_up_job(self, active: Active) -> None:
-        """An open trial of a Slurm sweep, by the job recorded for it: followed while Slurm runs
-        it, told as its run ended, or queued to be submitted (again) -- never submitted while a
-        job of it may still run."""
-        record, number = active.record, active.number
-        path = self.folder.trial_file(number, ".json")
-        if record.run_dir is None:  # killed before its run directory was made: its values again
-            self.sweep.trial_config(studies.suggest(active.trial, self.sweep)).save(path)
-            self.waiting.append(active)
-            return
-        active.run = trial_process.trial_run(self.folder, number, record, record.run_dir)
-        if record.job is None:  # killed between sbatch and its record
-            record.job = slurm_trials.find_job(self.folder, number, record)
-            self._save(active)
-        if record.job is None and not slurm_trials.was_submitted(record):
-            self.waiting.append(active)  # never submitted
-            return
-        for epoch in active.run.read():
-            self._report(active, epoch)
-        if self._alive(active):
-            self.active.append(active)
-            state = self.jobs.state(record.job).describe() if record.job else "unknown"
-            self.say(f"trial {number} is Slurm job {record.job} ({state}): following it again")
-            return
-        finished = active.finished
-        if active.pruned_at is not None or (finished is not None and finished.status != "stopped"):
-            self.active.append(active)
-            self._end(active)  # it ended while the sweep was away: tell it as it ended
-        else:
-            self.waiting.append(active)  # stopped, cancelled or lost with its node: continue it
 
 
 def _show(value: object) -> str:
