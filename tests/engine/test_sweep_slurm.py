@@ -46,7 +46,7 @@ def _sweep_file(tmp_path: Path, trials: int, rates: list[float], **more) -> Path
     path.write_text(json.dumps({
         "base": BASE, "parameters": {"training.learning_rate": {"choice": rates}}, "method": "grid",
         "pruner": "threshold", "pruner_threshold": 0.5, "pruner_warmup_epochs": 0, "trials": trials,
-        "parallel": 2, "seed": 1, "slurm": {"cpus_per_task": 2, "signal_seconds": 0}, **more}))
+        "parallel": 2, "seed": 1, "slurm": {"cpus_per_task": 2}, **more}))
     return path
 
 
@@ -146,12 +146,18 @@ def test_trials_run_as_jobs_on_both_nodes_one_is_pruned_and_a_killed_sweep_loses
         (records[str(n)]["job"], "cancelled" if n == pruned.number else "completed") for n in range(4)]
     text = _cli(slurm, "sweep", "status", str(sweep_dir)).stdout
     assert f"(Slurm job {records['0']['job']}: " in text
-    print(f"4 trials as Slurm jobs (parallel 2) on {dict(nodes)}: {took:.0f} s with a kill and resume")
+    events = [json.loads(line) for line in Path(pruned.user_attrs["run_dir"], rundir.EVENTS_FILE).open()]
+    epoch_step = next(e["step"] for e in events if e["type"] == "epoch_end")
+    print(f"4 trials as Slurm jobs (parallel 2) on {dict(nodes)}: {took:.0f} s with a kill and resume; trials "
+          + ", ".join(f"{t.number} {(t.datetime_complete - t.datetime_start).total_seconds():.0f} s"
+                      for t in study.trials)
+          + f"; pruned after epoch 1 (step {epoch_step}), stopped at step {events[-1]['step']}")
 
 
 @pytest.mark.timeout(600)
 def test_sweep_stop_cancels_the_jobs_with_a_checkpoint_and_resume_continues_them(slurm, tmp_path):
-    sweep_file = _sweep_file(tmp_path, 2, [0.01, 0.003])
+    longer = {**BASE, "training": {**BASE["training"], "epochs": 24}}  # the stop lands well before the end
+    sweep_file = _sweep_file(tmp_path, 2, [0.01, 0.003], base=longer)
     out = tmp_path / "first.out"
     driver = _start(slurm, sweep_file, tmp_path / "sweeps", out)
     _wait_for(lambda: sum("epoch 2:" in line for line in _lines(out)) >= 2, 180, lambda: "\n".join(_lines(out)))
