@@ -98,14 +98,17 @@ def test_a_sweep_started_again_takes_up_its_jobs_by_id_and_submits_only_what_no_
 
     # The sweep's process is killed. Trial 0's record lost its job (killed between sbatch and the
     # record: its run directory still names it); trial 1's job was cancelled before it ran; trial
-    # 2's job runs.
+    # 2's job runs, and the sweep had decided to prune it.
     records[0].job = None
     folder.save_records(records)
     fake.set("42", "CANCELLED")
     fake.set("43", "RUNNING")
+    study = _study(folder, sweep)
+    studies.trial(study, 2).set_user_attr("pruned_at", 1)
     said: list[str] = []
-    again = SweepDriver(folder, sweep, _study(folder, sweep), said.append)
+    again = SweepDriver(folder, sweep, study, said.append)
     again._take_up_open_trials()
+    assert fake.calls("scancel") == [["scancel", "43"]] and fake.state("43") == "CANCELLED"  # its pruning goes on
     assert [a.number for a in again.active] == [0, 2] and [a.number for a in again.waiting] == [1]
     assert again.records[0].job == "41" and len(fake.calls("sbatch")) == 3  # nothing submitted twice
     assert said[:2] == ["trial 0 is Slurm job 41 (pending (Priority)): following it again",
@@ -119,9 +122,9 @@ def test_a_sweep_started_again_takes_up_its_jobs_by_id_and_submits_only_what_no_
     rows = trial_rows(folder, _study(folder, sweep), sweep.metric)
     assert [(r.state, r.job, r.job_state) for r in rows] == [
         ("running", "41", "pending (Priority)"), ("running", "44", "pending (Priority)"),
-        ("running", "43", "running")]
-    assert "(Slurm job 43: running)" in as_text(rows, sweep.metric, sweep.direction)
+        ("pruned", "43", "cancelled")]
+    assert "(Slurm job 44: pending (Priority))" in as_text(rows, sweep.metric, sweep.direction)
 
     again._stop_all()  # sweep stop, pruning: scancel of each job (its workers stop with a checkpoint)
-    assert sorted(call[1] for call in fake.calls("scancel")) == ["41", "43", "44"]
+    assert sorted(call[1] for call in fake.calls("scancel")[1:]) == ["41", "43", "44"]
     assert {fake.state(job) for job in ("41", "43", "44")} == {"CANCELLED"}

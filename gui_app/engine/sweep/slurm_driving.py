@@ -38,6 +38,8 @@ class SlurmDriving:
         def _end(self, active: Active) -> None: ...
         def _alive(self, active: Active) -> bool: ...
         def _report(self, active: Active, epoch: EpochEnd) -> None: ...
+        def _stop(self, active: Active) -> None: ...
+        def _fail(self, active: Active, message: str) -> None: ...
 
     def _submit_new(self, trial: optuna.Trial, config: RunConfig, path: Path, shown: str) -> bool:
         """A new trial as a Slurm job: its run directory recorded before the job is submitted."""
@@ -59,8 +61,12 @@ class SlurmDriving:
 
     def _prepare(self, active: Active) -> None:
         assert self.slurm is not None
-        run_dir = slurm_trials.prepare(self.folder, active.number, active.record,
-                                       self.folder.trial_file(active.number, ".json"), self.slurm)
+        try:
+            run_dir = slurm_trials.prepare(self.folder, active.number, active.record,
+                                           self.folder.trial_file(active.number, ".json"), self.slurm)
+        except OSError as exc:  # (the sweep folder's disk is full or read-only: so is the next trial's)
+            raise ConfigError(f"slurm: trial {active.number}: cannot make its run directory: "
+                              f"{exc.strerror or exc}") from None
         active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
         self._save(active)  # the run directory is on record before its job exists
 
@@ -94,7 +100,11 @@ class SlurmDriving:
         record, number = active.record, active.number
         path = self.folder.trial_file(number, ".json")
         if record.run_dir is None:  # killed before its run directory was made: its values again
-            self.sweep.trial_config(studies.suggest(active.trial, self.sweep)).save(path)
+            try:
+                self.sweep.trial_config(studies.suggest(active.trial, self.sweep)).save(path)
+            except ConfigError as exc:  # a combination the run configuration refuses (it was being told so)
+                self._fail(active, str(exc))
+                return
             self.waiting.append(active)
             return
         active.run = trial_process.trial_run(self.folder, number, record, record.run_dir)
@@ -110,6 +120,8 @@ class SlurmDriving:
             self.active.append(active)
             state = self.jobs.state(record.job).describe() if record.job else "unknown"
             self.say(f"trial {number} is Slurm job {record.job} ({state}): following it again")
+            if active.pruned_at is not None:  # it was being pruned when the sweep was killed
+                self._stop(active)
             return
         finished = active.finished
         if active.pruned_at is not None or (finished is not None and finished.status != "stopped"):
