@@ -128,3 +128,18 @@ def test_a_sweep_started_again_takes_up_its_jobs_by_id_and_submits_only_what_no_
     again._stop_all()  # sweep stop, pruning: scancel of each job (its workers stop with a checkpoint)
     assert sorted(call[1] for call in fake.calls("scancel")[1:]) == ["41", "43", "44"]
     assert {fake.state(job) for job in ("41", "43", "44")} == {"CANCELLED"}
+
+
+def test_sweep_stop_with_no_sweep_process_cancels_the_jobs_slurm_still_runs(tmp_path, monkeypatch, capfd):
+    fake = FakeSlurm(tmp_path / "slurm")
+    monkeypatch.setenv("PATH", fake.path())
+    sweep = _sweep(trials=2, parallel=2)
+    folder = SweepFolder.create(tmp_path, "lr", sweep, None)
+    driver = SweepDriver(folder, sweep, _study(folder, sweep, create=True), lambda line: None)
+    while driver._start_next():
+        pass
+    fake.set("41", "RUNNING")
+    fake.set("42", "COMPLETED")  # (ended while the sweep was away: nothing to cancel)
+    assert cli_main(["sweep", "stop", str(folder.path)]) == 0  # the sweep's process was killed
+    assert fake.calls("scancel") == [["scancel", "41"]] and fake.state("41") == "CANCELLED"
+    assert capfd.readouterr().out.startswith("stopped; replica-studio sweep resume")
