@@ -58,6 +58,9 @@ def check_slurm_sweep(base: RunConfig, hosts: tuple[str, ...], data: dict) -> No
     node; ``strategy.workers`` nodes a trial)."""
     if "hosts" in data and hosts != ("local",):
         fail("hosts", "the trials run as Slurm jobs (slurm is set): Slurm places them, leave hosts out")
+    if data.get("gpus_per_trial", 1) != 1:  # (the folder's copy of the file has the default)
+        fail("gpus_per_trial", "the trials run as Slurm jobs (slurm is set): a trial's GPUs are "
+                               "slurm.gpus_per_node on each of its strategy.workers nodes")
     if base.strategy.name != "multi_worker_mirrored":
         fail("base.strategy.name", "trials as Slurm jobs run multi_worker_mirrored (strategy.workers nodes a "
                                    f"trial, 1 for one node); got {show(base.strategy.name)}")

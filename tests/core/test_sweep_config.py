@@ -127,6 +127,7 @@ def test_a_slurm_sweep_and_the_threshold_pruner_load_and_read_back_the_same():
     ({"slurm": {"sbatch": ["--qos=long\n#SBATCH --x"]}}, "slurm.sbatch: must be a list of sbatch options"),
     ({"slurm": {}, "hosts": ["local", "gpu1"]}, "hosts: the trials run as Slurm jobs (slurm is set)"),
     ({"slurm": {}, "base": BASE}, 'base.strategy.name: trials as Slurm jobs run multi_worker_mirrored'),
+    ({"slurm": {}, "gpus_per_trial": 2}, "gpus_per_trial: the trials run as Slurm jobs (slurm is set)"),
     ({"pruner": "threshold"}, "pruner_threshold: the threshold pruner needs the metric a trial must reach"),
     ({"pruner_threshold": 0.5}, 'pruner_threshold: only with "pruner": "threshold"; got pruner "none"'),
 ])
