@@ -81,6 +81,8 @@ class SweepTrial:
     duration: float | None = None  # seconds from the trial's start to its end (or to now)
     message: str | None = None
     host: str | None = None  # the SSH host it ran on; None: this machine
+    job: str | None = None  # its Slurm job (a sweep whose trials are Slurm jobs)
+    job_state: str | None = None  # what Slurm says of it: "pending (Resources)", "running", "cancelled"
 
 
 @dataclass

@@ -19,12 +19,13 @@ from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError, did_you_mean, fail, parse_json, read_text, show
 from gui_app.core.hosts import Host
 from gui_app.core.overrides import config_keys, set_keys
+from gui_app.core.sweep_slurm import SweepSlurm, check_slurm_sweep
 
 KINDS = ("log_uniform", "uniform", "int", "choice")
 METRICS = ("val_accuracy", "val_loss", "test_accuracy")
 DIRECTIONS = ("maximize", "minimize")
 METHODS = ("tpe", "random", "grid")
-PRUNERS = ("none", "median", "hyperband")
+PRUNERS = ("none", "median", "hyperband", "threshold")
 MAX_TRIALS = 10_000
 MAX_PARALLEL = 64
 MAX_GRID_POINTS = 100
@@ -36,7 +37,7 @@ SWEEP_LOG = "sweep.log"  # a detached sweep's stdout and stderr
 _DEFAULTS: dict[str, Any] = {
     "metric": "val_accuracy", "direction": None, "method": "tpe", "pruner": "none", "pruner_warmup_epochs": 1,
     "pruner_startup_trials": 2, "grid_points": 3, "trials": 8, "time_limit": None, "parallel": 1, "seed": None,
-    "hosts": [LOCAL], "gpus_per_trial": 1,
+    "hosts": [LOCAL], "gpus_per_trial": 1, "pruner_threshold": None, "slurm": None,
 }
 _KEYS = ("base", "parameters", *_DEFAULTS)
 
@@ -84,6 +85,8 @@ class SweepConfig:
     seed: int | None = None  # the sampler's seed
     hosts: tuple[str, ...] = (LOCAL,)  # where trials run: "local" (this machine) and SSH hosts (core/hosts.py)
     gpus_per_trial: int = 1  # this machine's GPUs each trial is given (CUDA_VISIBLE_DEVICES)
+    pruner_threshold: float | None = None  # threshold: a trial whose metric is worse after the warm-up stops
+    slurm: SweepSlurm | None = None  # set: each trial is a Slurm job (core/sweep_slurm.py)
 
     # ---- loading --------------------------------------------------------------------------
     @classmethod
@@ -123,14 +126,19 @@ class SweepConfig:
             time_limit=None if values["time_limit"] is None else _number("time_limit", values["time_limit"]),
             parallel=_int("parallel", values["parallel"], 1, MAX_PARALLEL),
             seed=None if values["seed"] is None else _int("seed", values["seed"], 0, 2**31 - 1),
-            hosts=_hosts(values["hosts"]), gpus_per_trial=_int("gpus_per_trial", values["gpus_per_trial"], 1, 64))
+            hosts=_hosts(values["hosts"]), gpus_per_trial=_int("gpus_per_trial", values["gpus_per_trial"], 1, 64),
+            pruner_threshold=_threshold(values["pruner"], values["pruner_threshold"]),
+            slurm=None if values["slurm"] is None else SweepSlurm.from_dict(values["slurm"]))
         if metric.startswith("val_") and base.dataset.validation == "none":
             fail("metric", f"{metric} needs validation, but base.dataset.validation is 'none'")
+        if sweep.slurm is not None:
+            check_slurm_sweep(sweep.base, sweep.hosts, data)
         return sweep
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base.to_dict(), "parameters": {p.key: p.to_dict() for p in self.parameters},
-                **{key: getattr(self, key) for key in _DEFAULTS}, "hosts": list(self.hosts)}
+                **{key: getattr(self, key) for key in _DEFAULTS}, "hosts": list(self.hosts),
+                "slurm": None if self.slurm is None else self.slurm.to_dict()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -176,6 +184,18 @@ def _int(key: str, value: Any, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         fail(key, f"must be an integer in [{low}, {high}]; got {show(value)}")
     return value
+
+
+def _threshold(pruner: Any, value: Any) -> float | None:
+    """The threshold pruner's figure: needed by it, refused without it (it would be ignored)."""
+    if pruner != "threshold":
+        if value is not None:
+            fail("pruner_threshold", f'only with "pruner": "threshold"; got pruner {show(pruner)}')
+        return None
+    if not _is_number(value):
+        fail("pruner_threshold", f"the threshold pruner needs the metric a trial must reach (a number); "
+                                 f"got {show(value)}")
+    return float(value)
 
 
 def _hosts(value: Any) -> tuple[str, ...]:

@@ -96,3 +96,48 @@ def test_a_missing_or_broken_sweep_file_is_one_line(tmp_path, capfd):
     (tmp_path / "broken.json").write_text('{"base": ')
     assert cli_main(["sweep", str(tmp_path / "broken.json")]) == 2
     assert capfd.readouterr().err.startswith("replica-studio sweep: sweep: not valid JSON")
+
+
+SLURM_BASE = {**BASE, "strategy": {"name": "multi_worker_mirrored", "workers": 1}}
+
+
+def test_a_slurm_sweep_and_the_threshold_pruner_load_and_read_back_the_same():
+    sweep = SweepConfig.from_dict({"base": SLURM_BASE, "parameters": {"training.epochs": {"int": [1, 3]}},
+                                   "pruner": "threshold", "pruner_threshold": 0.4,
+                                   "slurm": {"partition": "gpu", "time": "1-02:00:00", "cpus_per_task": 8,
+                                             "gpus_per_node": 1, "signal_seconds": 300,
+                                             "sbatch": ["--qos=long", "--exclusive"]}})
+    assert sweep.slurm is not None and (sweep.slurm.partition, sweep.slurm.gpus_per_node) == ("gpu", 1)
+    assert sweep.slurm.sbatch == ("--qos=long", "--exclusive") and sweep.pruner_threshold == 0.4
+    assert SweepConfig.from_dict(json.loads(sweep.to_json())) == sweep
+    assert SweepConfig.from_dict({"base": SLURM_BASE, "parameters": {"training.epochs": {"int": [1, 3]}},
+                                  "slurm": {}}).slurm is not None  # the cluster's defaults
+    assert SweepConfig.from_dict({"base": BASE, "parameters": {"training.epochs": {"int": [1, 3]}}}).slurm is None
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"slurm": {"partiton": "gpu"}}, "slurm.partiton: unknown key; did you mean 'partition'?"),
+    ({"slurm": "gpu"}, 'slurm: must be an object of sbatch options (may be empty: {}) or null; got "gpu"'),
+    ({"slurm": {"partition": "gpu a100"}}, 'slurm.partition: must be a partition name (no spaces) or null'),
+    ({"slurm": {"time": "2 hours"}}, "slurm.time: must be Slurm's time format"),
+    ({"slurm": {"cpus_per_task": 0}}, "slurm.cpus_per_task: must be an integer in [1, 4096] or null; got 0"),
+    ({"slurm": {"gpus_per_node": True}}, "slurm.gpus_per_node: must be an integer in [0, 64] or null; got true"),
+    ({"slurm": {"signal_seconds": -1}}, "slurm.signal_seconds: must be an integer in [0, 3600]"),
+    ({"slurm": {"sbatch": ["qos=long"]}}, 'slurm.sbatch: must be a list of sbatch options, each "--name=value"'),
+    ({"slurm": {"sbatch": ["--qos=long\n#SBATCH --x"]}}, "slurm.sbatch: must be a list of sbatch options"),
+    ({"slurm": {}, "hosts": ["local", "gpu1"]}, "hosts: the trials run as Slurm jobs (slurm is set)"),
+    ({"slurm": {}, "base": BASE}, 'base.strategy.name: trials as Slurm jobs run multi_worker_mirrored'),
+    ({"slurm": {}, "gpus_per_trial": 2}, "gpus_per_trial: the trials run as Slurm jobs (slurm is set)"),
+    ({"pruner": "threshold"}, "pruner_threshold: the threshold pruner needs the metric a trial must reach"),
+    ({"pruner_threshold": 0.5}, 'pruner_threshold: only with "pruner": "threshold"; got pruner "none"'),
+])
+def test_bad_slurm_sweep_files_exit_2_with_one_line_naming_the_key(tmp_path, capfd, change, message):
+    data = {"base": SLURM_BASE, "parameters": {"training.learning_rate": {"log_uniform": [1e-4, 1e-1]}}, **change}
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        SweepConfig.from_dict(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    assert cli_main(["sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith(f"replica-studio sweep: {message}") and err.count("\n") == 1, err
+    assert not (tmp_path / "sweeps").exists()

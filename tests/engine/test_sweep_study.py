@@ -40,6 +40,20 @@ def test_a_grid_tries_each_point_once_across_a_resume(tmp_path):
                                           for opt in ("adam", "sgd"))
 
 
+def test_a_seeded_grid_tries_each_point_once_across_a_resume_with_a_trial_still_open(tmp_path):
+    """Optuna's grid gives trial K the K-th point of its order, shuffled by its seed: a resumed
+    sweep seeded anew gave trial 3 the point of trial 1 again (found on the real Slurm)."""
+    sweep = _sweep(method="grid", trials=50, seed=1)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = studies.load(sweep, storage, "s", create=True)
+    first = _asked(study, sweep, 2)
+    open_trial = study.ask()  # the sweep is killed while this trial runs
+    first.append(tuple(studies.suggest(open_trial, sweep).values()))
+    rest = _asked(studies.load(sweep, storage, "s"), sweep, 3)
+    assert sorted(first + rest) == sorted((lr, opt) for lr in sweep.grid_space()["training.learning_rate"]
+                                          for opt in ("adam", "sgd"))
+
+
 def test_a_resumed_seeded_random_search_draws_new_values(tmp_path):
     sweep = _sweep(method="random", seed=7)
     storage = f"sqlite:///{tmp_path / 'study.db'}"

@@ -29,6 +29,7 @@ class Trial:
     state: str  # completed or pruned
     curve: tuple[float, ...]  # validation accuracy per epoch; the last is the told value
     host: str | None = None  # the SSH host it ran on (its events then come from trials/N.jsonl)
+    job: str | None = None  # its Slurm job (a sweep whose trials are Slurm jobs)
 
 
 def write_sweep(sweeps_dir: Path, trials: list[Trial], name: str = "lr") -> Path:
@@ -49,7 +50,7 @@ def write_sweep(sweeps_dir: Path, trials: list[Trial], name: str = "lr") -> Path
                                                          val_loss=1 - accuracy, val_accuracy=accuracy))) + "\n")
         sweep.trial_config({"training.learning_rate": trial.learning_rate,
                             "training.global_batch_size": trial.batch}).save(run / "config.json")
-        records[number] = TrialRecord(run_dir=str(run), host=trial.host)
+        records[number] = TrialRecord(run_dir=str(run), host=trial.host, job=trial.job)
         if trial.host:  # what the trial's process here printed: the same events
             folder.trial_file(number, ".jsonl").write_bytes((run / "events.jsonl").read_bytes())
         if trial.state == "completed":

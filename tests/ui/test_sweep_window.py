@@ -264,3 +264,20 @@ def test_a_trial_on_an_ssh_host_opens_from_there(qtbot, fake_engine, tmp_path):
     with qtbot.waitSignal(view.open_run) as opened:
         view.open_selected()
     assert opened.args == [f"gpu1:{there.run_dir}"]
+
+
+def test_a_trial_run_as_a_slurm_job_shows_its_job_and_slurms_word(qtbot, fake_engine, tmp_path, monkeypatch):
+    from tests.fake_slurm import FakeSlurm
+
+    slurm = FakeSlurm(tmp_path / "slurm")
+    monkeypatch.setenv("PATH", slurm.path())  # (the status process asks squeue)
+    slurm.set("41", "COMPLETED")
+    slurm.set("42", "PENDING", "Resources")
+    trials = [Trial(0.001, 64, "completed", (0.80, 0.90), job="41"), Trial(0.01, 64, "pruned", (0.5,), job="42")]
+    view = SweepView(str(write_sweep(tmp_path / "sweeps", trials)), fake_engine)
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitUntil(lambda: view.status is not None, timeout=30_000)
+    assert [view.table.item(r, 7).text() for r in range(2)] == ["Slurm job 41: completed",
+                                                                "Slurm job 42: pending (Resources)"]
+    assert [t.job_state for t in view.status.trials] == ["completed", "pending (Resources)"]

@@ -43,8 +43,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("words", nargs="+", metavar="ARG", help="a sweep file, or status|resume|stop and a sweep folder")
     p.add_argument("--parallel", type=int, metavar="N", help="trials at once (default: the sweep file's parallel)")
     p.add_argument("--sweeps-dir", metavar="DIR", help="folder for sweep folders (default: the user data folder)")
-    p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db "
-                                                    "(default: sqlite in the sweep folder)")
+    p.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. postgresql://user@host/db or "
+                                                    "journal:/shared/study.journal (default: sqlite in the sweep "
+                                                    "folder; a Slurm sweep: a journal file there)")
     p.add_argument("--json", action="store_true", help="status: print one JSON object")
     p.add_argument("--every", type=float, metavar="S", help="status --json: a line every S seconds while the "
                    "sweep or a trial runs (the window follows a sweep so: Optuna is imported once)")
@@ -118,6 +119,7 @@ def _with_parallel(sweep: SweepConfig, parallel: int | None) -> SweepConfig:
 def _open_study(sweep: SweepConfig, storage: str, study_name: str, create: bool):
     from gui_app.engine.sweep import study
 
+    study.check_storage(storage)  # (a journal file: one line that says what is wrong with its path)
     try:
         return study.load(sweep, storage, study_name, create=create)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy and its drivers raise many types for a bad URL
@@ -130,6 +132,7 @@ def _start(args: argparse.Namespace, path: Path) -> int:
     from gui_app.engine.sweep.folder import SweepFolder
 
     sweep = _with_parallel(SweepConfig.load(path), args.parallel)
+    _check_place(sweep, args.storage)
     sweeps_dir = Path(args.sweeps_dir) if args.sweeps_dir else default_sweeps_dir()
     if sweeps_dir.exists() and not sweeps_dir.is_dir():
         raise ConfigError(f"--sweeps-dir: {sweeps_dir} is a file, not a folder")
@@ -159,8 +162,21 @@ def _resume(args: argparse.Namespace, folder) -> int:
     return _continue(args, folder)
 
 
+def _check_place(sweep: SweepConfig, storage: str | None) -> None:
+    """Before anything is made: a Slurm sweep's commands, and a journal file's path."""
+    if sweep.slurm is not None:
+        from gui_app.engine.sweep.slurm_trials import check_commands
+
+        check_commands()
+    if storage is not None:
+        from gui_app.engine.sweep.study import check_storage
+
+        check_storage(storage)
+
+
 def _continue(args: argparse.Namespace, folder) -> int:
     sweep = _with_parallel(folder.sweep(), args.parallel)
+    _check_place(sweep, None)
     info = folder.study()
     study = _open_study(sweep, args.storage or info["storage"], info["study_name"], create=False)
     return _drive(folder, sweep, study)
@@ -260,6 +276,7 @@ def _stop(args: argparse.Namespace, folder) -> int:
     """Ask the sweep's process to stop its trials; with none running, stop the trials directly.
     Returns once they have all stopped, each with a checkpoint."""
     from gui_app.engine.sweep.folder import TrialRecord
+    from gui_app.engine.sweep.slurm_trials import cancel_active
     from gui_app.engine.sweep.trial_process import live_pid, stop_run
 
     folder.ask_stop()
@@ -269,8 +286,11 @@ def _stop(args: argparse.Namespace, folder) -> int:
         _say(f"asked the sweep (process {runner}) to stop its trials")
     else:
         trials = [(r.run_dir or folder.run_dir_of(n), r) for n, r in folder.records().items()]
+        for line in cancel_active([record for _, record in trials if record.job]):  # scancel: a checkpoint
+            _say(line)
         for run_dir, record in trials:
-            stop_run(live_pid(run_dir, record))
+            if record.job is None:
+                stop_run(live_pid(run_dir, record))
     deadline = time.monotonic() + STOP_WAIT_S
     while (busy := _busy(folder, trials)) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -284,6 +304,11 @@ def _busy(folder, trials: list) -> str | None:
     """What still runs: the sweep's process, or a trial's."""
     if folder.runner_pid() is not None:
         return f"the sweep's process {folder.runner_pid()}"
+    from gui_app.engine.sweep.slurm_trials import running_jobs
     from gui_app.engine.sweep.trial_process import live_pid
 
-    return next((str(run_dir or record.pid) for run_dir, record in trials if live_pid(run_dir, record)), None)
+    jobs = running_jobs([record for _, record in trials if record.job])
+    if jobs:
+        return f"Slurm job {jobs[0]}"
+    return next((str(run_dir or record.pid) for run_dir, record in trials
+                 if record.job is None and live_pid(run_dir, record)), None)

@@ -6,15 +6,20 @@ first takes up the trials the study still has open: a trial whose run a process 
 followed again, one whose run ended is told as it ended, one whose process died or was stopped
 before its run finished is continued from its last checkpoint with ``replica-studio resume``, and
 one that never got as far as its run directory is started again. No finished trial runs again.
+
+A sweep whose trials are Slurm jobs (the sweep file's ``slurm``: slurm_trials.py) follows each
+trial's job by its id (recorded in ``trials.json`` before anything waits on it) and its run's
+events on the shared filesystem; it stops one (pruning, ``sweep stop``) with ``scancel``, after
+which its workers stop together with a checkpoint; started again it takes up each open trial's
+job by that id: a job Slurm still runs is followed, one that ended is told as its run ended, one
+stopped is submitted again (it continues from its checkpoint). No trial is submitted twice.
 """
 from __future__ import annotations
 
 import math
 import signal
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Callable
@@ -23,48 +28,20 @@ import optuna
 
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
-from gui_app.core.events import EpochEnd, RunFinished
+from gui_app.core.events import EpochEnd
 from gui_app.core.sweep_config import LOCAL, SweepConfig
+from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
-from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, live_pid, stop_run
+from gui_app.engine.sweep.slurm_driving import SlurmDriving
+from gui_app.engine.sweep.trial_process import Active, stop_run
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
 States = optuna.trial.TrialState
 
 
-@dataclass
-class Active:
-    """A trial the sweep follows."""
-
-    number: int
-    trial: optuna.Trial
-    record: TrialRecord
-    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
-    run: TrialRun | None = None
-    pruned_at: int | None = None
-    reported: set[int] = field(default_factory=set)
-    earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
-    continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
-
-    @property
-    def finished(self) -> RunFinished | None:
-        """How the followed process ended its run: not the run_finished of an earlier process
-        (a resumed trial's stop), which its file still holds until its new run_started."""
-        run = self.run
-        return run.finished if run is not None and run.starts > self.earlier_starts else None
-
-    def alive(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None  # (also reaps it)
-        # found again: the process holding its run directory, or (before it has one, or on an SSH
-        # host) the process last started for it
-        return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None
-
-
-class SweepDriver:
+class SweepDriver(SlurmDriving):
     def __init__(self, folder: SweepFolder, sweep: SweepConfig, study: optuna.Study,
                  say: Callable[[str], None]) -> None:
         self.folder, self.sweep, self.study, self.say = folder, sweep, study, say
@@ -76,6 +53,9 @@ class SweepDriver:
         self.deadline = (folder.study()["started"] + sweep.time_limit) if sweep.time_limit else math.inf
         strategy = sweep.base.strategy
         gives_gpus = strategy.name not in MULTI_WORKER and not any(d.startswith("GPU") for d in strategy.devices)
+        self.slurm = sweep.slurm
+        self.jobs = slurm_trials.JobStates()  # (asked only of a Slurm sweep's jobs)
+        gives_gpus = gives_gpus and self.slurm is None  # a Slurm job's GPUs are Slurm's to give (gpus_per_node)
         self.devices = trial_process.gpu_groups(trial_process.gpu_devices() if gives_gpus else [],
                                                 sweep.gpus_per_trial)
         # A pruned trial stops before its next epoch instead of several epochs later
@@ -95,6 +75,7 @@ class SweepDriver:
                 if not self.stopping and (self.folder.stop_asked or self._signalled.is_set()):
                     self._stop_all()
                 self._signalled.clear()  # (it only cuts the wait short)
+                self.jobs.refresh([a.record.job for a in self.active if a.record.job])
                 for active in list(self.active):
                     self._follow(active)
                 if not self.stopping:
@@ -128,7 +109,17 @@ class SweepDriver:
         self.waiting.clear()
         self.say(f"stopping: {len(self.active)} running trials stop with a checkpoint")
         for active in self.active:
+            self._stop(active)
+
+    def _stop(self, active: Active) -> None:
+        """Stop a trial with a checkpoint: SIGTERM to its process, or ``scancel`` of its job."""
+        if self.slurm is None:
             stop_run(active.record.pid)
+            return
+        failed = slurm_trials.cancel(active.record)
+        if failed is not None:
+            self.say(f"trial {active.number}: {failed}")
+        self.jobs.refresh([active.record.job] if active.record.job else [], now=True)
 
     def _start_next(self) -> bool:
         """Continue a waiting trial or start a new one; False when none may start."""
@@ -149,6 +140,8 @@ class SweepDriver:
             return True
         path = self.folder.trial_file(trial.number, ".json")
         config.save(path)
+        if self.slurm is not None:
+            return self._submit_new(trial, config, path, shown)
         record = self.records[trial.number] = self._place()
         active = Active(trial.number, trial, record)
         active.process = trial_process.start(self.folder, trial.number, record, self._train(path, record))
@@ -186,6 +179,9 @@ class SweepDriver:
     def _resume(self, active: Active) -> None:
         """Continue a trial from its run's last checkpoint; one whose process died before it
         made its run starts again (it never trained)."""
+        if self.slurm is not None:
+            self._resubmit(active)
+            return
         if active.record.host is None:
             active.record.device = self._free_device()
         if active.run is None:
@@ -202,8 +198,13 @@ class SweepDriver:
         self.say(said)
 
     # ---- following a trial ------------------------------------------------------------------
+    def _alive(self, active: Active) -> bool:
+        if self.slurm is None:
+            return active.alive()
+        return self.jobs.alive(active.record, active.finished is not None)
+
     def _follow(self, active: Active) -> None:
-        alive = active.alive()  # before reading: all a finished process wrote is read below
+        alive = self._alive(active)  # before reading: all a finished process wrote is read below
         if active.run is None:
             run_dir = self.folder.run_dir_of(active.number)
             if run_dir is None:
@@ -218,7 +219,8 @@ class SweepDriver:
             self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
-        if active.finished is not None or not alive:
+        # A Slurm trial ends with its job: a run stopped by its time limit goes on in the requeued job.
+        if (active.finished is not None and self.slurm is None) or not alive:
             self._end(active)
         elif self._held_for_decision(active):
             held = (active.run.starts, active.run.paused_at)
@@ -247,7 +249,7 @@ class SweepDriver:
         if active.pruned_at is None and not self.stopping and active.trial.should_prune():
             active.pruned_at = epoch.epoch
             active.trial.set_user_attr("pruned_at", epoch.epoch)  # a resumed sweep then tells it pruned
-            stop_run(active.record.pid)
+            self._stop(active)
             self.say(f"trial {active.number} pruned after epoch {epoch.epoch}: {name} {value:.4f}; stopping it")
         else:
             self.say(f"trial {active.number} epoch {epoch.epoch}: {name} {value:.4f}")
@@ -271,6 +273,10 @@ class SweepDriver:
             self._fail(active, finished.message or "its run failed")
         elif finished is not None or self.stopping:  # stopped: `sweep resume` continues it
             self.say(f"trial {active.number} stopped after epoch {len(run.epochs)} ({run.run_dir})")
+        elif active.record.job is not None:
+            state = self.jobs.state(active.record.job).describe()
+            self._fail(active, f"its Slurm job {active.record.job} ended ({state}) without finishing its run "
+                               f"(see {run.run_dir / f'slurm-{active.record.job}.out'})")
         else:
             self._fail(active, f"its process ended without finishing its run (see "
                                f"{self.folder.trial_file(active.number, '.log')})")
@@ -295,6 +301,9 @@ class SweepDriver:
             record = self.records.setdefault(number, TrialRecord())
             active = Active(number, studies.trial(self.study, number), record,
                             pruned_at=frozen.user_attrs.get("pruned_at"), reported=set(frozen.intermediate_values))
+            if self.slurm is not None:
+                self._take_up_job(active)
+                continue
             run_dir = record.run_dir or self.folder.run_dir_of(number)
             if run_dir is not None:
                 active.run = trial_process.trial_run(self.folder, number, record, run_dir)

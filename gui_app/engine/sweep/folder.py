@@ -8,6 +8,7 @@ Layout::
         study.json       where the Optuna study is (storage URL, study name) and when the sweep started
         sweep.log        a detached sweep's lines (``sweep --detach``, ``sweep resume --detach``)
         study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
+        study.journal    the Optuna study of a sweep whose trials are Slurm jobs (Optuna's journal file)
         trials.json      trial number -> its run directory, process, device (written at each change)
         trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
         runs/            the trials' run directories (ordinary runs: open, export, resume each)
@@ -33,6 +34,18 @@ STUDY_FILE = "study.json"
 TRIALS_DIR = "trials"
 RUNS_DIR = SWEEP_RUNS_DIR  # the run list finds the trials there too (gui_app/core/sweep_runs.py)
 STOP_FILE = "stop"
+JOURNAL = "journal:"  # a storage "URL" naming Optuna's journal file: journal:/shared/sweeps/X/study.journal
+JOURNAL_FILE = "study.journal"
+
+
+def default_storage(path: Path, sweep: SweepConfig) -> str:
+    """Where a new sweep's study goes without ``--storage``: SQLite in its folder, or, for trials
+    as Slurm jobs, Optuna's journal file there. Such a folder is on the cluster's shared
+    filesystem, where SQLite's locking is not to be trusted (NFS); the journal takes its lock by
+    creating a link, atomic there too, and needs no database server (air-gapped clusters)."""
+    if sweep.slurm is not None:
+        return f"{JOURNAL}{(path / JOURNAL_FILE).resolve()}"
+    return f"sqlite:///{(path / 'study.db').resolve()}"
 
 @dataclass
 class TrialRecord:
@@ -43,6 +56,7 @@ class TrialRecord:
     device: str | None = None  # CUDA_VISIBLE_DEVICES given to it, when the machine has GPUs
     resumes: int = 0
     host: str | None = None  # the SSH host it runs on (its run directory is there); None: this machine
+    job: str | None = None  # its Slurm job (a sweep whose trials are Slurm jobs: engine/sweep/slurm_trials.py)
 
 
 class SweepFolder:
@@ -56,7 +70,7 @@ class SweepFolder:
         (path / TRIALS_DIR).mkdir()
         (path / RUNS_DIR).mkdir()
         atomic_io.write_text(path / SWEEP_FILE, sweep.to_json() + "\n")
-        storage = storage or f"sqlite:///{(path / 'study.db').resolve()}"
+        storage = storage or default_storage(path, sweep)
         atomic_io.write_text(path / STUDY_FILE, json.dumps(
             {"storage": storage, "study_name": path.name, "started": time.time()}) + "\n")
         return folder

@@ -9,6 +9,8 @@ from typing import Any
 import optuna
 
 from gui_app.core.answers import SweepStatus, SweepTrial, encode
+from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends.base import JobState
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, live_pid, trial_run
 
@@ -18,6 +20,7 @@ STATES = ("running", "completed", "pruned", "failed", "stopped")
 
 def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[SweepTrial]:
     records = folder.records()
+    jobs = slurm_jobs.job_states(r.job for r in records.values() if r.job)  # (one squeue call; none without jobs)
     rows = []
     for frozen in study.get_trials(deepcopy=False):
         record = records.get(frozen.number, TrialRecord())
@@ -27,19 +30,23 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Sw
             run.read()
         state = _STATES.get(frozen.state.name)
         if state is None:  # open: running, or its process ended while the sweep's was away
-            state = _open_state(run, record, "pruned_at" in frozen.user_attrs)
+            state = _open_state(run, record, "pruned_at" in frozen.user_attrs, jobs.get(record.job or ""))
         value = frozen.value if frozen.value is not None else (run.metric(metric) if run else None)
         start, end = frozen.datetime_start, frozen.datetime_complete
         duration = ((end.timestamp() if end else time.time()) - start.timestamp()) if start else None
         rows.append(SweepTrial(frozen.number, state, dict(frozen.params), value, len(run.epochs) if run else 0,
-                             run_dir, record.device, duration, frozen.user_attrs.get("message"), record.host))
+                             run_dir, record.device, duration, frozen.user_attrs.get("message"), record.host,
+                             record.job, jobs[record.job].describe() if record.job in jobs else None))
     return rows
 
 
-def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool) -> str:
-    """A trial the study has not been told the end of: running, or how its run ended (the next
-    ``sweep resume`` tells the study), or stopped (``sweep resume`` continues it)."""
-    if live_pid(str(run.run_dir) if run else None, record) is not None:
+def _open_state(run: TrialRun | None, record: TrialRecord, pruned: bool, job: JobState | None = None) -> str:
+    """A trial the study has not been told the end of: running (a Slurm trial: while its job is
+    pending or running), or how its run ended (the next ``sweep resume`` tells the study), or
+    stopped (``sweep resume`` continues it)."""
+    if job is not None and job.active:
+        return "running"
+    if record.job is None and live_pid(str(run.run_dir) if run else None, record) is not None:
         return "running"
     ended = run.finished.status if run is not None and run.finished is not None else "stopped"
     if ended == "completed":  # (also one that ended before its pruning stop arrived)
@@ -80,7 +87,8 @@ def as_text(rows: list[SweepTrial], metric: str, direction: str) -> str:
         value = f"{r.metric:.4f}" if r.metric is not None else "-"
         duration = f"{r.duration:.0f} s" if r.duration is not None else "-"
         values = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.parameters.items())
-        lines.append(f"{r.number:>5}  {r.state:<9}  {value:>12}  {r.epochs:>6}  {duration:>7}  {values}")
+        job = f"  (Slurm job {r.job}: {r.job_state or 'unknown'})" if r.job else ""
+        lines.append(f"{r.number:>5}  {r.state:<9}  {value:>12}  {r.epochs:>6}  {duration:>7}  {values}{job}")
         if r.message:
             lines.append(f"{'':>7}{r.message}")
     top = best(rows, direction)

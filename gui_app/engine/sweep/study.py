@@ -6,11 +6,17 @@ imports Optuna (the window must not pay its import time: pyproject.toml's contra
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
 
+from gui_app.core.config_json import ConfigError
 from gui_app.core.sweep_config import Parameter, SweepConfig
+from gui_app.engine.sweep.folder import JOURNAL
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # the sweep prints its own progress lines
 
@@ -26,10 +32,12 @@ class _Grid(optuna.samplers.GridSampler):
 
 def sampler(sweep: SweepConfig, asked: int = 0) -> optuna.samplers.BaseSampler:
     """The sweep's sampler, for a study that has ``asked`` trials already: a resumed sweep's seed
-    moves on by that many, or a seeded random search would draw its first values again."""
+    moves on by that many, or a seeded random search would draw its first values again (not a
+    grid's: its seed is its order)."""
+    if sweep.method == "grid":  # the same seed: trial K is the K-th point of the grid's shuffled order (a
+        # resumed grid seeded anew gave its trial 3 the point of trial 1 again); it skips the points tried
+        return _Grid(sweep.grid_space(), seed=sweep.seed)
     seed = None if sweep.seed is None else sweep.seed + asked
-    if sweep.method == "grid":  # (it skips the grid points the study has tried)
-        return _Grid(sweep.grid_space(), seed=seed)
     if sweep.method == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=tpe_startup_trials(sweep))
@@ -59,16 +67,44 @@ def pruner(sweep: SweepConfig) -> optuna.pruners.BasePruner:
         top = max_epochs(sweep)
         return optuna.pruners.HyperbandPruner(min_resource=min(max(1, sweep.pruner_warmup_epochs), top),
                                               max_resource=top)
+    if sweep.pruner == "threshold":  # a trial worse than the threshold after the warm-up stops: no luck involved
+        maximize = sweep.direction == "maximize"
+        return optuna.pruners.ThresholdPruner(lower=sweep.pruner_threshold if maximize else None,
+                                              upper=None if maximize else sweep.pruner_threshold,
+                                              n_warmup_steps=sweep.pruner_warmup_epochs + 1)
     return optuna.pruners.NopPruner()
+
+
+def check_storage(url: str) -> None:
+    """A journal file's folder must exist and be writable (else one line, exit 2); a database URL
+    is checked by opening it."""
+    if not url.startswith(JOURNAL):
+        return
+    path = Path(url[len(JOURNAL):]).expanduser()
+    if not url[len(JOURNAL):] or path.is_dir():
+        raise ConfigError(f"--storage: {url}: needs a journal file's path, e.g. journal:/shared/sweeps/study.journal")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise ConfigError(f"--storage: the journal file {path} is not writable")
+    if not path.exists() and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        raise ConfigError(f"--storage: cannot write the journal file {path}: its folder "
+                          f"{'is not writable' if path.parent.is_dir() else 'does not exist'}")
+
+
+def open_storage(url: str) -> str | JournalStorage:
+    """What Optuna opens for the sweep's storage URL."""
+    if url.startswith(JOURNAL):
+        check_storage(url)
+        return JournalStorage(JournalFileBackend(str(Path(url[len(JOURNAL):]).expanduser())))
+    return url
 
 
 def load(sweep: SweepConfig, storage: str, study_name: str, create: bool = False) -> optuna.Study:
     if create:
         direction = optuna.study.StudyDirection.MAXIMIZE if sweep.direction == "maximize" else (
             optuna.study.StudyDirection.MINIMIZE)
-        return optuna.create_study(storage=storage, study_name=study_name, direction=direction,
+        return optuna.create_study(storage=open_storage(storage), study_name=study_name, direction=direction,
                                    sampler=sampler(sweep), pruner=pruner(sweep))
-    study = optuna.load_study(storage=storage, study_name=study_name, pruner=pruner(sweep))
+    study = optuna.load_study(storage=open_storage(storage), study_name=study_name, pruner=pruner(sweep))
     study.sampler = sampler(sweep, len(study.trials))
     return study
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gui_app.core import rundir
 from gui_app.core.events import Continued, EpochEnd, Eval, Paused, RunFinished, RunStarted, decode_line
@@ -19,6 +20,9 @@ from gui_app.core.run_lock import holder as run_holder
 from gui_app.engine import control_channel
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.identity import app_command, app_env
+
+if TYPE_CHECKING:
+    import optuna  # (only the sweep's loop imports it: `sweep stop` need not pay for it)
 
 
 def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> subprocess.Popen:
@@ -159,3 +163,32 @@ class TrialRun:
         if not self.epochs:
             return None
         return getattr(self.epochs[max(self.epochs)], name)
+
+
+@dataclass
+class Active:
+    """A trial the sweep follows (engine/sweep/driver.py)."""
+
+    number: int
+    trial: optuna.Trial
+    record: TrialRecord
+    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
+    run: TrialRun | None = None
+    pruned_at: int | None = None
+    reported: set[int] = field(default_factory=set)
+    earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
+    continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
+
+    @property
+    def finished(self) -> RunFinished | None:
+        """How the followed process ended its run: not the run_finished of an earlier process
+        (a resumed trial's stop), which its file still holds until its new run_started."""
+        run = self.run
+        return run.finished if run is not None and run.starts > self.earlier_starts else None
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None  # (also reaps it)
+        # found again: the process holding its run directory, or (before it has one, or on an SSH
+        # host) the process last started for it
+        return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None

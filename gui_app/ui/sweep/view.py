@@ -326,6 +326,8 @@ def _run_key(trial: SweepTrial) -> str:
 
 
 def _place(trial: SweepTrial) -> str:
+    if trial.job:
+        return f"Slurm job {trial.job}: {trial.job_state or 'unknown'}"
     if trial.host:
         return trial.host
     return f"GPU {trial.device}" if trial.device else "this machine"
