@@ -1,0 +1,132 @@
+"""``replica-studio rehearse``: real engine processes trained straight through and interrupted by
+a real signal at a step, then resumed; the certificate says whether they are the same run.
+
+Short runs on the bundled digits: 2 epochs of 20 steps, 2 steps per call, a checkpoint every 4
+steps, so a SIGKILL loses steps and the resume starts mid-epoch (the data position matters)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from engine_helpers import config_dict, run_cli
+
+from gui_app.core.answers import Certificate, decode, problems
+from gui_app.engine.runner import LOSE_DATA_POSITION_ENV
+
+SHORT = {"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}
+SINGLE = {"strategy": {"name": "default", "devices": []}, "runtime": {"cpu_devices": 1}}
+
+
+def _rehearse(tmp_path: Path, config: dict, *args: str, env: dict | None = None, timeout: float = 400):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return run_cli("rehearse", str(path), "--runs-dir", str(tmp_path / "runs"), *args, env=env, timeout=timeout)
+
+
+def _certificate(done) -> Certificate:
+    line = json.loads(done.stdout)
+    assert problems(Certificate, line) == []
+    cert = decode(Certificate, line)
+    assert cert is not None
+    return cert
+
+
+def _equivalent(cert: Certificate, at: int) -> None:
+    assert cert.equivalent and cert.first_difference is None, cert
+    assert cert.steps == 40 and cert.batches_identical and cert.tolerance == "bitwise"
+    assert cert.max_loss_diff == 0.0 and cert.max_weight_diff == 0.0 and cert.max_optimizer_diff == 0.0
+    assert cert.interrupted_at is not None and cert.interrupted_at >= at
+    assert Path(cert.reference_run, "model.keras").is_file() and Path(cert.rehearsed_run, "model.keras").is_file()
+
+
+def test_mirrored_killed_mid_epoch_is_the_same_run(tmp_path):
+    """Two CPU replicas, a warm-up and cosine schedule, SIGKILL after step 7: the resume starts
+    from checkpoint 4 or 8 mid-epoch and every step's batches, losses and replicas' figures, the
+    optimizer's state and the final weights are bit for bit the reference's."""
+    config = config_dict(training={**SHORT, "schedule": "cosine", "warmup_steps": 5})
+    done = _rehearse(tmp_path, config, "--at", "7", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    cert = _certificate(done)
+    _equivalent(cert, 7)
+    assert cert.strategy == "mirrored" and cert.signal == "KILL" and cert.worker is None
+    assert cert.resumed_from in (4, 8) and cert.resumed_from <= cert.interrupted_at
+    steps = [json.loads(line) for line in Path(cert.rehearsed_run, "events.jsonl").read_text().splitlines()]
+    batches = {r["batch"] for e in steps if e["type"] == "step" for r in e["replicas"]}
+    assert len(batches) == 80  # every replica of every step trained on its own batch, each named
+
+
+def test_a_resume_that_loses_its_data_position_is_caught(tmp_path):
+    """The test-only hook restarts the resumed epoch from its first batch: the certificate names
+    the first step after the checkpoint, its batch, and exit 1."""
+    config = config_dict(training=SHORT, **SINGLE)
+    done = _rehearse(tmp_path, config, "--at", "7", "--json", env={LOSE_DATA_POSITION_ENV: "1"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    cert = _certificate(done)
+    assert not cert.equivalent and not cert.batches_identical
+    assert cert.first_difference is not None and cert.resumed_from is not None
+    assert cert.first_difference.step == cert.resumed_from + 1
+    assert cert.first_difference.what == "batch of replica 0"
+    assert cert.max_loss_diff > 0 and cert.max_weight_diff > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal", ["KILL", "TERM"])
+def test_single_process_interrupted_is_the_same_run(tmp_path, signal):
+    done = _rehearse(tmp_path, config_dict(training=SHORT, **SINGLE), "--at", "6", "--signal", signal, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    cert = _certificate(done)
+    _equivalent(cert, 6)
+    if signal == "TERM":  # stopped with a checkpoint of the step it stopped at: nothing is lost
+        assert cert.resumed_from == cert.interrupted_at
+
+
+@pytest.mark.slow
+def test_mirrored_terminated_plain_lines(tmp_path):
+    done = _rehearse(tmp_path, config_dict(training={**SHORT, "schedule": "step", "step_decay_epochs": 1}),
+                     "--at", "9", "--signal", "TERM")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("EQUIVALENT: mirrored, SIGTERM at step 9, 40 steps compared (bitwise)")
+    assert "batches identical: yes; max loss difference 0;" in done.stdout
+
+
+@pytest.mark.slow
+def test_cluster_worker_killed_is_the_same_run(tmp_path):
+    """A local 2-worker MultiWorkerMirrored cluster, worker 1 killed: the launcher fails the run
+    naming the worker, ``resume`` starts the cluster again from its newest checkpoint."""
+    config = config_dict(training=SHORT, strategy={"name": "multi_worker_mirrored", "workers": 2, "devices": []},
+                         runtime={"cpu_devices": 1})
+    done = _rehearse(tmp_path, config, "--at", "7", "--worker", "1", "--json", timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cert = _certificate(done)
+    _equivalent(cert, 7)
+    assert cert.worker == 1 and cert.strategy == "multi_worker_mirrored"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--at", "0"], "--at: a step is 1 or more; got 0"),
+    (["--at", "3", "--worker", "1"], "--worker: strategy 'mirrored' trains in one process; leave --worker out"),
+])
+def test_bad_input_is_one_line(tmp_path, args, message):
+    done = _rehearse(tmp_path, config_dict(), *args, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"replica-studio rehearse: {message}") and done.stderr.count("\n") == 1
+
+
+def test_unreadable_config_and_a_step_beyond_the_run(tmp_path):
+    done = run_cli("rehearse", str(tmp_path / "missing.json"), "--at", "3", timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("replica-studio rehearse: config: cannot read")
+    done = _rehearse(tmp_path, config_dict(training={"epochs": 1}, **SINGLE), "--at", "1000", timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert done.stderr == "replica-studio rehearse: --at: step 1000 is beyond the run's 20 steps\n"
+    assert not list((tmp_path / "runs").iterdir())  # the run started only to learn its steps is gone
+
+
+def test_parameter_servers_cannot_be_certified(tmp_path):
+    config = config_dict(strategy={"name": "parameter_server", "workers": 2, "ps": 1, "devices": []})
+    done = _rehearse(tmp_path, config, "--at", "3", "--json", timeout=60)
+    assert done.returncode == 1
+    cert = _certificate(done)
+    assert not cert.equivalent and cert.cannot_certify is not None and "parameter servers" in cert.cannot_certify
+    assert not (tmp_path / "runs").exists()  # nothing was trained
