@@ -42,7 +42,7 @@ from gui_app.core.rehearsal import (
     step_history,
     tolerance_for,
 )
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from gui_app.identity import app_command, app_env
 
 COMMANDS = ("rehearse",)
@@ -55,6 +55,14 @@ class BadInput(Exception):
 
 class RunFailed(Exception):
     """One of the rehearsal's runs did not end as it should: exit 1 with this line."""
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGINT to the rehearsal (the window's Cancel, Ctrl+C): its run is stopped first."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(signal.Signals(signum).name)
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -72,6 +80,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _rehearse(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupt)
     try:
         config = _checked_config(args)
         facts = dict(strategy=config.strategy.name, signal=args.signal, worker=args.worker, at=args.at)
@@ -98,6 +108,10 @@ def _rehearse(args: argparse.Namespace) -> int:
     except RunFailed as exc:
         print(f"replica-studio rehearse: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILED
+    except Interrupted as exc:
+        _Engine.stop_running()
+        print(f"replica-studio rehearse: stopped by {exc}; its runs so far are kept", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     return _answer(args, cert)
 
 
@@ -129,11 +143,27 @@ def _checked_config(args: argparse.Namespace) -> RunConfig:
 class _Engine:
     """One engine process (``train`` or ``resume``), its events read from its stdout."""
 
+    running: list[_Engine] = []
+    STOP_GRACE_S = 60.0  # a stopped run checkpoints first; a cluster ends all its workers
+
     def __init__(self, tmp: Path, *args: str):
         self.log = (tmp / f"{args[0]}-{time.monotonic_ns()}.log").open("w+")
         self.proc = subprocess.Popen(app_command(*args, "--events", "jsonl"), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      env=app_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+        _Engine.running.append(self)
+
+    @classmethod
+    def stop_running(cls) -> None:
+        """Stop the runs still going (SIGTERM: a checkpoint, then the end), killed after the grace."""
+        for engine in cls.running:
+            if engine.proc.poll() is None:
+                engine.proc.terminate()
+                try:
+                    engine.proc.wait(cls.STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    engine.proc.kill()
+                    engine.proc.wait()
 
     def events(self) -> Iterator[dict]:
         assert self.proc.stdout is not None
@@ -148,6 +178,7 @@ class _Engine:
     def wait(self) -> int:
         code = self.proc.wait()
         self.log.close()
+        _Engine.running.remove(self)
         return code
 
     def last_line(self) -> str:

@@ -130,3 +130,20 @@ def test_parameter_servers_cannot_be_certified(tmp_path):
     cert = _certificate(done)
     assert not cert.equivalent and cert.cannot_certify is not None and "parameter servers" in cert.cannot_certify
     assert not (tmp_path / "runs").exists()  # nothing was trained
+
+
+@pytest.mark.slow
+def test_dropout_and_a_schedule_killed_mid_epoch_is_the_same_run(tmp_path):
+    """A user's model with dropout (its random generator's state is a model variable, in
+    model.keras and the checkpoint) under a cosine schedule: the resumed run draws the same masks."""
+    import keras
+
+    model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(64, activation="relu"),
+                              keras.layers.Dropout(0.3), keras.layers.Dense(10)])
+    model.save(tmp_path / "dropout.keras")
+    config = config_dict(training={**SHORT, "schedule": "cosine"}, model={"name": "keras_file",
+                                                                          "path": str(tmp_path / "dropout.keras")},
+                         **SINGLE)
+    done = _rehearse(tmp_path, config, "--at", "10", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    _equivalent(_certificate(done), 10)
