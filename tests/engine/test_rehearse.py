@@ -147,3 +147,35 @@ def test_dropout_and_a_schedule_killed_mid_epoch_is_the_same_run(tmp_path):
     done = _rehearse(tmp_path, config, "--at", "10", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     _equivalent(_certificate(done), 10)
+
+
+def test_sigterm_stops_the_rehearsals_run_first(tmp_path):
+    """The window's Cancel (SIGTERM to the rehearsal): its run is stopped with a checkpoint, not
+    orphaned, and the rehearsal exits 130 with one line."""
+    import signal
+    import subprocess
+
+    from engine_helpers import until
+
+    from gui_app.core import rundir
+    from gui_app.identity import app_command, app_env
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config_dict(training={"epochs": 50, "steps_per_call": 2}, **SINGLE)))
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(app_command("rehearse", str(path), "--at", "900", "--runs-dir", str(runs)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=app_env())
+    try:
+        def training() -> Path | None:
+            return next((events.parent for events in runs.glob("*/events.jsonl")
+                         if '"type":"step"' in events.read_text(errors="replace")), None)
+
+        run_dir = until(training, 180, "the rehearsal's run trains")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert err == "replica-studio rehearse: stopped by SIGTERM; its runs so far are kept\n"
+    info = rundir.read_run(run_dir)
+    assert info.status == "stopped" and info.resumable
