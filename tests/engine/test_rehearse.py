@@ -179,3 +179,38 @@ def test_sigterm_stops_the_rehearsals_run_first(tmp_path):
     assert err == "replica-studio rehearse: stopped by SIGTERM; its runs so far are kept\n"
     info = rundir.read_run(run_dir)
     assert info.status == "stopped" and info.resumable
+
+
+def test_the_random_state_is_checkpointed_and_an_older_checkpoint_still_restores(tmp_path):
+    """In-process: a dropout model's seed generator state comes back from the checkpoint; one
+    written without it (an older release) restores the rest, with a warning."""
+    import keras
+    import tensorflow as tf
+
+    from gui_app.core.config import RunConfig
+    from gui_app.engine.training import context
+
+    keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dropout(0.3),
+                      keras.layers.Dense(10)]).save(tmp_path / "dropout.keras")
+    config = RunConfig.from_dict(config_dict(model={"name": "keras_file", "path": str(tmp_path / "dropout.keras")}))
+    ctx = context.prepare(config, None, tmp_path / "data")
+
+    def seeds(state) -> list[int]:
+        return [int(x) for v in state.model.variables if v.path.endswith("seed_generator_state") for x in v.numpy()]
+
+    written = context.build_model_state(ctx, tmp_path / "new")
+    assert written.without_random_state is not None and len(seeds(written)) == 2
+    next(v for v in written.model.variables if v.path.endswith("seed_generator_state")).assign([7, 9])
+    written.step.assign(3)
+    written.manager.save(checkpoint_number=3)
+    warnings: list[str] = []
+    restored = context.build_model_state(ctx, tmp_path / "new")
+    assert context.restore_latest(ctx, restored, warnings) and warnings == []
+    assert seeds(restored) == [7, 9] and restored.steps_done() == 3
+
+    tf.train.CheckpointManager(written.without_random_state, str(tmp_path / "old" / "checkpoints"),
+                               max_to_keep=1).save(checkpoint_number=3)  # as a release before it wrote them
+    older = context.build_model_state(ctx, tmp_path / "old")
+    assert context.restore_latest(ctx, older, warnings) and older.steps_done() == 3
+    assert warnings == ["checkpoint ckpt-3 holds no random state (written by an older release): the resumed run's "
+                        "dropout masks start again, so it differs from an uninterrupted run"]
