@@ -214,3 +214,10 @@ def test_the_random_state_is_checkpointed_and_an_older_checkpoint_still_restores
     assert context.restore_latest(ctx, older, warnings) and older.steps_done() == 3
     assert warnings == ["checkpoint ckpt-3 holds no random state (written by an older release): the resumed run's "
                         "dropout masks start again, so it differs from an uninterrupted run"]
+
+
+def test_a_run_that_does_not_ask_names_no_batch(trained_run):
+    """``training.batch_fingerprints`` off (the default): the step events are as they were."""
+    steps = [json.loads(line) for line in (trained_run / "events.jsonl").read_text().splitlines()
+             if '"type":"step"' in line]
+    assert steps and all("batch" not in r for s in steps for r in s["replicas"])
