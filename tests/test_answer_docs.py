@@ -18,7 +18,8 @@ PART_SECTIONS = {answers.SweepTrial: "`SweepStatus.trials` entries", answers.Sca
                  answers.OptionRow: "`ScalingReport.options` entries", answers.TimeSplit: "`time_split`",
                  answers.GpuInfo: "`DevicesInfo.gpus` entries", answers.CpuInfo: "`DevicesInfo.cpu`",
                  answers.LogicalDevice: "`DevicesInfo.logical_devices` entries",
-                 answers.Finding: "`Diagnosis.findings` entries"}
+                 answers.Finding: "`Diagnosis.findings` entries",
+                 answers.Difference: "`Certificate.first_difference`"}
 
 
 def _section(heading: str) -> str:

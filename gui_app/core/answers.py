@@ -341,5 +341,39 @@ class MlflowExport:
     artifacts: int = 0
 
 
+# ---- rehearse CONFIG --at STEP --json (docs/detached.md, "Rehearse a preemption") ------------------
+
+
+@dataclass
+class Difference:
+    """Where a rehearsed run first left its reference: a step (0 for the final state) and what."""
+    step: int
+    what: str  # "batch of replica 1", "loss 0.41 vs 0.52", "weights model/.../kernel", "missing step"
+
+
+@dataclass
+class Certificate:
+    """Whether a run interrupted at a step and resumed is the run that was never interrupted
+    (gui_app/core/rehearsal.py compares them; engine/rehearse_command.py runs them)."""
+    equivalent: bool
+    steps: int  # steps compared
+    batches_identical: bool
+    max_loss_diff: float | None
+    max_weight_diff: float | None
+    first_difference: Difference | None
+    reference_run: str
+    rehearsed_run: str
+    max_optimizer_diff: float | None = None
+    tolerance: str = "bitwise"  # bitwise | the rule used (GPU kernels: docs/detached.md)
+    strategy: str = ""
+    signal: str = ""  # TERM | KILL
+    worker: int | None = None  # the cluster worker signalled; null: the run's process
+    at: int = 0  # the step asked for
+    interrupted_at: int | None = None  # the last step the interrupted run had told before it ended
+    resumed_from: int | None = None  # the step its resume started from (its newest checkpoint)
+    cannot_certify: str | None = None  # why this combination cannot be equivalent (nothing was run)
+    seconds: float = 0.0  # wall time of the whole rehearsal
+
+
 ANSWERS: tuple[type, ...] = (SweepStatus, ScalingReport, Prepared, ServeReady, ServeAnswer, LogLine, RunRow,
-                             DevicesInfo, Diagnosis, MlflowExport)
+                             DevicesInfo, Diagnosis, MlflowExport, Certificate)

@@ -271,6 +271,7 @@ class TrainingConfig:
     checkpoint_every_minutes: float = 0.0  # 0: no time-based checkpoints
     keep_checkpoints: int = 3  # the newest K are kept (a damaged newest one falls back to the next)
     accumulation_steps: int = 1  # micro-batches per optimizer step (one all-reduce each); the batch stays global
+    batch_fingerprints: bool = False  # each step event names the batch each replica trained on (rehearse)
 
     def __post_init__(self) -> None:
         _finite_floats(self, "training")

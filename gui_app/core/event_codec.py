@@ -89,8 +89,9 @@ def build(cls: type[T], value: dict[str, Any], parts: bool = True) -> T | None:
 
 def plain(value: Any) -> Any:
     """A dataclass (or a list of them) as JSON-ready values; NaN and infinities become None."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.wire: plain(getattr(value, f.name)) for f in fields(type(value))}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a part: optional keys only when set
+        return {f.wire: plain(getattr(value, f.name)) for f in fields(type(value))
+                if not (f.omit and getattr(value, f.name) == f.default)}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):

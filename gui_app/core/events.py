@@ -54,6 +54,7 @@ class ReplicaStats:
     examples_per_sec: float | None = None
     memory_bytes: int | None = None
     peak_memory_bytes: int | None = None
+    batch: str | None = optional()  # training.batch_fingerprints: a hash of the batch it trained on
 
 
 @dataclass(kw_only=True)

@@ -26,6 +26,7 @@ from gui_app.engine import (
     mlflow_command,
     predict_command,
     prepare_command,
+    rehearse_command,
     remote_command,
     report_command,
     scaling_command,
@@ -45,7 +46,7 @@ from gui_app.engine.sweep import command as sweep_command
 _MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
             export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
             hosts_command, sweep_command, compare_command, diagnose_command, report_command,
-            bundle_command, preflight_command, mlflow_command)
+            bundle_command, preflight_command, mlflow_command, rehearse_command)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 

@@ -11,6 +11,7 @@ steps; a cluster's groups are never cut (every worker must run the same collecti
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -35,6 +36,9 @@ from gui_app.engine.training.replay import Replayer
 from gui_app.engine.training.steps import StepRunner
 
 GROUP_SECONDS = 2.0
+# Tests only (tests/engine/test_rehearse.py): a resumed run starts its epoch from the first batch,
+# the classic lost data position, so that ``rehearse`` is seen to catch it. No user sets it.
+LOSE_DATA_POSITION_ENV = "REPLICA_STUDIO_TEST_LOSE_DATA_POSITION"
 
 
 def standard_actions(ctx: RunContext, state: ModelState, run_dir: Path, events: EventWriter, control: RunControl,
@@ -78,9 +82,12 @@ class RunController:
         step = self.state.steps_done()
         per_step = None  # seconds per step, measured after the first (tracing) call
         calls = 0
+        lose_position = step > 0 and os.environ.get(LOSE_DATA_POSITION_ENV) == "1"
         try:
             while step < total:
                 epoch, start_batch = divmod(step, spe)
+                if lose_position:
+                    start_batch, lose_position = 0, False
                 epoch_end = (epoch + 1) * spe
                 self.steps.start_epoch(epoch, start_batch)
                 started, losses, accuracies = time.perf_counter(), [], []

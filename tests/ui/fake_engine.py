@@ -435,6 +435,22 @@ def prepare(argv):
     return 0
 
 
+def rehearse(argv):
+    """``rehearse CONFIG --at STEP ... --json``: after a progress-free wait (``wait`` mode: for
+    ever, until cancelled), a certificate shaped like the real one; not equivalent at step 13."""
+    at = int(argv[argv.index("--at") + 1])
+    worker = int(argv[argv.index("--worker") + 1]) if "--worker" in argv else None
+    while os.environ.get("FAKE_ENGINE_MODE") == "wait":
+        time.sleep(0.05)
+    first = {"step": at + 1, "what": "batch of replica 0"} if at == 13 else None
+    print(json.dumps({"equivalent": first is None, "steps": 40, "batches_identical": first is None,
+                      "max_loss_diff": 0.0 if first is None else 0.1, "max_weight_diff": 0.0 if first is None else 0.02,
+                      "first_difference": first, "reference_run": "/runs/a", "rehearsed_run": "/runs/b",
+                      "strategy": "mirrored", "signal": argv[argv.index("--signal") + 1], "worker": worker, "at": at,
+                      "interrupted_at": at + 1, "resumed_from": at - 1}), flush=True)
+    return 0 if first is None else 1
+
+
 def main(argv):
     command = argv[0]
     if command in ("attach", "stop", "runs"):
@@ -452,6 +468,8 @@ def main(argv):
         return scaling(argv)
     if command == "prepare":
         return prepare(argv)
+    if command == "rehearse":
+        return rehearse(argv)
     if command == "devices":
         return devices()
     if command == "inspect":

@@ -22,7 +22,7 @@ from gui_app.identity import app_env
 SCREEN = (1280, 720)
 DRIVER = Path(__file__).with_name("laptop_driver.py")
 WINDOWS = {"main-dataset", "main-training", "main-replicas", "main-evaluation", "main-try", "main-log",
-           "tool-prepare", "tool-scaling", "export", "resume", "getting-started", "new-sweep", "hosts",
+           "tool-prepare", "tool-scaling", "tool-rehearse", "export", "resume", "getting-started", "new-sweep", "hosts",
            "main-multi-worker", "submit-slurm", "submit-kubernetes", "about", "sweep", "compare"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("openbox")),

@@ -23,16 +23,20 @@ class Trainer:
     micro-batches, sums their gradients and all-reduces once per optimizer step, so one step
     means what it means with M = 1 (same examples, loss scaling and update) at a micro-batch's
     activation memory. ``all_reduce_dtype`` "float16": the gradients are cast down for the
-    all-reduce and back to the variables' dtype after it (half the bytes to move)."""
+    all-reduce and back to the variables' dtype after it (half the bytes to move).
+    ``fingerprints``: each replica also hashes the batch it trained on (:func:`batch_fingerprint`),
+    ``last_batches`` after ``train``; off by default, so a run that does not ask pays nothing."""
 
     def __init__(self, strategy, model, optimizer, global_batch_size: int, from_logits: bool = True,
-                 accumulation_steps: int = 1, all_reduce_dtype: str = "float32"):
+                 accumulation_steps: int = 1, all_reduce_dtype: str = "float32", fingerprints: bool = False):
         import keras
         import tensorflow as tf
 
         self.strategy, self.model, self.optimizer = strategy, model, optimizer
         self.global_batch_size = global_batch_size
         self.accumulation_steps = accumulation_steps
+        self.fingerprints = fingerprints
+        self.last_batches: np.ndarray | None = None  # [k, replicas] hex strings, with ``fingerprints``
         self._loss = keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits, reduction=None)
         self._scaled = isinstance(optimizer, keras.mixed_precision.LossScaleOptimizer)
         self._reduce_dtype = None if all_reduce_dtype == "float32" else tf.as_dtype(all_reduce_dtype)
@@ -117,6 +121,7 @@ class Trainer:
     def _replica_step(self, x, y):
         import tensorflow as tf
 
+        batch = batch_fingerprint(x, y) if self.fingerprints else None
         # Time the local forward and backward pass: t0 after the batch arrives and before the
         # model may start (the identity waits for t0), t1 after the last local gradient.
         with tf.control_dependencies([x]):
@@ -140,6 +145,8 @@ class Trainer:
             grads = self._all_reduce(grads)
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
         stats = tf.stack([loss_mean, accuracy, local, tf.cast(grad_norm, tf.float32), tf.cast(t1 - t0, tf.float32)])
+        if batch is not None:
+            return stats[tf.newaxis], batch
         return stats[tf.newaxis]  # [1, STATS] so that gather stacks replicas on axis 0
 
     def _train_k_impl(self, iterator, k):
@@ -147,6 +154,7 @@ class Trainer:
 
         steps = tf.TensorArray(tf.float32, size=k)
         waits = tf.TensorArray(tf.float32, size=k)
+        batches = tf.TensorArray(tf.int32, size=k if self.fingerprints else 0)
         done = tf.timestamp()
         for i in tf.range(k):
             # Input wait: how long get_next blocks, timed outside the replica function. t0 waits
@@ -159,11 +167,16 @@ class Trainer:
             with tf.control_dependencies(local):
                 t1 = tf.timestamp()
             per_replica = self.strategy.run(self._replica_step, args=batch)
+            if self.fingerprints:
+                per_replica, prints = per_replica
+                batches = batches.write(i, self.strategy.gather(prints, axis=0))
             gathered = self.strategy.gather(per_replica, axis=0)
             steps = steps.write(i, gathered)
             waits = waits.write(i, tf.cast(t1 - t0, tf.float32))
             with tf.control_dependencies([gathered]):
                 done = tf.timestamp()
+        if self.fingerprints:
+            return steps.stack(), waits.stack(), batches.stack()
         return steps.stack(), waits.stack()
 
     def train(self, iterator, k: int) -> np.ndarray:
@@ -171,9 +184,27 @@ class Trainer:
         ``last_input_wait`` then holds the seconds each step waited for its batch, ``[k]``."""
         import tensorflow as tf
 
-        stats, waits = self._train_k(iterator, tf.constant(k, tf.int32))
+        out = self._train_k(iterator, tf.constant(k, tf.int32))
+        stats, waits = out[0], out[1]
         self.last_input_wait = waits.numpy()
+        if self.fingerprints:
+            words = np.ascontiguousarray(out[2].numpy())  # [k, replicas, 2] int32: 8 bytes each
+            self.last_batches = np.array([[row.tobytes().hex() for row in step] for step in words])
         return stats.numpy()
+
+
+def batch_fingerprint(x, y):
+    """A 64-bit hash of one replica's batch, its images and labels in their order, as ``[1, 2]``
+    int32 (gathered over replicas like the statistics). Two steps that trained on the same
+    examples in the same order have the same one (``replica-studio rehearse`` compares them);
+    a data position lost on resume changes it. FarmHash over the raw bytes: about a memory
+    read of the batch, only when ``training.batch_fingerprints`` asks for it."""
+    import tensorflow as tf
+
+    images = tf.fingerprint(tf.reshape(x, [1, -1]))  # [1, 8] uint8
+    labels = tf.fingerprint(tf.reshape(y, [1, -1]))
+    both = tf.fingerprint(tf.concat([images, labels], axis=1))
+    return tf.bitcast(tf.reshape(both, [1, 2, 4]), tf.int32)
 
 
 def summarize_step(stats: np.ndarray) -> tuple[float, float]:

@@ -72,6 +72,8 @@ class ModelState:
     seed_var: tf.Variable  # int64: the data order's seed, saved in the checkpoint
     checkpoint: tf.train.Checkpoint
     manager: tf.train.CheckpointManager
+    # The same without the random state: what a checkpoint written before it was saved holds.
+    without_random_state: tf.train.Checkpoint | None = None
 
     def steps_done(self) -> int:
         return int(self.step.numpy())
@@ -178,10 +180,18 @@ def build_model_state(ctx: RunContext, run_dir: Path) -> ModelState:
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         seed_var = tf.Variable(ctx.data_seed, dtype=tf.int64, trainable=False, name="data_seed")
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, data_seed=seed_var)
+        parts = dict(model=model, optimizer=optimizer, step=step, data_seed=seed_var)
+        checkpoint = tf.train.Checkpoint(**parts)
+        without = None
+        # Keras 3 does not track its layers' seed generators (dropout, random augmentation) for
+        # tf.train.Checkpoint: a resumed run drew its masks from the start again, and differed from
+        # an uninterrupted one at the first step after the resume (found by ``rehearse``).
+        random_state = [v for v in model.variables if v.path.endswith("seed_generator_state")]
+        if random_state:
+            checkpoint, without = tf.train.Checkpoint(**parts, random_state=random_state), checkpoint
     manager = tf.train.CheckpointManager(checkpoint, str(run_dir / CHECKPOINT_DIR),
                                          max_to_keep=cfg.training.keep_checkpoints, step_counter=step)
-    return ModelState(model, optimizer, schedule, step, seed_var, checkpoint, manager)
+    return ModelState(model, optimizer, schedule, step, seed_var, checkpoint, manager, without)
 
 
 def state_bytes(state: ModelState) -> int:
@@ -209,6 +219,24 @@ def kept_checkpoints(state: ModelState) -> list[str]:
     return sorted(set(state.manager.checkpoints) | set(on_disk), key=lambda p: int(p.rsplit("-", 1)[-1]), reverse=True)
 
 
+def _checkpoint_of(state: ModelState, path: str, warnings: list[str]):
+    """The checkpoint object that fits ``path``: one written before the random state was saved
+    restores without it (its run resumes, its dropout masks start again), with a warning."""
+    import tensorflow as tf
+
+    if state.without_random_state is None:
+        return state.checkpoint
+    try:
+        saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(path)}
+    except (ValueError, tf.errors.OpError):
+        return state.checkpoint  # damaged: the restore says how
+    if "random_state" in saved:
+        return state.checkpoint
+    warnings.append(f"checkpoint {Path(path).name} holds no random state (written by an older release): the "
+                    "resumed run's dropout masks start again, so it differs from an uninterrupted run")
+    return state.without_random_state
+
+
 def restore_latest(ctx: RunContext, state: ModelState, warnings: list[str]) -> bool:
     """Restore the newest checkpoint that is whole and fits the model (and its data order's
     seed into ``ctx``); False when there is none.
@@ -223,7 +251,7 @@ def restore_latest(ctx: RunContext, state: ModelState, warnings: list[str]) -> b
     failures = []
     for path in candidates:
         try:
-            status = state.checkpoint.restore(path)
+            status = _checkpoint_of(state, path, warnings).restore(path)
             status.assert_consumed()
         except Exception as exc:  # noqa: BLE001 - a damaged bundle raises OpError, IndexError, ValueError, ...
             reason = first_line(exc, 200)

@@ -42,6 +42,7 @@ class StepStats:
     seconds: float  # wall time of the k steps
     input_wait: np.ndarray | None = None  # [k] seconds each step waited for its batch
     per_worker: bool = False  # parameter servers: each step ran on one worker
+    batches: np.ndarray | None = None  # [k, rows] each row's batch fingerprint (training.batch_fingerprints)
 
     @property
     def k(self) -> int:
@@ -95,7 +96,8 @@ class SyncSteps:
     def run(self, k: int) -> StepStats:
         started = time.perf_counter()
         values = self.trainer.train(self._iterator, k)
-        return StepStats(values, [self._rows] * k, time.perf_counter() - started, self.trainer.last_input_wait)
+        return StepStats(values, [self._rows] * k, time.perf_counter() - started, self.trainer.last_input_wait,
+                         batches=self.trainer.last_batches)
 
     def close(self) -> None:
         from gui_app.core.training.retire import retire
@@ -144,7 +146,8 @@ def step_runner(ctx: RunContext, state: ModelState) -> StepRunner:
                               logits)
         return ScheduledSteps(scheduled, ctx.input, built, cfg.steps_per_call)
     trainer = Trainer(built.strategy, state.model, state.optimizer, cfg.global_batch_size, logits,
-                      accumulation_steps=cfg.accumulation_steps, all_reduce_dtype=ctx.config.strategy.all_reduce_dtype)
+                      accumulation_steps=cfg.accumulation_steps, all_reduce_dtype=ctx.config.strategy.all_reduce_dtype,
+                      fingerprints=cfg.batch_fingerprints)
     return SyncSteps(trainer, ctx.input, built, ctx.data_seed, cfg.steps_per_call)
 
 

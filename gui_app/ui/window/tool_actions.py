@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QWidget
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.job_dialog import JobDialog
 from gui_app.ui.dialogs.prepare import PrepareDialog
+from gui_app.ui.dialogs.rehearse import RehearseDialog
 from gui_app.ui.dialogs.scaling import ScalingDialog
 
 
@@ -39,6 +40,9 @@ TOOLS = (
     Tool("scaling", "&Scaling benchmark…",
          "Time every strategy and replica count on this dataset, model and batch; see the speed-up and where "
          "the time goes", ScalingDialog, needs_valid_config=True),
+    Tool("rehearse", "&Rehearse preemption…",
+         "Train the configuration interrupted at a step and resumed, and straight through; certify that both "
+         "are the same run, step for step", RehearseDialog, needs_valid_config=True),
 )
 
 

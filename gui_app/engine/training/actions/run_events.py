@@ -21,7 +21,7 @@ class RunEvents(Action):
         losses, accuracies = stats.totals
         for i in range(stats.k if count is None else count):
             replicas = []
-            for row, values in zip(stats.rows[i], stats.values[i]):
+            for j, (row, values) in enumerate(zip(stats.rows[i], stats.values[i])):
                 in_use, peak = memory[row.replica] if row.replica < len(memory) else (None, None)
                 seconds = float(values[STEP_TIME])
                 replicas.append(ReplicaStats(
@@ -29,7 +29,8 @@ class RunEvents(Action):
                     accuracy=float(values[ACCURACY]), examples=int(values[EXAMPLES]),
                     grad_norm=float(values[GRAD_NORM]), step_time=seconds,
                     examples_per_sec=float(values[EXAMPLES]) / seconds if seconds > 0 else None,
-                    memory_bytes=in_use, peak_memory_bytes=peak))
+                    memory_bytes=in_use, peak_memory_bytes=peak,
+                    batch=None if stats.batches is None else str(stats.batches[i][j])))
             step = Step(step=group.first_step + i + 1, epoch=group.epoch + 1, loss=float(losses[i]),
                         accuracy=float(accuracies[i]), learning_rate=float(group.learning_rates[i]),
                         examples_per_sec=stats.examples(i) / per_step, step_time=per_step, replicas=replicas,

@@ -1,0 +1,115 @@
+"""RehearseDialog (Tools -> Rehearse preemption…): ``replica-studio rehearse`` on the forms'
+configuration, its certificate shown (docs/detached.md, "Rehearse a preemption").
+
+The engine trains the configuration twice -- interrupted at the step asked for (the run's
+process, or worker K of a local cluster, sent SIGKILL or SIGTERM) and resumed, then straight
+through -- and compares them step for step; this dialog only asks for the step, the signal and
+the worker, runs ``rehearse CONFIG --at STEP --signal S [--worker K] --json`` as an engine job
+and shows the :class:`~gui_app.core.answers.Certificate` in the engine's own words
+(gui_app.core.rehearsal.sentences). Exit 1 with a certificate is an answer (not equivalent);
+exit 1 without one is the failure line of a run that did not end. Cancel stops the rehearsal,
+which stops its run with a checkpoint first.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QPlainTextEdit, QSpinBox, QWidget
+
+from gui_app.core.answers import Certificate, reader
+from gui_app.core.config import RunConfig
+from gui_app.core.engine_output import EXIT_FAILED, EXIT_OK
+from gui_app.core.rehearsal import sentences
+from gui_app.identity import app_command
+from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.workers.engine_job import EngineJob
+
+if TYPE_CHECKING:
+    from gui_app.ui.config.config_panel import ConfigPanel
+
+SIGNALS = (("KILL", "SIGKILL: killed, the work since its last checkpoint lost"),
+           ("TERM", "SIGTERM: asked to stop, it checkpoints first"))
+
+
+class RehearseDialog(JobDialog):
+    starting_text = "Training it interrupted, resuming it, then training it straight through (two runs)…"
+
+    def __init__(self, config: RunConfig, parent: QWidget | None = None,
+                 engine_command: Callable[..., list[str]] = app_command) -> None:
+        super().__init__(parent, engine_command, run_label="Rehearse")
+        self._config = config
+        self.certificate: Certificate | None = None
+        self.setWindowTitle("Rehearse a preemption")
+        self.setMinimumWidth(600)
+
+        self._step = QSpinBox(minimum=1, maximum=10**9, value=max(1, config.training.checkpoint_every_steps + 1))
+        self._signal = QComboBox()
+        for key, label in SIGNALS:
+            self._signal.addItem(label, key)
+        local_cluster = config.strategy.name == "multi_worker_mirrored" and config.strategy.cluster is None
+        self._worker = QSpinBox(minimum=-1, maximum=max(config.strategy.workers - 1, 0) if local_cluster else -1)
+        self._worker.setSpecialValueText("the run's process")
+        self._worker.setValue(-1)
+        self._worker.setEnabled(local_cluster)
+        form = QFormLayout()
+        form.addRow(QLabel("Train the configuration on the forms twice: once interrupted at a step and resumed "
+                           "as you would, once straight through; then compare every step's batch, loss and "
+                           "replicas, the optimizer's state and the final weights.", wordWrap=True))
+        form.addRow("Interrupt at step", self._step)
+        form.addRow("Signal", self._signal)
+        form.addRow("Worker", self._worker)
+        self._inputs = (self._step, self._signal, self._worker)
+        self.form_area.addLayout(form)
+
+        self._text = QPlainTextEdit(readOnly=True)
+        self._text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self._text.setMinimumHeight(120)
+        self.result_area.addWidget(self._text)
+
+    @classmethod
+    def for_forms(cls, forms: ConfigPanel, parent: QWidget,
+                  engine_command: Callable[..., list[str]]) -> RehearseDialog | None:
+        """The rehearsal of the configuration on the forms; None while they have errors."""
+        config = forms.config()
+        return None if config is None else cls(config, parent, engine_command=engine_command)
+
+    def set_step(self, step: int) -> None:
+        self._step.setValue(step)
+
+    def set_signal(self, key: str) -> None:
+        self._signal.setCurrentIndex(self._signal.findData(key))
+
+    def set_worker(self, worker: int | None) -> None:
+        self._worker.setValue(-1 if worker is None else worker)
+
+    def command(self) -> list[str]:
+        args = ["rehearse", str(self._config_file(self._config)), "--at", str(self._step.value()),
+                "--signal", str(self._signal.currentData()), "--json"]
+        if self._worker.isEnabled() and self._worker.value() >= 0:
+            args += ["--worker", str(self._worker.value())]
+        return self._engine_command(*args)
+
+    def _make_job(self) -> EngineJob | None:
+        self.certificate = None
+        self._text.clear()
+        return EngineJob(self.command(), name="the rehearsal", read=reader(Certificate),
+                         ok_codes=(EXIT_OK, EXIT_FAILED), parent=self)
+
+    def _show_result(self, result: Certificate) -> None:
+        self.certificate = result
+        self._text.setPlainText(sentences(result))
+        if result.equivalent:
+            self._show_status(f"Equivalent: the resumed run is the uninterrupted one, {result.steps} steps "
+                              f"({result.tolerance}).")
+        elif result.cannot_certify:
+            self._show_status("Cannot certify this configuration (nothing was trained).", error=True)
+        else:
+            self._show_status("Not equivalent: the resumed run differs (the first difference is below).",
+                              error=True)
+        self._text.setStyleSheet("" if result.equivalent else ERROR_STYLE)
+        self._text.moveCursor(self._text.textCursor().MoveOperation.Start)
+
+    def _cancelled(self, job: EngineJob) -> str:
+        return "Cancelled: its run was stopped with a checkpoint; the runs so far are in the run list."
+
