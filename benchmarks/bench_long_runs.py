@@ -1,7 +1,7 @@
 """Long and wide runs (issue 30): what a run of N steps x R replicas costs the window, the run
 list, ``compare``, a re-attachment, and what keeping its history costs the engine.
 
-    python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--forms old,new] [--repeats 3]
+    python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--epochs 100] [--forms old,new] [--repeats 3]
         [--only lines,window,runs,compare,attach,engine] [--source RUN] [--work DIR] [--keep]
         [--engine-variant NAME:VAR=VALUE ...] [--pairs 3] [--json OUT]
 
@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300_000)
     parser.add_argument("--replicas", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=100, help="epochs of the synthetic runs")
     parser.add_argument("--forms", default="old,new")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default=",".join(SECTIONS))
@@ -281,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = {}
         for form in forms:
             started = time.monotonic()
-            runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form)
+            runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form,
+                                             epochs=args.epochs)
             size = (runs[form] / rundir.EVENTS_FILE).stat().st_size
             print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB written in "
                   f"{time.monotonic() - started:.0f} s", flush=True)

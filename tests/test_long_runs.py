@@ -43,11 +43,11 @@ def source(tmp_path) -> Path:
 
 @pytest.mark.parametrize("form", ["old", "new"])
 def test_the_generator_writes_a_valid_run_of_the_size_asked(tmp_path, source, form):
-    run = long_runs.write_run(source, tmp_path / "runs", steps=300, replicas=5, form=form)
+    run = long_runs.write_run(source, tmp_path / "runs", steps=300, replicas=5, form=form, epochs=30)
     lines = (run / rundir.EVENTS_FILE).read_bytes().splitlines()
     values = [json.loads(line) for line in lines]
     assert ev.stream_problems(values) == []
-    assert [v["type"] for v in values].count("epoch_end") == 30  # one per source epoch's length
+    assert [v["type"] for v in values].count("epoch_end") == 30  # one per epoch of 10 steps
     step_lines = [line for line in lines if line.startswith(b'{"type":"step"')]
     assert len(step_lines) == 300
     assert all((b'"device":"/job' in line) == (form == "old") for line in step_lines)
