@@ -10,8 +10,9 @@ x R replicas, in protocol 2's long step lines (``old``, what every run before pr
 and protocol 3's lean ones (``new``). Each form gets a runs folder of its own holding that one
 run. Sections, every figure a fresh process, repeats interleaved across the forms:
 
-- ``lines``: bytes per step line and the time to decode one (``LineDecoder.line``, as the window
-  and ``read_events`` do for every line), at 2 and 8 replicas, from 2,000-step runs.
+- ``lines``: bytes per step line, the time to decode one (``LineDecoder.line``, as the window
+  and ``read_events`` do for every line) and to encode one (``LineEncoder`` and ``json.dumps``, as
+  the engine's writer does every step), at 2 and 8 replicas, from 2,000-step runs.
 - ``window``: the real ``MainWindow`` (offscreen), launched with the runs folder: seconds from
   the process start to the window idle with the run list filled (its first look, no
   ``summary.json``) and the process's RSS then; then the run list's row double-clicked
@@ -51,7 +52,7 @@ import common
 import long_runs
 
 from gui_app.core import rundir
-from gui_app.core.event_lines import LINES_ENV, LineDecoder
+from gui_app.core.event_lines import LINES_ENV, LineDecoder, LineEncoder
 from gui_app.identity import app_command
 
 SECTIONS = ("lines", "window", "runs", "compare", "attach", "engine")
@@ -155,7 +156,10 @@ def _line_figures(source: Path, work: Path, repeats: int = 7) -> list[dict]:
             run = long_runs.write_run(source, work / "lines", 2000, replicas, form)
             data = (run / rundir.EVENTS_FILE).read_bytes().splitlines()
             first[form], lines[form] = data[0], [line for line in data if line.startswith(b'{"type":"step"')]
+        decoder = LineDecoder()
+        started, steps = decoder.line(first["new"]), [decoder.line(line) for line in lines["new"]]
         times: dict[str, list[float]] = {"old": [], "new": []}
+        writes: dict[str, list[float]] = {"old": [], "new": []}
         for _ in range(repeats):  # interleaved: load from elsewhere hits both forms alike
             for form in ("old", "new"):
                 decoder = LineDecoder()
@@ -164,10 +168,19 @@ def _line_figures(source: Path, work: Path, repeats: int = 7) -> list[dict]:
                 for line in lines[form]:
                     decoder.line(line)
                 times[form].append((time.perf_counter() - t) / len(lines[form]) * 1e6)
+                # The engine's side: encode and serialise each step as EventWriter.emit does.
+                encoder = LineEncoder(long_runs.FORMS[form])
+                encoder.encode(started)
+                t = time.perf_counter()
+                for step in steps:
+                    json.dumps(encoder.encode(step), separators=(",", ":"))
+                writes[form].append((time.perf_counter() - t) / len(steps) * 1e6)
         for form in ("old", "new"):
             size = statistics.mean(len(line) + 1 for line in lines[form])
             figures.append(common.figure(f"step line, {replicas} replicas, {form}: bytes", [size], None, unit="B"))
             figures.append(common.figure(f"step line, {replicas} replicas, {form}: decode", times[form], None,
+                                         "lower", "us"))
+            figures.append(common.figure(f"step line, {replicas} replicas, {form}: encode", writes[form], None,
                                          "lower", "us"))
     shutil.rmtree(work / "lines", ignore_errors=True)
     return figures
@@ -222,6 +235,7 @@ def _run_figures(form: str, run_dir: Path, sections: set[str]) -> dict[str, list
             report = json.loads(done.stdout.strip().splitlines()[-1])
             add("window launch to idle, run list filled (s)", report["launch_s"])
             add("window RSS after launch (MB)", report["launch_rss"] / MB)
+            add("window peak RSS during launch (MB)", report["launch_peak_rss"] / MB)
             add("open to idle after double-click (s)", report["open_s"])
             add("window peak RSS (MB)", report["peak_rss"] / MB)
     if "runs" in sections:
