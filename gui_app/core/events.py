@@ -24,7 +24,9 @@ from gui_app.core.event_codec import build, fields, optional, plain
 from gui_app.core.gpu_monitor import GpuSample
 
 # 2: typed events; the live run's "resumed" event is now "continued" (read either way).
-PROTOCOL_VERSION = 2
+# 3: lean step lines (gui_app/core/event_lines.py): a step's replica entries leave out the device
+# run_started names, worker 0 and null memory, and its figures are written at float32 precision.
+PROTOCOL_VERSION = 3
 ERROR_KINDS = ("config", "input", "training", "disk", "cluster", "internal")
 FINISHED_STATUSES = ("completed", "stopped", "failed")
 
@@ -41,19 +43,23 @@ class ReplicaInfo:
 
 @dataclass(kw_only=True)
 class ReplicaStats:
-    """One replica's local figures of one step, before the all-reduce (``step.replicas``)."""
+    """One replica's local figures of one step, before the all-reduce (``step.replicas``).
+
+    Protocol 3 leaves out ``worker`` when 0, ``device`` when it is the one ``run_started`` names
+    for this replica, and the memory figures when null; a reader that saw the ``run_started``
+    fills the device back in (gui_app/core/event_lines.py), so both forms decode alike."""
 
     replica: int
-    worker: int = 0
-    device: str | None = ""
+    worker: int = optional(0)
+    device: str | None = optional("")
     loss: float | None = None
     accuracy: float | None = None
     examples: int = 0
     grad_norm: float | None = None
     step_time: float | None = None
     examples_per_sec: float | None = None
-    memory_bytes: int | None = None
-    peak_memory_bytes: int | None = None
+    memory_bytes: int | None = optional()
+    peak_memory_bytes: int | None = optional()
     batch: str | None = optional()  # training.batch_fingerprints: a hash of the batch it trained on
 
 

@@ -39,6 +39,7 @@ from typing import Iterator, NamedTuple
 from gui_app.core import atomic_io
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
+from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
 from gui_app.core.history import RunHistory
 from gui_app.core.history.status import RunStatus
@@ -117,9 +118,10 @@ def read_raw_events(run_dir: str | Path, parts: bool = True) -> Iterator[Event]:
     path = Path(run_dir) / EVENTS_FILE
     if not path.exists():
         return
+    decoder = LineDecoder()  # a lean step's replicas get their devices from the run_started before
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
-            event = decode_line(line, parts)
+            event = decoder.line(line, parts)
             if event is not None:
                 yield event
 
@@ -180,7 +182,7 @@ def read_history_so_far(run_dir: str | Path) -> HistorySoFar:
     except FileNotFoundError:
         data = b""
     lines = data[:data.rfind(b"\n") + 1].splitlines()
-    events = [event for event in map(decode_line, lines) if event is not None]
+    events = [event for event in map(LineDecoder().line, lines) if event is not None]
     last_word = next((e for e in reversed(events) if isinstance(e, (Paused, Continued, RunStarted))), None)
     return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused))
 

@@ -1,6 +1,7 @@
 """The event stream of a run: every event is appended to the run's ``events.jsonl`` (flushed
 as it happens, fsynced at checkpoints and at the end: the durable copy) and written to stdout as
-a JSON line or a readable line.
+a JSON line or a readable line. Both copies hold the same lines: step lines in protocol 3's lean
+form (gui_app/core/event_lines.py).
 
 stdout carries nothing but events in ``jsonl`` mode; everything else goes to stderr.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from gui_app.core.config import MULTI_WORKER
+from gui_app.core.event_lines import LINES_ENV, LineEncoder
 from gui_app.core.events import (
     Checkpoint,
     Continued,
@@ -33,7 +35,6 @@ from gui_app.core.events import (
     RunStarted,
     Step,
     Warning,
-    encode,
 )
 from gui_app.core.events_file import EventsFile
 from gui_app.core.history.replicas import replica_label
@@ -52,6 +53,9 @@ class EventWriter:
         self.stdout_lost = False
         self._announced = False  # a run_started was written: the run's end is news on stdout
         self.on_stdout_lost: Callable[[], None] | None = None
+        # Protocol 3's lean step lines (gui_app/core/event_lines.py); the variable is the
+        # benchmarks' switch to protocol 2's long ones.
+        self._lines = LineEncoder(os.environ.get(LINES_ENV) or "lean")
 
     def attach(self, run_dir: str | Path) -> None:
         """Start appending to ``run_dir/events.jsonl`` (and write what came before); a torn last
@@ -88,7 +92,7 @@ class EventWriter:
         events.jsonl (stdout only)."""
         if not event.time:
             event.time = round(time.time(), 3)
-        data = encode(event)
+        data = self._lines.encode(event)
         if isinstance(event, RunStarted) and event.resumed and durable and self._file:
             self._keep_history_until(self._file, event.start_step)
         if durable:

@@ -119,8 +119,11 @@ def _engine_run(name: str, strategy: dict[str, Any], training: dict[str, Any], g
     problems = []
     if not steps or not all(e.get("loss") is not None and math.isfinite(e["loss"]) for e in steps):
         problems.append("a step without a finite loss")
+    # A step's replica names its device only where run_started does not (protocol 3's lean lines).
+    began: dict[str, Any] = next((e for e in events if e.get("type") == "run_started"), {})
+    named = {r.get("replica"): r.get("device") for r in began.get("replicas") or [] if isinstance(r, dict)}
     wrong = [e["step"] for e in steps if len(e.get("replicas") or []) != replicas
-             or not all("GPU" in (r.get("device") or "").upper() for r in e["replicas"])]
+             or not all("GPU" in (r.get("device", named.get(r.get("replica"))) or "").upper() for r in e["replicas"])]
     if wrong:
         problems.append(f"step {wrong[0]} has not {replicas} replica statistics on GPUs")
     steady = [e["examples_per_sec"] for e in steps if e.get("epoch", 0) > 1 and e.get("examples_per_sec")]

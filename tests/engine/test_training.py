@@ -77,10 +77,12 @@ def test_per_replica_statistics_are_local(tmp_path, write_config):
     code, tap = run_in_process("train", config, tmp_path)
     assert code == 0
     steps = tap.of("step")
+    devices = [r["device"] for r in tap.of("run_started")[0]["replicas"]]
+    assert devices[0].endswith("CPU:0") and devices[1].endswith("CPU:1")
     for event in steps:
         reps = event["replicas"]
         assert [r["replica"] for r in reps] == [0, 1]
-        assert reps[0]["device"].endswith("CPU:0") and reps[1]["device"].endswith("CPU:1")
+        assert not any("device" in r for r in reps)  # named once, by run_started (protocol 3)
         assert sum(r["examples"] for r in reps) == 64
         assert all(r["grad_norm"] > 0 and r["step_time"] > 0 and r["examples_per_sec"] > 0 for r in reps)
         # The global loss is the example-weighted mean of the local ones.

@@ -25,7 +25,8 @@ from typing import IO
 from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
-from gui_app.core.events import Error, Event, RunFinished, Step, Warning, decode_line
+from gui_app.core.event_lines import LineDecoder
+from gui_app.core.events import Error, Event, RunFinished, Step, Warning
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
 from gui_app.engine.control import Control
@@ -40,9 +41,11 @@ FINISH_GRACE_S = 60.0  # after the chief completed, how long the others may take
 
 
 def _pump_events(stream: IO[str], out: queue.Queue[Event | None]) -> None:
-    """The chief's events, decoded; a line that is no event goes to stderr."""
+    """The chief's events, decoded (its lean steps with their devices: relayed, they are written
+    lean again); a line that is no event goes to stderr."""
+    decoder = LineDecoder()
     for line in stream:
-        event = decode_line(line)
+        event = decoder.line(line)
         if event is not None:
             out.put(event)
         elif line.strip():

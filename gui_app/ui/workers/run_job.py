@@ -23,7 +23,8 @@ from typing import Any, Callable, Self, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.engine_output import EXIT_OK
-from gui_app.core.events import Error, RunFinished, RunStarted, Warning, decode
+from gui_app.core.event_lines import LineDecoder
+from gui_app.core.events import Error, RunFinished, RunStarted, Warning
 from gui_app.ui.workers.engine_job import KILL_WAIT_MS, ServingJob
 
 
@@ -37,6 +38,7 @@ class RunJob(ServingJob):
         self._run_finished: RunFinished | None = None
         self.exit_code: int | None = None  # how the process exited (None: killed by a signal, or still running)
         self.lines_read = 0  # JSON lines read from stdout: an attachment's place in the events file
+        self._decoder = LineDecoder()  # lean steps get their devices from the run_started (if it came)
 
     def on_end(self, slot: Callable[[str, str], Any]) -> Self:
         self.ended.connect(slot)
@@ -66,7 +68,7 @@ class RunJob(ServingJob):
 
     def _on_event(self, value: dict) -> None:
         self.lines_read += 1
-        event = decode(value)  # once, where the line enters the window
+        event = self._decoder.value(value)  # once, where the line enters the window
         if event is None:  # stdout is reserved for events; show strays rather than lose them
             self.log_line.emit(f"[engine stdout] {value}")
             return
