@@ -11,6 +11,8 @@ Layout of one run::
         misclassified.npz  x, y_true, y_pred, confidence, index of wrong test predictions
         tensorboard/     train/ and validation/ summaries for TensorBoard
         summary.json     the run list's cache of the events (status, step, accuracy)
+        history/         the run's history at several resolutions, a cache of the events
+                         (gui_app/core/history/pyramid.py)
         process.json     the process that runs (or last ran) it: id, host (gui_app/core/live_runs.py)
         engine.log       a detached run's stdout and stderr
         .control/fifo    the running process's control channel (engine/control_channel.py)
@@ -34,13 +36,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import BinaryIO, Iterator, NamedTuple
 
 from gui_app.core import atomic_io
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
-from gui_app.core.history import RunHistory
+from gui_app.core.history import RunHistory, pyramid
 from gui_app.core.history.status import RunStatus
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
@@ -55,6 +57,7 @@ MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for
 TENSORBOARD_DIR = "tensorboard"
 SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 LOG_FILE = "engine.log"  # a detached run's stdout and stderr
+HISTORY_DIR = pyramid.FOLDER  # the history at several resolutions (named where its format is)
 
 RESUMABLE = ("stopped", "interrupted", "failed")
 
@@ -254,9 +257,17 @@ def _read_summary(run_dir: Path, inode: int) -> tuple[RunStatus, int]:
     return RunStatus(), 0
 
 
+# Without a usable summary.json (an old run, a copy, a run from a host) a file larger than
+# this is read at its two ends only: the run list's first look at a week-long run must not fold
+# hundreds of MB. The head gives the first run_started (when the run started, its steps), the
+# tail the last steps, evaluation and run_finished (a process's last words).
+_ENDS_BYTES = 1 << 20
+
+
 def summarize_events(run_dir: str | Path) -> RunStatus:
     """How the run stands by its events. Reads only the bytes appended since the cached summary
-    (rebuilt from the start when the events file was replaced, or is shorter than the cache says)."""
+    (rebuilt when the events file was replaced, or is shorter than the cache says; from the
+    file's two ends when it is large, see :data:`_ENDS_BYTES`)."""
     run_dir = Path(run_dir)
     path = run_dir / EVENTS_FILE
     try:
@@ -266,6 +277,8 @@ def summarize_events(run_dir: str | Path) -> RunStatus:
             size = f.seek(0, os.SEEK_END)
             if offset > size:
                 status, offset = RunStatus(), 0
+            if offset == 0 and size > 2 * _ENDS_BYTES:
+                status, offset = _first_start(f), _tail_start(f, size - _ENDS_BYTES)
             f.seek(offset)
             data = f.read()
     except OSError:  # no events yet
@@ -276,11 +289,33 @@ def summarize_events(run_dir: str | Path) -> RunStatus:
         if event is not None:
             status.add(event)
     if end:
-        _write_summary(run_dir, status, offset + end, inode)
+        write_summary(run_dir, status, offset + end, inode)
     return status
 
 
-def _write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:
+def _first_start(f: BinaryIO) -> RunStatus:
+    """The status after the first ``run_started`` among the file's first :data:`_ENDS_BYTES`."""
+    status = RunStatus()
+    f.seek(0)
+    head = f.read(_ENDS_BYTES)
+    for line in head[:head.rfind(b"\n") + 1].splitlines():
+        event = decode_line(line, parts=False)
+        if isinstance(event, RunStarted):
+            status.add(event)
+            break
+    return status
+
+
+def _tail_start(f: BinaryIO, at: int) -> int:
+    """Where the first whole line at or after byte ``at`` starts."""
+    f.seek(at - 1)
+    f.readline()
+    return f.tell()
+
+
+def write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:
+    """Cache ``status``, folded from the events file (``inode``) up to byte ``offset``: the
+    engine writes it as the run goes, a reader after folding what was appended since."""
     summary = {"version": _SUMMARY_VERSION, "offset": offset, "inode": inode, "state": dataclasses.asdict(status)}
     try:  # not fsynced: a cache lost with a power cut is rebuilt from the events
         atomic_io.write_text(run_dir / SUMMARY_FILE, json.dumps(summary), durable=False)
