@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator, NamedTuple
 
-from gui_app.core import atomic_io
+from gui_app.core import atomic_io, run_lock
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
-from gui_app.core.history import RunHistory, pyramid
+from gui_app.core.history import RunHistory, coarse, pyramid
+from gui_app.core.history.pyramid_files import events_from, update_pyramid
 from gui_app.core.history.status import RunStatus
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
@@ -163,10 +164,55 @@ def read_eval(run_dir: str | Path) -> Eval | None:
     return build(Eval, value)
 
 
+# A run of more steps than this (and of an events file this large) is shown from its pyramid:
+# the whole run in at most coarse.MAX_BUCKETS buckets per series, then its last events.
+LONG_RUN_STEPS = 10_000
+LONG_RUN_BYTES = 8 << 20
+
+
 def read_history(run_dir: str | Path) -> RunHistory:
-    """A run as the window shows it: its events folded, then its evaluation from eval.json (an
-    unreadable one is left out and named in ``history.problems``)."""
-    return _history(run_dir, read_events(run_dir))
+    """A run as the window shows it: its events folded (a long run's from its pyramid, see
+    :func:`read_long_history`), then its evaluation from eval.json (an unreadable one is left out
+    and named in ``history.problems``)."""
+    long = read_long_history(run_dir)
+    return long if long is not None else _history(run_dir, read_events(run_dir))
+
+
+def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
+    """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
+    bucket's min and max: coarse.events_of), then the events after the offset the pyramid
+    covers, folded as events. The pyramid is caught up (or built, once, for an old run) unless
+    the run is live: its engine keeps it. None for a run too short to need it (or whose pyramid
+    cannot be had): read it whole."""
+    run_dir = Path(run_dir)
+    path = run_dir / EVENTS_FILE
+    try:
+        if path.stat().st_size < LONG_RUN_BYTES and min_steps == LONG_RUN_STEPS:
+            return None
+    except OSError:
+        return None
+    meta = update_pyramid(run_dir, path, write=run_lock.holder(run_dir) is None)
+    if meta is None or meta.last_step <= min_steps:
+        return None
+    view = coarse.buckets(run_dir / HISTORY_DIR, meta)
+    with path.open("rb") as f:
+        started = None
+        if 0 <= meta.started_at < meta.offset:  # else it is among the tail's events
+            f.seek(meta.started_at)
+            started = decode_line(f.readline())
+        tail = [event for event, _, _ in events_from(f, meta.offset)]
+    history = RunHistory()
+    if isinstance(started, RunStarted):
+        history.add([started])
+    history.add(coarse.events_of(view))
+    split = history.timing.history
+    split.clear()
+    for row in coarse.split_rows(view):
+        split.append(row)
+    history.add(dedupe_points(tail))
+    first_look = summarize_events(run_dir)  # when it started (the first run_started), how it ended
+    history.status.started = first_look.started
+    return _history(run_dir, [], history)
 
 
 class HistorySoFar(NamedTuple):
@@ -188,8 +234,8 @@ def read_history_so_far(run_dir: str | Path) -> HistorySoFar:
     return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused))
 
 
-def _history(run_dir: str | Path, events: list[Event]) -> RunHistory:
-    history = RunHistory()
+def _history(run_dir: str | Path, events: list[Event], history: RunHistory | None = None) -> RunHistory:
+    history = history or RunHistory()
     history.add(events)
     history.run_dir = str(run_dir)  # where it is now (its run_started says where it was written)
     try:

@@ -124,13 +124,14 @@ class Meta:
     """``meta.json``: what the level files hold and which events they cover."""
 
     def __init__(self, columns: list[str], counts: dict[int, int], offset: int = 0, inode: int = 0,
-                 last_step: int = -1, end: int = 0) -> None:
+                 last_step: int = -1, end: int = 0, started_at: int = -1) -> None:
         self.columns = columns
         self.counts = counts  # level -> records
         self.offset = offset  # events.jsonl's bytes before this are in the records
         self.inode = inode
         self.last_step = last_step  # the last step the records and the open buckets hold
         self.end = end  # the events' bytes before this were read (those after offset: open buckets)
+        self.started_at = started_at  # where the latest run_started's line starts (-1: none yet)
 
     @classmethod
     def read(cls, folder: Path) -> Meta | None:
@@ -146,27 +147,46 @@ class Meta:
                 if count and (folder / level_name(level)).stat().st_size < count * size:
                     return None
             return cls(columns, counts, int(value["offset"]), int(value["inode"]), int(value["last_step"]),
-                       int(value["end"]))
+                       int(value["end"]), int(value["started_at"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def write(self, folder: Path) -> None:
         value = {"version": VERSION, "base": BASE, "columns": self.columns,
                  "counts": {str(k): v for k, v in sorted(self.counts.items())},
-                 "offset": self.offset, "inode": self.inode, "last_step": self.last_step, "end": self.end}
+                 "offset": self.offset, "inode": self.inode, "last_step": self.last_step, "end": self.end,
+                 "started_at": self.started_at}
         # Not fsynced: a pyramid lost with a power cut is rebuilt from the (durable) events.
         atomic_io.write_text(folder / META_FILE, json.dumps(value), durable=False)
 
 
-def read_level(folder: Path, level: int, meta: Meta) -> np.ndarray:
-    """The records of one level (as many as ``meta`` counts; empty when none)."""
+def read_level(folder: Path, level: int, meta: Meta, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Records ``start:stop`` of one level (of those ``meta`` counts; negative counts from the
+    end, as a slice does); empty when there are none."""
     dtype = record_dtype(len(meta.columns))
-    count = meta.counts.get(level, 0)
-    if count <= 0:
+    start, stop, _ = slice(start, stop).indices(meta.counts.get(level, 0))
+    if stop <= start:
         return np.zeros(0, dtype)
     try:
         with open(folder / level_name(level), "rb") as f:
-            records = np.fromfile(f, dtype=dtype, count=count)
-    except OSError:
+            f.seek(start * dtype.itemsize)
+            return np.fromfile(f, dtype=dtype, count=stop - start)
+    except (OSError, ValueError):
         return np.zeros(0, dtype)
-    return records
+
+
+def first_step_of(folder: Path, level: int, meta: Meta, index: int) -> int:
+    """The first step of record ``index`` of a level (one small read)."""
+    return int(read_level(folder, level, meta, index, index + 1)["first_step"][0])
+
+
+def search(folder: Path, level: int, meta: Meta, step: int) -> int:
+    """The index of the first record of a level whose bucket ends at or after ``step``."""
+    lo, hi = 0, meta.counts.get(level, 0)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ((first_step_of(folder, level, meta, mid) >> level) + 1) << level <= step:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

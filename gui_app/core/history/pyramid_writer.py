@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -49,6 +51,10 @@ Recover = Callable[[int, int, "int | None"], Iterable[tuple[Event, int, int]]]
 _SPLIT_AT = len(STEP_FIGURES)
 _VAL_AT = _SPLIT_AT + len(SPLIT)
 _MASK = (1 << BASE) - 1
+META_EVERY_S = 2.0
+_step_figures = attrgetter(*STEP_FIGURES)
+_replica_figures = attrgetter(*REPLICA_FIGURES)
+_gpu_figures = attrgetter(*GPU_FIGURES)
 
 
 class _Bucket:
@@ -56,7 +62,7 @@ class _Bucket:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.rows: list[list[float]] = []
+        self.rows: list[list] = []  # floats, ints and None (not measured)
         self.row_steps: list[tuple[int, bool, float]] = []  # each row's step, whether a step's, time
         self.steps = 0
         self.first_step = -1
@@ -81,14 +87,17 @@ class PyramidWriter:
         self.meta = meta
         meta.inode = inode
         self._index = {name: i for i, name in enumerate(meta.columns)}
-        self._replicas: list[list[int]] = []  # replica -> its columns, in REPLICA_FIGURES order
-        self._gpus: dict[int, list[int]] = {}
+        self._replicas: list[int] = []  # replica -> its first column (REPLICA_FIGURES follow it)
+        self._gpus: dict[int, int] = {}  # NVML index -> its first column (GPU_FIGURES follow it)
         self._fds: dict[int, int] = {}
         self._open: _Bucket | None = None
         self._acc: dict[int, list[np.void]] = {}  # level -> the records below of its open bucket
         self.bucket_offsets: dict[int, int] = {}  # finest bucket -> where its first step's line starts
-        for level, count in list(meta.counts.items()):
-            self._cut(level, count)
+        self._meta_written = 0.0
+        for path in self.folder.glob("level*.bin"):  # records meta.json does not count: made again
+            digits = path.name[len("level"):-len(".bin")]
+            if digits.isdigit():
+                self._cut(int(digits), meta.counts.get(int(digits), 0))
         last = self._records(BASE, meta.counts.get(BASE, 0) - 1, meta.counts.get(BASE, 0))
         meta.last_step = int(last[0]["last_step"]) if len(last) else -1
         self._load_accumulators()
@@ -97,10 +106,11 @@ class PyramidWriter:
     def add(self, event: Event, start: int, end: int) -> None:
         """Fold one event whose line is ``events.jsonl[start:end]``."""
         meta = self.meta
-        closed = False
+        closed = cut = False
         if isinstance(event, Step):
             if event.step <= meta.last_step:  # written again: the later one counts (RunHistory's rule)
                 self.truncate_after(event.step - 1)
+                cut = True
             index = event.step >> BASE
             if self._open is not None and self._open.index != index:
                 self._close_bucket()
@@ -113,20 +123,25 @@ class PyramidWriter:
         elif isinstance(event, EpochEnd):
             self._add_validation(event)
         elif isinstance(event, RunStarted):
+            meta.started_at = start
             for info in event.replicas:
                 self._replica_columns(info.replica)
             for replica in range(event.num_replicas):
                 self._replica_columns(replica)
             if event.start_step < meta.last_step:
                 self.truncate_after(event.start_step)
-                closed = True
+                cut = True
         if self._open is None:
             meta.offset = end
         meta.end = end
-        if closed:
+        # meta.json counts what the level files hold: at once after a cut (the files are
+        # shorter than it said), else now and then (a reopen after a crash folds again the
+        # events after the offset it gives: the records written since are cut and made again).
+        if cut or (closed and time.monotonic() - self._meta_written >= META_EVERY_S):
             self.write_meta()
 
     def write_meta(self) -> None:
+        self._meta_written = time.monotonic()
         try:
             self.meta.write(self.folder)
         except OSError:  # a full disk: the pyramid is a cache of the events, rebuilt when stale
@@ -139,26 +154,28 @@ class PyramidWriter:
         self._fds.clear()
 
     def _add_step(self, bucket: _Bucket, event: Step) -> None:
+        """One row of the step's figures as written (None is NaN once the bucket becomes a
+        record): the engine pays this per step, so it is slices of attrgetter tuples."""
         for entry in event.replicas:  # columns first: a row is as wide as the columns
             if entry.replica >= len(self._replicas):
                 self._replica_columns(entry.replica)
         gpus = event.gpus or ()
         for sample in gpus:
             if sample.index not in self._gpus:
-                self._gpus[sample.index] = self._columns([gpu_column(sample.index, f) for f in GPU_FIGURES])
-        row = [math.nan] * len(self.meta.columns)
-        for i, name in enumerate(STEP_FIGURES):
-            row[i] = number(getattr(event, name))
+                self._gpus[sample.index] = self._columns([gpu_column(sample.index, f) for f in GPU_FIGURES])[0]
+        row: list = [None] * len(self.meta.columns)
+        row[:_SPLIT_AT] = _step_figures(event)
         split, wall = event.time_split(), event.step_time
         if split is not None and wall:
-            row[_SPLIT_AT:_SPLIT_AT + 3] = [part / wall for part in split]
+            row[_SPLIT_AT:_VAL_AT] = [part / wall for part in split]
+        width = len(REPLICA_FIGURES)
         for entry in event.replicas:
             if entry.replica >= 0:
-                for column, name in zip(self._replicas[entry.replica], REPLICA_FIGURES):
-                    row[column] = number(getattr(entry, name))
+                at = self._replicas[entry.replica]
+                row[at:at + width] = _replica_figures(entry)
         for sample in gpus:
-            for column, name in zip(self._gpus[sample.index], GPU_FIGURES):
-                row[column] = number(getattr(sample, name))
+            at = self._gpus[sample.index]
+            row[at:at + len(GPU_FIGURES)] = _gpu_figures(sample)
         bucket.rows.append(row)
         bucket.row_steps.append((event.step, True, event.time))
         bucket.steps += 1
@@ -177,13 +194,16 @@ class PyramidWriter:
         self._open.row_steps.append((event.step, False, event.time))
 
     # ---- columns --------------------------------------------------------------------------------
-    def _replica_columns(self, replica: int) -> list[int]:
+    def _replica_columns(self, replica: int) -> int:
+        """The first of a replica's columns (they follow each other, in REPLICA_FIGURES order)."""
         while len(self._replicas) <= replica:
             r = len(self._replicas)
-            self._replicas.append(self._columns([replica_column(r, f) for f in REPLICA_FIGURES]))
+            self._replicas.append(self._columns([replica_column(r, f) for f in REPLICA_FIGURES])[0])
         return self._replicas[replica]
 
     def _columns(self, names: list[str]) -> list[int]:
+        """The columns of ``names``; new ones are added after the others, in order (an existing
+        run's columns are never a mix: a replica's or a GPU's names all come together)."""
         new = [name for name in names if name not in self._index]
         if new:
             self._widen(len(self.meta.columns) + len(new))
@@ -215,14 +235,14 @@ class PyramidWriter:
         self._acc = {level: list(widened(np.array(acc, dtype=old))) for level, acc in self._acc.items()}
         if self._open is not None:
             for row in self._open.rows:
-                row.extend([math.nan] * (columns - len(row)))
+                row.extend([None] * (columns - len(row)))
 
     # ---- records --------------------------------------------------------------------------------
     def _close_bucket(self) -> None:
         bucket, self._open = self._open, None
         assert bucket is not None
         width = len(self.meta.columns)
-        rows = np.array([row + [math.nan] * (width - len(row)) for row in bucket.rows], dtype=float)
+        rows = np.array([row + [None] * (width - len(row)) for row in bucket.rows], dtype=float)  # None: NaN
         record = np.zeros(1, record_dtype(width))[0]
         record["first_step"], record["last_step"], record["steps"] = bucket.first_step, bucket.last_step, bucket.steps
         record["t0"], record["t1"] = bucket.t0, bucket.t1
