@@ -62,7 +62,8 @@ def write_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, float]
     return run
 
 
-def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, float] | None = None) -> Path:
+def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, float] | None = None,
+                   warn_at: int | None = None) -> Path:
     """:func:`write_run` with the pyramid the engine would have kept beside it (each step folded
     as it is written, as the engine does: faster than decoding the file afterwards)."""
     from gui_app.core.events import decode_line
@@ -92,6 +93,9 @@ def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, f
                     entry.loss = loss + 0.001 * r
                 write(line, ev.Step(step=step, loss=loss, accuracy=0.5, learning_rate=0.001, examples_per_sec=6400.0,
                                     step_time=0.01, input_wait=0.001, replicas=entries, time=10.0 + step))
+                if step == warn_at:
+                    warning = json.dumps(ev.encode(ev.Warning(message=f"slow disk at step {step}", time=10.0 + step)))
+                    write(warning + "\n", decode_line(warning))
             else:
                 write(line, decode_line(line))
         write(finished(steps), decode_line(finished(steps)))

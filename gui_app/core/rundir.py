@@ -36,27 +36,28 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
-from gui_app.core import atomic_io, run_lock
+from gui_app.core import run_lock
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
 from gui_app.core.history import RunHistory, coarse, pyramid
+from gui_app.core.history.pyramid import Meta
 from gui_app.core.history.pyramid_files import events_from, update_pyramid
-from gui_app.core.history.status import RunStatus
+from gui_app.core.run_summary import EVENTS_FILE, summarize_events
+from gui_app.core.run_summary import SUMMARY_FILE as SUMMARY_FILE  # the run folder's names are all here
+from gui_app.core.run_summary import write_summary as write_summary
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
 SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
 
 CONFIG_FILE = "config.json"
-EVENTS_FILE = "events.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 MODEL_FILE = "model.keras"
 EVAL_FILE = "eval.json"
 MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for the gallery
 TENSORBOARD_DIR = "tensorboard"
-SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 LOG_FILE = "engine.log"  # a detached run's stdout and stderr
 HISTORY_DIR = pyramid.FOLDER  # the history at several resolutions (named where its format is)
 
@@ -178,12 +179,30 @@ def read_history(run_dir: str | Path) -> RunHistory:
     return long if long is not None else _history(run_dir, read_events(run_dir))
 
 
-def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
-    """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
-    bucket's min and max: coarse.events_of), then the events after the offset the pyramid
-    covers, folded as events. The pyramid is caught up (or built, once, for an old run) unless
-    the run is live: its engine keeps it. None for a run too short to need it (or whose pyramid
-    cannot be had): read it whole."""
+@dataclass
+class LongRun:
+    """A long run as its readers take it: the pyramid (``meta``, its ``folder``), the latest
+    ``run_started``, and the events after the offset the pyramid covers (``tail``, one point
+    per step)."""
+
+    meta: Meta
+    folder: Path
+    started: RunStarted | None
+    tail: list[Event]
+
+    def buckets(self, max_buckets: int = coarse.MAX_BUCKETS) -> coarse.Buckets:
+        return coarse.buckets(self.folder, self.meta, max_buckets=max_buckets)
+
+    def duration(self) -> float | None:
+        """Seconds the run's processes worked, as :func:`comparison.run_duration` counts them."""
+        return sum(end - start for start, end in self.meta.processes) if self.meta.processes else None
+
+
+def read_long_run(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> LongRun | None:
+    """The pyramid of a run of more than ``min_steps`` steps (and an events file of at least
+    :data:`LONG_RUN_BYTES`), caught up first (or built, once, for an old run) unless the run is
+    live: its engine keeps it. None for a shorter run, or one whose pyramid cannot be had:
+    read its events."""
     run_dir = Path(run_dir)
     path = run_dir / EVENTS_FILE
     try:
@@ -194,24 +213,33 @@ def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> R
     meta = update_pyramid(run_dir, path, write=run_lock.holder(run_dir) is None)
     if meta is None or meta.last_step <= min_steps:
         return None
-    view = coarse.buckets(run_dir / HISTORY_DIR, meta)
     with path.open("rb") as f:
         started = None
         if 0 <= meta.started_at < meta.offset:  # else it is among the tail's events
             f.seek(meta.started_at)
             started = decode_line(f.readline())
-        tail = [event for event, _, _ in events_from(f, meta.offset)]
+        tail = dedupe_points([event for event, _, _ in events_from(f, meta.offset)])
+    return LongRun(meta, run_dir / HISTORY_DIR, started if isinstance(started, RunStarted) else None, tail)
+
+
+def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
+    """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
+    bucket's min and max: coarse.events_of), then the events after the offset the pyramid
+    covers, folded as events. None for a run to read whole (see :func:`read_long_run`)."""
+    long = read_long_run(run_dir, min_steps)
+    if long is None:
+        return None
+    view = long.buckets()
     history = RunHistory()
-    if isinstance(started, RunStarted):
-        history.add([started])
+    if long.started is not None:
+        history.add([long.started])
     history.add(coarse.events_of(view))
     split = history.timing.history
     split.clear()
     for row in coarse.split_rows(view):
         split.append(row)
-    history.add(dedupe_points(tail))
-    first_look = summarize_events(run_dir)  # when it started (the first run_started), how it ended
-    history.status.started = first_look.started
+    history.add(long.tail)
+    history.status.started = summarize_events(run_dir).started  # the first run_started's time
     return _history(run_dir, [], history)
 
 
@@ -279,94 +307,6 @@ class RunInfo:
 def has_checkpoint(run_dir: str | Path) -> bool:
     folder = Path(run_dir) / CHECKPOINT_DIR
     return folder.is_dir() and any(folder.glob("ckpt-*.index"))
-
-
-# The run list's status of each run (history.status.RunStatus), cached in SUMMARY_FILE with the
-# byte offset read so far and the events file's inode, so listing 1,000 runs reads only what was
-# appended since. Version 4: the inode (a resumed run replaces the file: events_file.py).
-_SUMMARY_VERSION = 4
-_STATUS_FIELDS = {f.name for f in dataclasses.fields(RunStatus)}
-
-
-def _read_summary(run_dir: Path, inode: int) -> tuple[RunStatus, int]:
-    """The cached status and its offset, or a fresh status at 0 when the cache is missing,
-    unusable, or of another events file."""
-    try:
-        cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-        if (cached.get("version") == _SUMMARY_VERSION and cached.get("inode") == inode
-                and set(cached["state"]) == _STATUS_FIELDS):
-            status = build(RunStatus, cached["state"])
-            if status is not None:
-                return status, int(cached["offset"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    return RunStatus(), 0
-
-
-# Without a usable summary.json (an old run, a copy, a run from a host) a file larger than
-# this is read at its two ends only: the run list's first look at a week-long run must not fold
-# hundreds of MB. The head gives the first run_started (when the run started, its steps), the
-# tail the last steps, evaluation and run_finished (a process's last words).
-_ENDS_BYTES = 1 << 20
-
-
-def summarize_events(run_dir: str | Path) -> RunStatus:
-    """How the run stands by its events. Reads only the bytes appended since the cached summary
-    (rebuilt when the events file was replaced, or is shorter than the cache says; from the
-    file's two ends when it is large, see :data:`_ENDS_BYTES`)."""
-    run_dir = Path(run_dir)
-    path = run_dir / EVENTS_FILE
-    try:
-        with path.open("rb") as f:
-            inode = os.fstat(f.fileno()).st_ino
-            status, offset = _read_summary(run_dir, inode)
-            size = f.seek(0, os.SEEK_END)
-            if offset > size:
-                status, offset = RunStatus(), 0
-            if offset == 0 and size > 2 * _ENDS_BYTES:
-                status, offset = _first_start(f), _tail_start(f, size - _ENDS_BYTES)
-            f.seek(offset)
-            data = f.read()
-    except OSError:  # no events yet
-        return RunStatus()
-    end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
-    for line in data[:end].splitlines():
-        event = decode_line(line, parts=False)  # the status needs no replicas
-        if event is not None:
-            status.add(event)
-    if end:
-        write_summary(run_dir, status, offset + end, inode)
-    return status
-
-
-def _first_start(f: BinaryIO) -> RunStatus:
-    """The status after the first ``run_started`` among the file's first :data:`_ENDS_BYTES`."""
-    status = RunStatus()
-    f.seek(0)
-    head = f.read(_ENDS_BYTES)
-    for line in head[:head.rfind(b"\n") + 1].splitlines():
-        event = decode_line(line, parts=False)
-        if isinstance(event, RunStarted):
-            status.add(event)
-            break
-    return status
-
-
-def _tail_start(f: BinaryIO, at: int) -> int:
-    """Where the first whole line at or after byte ``at`` starts."""
-    f.seek(at - 1)
-    f.readline()
-    return f.tell()
-
-
-def write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:
-    """Cache ``status``, folded from the events file (``inode``) up to byte ``offset``: the
-    engine writes it as the run goes, a reader after folding what was appended since."""
-    summary = {"version": _SUMMARY_VERSION, "offset": offset, "inode": inode, "state": dataclasses.asdict(status)}
-    try:  # not fsynced: a cache lost with a power cut is rebuilt from the events
-        atomic_io.write_text(run_dir / SUMMARY_FILE, json.dumps(summary), durable=False)
-    except OSError:  # a read-only or full disk: the cache is only a cache
-        pass
 
 
 def read_run(run_dir: str | Path) -> RunInfo:

@@ -43,6 +43,7 @@ class RunRecords:
         if self._pyramid is not None:
             self._pyramid.meta.inode = inode
             self._pyramid.bucket_offsets.clear()
+            self._pyramid.counted_to = 0
 
     def add(self, event: Event, start: int, end: int) -> None:
         self._end = end

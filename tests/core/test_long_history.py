@@ -54,3 +54,22 @@ def test_a_short_run_is_read_whole(tmp_path):
     run = write_long_run(tmp_path / "run", 3_000, spikes={1_000: 50.0})
     history = rundir.read_history(run)
     assert len(history.training.steps) == 3_000 and history.training.validation.data[:, VAL_LOSS].size == 3
+
+
+def test_compare_and_the_report_read_a_long_run_from_its_pyramid(tmp_path):
+    from gui_app.core.comparison import read_figures, run_duration
+    from gui_app.core.report.record import read_record
+
+    run = write_long_run(tmp_path / "run", STEPS, spikes={SPIKE: 50.0}, warn_at=5_000)
+    figures = read_figures(run)
+    events = rundir.read_events(run, parts=False)
+    assert figures.steps == STEPS and figures.status == "completed"
+    assert figures.duration == run_duration(events)
+    assert len(figures.curve_steps) <= coarse.MAX_BUCKETS + 300 and np.all(np.diff(figures.curve_steps) > 0)
+    last_step, last_epoch = events[-3], events[-2]  # then run_finished
+    assert figures.curve_steps[-1] == STEPS and figures.curve_loss[-1] == last_step.loss
+    assert figures.curve_epochs.tolist() == list(range(1, 31))  # an epoch ends every 1,000 steps
+    assert figures.val_loss == last_epoch.val_loss and figures.val_accuracy == last_epoch.val_accuracy
+    record = read_record(run)
+    assert record.messages == [("warning", "slow disk at step 5000")]
+    assert record.duration == run_duration(events) and record.examples_per_sec == 6400.0

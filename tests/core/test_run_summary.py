@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gui_app.core import events as ev
-from gui_app.core import rundir
+from gui_app.core import run_summary, rundir
 from gui_app.core.config import RunConfig
 
 
@@ -94,10 +94,10 @@ def test_the_first_look_at_a_large_run_reads_its_two_ends_only(tmp_path):
 
     run = write_run(tmp_path / "run", 12_000)  # 8 MB
     size = (run / rundir.EVENTS_FILE).stat().st_size
-    assert size > 7 * rundir._ENDS_BYTES
+    assert size > 7 * run_summary._ENDS_BYTES
     before = _bytes_read()
     status = rundir.summarize_events(run)
-    assert _bytes_read() - before < 3 * rundir._ENDS_BYTES
+    assert _bytes_read() - before < 3 * run_summary._ENDS_BYTES
     full = RunStatus()
     for event in rundir.read_raw_events(run, parts=False):
         full.add(event)

@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import config_dict, run_in_process
 
 from gui_app.core import rundir
-from gui_app.core.history.pyramid import BASE, FOLDER, Meta, read_level
+from gui_app.core.history.pyramid import FOLDER, Meta, read_level
 from gui_app.core.history.pyramid_files import update_pyramid
 from gui_app.engine.control import Control
 
@@ -35,7 +35,7 @@ def test_the_engine_keeps_the_history_and_summary_beside_the_events(tmp_path, wr
     def on_event(event):
         if event["type"] == "run_started":
             seen["run"] = rundir.Path(event["run_dir"])
-        if event["type"] == "step" and event["step"] == 270:  # while it runs: one bucket closed
+        if event["type"] == "step" and event["step"] == 270:  # while it runs
             run = seen["run"]
             seen["meta"] = Meta.read(run / FOLDER)
             seen["summary"] = json.loads((run / rundir.SUMMARY_FILE).read_text())
@@ -46,7 +46,8 @@ def test_the_engine_keeps_the_history_and_summary_beside_the_events(tmp_path, wr
     code, tap = run_in_process("train", config, tmp_path / "runs", control=control, on_event=on_event)
     assert code == 0 and tap.events[-1]["status"] == "stopped"
     run, stopped = seen["run"], tap.events[-1]["step"]
-    assert seen["meta"].counts[BASE] == 1 and seen["meta"].last_step >= 256
+    # meta.json is written at checkpoints (the one at step 200) and every few seconds after a bucket
+    assert seen["meta"] is not None and seen["meta"].last_step >= 200 and seen["meta"].end <= seen["size"]
     assert seen["summary"]["state"]["status"] == "interrupted"  # running: no run_finished yet
     assert 0 < seen["summary"]["offset"] <= seen["size"]
 

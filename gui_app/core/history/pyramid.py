@@ -46,12 +46,13 @@ FOLDER = "history"
 META_FILE = "meta.json"
 N, MIN, MAX, MEAN, FIRST, LAST = range(6)  # the statistics of a column in a record
 STATS = 6
+MESSAGES = 200  # warnings and errors kept in meta.json
 
 # The run's own figures of a step, in the order of their columns.
 STEP_FIGURES = ("loss", "accuracy", "learning_rate", "examples_per_sec", "step_time", "input_wait",
                 "allreduce_time")
 SPLIT = ("split.compute", "split.input", "split.rest")  # StepSplit.history's shares of the step
-VALIDATION = ("val_loss", "val_accuracy")  # from epoch_end, in the bucket of its step
+VALIDATION = ("val_loss", "val_accuracy", "epoch")  # from epoch_end, in the bucket of its step
 BASE_COLUMNS = STEP_FIGURES + SPLIT + VALIDATION
 REPLICA_FIGURES = tuple(f.name for f in fields(ReplicaStats)
                         if f.as_is & {int, float} and f.name not in ("replica", "worker"))
@@ -124,7 +125,8 @@ class Meta:
     """``meta.json``: what the level files hold and which events they cover."""
 
     def __init__(self, columns: list[str], counts: dict[int, int], offset: int = 0, inode: int = 0,
-                 last_step: int = -1, end: int = 0, started_at: int = -1) -> None:
+                 last_step: int = -1, end: int = 0, started_at: int = -1,
+                 processes: list[list[float]] | None = None, messages: list[list[str]] | None = None) -> None:
         self.columns = columns
         self.counts = counts  # level -> records
         self.offset = offset  # events.jsonl's bytes before this are in the records
@@ -132,6 +134,10 @@ class Meta:
         self.last_step = last_step  # the last step the records and the open buckets hold
         self.end = end  # the events' bytes before this were read (those after offset: open buckets)
         self.started_at = started_at  # where the latest run_started's line starts (-1: none yet)
+        # [run_started's time, its last event's time] of each process (compare's duration), and
+        # the run's warnings and errors ([kind, message], the first MESSAGES: the report's)
+        self.processes = processes if processes is not None else []
+        self.messages = messages if messages is not None else []
 
     @classmethod
     def read(cls, folder: Path) -> Meta | None:
@@ -147,7 +153,9 @@ class Meta:
                 if count and (folder / level_name(level)).stat().st_size < count * size:
                     return None
             return cls(columns, counts, int(value["offset"]), int(value["inode"]), int(value["last_step"]),
-                       int(value["end"]), int(value["started_at"]))
+                       int(value["end"]), int(value["started_at"]),
+                       [[float(t) for t in p] for p in value["processes"]],
+                       [[str(k), str(m)] for k, m in value["messages"]])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -155,7 +163,7 @@ class Meta:
         value = {"version": VERSION, "base": BASE, "columns": self.columns,
                  "counts": {str(k): v for k, v in sorted(self.counts.items())},
                  "offset": self.offset, "inode": self.inode, "last_step": self.last_step, "end": self.end,
-                 "started_at": self.started_at}
+                 "started_at": self.started_at, "processes": self.processes, "messages": self.messages}
         # Not fsynced: a pyramid lost with a power cut is rebuilt from the (durable) events.
         atomic_io.write_text(folder / META_FILE, json.dumps(value), durable=False)
 

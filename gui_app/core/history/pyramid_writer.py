@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from gui_app.core import atomic_io
-from gui_app.core.events import EpochEnd, Event, RunStarted, Step
+from gui_app.core.events import EpochEnd, Error, Event, RunStarted, Step, Warning
 from gui_app.core.history.buffers import number
 from gui_app.core.history.pyramid import (
     BASE,
@@ -31,6 +31,7 @@ from gui_app.core.history.pyramid import (
     FOLDER,
     GPU_FIGURES,
     LEVELS,
+    MESSAGES,
     REPLICA_FIGURES,
     SPLIT,
     STEP_FIGURES,
@@ -94,6 +95,9 @@ class PyramidWriter:
         self._acc: dict[int, list[np.void]] = {}  # level -> the records below of its open bucket
         self.bucket_offsets: dict[int, int] = {}  # finest bucket -> where its first step's line starts
         self._meta_written = 0.0
+        # The lines before this are in meta's processes and messages already (a reopened pyramid
+        # folds the lines of its open bucket again); 0 once the events file is replaced.
+        self.counted_to = meta.end
         for path in self.folder.glob("level*.bin"):  # records meta.json does not count: made again
             digits = path.name[len("level"):-len(".bin")]
             if digits.isdigit():
@@ -124,6 +128,8 @@ class PyramidWriter:
             self._add_validation(event)
         elif isinstance(event, RunStarted):
             meta.started_at = start
+            if start >= self.counted_to:
+                meta.processes.append([event.time, event.time])
             for info in event.replicas:
                 self._replica_columns(info.replica)
             for replica in range(event.num_replicas):
@@ -131,6 +137,11 @@ class PyramidWriter:
             if event.start_step < meta.last_step:
                 self.truncate_after(event.start_step)
                 cut = True
+        if start >= self.counted_to:  # not a line folded again after a reopen
+            if isinstance(event, (Warning, Error)) and len(meta.messages) < MESSAGES:
+                meta.messages.append(["error" if isinstance(event, Error) else "warning", event.message])
+            if meta.processes and not isinstance(event, RunStarted):
+                meta.processes[-1][1] = event.time
         if self._open is None:
             meta.offset = end
         meta.end = end
@@ -188,8 +199,8 @@ class PyramidWriter:
         values = (number(event.val_loss), number(event.val_accuracy))
         if self._open is None or all(math.isnan(v) for v in values):
             return
-        row = [math.nan] * len(self.meta.columns)
-        row[_VAL_AT:_VAL_AT + len(VALIDATION)] = values
+        row: list = [None] * len(self.meta.columns)
+        row[_VAL_AT:_VAL_AT + len(VALIDATION)] = (*values, float(event.epoch))
         self._open.rows.append(row)
         self._open.row_steps.append((event.step, False, event.time))
 
