@@ -44,7 +44,7 @@ from gui_app.core.event_codec import build
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
 from gui_app.core.history import RunHistory, coarse, pyramid
 from gui_app.core.history.pyramid import Meta
-from gui_app.core.history.pyramid_files import events_from, update_pyramid
+from gui_app.core.history.pyramid_files import events_from, steps_between, update_pyramid
 from gui_app.core.run_summary import EVENTS_FILE, summarize_events
 from gui_app.core.run_summary import SUMMARY_FILE as SUMMARY_FILE  # the run folder's names are all here
 from gui_app.core.run_summary import write_summary as write_summary
@@ -240,7 +240,30 @@ def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> R
         split.append(row)
     history.add(long.tail)
     history.status.started = summarize_events(run_dir).started  # the first run_started's time
+    history.coarse = True
     return _history(run_dir, [], history)
+
+
+DETAIL_STEPS = 8_192  # a range of at most this many steps is read from the events: every step
+
+
+def read_detail(run_dir: str | Path, first: int, last: int) -> RunHistory | None:
+    """Steps ``first..last`` of a long run at the finest resolution there is: every step, read
+    from the events (a binary search away) when the range is short, else the buckets of the
+    finest level with at most coarse.MAX_BUCKETS of them. None when the run is not long."""
+    long = read_long_run(run_dir)
+    if long is None:
+        return None
+    history = RunHistory()
+    if long.started is not None:
+        history.add([long.started])
+    if last - first < DETAIL_STEPS:
+        events: list[Event] = [e for e, _, _ in steps_between(Path(run_dir) / EVENTS_FILE, first, last)]
+    else:
+        events = [*coarse.events_of(coarse.buckets(long.folder, long.meta, first, last)),
+                  *(e for e in long.tail if isinstance(e, Step) and first <= e.step <= last)]
+    history.add(events)
+    return history
 
 
 class HistorySoFar(NamedTuple):

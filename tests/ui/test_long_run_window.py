@@ -38,3 +38,12 @@ def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot,
     view = window.training_tab.loss_plot.getViewBox().viewRange()[0]
     assert view[0] <= 1 and view[1] >= STEPS  # the whole run is in view
     assert np.nanmax(y) == 50.0 and abs(x[np.nanargmax(y)] - SPIKE) <= 1024  # within a pixel or two
+
+    # Zoomed in on the spike: the steps in view are read again, every one of them (off the GUI thread).
+    window.training_tab.loss_plot.setXRange(SPIKE - 200, SPIKE + 200, padding=0)
+    qtbot.waitUntil(lambda: window.training_tab.zoom_detail.detail is not None, timeout=10_000)
+    window.training_tab.flush()
+    x, y = window.training_tab._curves[LOSS].getData()
+    around = (x >= SPIKE - 150) & (x <= SPIKE + 150)
+    assert np.array_equal(x[around], np.arange(SPIKE - 150, SPIKE + 151))  # one point a step
+    assert y[x == SPIKE][0] == 50.0 and np.all(y[around & (x != SPIKE)] < 3.0)
