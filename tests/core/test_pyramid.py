@@ -193,3 +193,19 @@ def test_a_one_step_spike_is_the_max_of_its_bucket_at_every_level(tmp_path):
         assert not len(others) or others.max() < 1.1
     total = sum(p.stat().st_size for p in (tmp_path / FOLDER).iterdir())
     assert total < 1_000_000
+
+
+def test_two_readers_never_write_it_at_once(tmp_path):
+    import fcntl
+    import os
+
+    run = write_run(tmp_path / "run", 1000)
+    (run / FOLDER).mkdir()
+    fd = os.open(run / FOLDER / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another reader is building it
+    try:
+        assert update_pyramid(run, run / rundir.EVENTS_FILE) is None
+        assert not list((run / FOLDER).glob("level*.bin"))
+    finally:
+        os.close(fd)
+    assert update_pyramid(run, run / rundir.EVENTS_FILE).counts[BASE] == 3

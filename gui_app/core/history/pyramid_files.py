@@ -123,18 +123,19 @@ def open_writer(run_dir: str | Path, events_path: str | Path, f: BinaryIO | None
 def update_pyramid(run_dir: str | Path, events_path: str | Path, write: bool = True) -> Meta | None:
     """The pyramid of a run, brought up to date with its events first (see :func:`open_writer`).
     ``write=False`` (a live run, whose engine keeps it) only reads it. None when the run has no
-    events, or no usable pyramid that could be read or written."""
+    events, or no usable pyramid that could be read or written. Two readers never write it at
+    once: the second reads what is there (an flock on ``history/.lock``)."""
     folder = Path(run_dir) / FOLDER
     meta = Meta.read(folder)
     try:
         f = open(events_path, "rb")
     except OSError:
         return None
-    with f:
+    with f, _writing(folder, write) as allowed:
         stat = os.fstat(f.fileno())
         if meta is not None and (meta.inode != stat.st_ino or meta.end > stat.st_size):
             meta = None
-        if not write or (meta is not None and meta.end == stat.st_size):
+        if not allowed or (meta is not None and meta.end == stat.st_size):
             return meta
         try:
             writer = open_writer(run_dir, events_path, f)
@@ -142,3 +143,32 @@ def update_pyramid(run_dir: str | Path, events_path: str | Path, write: bool = T
             return None
         writer.close()
         return writer.meta
+
+
+@contextlib.contextmanager
+def _writing(folder: Path, wanted: bool) -> Iterator[bool]:
+    """Whether this process may write the pyramid now: asked for, and no other reader is at it."""
+    if not wanted:
+        yield False
+        return
+    try:
+        import fcntl
+    except ImportError:  # Windows: no locking, as for the run's own lock
+        yield True
+        return
+    try:
+        folder.mkdir(exist_ok=True)
+        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only run folder
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.close(fd)  # drops the lock
