@@ -18,7 +18,7 @@ from gui_app.core.history.pyramid_files import open_writer
 from gui_app.core.history.pyramid_writer import PyramidWriter
 from gui_app.core.history.status import RunStatus
 
-SUMMARY_EVERY_S = 2.0  # during steps; any other event is written at once (it may change the status)
+SUMMARY_EVERY_S = 10.0  # during steps (a rename costs ms here); any other event that changes the status: at once
 
 
 class RunRecords:
