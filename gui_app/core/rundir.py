@@ -233,7 +233,9 @@ def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> R
     history = RunHistory()
     if long.started is not None:
         history.add([long.started])
+    findings, history.findings = history.findings, coarse.QuietFindings()
     history.add(coarse.events_of(view))
+    history.findings = findings
     split = history.timing.history
     split.clear()
     for row in coarse.split_rows(view):

@@ -10,17 +10,18 @@ live tail) are folded by the caller as events, as the window always folds them.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gui_app.core.events import EpochEnd, ReplicaStats, Step
+from gui_app.core.events import EpochEnd, Event, ReplicaStats, Step
 from gui_app.core.gpu_monitor import GpuSample
+from gui_app.core.history.findings import RunFindings
 from gui_app.core.history.pyramid import (
     BASE,
+    GPU_FIGURES,
     LAST,
     MAX,
     MEAN,
@@ -35,6 +36,15 @@ from gui_app.core.history.pyramid import (
 )
 
 MAX_BUCKETS = 2048  # per series over the range shown: 4,096 points, drawn in a few ms
+
+
+class QuietFindings(RunFindings):
+    """Findings that ignore the buckets' made-up steps: what ``diagnose`` would say is read from
+    the run's real events (the tail), and a step before every validation point kept by the
+    stall rule's pruning made each fold walk the whole list (seconds for 2,000 buckets)."""
+
+    def add(self, event: Event) -> bool:
+        return False
 
 
 @dataclass
@@ -94,46 +104,54 @@ def events_of(view: Buckets) -> list[Step | EpochEnd]:
     every figure's min and one at its last step holding the max (one step holding the mean for
     a bucket of one step), and its last validation point."""
     records, columns = view.records, view.columns
-    replicas, gpus = _replicas(columns), _gpus(columns)
-    index = {name: i for i, name in enumerate(columns)}
     stats = records["stats"].astype(float)
     stats[stats[:, :, N] == 0] = np.nan
+    tables = {stat: _values(stats[:, :, stat]) for stat in (MIN, MAX, MEAN, LAST)}  # bucket -> column -> value
+    shape = _Shape(columns)
     out: list[Step | EpochEnd] = []
-    for b, record in enumerate(records):
-        first, last = int(record["first_step"]), int(record["last_step"])
-        ends = [(first, MIN, float(record["t0"])), (last, MAX, float(record["t1"]))] if last > first \
-            else [(first, MEAN, float(record["t1"]))]
-        table = stats[b]
-        for step, stat, time in ends:
-            out.append(_step(stats[b], index, stat, step, time, replicas, gpus))
-        val_loss, val_accuracy = (table[index[name], LAST] for name in ("val_loss", "val_accuracy"))
-        if not (math.isnan(val_loss) and math.isnan(val_accuracy)):
-            out.append(EpochEnd(epoch=0, step=last, time=float(record["t1"]),
-                                val_loss=None if math.isnan(val_loss) else float(val_loss),
-                                val_accuracy=None if math.isnan(val_accuracy) else float(val_accuracy)))
+    for b, (first, last, t0, t1) in enumerate(zip(records["first_step"].tolist(), records["last_step"].tolist(),
+                                                  records["t0"].tolist(), records["t1"].tolist())):
+        if last > first:
+            out.append(shape.step(tables[MIN][b], first, t0))
+            out.append(shape.step(tables[MAX][b], last, t1))
+        else:
+            out.append(shape.step(tables[MEAN][b], first, t1))
+        val_loss, val_accuracy = (tables[LAST][b][shape.index[name]] for name in ("val_loss", "val_accuracy"))
+        if val_loss is not None or val_accuracy is not None:
+            out.append(EpochEnd(epoch=0, step=last, time=t1, val_loss=val_loss, val_accuracy=val_accuracy))
     return out
 
 
-def _step(table: np.ndarray, index: dict[str, int], stat: int, step: int, time: float, replicas: int,
-          gpus: list[int]) -> Step:
-    """A step holding one statistic of every figure of a bucket."""
-    def value(name: str) -> float | None:
-        v = table[index[name], stat] if name in index else math.nan
-        return None if math.isnan(v) else float(v)
+def _values(table: np.ndarray) -> list[list[float | None]]:
+    """``[buckets, columns]`` as Python lists, None where NaN (a figure not measured)."""
+    values = table.astype(object)
+    values[np.isnan(table)] = None
+    return values.tolist()
 
-    def replica(r: int) -> ReplicaStats:
-        figures: dict[str, Any] = {f: value(f"replica{r}.{f}") for f in REPLICA_FIGURES}
-        return ReplicaStats(replica=r, device=None, **figures)
 
-    def gpu(g: int) -> GpuSample:
-        memory = value(f"gpu{g}.memory_used")
-        return GpuSample(index=g, name="", utilization=value(f"gpu{g}.utilization"),
-                         memory_used=None if memory is None else int(memory), memory_total=None,
-                         temperature=value(f"gpu{g}.temperature"), power=value(f"gpu{g}.power"))
+class _Shape:
+    """Where each figure of a step is among the columns: a step of a bucket is built from one
+    row of values by position (building them by name cost most of a long run's open)."""
 
-    figures: dict[str, Any] = {name: value(name) for name in STEP_FIGURES}
-    return Step(step=step, time=time, replicas=[replica(r) for r in range(replicas)],
-                gpus=[gpu(g) for g in gpus] or None, **figures)
+    def __init__(self, columns: list[str]) -> None:
+        self.index = {name: i for i, name in enumerate(columns)}
+        self.steps = [self.index[name] for name in STEP_FIGURES]
+        self.replicas = [[self.index[f"replica{r}.{f}"] for f in REPLICA_FIGURES] for r in range(_replicas(columns))]
+        self.gpus = {g: [self.index[f"gpu{g}.{f}"] for f in GPU_FIGURES] for g in _gpus(columns)}
+
+    def step(self, row: list[float | None], step: int, time: float) -> Step:
+        replicas = []
+        for r, where in enumerate(self.replicas):
+            figures: dict[str, Any] = dict(zip(REPLICA_FIGURES, [row[i] for i in where]))
+            replicas.append(ReplicaStats(replica=r, device=None, **figures))
+        gpus = []
+        for g, where in self.gpus.items():
+            utilization, memory, temperature, power = (row[i] for i in where)
+            gpus.append(GpuSample(index=g, name="", utilization=utilization,
+                                  memory_used=None if memory is None else int(memory), memory_total=None,
+                                  temperature=temperature, power=power))
+        figures = dict(zip(STEP_FIGURES, [row[i] for i in self.steps]))
+        return Step(step=step, time=time, replicas=replicas, gpus=gpus or None, **figures)
 
 
 def split_rows(view: Buckets) -> np.ndarray:
