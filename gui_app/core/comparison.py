@@ -18,6 +18,7 @@ import numpy as np
 
 from gui_app.core import rundir
 from gui_app.core.events import EpochEnd, RunFinished, RunStarted, Step
+from gui_app.core.history.pyramid import LAST, MEAN
 from gui_app.core.overrides import flatten
 
 SEED_KEY = "training.seed"
@@ -57,6 +58,9 @@ def read_figures(run_dir: str | Path) -> RunFigures:
     info = rundir.read_run(run_dir)
     if info.config is None:
         raise ValueError(f"{run_dir}: not a run directory (no readable {rundir.CONFIG_FILE})")
+    long = rundir.read_long_run(run_dir)
+    if long is not None:
+        return _long_figures(run_dir, info, long)
     events = rundir.read_events(run_dir, parts=False)
     epochs = _last_each([e for e in events if isinstance(e, EpochEnd)], "epoch")
     steps = _last_each([e for e in events if isinstance(e, Step)], "step")
@@ -75,6 +79,37 @@ def read_figures(run_dir: str | Path) -> RunFigures:
         curve_accuracy=_values(steps, "accuracy"), curve_epochs=np.array([e.epoch for e in epochs], dtype=np.int64),
         curve_val_accuracy=_values(epochs, "val_accuracy"), curve_val_loss=_values(epochs, "val_loss"),
         name=run_dir.name)
+
+
+def _long_figures(run_dir: Path, info: rundir.RunInfo, long: rundir.LongRun) -> RunFigures:
+    """A long run's figures from its pyramid: the curves as each bucket's mean at its last step
+    (runs of the same length share their buckets, so a seed group's band lines up), each
+    bucket's last validation point, then the events after the pyramid as they are."""
+    view = long.buckets()
+    steps = _last_each([e for e in long.tail if isinstance(e, Step)], "step")
+    tail_epochs = _last_each([e for e in long.tail if isinstance(e, EpochEnd)], "epoch")
+    has_val = view.column("epoch", LAST)
+    kept = np.isfinite(has_val)
+    epochs = np.concatenate([has_val[kept], [e.epoch for e in tail_epochs]]).astype(np.int64)
+    val_accuracy = np.concatenate([view.column("val_accuracy", LAST)[kept], _values(tail_epochs, "val_accuracy")])
+    val_loss = np.concatenate([view.column("val_loss", LAST)[kept], _values(tail_epochs, "val_loss")])
+    epochs, unique = np.unique(epochs[::-1], return_index=True)  # the last written of each epoch
+    val_accuracy, val_loss = val_accuracy[::-1][unique], val_loss[::-1][unique]
+    try:
+        evaluation = rundir.read_eval(run_dir)
+    except ValueError:
+        evaluation = None
+    last_val = (float(val_accuracy[-1]), float(val_loss[-1])) if len(epochs) else (None, None)
+    return RunFigures(
+        run_dir=run_dir, config=flatten(info.config.to_dict()) if info.config else {}, status=info.status,
+        started=info.started, test_accuracy=evaluation.accuracy if evaluation else info.test_accuracy,
+        val_accuracy=None if last_val[0] is None or np.isnan(last_val[0]) else last_val[0],
+        val_loss=None if last_val[1] is None or np.isnan(last_val[1]) else last_val[1],
+        steps=max(info.step, long.meta.last_step), duration=long.duration(),
+        curve_steps=np.concatenate([view.records["last_step"], [s.step for s in steps]]).astype(np.int64),
+        curve_loss=np.concatenate([view.column("loss", MEAN), _values(steps, "loss")]),
+        curve_accuracy=np.concatenate([view.column("accuracy", MEAN), _values(steps, "accuracy")]),
+        curve_epochs=epochs, curve_val_accuracy=val_accuracy, curve_val_loss=val_loss, name=run_dir.name)
 
 
 def _last_each(events: list, key: str) -> list:

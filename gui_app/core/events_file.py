@@ -36,8 +36,9 @@ class EventsFile:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._cut_torn_tail()
 
-    def append(self, line: bytes) -> None:
-        """Write one event line (ending in a newline) whole, or raise leaving the file as it was."""
+    def append(self, line: bytes) -> tuple[int, int]:
+        """Write one event line (ending in a newline) whole, or raise leaving the file as it was;
+        where the line starts and ends in the file."""
         size = os.fstat(self._fd).st_size
         try:
             written = os.write(self._fd, line)
@@ -47,6 +48,11 @@ class EventsFile:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, size)  # shrinking needs no space
             raise
+        return size, size + len(line)
+
+    def inode(self) -> int:
+        """The file's inode: a resumed run's :meth:`keep_history_until` makes a new file."""
+        return os.fstat(self._fd).st_ino
 
     def sync(self) -> None:
         """Make every line written so far durable (at checkpoints and at the end of the run)."""

@@ -11,6 +11,8 @@ Layout of one run::
         misclassified.npz  x, y_true, y_pred, confidence, index of wrong test predictions
         tensorboard/     train/ and validation/ summaries for TensorBoard
         summary.json     the run list's cache of the events (status, step, accuracy)
+        history/         the run's history at several resolutions, a cache of the events
+                         (gui_app/core/history/pyramid.py)
         process.json     the process that runs (or last ran) it: id, host (gui_app/core/live_runs.py)
         engine.log       a detached run's stdout and stderr
         .control/fifo    the running process's control channel (engine/control_channel.py)
@@ -36,26 +38,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from gui_app.core import atomic_io
+from gui_app.core import run_lock
 from gui_app.core.config import RunConfig
 from gui_app.core.event_codec import build
 from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Continued, EpochEnd, Eval, Event, Paused, RunStarted, Step, decode_line
-from gui_app.core.history import RunHistory
-from gui_app.core.history.status import RunStatus
+from gui_app.core.history import RunHistory, coarse, pyramid
+from gui_app.core.history.pyramid import Meta
+from gui_app.core.history.pyramid_files import events_from, steps_between, update_pyramid
+from gui_app.core.run_summary import EVENTS_FILE, summarize_events
+from gui_app.core.run_summary import SUMMARY_FILE as SUMMARY_FILE  # the run folder's names are all here
+from gui_app.core.run_summary import write_summary as write_summary
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
 SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"
 
 CONFIG_FILE = "config.json"
-EVENTS_FILE = "events.jsonl"
 CHECKPOINT_DIR = "checkpoints"
 MODEL_FILE = "model.keras"
 EVAL_FILE = "eval.json"
 MISCLASSIFIED_FILE = "misclassified.npz"  # up to 64 wrong test predictions, for the gallery
 TENSORBOARD_DIR = "tensorboard"
-SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
 LOG_FILE = "engine.log"  # a detached run's stdout and stderr
+HISTORY_DIR = pyramid.FOLDER  # the history at several resolutions (named where its format is)
 
 RESUMABLE = ("stopped", "interrupted", "failed")
 
@@ -162,10 +167,107 @@ def read_eval(run_dir: str | Path) -> Eval | None:
     return build(Eval, value)
 
 
+# A run of more steps than this (and of an events file this large) is shown from its pyramid:
+# the whole run in at most coarse.MAX_BUCKETS buckets per series, then its last events.
+LONG_RUN_STEPS = 10_000
+LONG_RUN_BYTES = 8 << 20
+
+
 def read_history(run_dir: str | Path) -> RunHistory:
-    """A run as the window shows it: its events folded, then its evaluation from eval.json (an
-    unreadable one is left out and named in ``history.problems``)."""
-    return _history(run_dir, read_events(run_dir))
+    """A run as the window shows it: its events folded (a long run's from its pyramid, see
+    :func:`read_long_history`), then its evaluation from eval.json (an unreadable one is left out
+    and named in ``history.problems``)."""
+    long = read_long_history(run_dir)
+    return long if long is not None else _history(run_dir, read_events(run_dir))
+
+
+@dataclass
+class LongRun:
+    """A long run as its readers take it: the pyramid (``meta``, its ``folder``), the latest
+    ``run_started``, and the events after the offset the pyramid covers (``tail``, one point
+    per step)."""
+
+    meta: Meta
+    folder: Path
+    started: RunStarted | None
+    tail: list[Event]
+
+    def buckets(self, max_buckets: int = coarse.MAX_BUCKETS) -> coarse.Buckets:
+        return coarse.buckets(self.folder, self.meta, max_buckets=max_buckets)
+
+    def duration(self) -> float | None:
+        """Seconds the run's processes worked, as :func:`comparison.run_duration` counts them."""
+        return sum(end - start for start, end in self.meta.processes) if self.meta.processes else None
+
+
+def read_long_run(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> LongRun | None:
+    """The pyramid of a run of more than ``min_steps`` steps (and an events file of at least
+    :data:`LONG_RUN_BYTES`), caught up first (or built, once, for an old run) unless the run is
+    live: its engine keeps it. None for a shorter run, or one whose pyramid cannot be had:
+    read its events."""
+    run_dir = Path(run_dir)
+    path = run_dir / EVENTS_FILE
+    try:
+        if path.stat().st_size < LONG_RUN_BYTES and min_steps == LONG_RUN_STEPS:
+            return None
+    except OSError:
+        return None
+    meta = update_pyramid(run_dir, path, write=run_lock.holder(run_dir) is None)
+    if meta is None or meta.last_step <= min_steps:
+        return None
+    with path.open("rb") as f:
+        started = None
+        if 0 <= meta.started_at < meta.offset:  # else it is among the tail's events
+            f.seek(meta.started_at)
+            started = decode_line(f.readline())
+        tail = dedupe_points([event for event, _, _ in events_from(f, meta.offset)])
+    return LongRun(meta, run_dir / HISTORY_DIR, started if isinstance(started, RunStarted) else None, tail)
+
+
+def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
+    """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
+    bucket's min and max: coarse.events_of), then the events after the offset the pyramid
+    covers, folded as events. None for a run to read whole (see :func:`read_long_run`)."""
+    long = read_long_run(run_dir, min_steps)
+    if long is None:
+        return None
+    view = long.buckets()
+    history = RunHistory()
+    if long.started is not None:
+        history.add([long.started])
+    findings, history.findings = history.findings, coarse.QuietFindings()
+    history.add(coarse.events_of(view))
+    history.findings = findings
+    split = history.timing.history
+    split.clear()
+    for row in coarse.split_rows(view):
+        split.append(row)
+    history.add(long.tail)
+    history.status.started = summarize_events(run_dir).started  # the first run_started's time
+    history.coarse = True
+    return _history(run_dir, [], history)
+
+
+DETAIL_STEPS = 8_192  # a range of at most this many steps is read from the events: every step
+
+
+def read_detail(run_dir: str | Path, first: int, last: int) -> RunHistory | None:
+    """Steps ``first..last`` of a long run at the finest resolution there is: every step, read
+    from the events (a binary search away) when the range is short, else the buckets of the
+    finest level with at most coarse.MAX_BUCKETS of them. None when the run is not long."""
+    long = read_long_run(run_dir)
+    if long is None:
+        return None
+    history = RunHistory()
+    if long.started is not None:
+        history.add([long.started])
+    if last - first < DETAIL_STEPS:
+        events: list[Event] = [e for e, _, _ in steps_between(Path(run_dir) / EVENTS_FILE, first, last)]
+    else:
+        events = [*coarse.events_of(coarse.buckets(long.folder, long.meta, first, last)),
+                  *(e for e in long.tail if isinstance(e, Step) and first <= e.step <= last)]
+    history.add(events)
+    return history
 
 
 class HistorySoFar(NamedTuple):
@@ -187,8 +289,8 @@ def read_history_so_far(run_dir: str | Path) -> HistorySoFar:
     return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused))
 
 
-def _history(run_dir: str | Path, events: list[Event]) -> RunHistory:
-    history = RunHistory()
+def _history(run_dir: str | Path, events: list[Event], history: RunHistory | None = None) -> RunHistory:
+    history = history or RunHistory()
     history.add(events)
     history.run_dir = str(run_dir)  # where it is now (its run_started says where it was written)
     try:
@@ -232,62 +334,6 @@ class RunInfo:
 def has_checkpoint(run_dir: str | Path) -> bool:
     folder = Path(run_dir) / CHECKPOINT_DIR
     return folder.is_dir() and any(folder.glob("ckpt-*.index"))
-
-
-# The run list's status of each run (history.status.RunStatus), cached in SUMMARY_FILE with the
-# byte offset read so far and the events file's inode, so listing 1,000 runs reads only what was
-# appended since. Version 4: the inode (a resumed run replaces the file: events_file.py).
-_SUMMARY_VERSION = 4
-_STATUS_FIELDS = {f.name for f in dataclasses.fields(RunStatus)}
-
-
-def _read_summary(run_dir: Path, inode: int) -> tuple[RunStatus, int]:
-    """The cached status and its offset, or a fresh status at 0 when the cache is missing,
-    unusable, or of another events file."""
-    try:
-        cached = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-        if (cached.get("version") == _SUMMARY_VERSION and cached.get("inode") == inode
-                and set(cached["state"]) == _STATUS_FIELDS):
-            status = build(RunStatus, cached["state"])
-            if status is not None:
-                return status, int(cached["offset"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    return RunStatus(), 0
-
-
-def summarize_events(run_dir: str | Path) -> RunStatus:
-    """How the run stands by its events. Reads only the bytes appended since the cached summary
-    (rebuilt from the start when the events file was replaced, or is shorter than the cache says)."""
-    run_dir = Path(run_dir)
-    path = run_dir / EVENTS_FILE
-    try:
-        with path.open("rb") as f:
-            inode = os.fstat(f.fileno()).st_ino
-            status, offset = _read_summary(run_dir, inode)
-            size = f.seek(0, os.SEEK_END)
-            if offset > size:
-                status, offset = RunStatus(), 0
-            f.seek(offset)
-            data = f.read()
-    except OSError:  # no events yet
-        return RunStatus()
-    end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
-    for line in data[:end].splitlines():
-        event = decode_line(line, parts=False)  # the status needs no replicas
-        if event is not None:
-            status.add(event)
-    if end:
-        _write_summary(run_dir, status, offset + end, inode)
-    return status
-
-
-def _write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:
-    summary = {"version": _SUMMARY_VERSION, "offset": offset, "inode": inode, "state": dataclasses.asdict(status)}
-    try:  # not fsynced: a cache lost with a power cut is rebuilt from the events
-        atomic_io.write_text(run_dir / SUMMARY_FILE, json.dumps(summary), durable=False)
-    except OSError:  # a read-only or full disk: the cache is only a cache
-        pass
 
 
 def read_run(run_dir: str | Path) -> RunInfo:

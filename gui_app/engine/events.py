@@ -40,6 +40,7 @@ from gui_app.core.events_file import EventsFile
 from gui_app.core.history.replicas import replica_label
 from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
 from gui_app.core.wording import count, example_counts, strategy_text
+from gui_app.engine.run_records import RunRecords
 
 
 class EventWriter:
@@ -49,7 +50,8 @@ class EventWriter:
         self.mode = mode
         self.stream = stream or sys.stdout
         self._file: EventsFile | None = None
-        self._pending: list[dict[str, Any]] = []  # events emitted before the run directory exists
+        self._records: RunRecords | None = None  # the pyramid and summary.json beside the events
+        self._pending: list[tuple[Event, dict[str, Any]]] = []  # events emitted before the run directory exists
         self.stdout_lost = False
         self._announced = False  # a run_started was written: the run's end is news on stdout
         self.on_stdout_lost: Callable[[], None] | None = None
@@ -61,16 +63,22 @@ class EventWriter:
         """Start appending to ``run_dir/events.jsonl`` (and write what came before); a torn last
         line left by a killed process is cut off first (gui_app/core/events_file.py)."""
         self._file = EventsFile(Path(run_dir) / EVENTS_FILE)
+        self._records = RunRecords(run_dir, self._file.inode())
         pending, self._pending = self._pending, []
-        for event in pending:
-            self._append(event)
+        for event, data in pending:
+            self._append(event, data)
 
     def sync(self) -> None:
         """Make every event so far durable (at checkpoints and at the end of the run)."""
         if self._file:
             self._file.sync()
+        if self._records:
+            self._records.flush()
 
     def close(self) -> None:
+        if self._records:
+            self._records.close()
+            self._records = None
         if self._file:
             self._file.close()
             self._file = None
@@ -96,7 +104,7 @@ class EventWriter:
         if isinstance(event, RunStarted) and event.resumed and durable and self._file:
             self._keep_history_until(self._file, event.start_step)
         if durable:
-            self._append(data)
+            self._append(event, data)
         if self.mode == "jsonl":
             self._write_stream(json.dumps(data, separators=(",", ":")) + "\n")
         elif self.mode == "text":
@@ -130,12 +138,14 @@ class EventWriter:
         if self.on_stdout_lost is not None:
             self.on_stdout_lost()
 
-    def _append(self, event: dict[str, Any]) -> None:
+    def _append(self, event: Event, data: dict[str, Any]) -> None:
         """One event into events.jsonl, or kept for it until the run directory exists."""
         if self._file is None:
-            self._pending.append(event)
+            self._pending.append((event, data))
             return
-        self._file.append((json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8"))
+        start, end = self._file.append((json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"))
+        if self._records is not None:
+            self._records.add(event, start, end)
 
     def _keep_history_until(self, file: EventsFile, step: int) -> None:
         """A resumed run goes on from its checkpoint: the history after it is dropped from the
@@ -149,6 +159,8 @@ class EventWriter:
         # The run list's cache of the old file goes too: its key, the file's inode, may be reused.
         with contextlib.suppress(OSError):
             (file.path.parent / SUMMARY_FILE).unlink(missing_ok=True)
+        if self._records is not None:
+            self._records.replaced(file.inode())
 
 
 def _num(v: Any, fmt: str = ".4f") -> str:

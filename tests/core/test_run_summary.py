@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gui_app.core import events as ev
-from gui_app.core import rundir
+from gui_app.core import run_summary, rundir
 from gui_app.core.config import RunConfig
 
 
@@ -78,3 +78,28 @@ def test_a_run_whose_config_cannot_be_read_and_that_never_started_is_unreadable_
     (started / rundir.CONFIG_FILE).write_text("[]", encoding="utf-8")
     (started / rundir.EVENTS_FILE).write_text(_started(10) + "\n", encoding="utf-8")
     assert rundir.read_run(started).status != "unreadable"
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_the_first_look_at_a_large_run_reads_its_two_ends_only(tmp_path):
+    """No summary.json (an old run, a copy): the run list reads the head and the tail of a large
+    events file, never the whole of it, and finds what a fold of every line finds."""
+    from pyramid_runs import write_run
+
+    from gui_app.core.history.status import RunStatus
+
+    run = write_run(tmp_path / "run", 12_000)  # 8 MB
+    size = (run / rundir.EVENTS_FILE).stat().st_size
+    assert size > 7 * run_summary._ENDS_BYTES
+    before = _bytes_read()
+    status = rundir.summarize_events(run)
+    assert _bytes_read() - before < 3 * run_summary._ENDS_BYTES
+    full = RunStatus()
+    for event in rundir.read_raw_events(run, parts=False):
+        full.add(event)
+    assert status == full and status.status == "completed" and status.step == 12_000 and status.total_steps == 12_000
+    assert json.loads((run / rundir.SUMMARY_FILE).read_text())["offset"] == size  # the next look reads nothing

@@ -70,6 +70,9 @@ class RunHistory:
         self.findings = RunFindings()
         self.evaluation_source = ""  # the file it was read from; "" for the live event
         self.problems: list[str] = []  # what of the run could not be read, one line each
+        # Read from its pyramid (rundir.read_long_history): the series hold each bucket's min and
+        # max, and a chart zoomed in reads the steps of its range (rundir.read_detail).
+        self.coarse = False
         self._subscribers: list[Callable[[], Subscriber | None]] = []  # weak references, see subscribe
 
     def add(self, events: Iterable[Event]) -> int:

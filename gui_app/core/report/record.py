@@ -17,6 +17,7 @@ from gui_app.core import rundir, wording
 from gui_app.core.comparison import run_duration
 from gui_app.core.events import Error, Step, Warning
 from gui_app.core.history import RunHistory
+from gui_app.core.history.pyramid import MEAN
 from gui_app.core.misclassified import load_misclassified
 
 SKIPPED_FOLDERS = {rundir.CHECKPOINT_DIR, rundir.TENSORBOARD_DIR, ".control", "data"}
@@ -46,17 +47,24 @@ def read_record(run_dir: str | Path) -> RunRecord:
         raise ValueError(f"{run_dir}: not a run directory (no readable {rundir.CONFIG_FILE})")
     config = json.loads((run_dir / rundir.CONFIG_FILE).read_text(encoding="utf-8"))
     history = rundir.read_history(run_dir)  # an unreadable eval.json is named in its problems
-    events = rundir.read_events(run_dir, parts=False)
-    speeds = [e.examples_per_sec for e in events if isinstance(e, Step) and e.examples_per_sec]
-    messages = [("error" if isinstance(e, Error) else "warning", e.message) for e in events
-                if isinstance(e, (Warning, Error))]
+    long = rundir.read_long_run(run_dir)
+    if long is not None:  # a long run's figures from its pyramid (the bucket means of the speed)
+        speeds = [float(v) for v in long.buckets().column("examples_per_sec", MEAN) if v > 0]
+        messages = [(kind, message) for kind, message in long.meta.messages]
+        duration = long.duration()
+    else:
+        events = rundir.read_events(run_dir, parts=False)
+        speeds = [e.examples_per_sec for e in events if isinstance(e, Step) and e.examples_per_sec]
+        messages = [("error" if isinstance(e, Error) else "warning", e.message) for e in events
+                    if isinstance(e, (Warning, Error))]
+        duration = run_duration(events)
     from gui_app.core.config import RunConfig  # the strategy told as the run list tells it
 
     try:
         strategy = wording.describe_strategy(RunConfig.from_dict(config).strategy)
     except ValueError:
         strategy = str(config.get("strategy", {}).get("name", "?"))
-    record = RunRecord(run_dir, config, history, run_duration(events), strategy,
+    record = RunRecord(run_dir, config, history, duration, strategy,
                        statistics.median(speeds) if speeds else None, messages, problems=list(history.problems))
     try:
         record.misclassified = load_misclassified(run_dir / rundir.MISCLASSIFIED_FILE)

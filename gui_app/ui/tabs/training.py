@@ -41,6 +41,7 @@ from gui_app.ui.charts.plot import (
     theme_colors,
 )
 from gui_app.ui.charts.run_view import RunView
+from gui_app.ui.charts.zoom_detail import ZoomDetail
 from gui_app.ui.labels import ItemLine
 from gui_app.ui.tabs.input_bound import InputBoundLabel
 
@@ -132,6 +133,8 @@ class TrainingTab(ChartPanel, RunView):
             VAL_LOSS: make_curve(self.loss_plot, VALIDATION_COLOR, "validation", symbol="o"),
             VAL_ACCURACY: make_curve(self.accuracy_plot, VALIDATION_COLOR, "validation", symbol="o"),
         }
+        # A long run opened from its pyramid: the steps in view read again when zoomed in.
+        self.zoom_detail = ZoomDetail(self.loss_plot, self.request_redraw, self)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -169,6 +172,7 @@ class TrainingTab(ChartPanel, RunView):
 
     # --- drawing ----------------------------------------------------------------------
     def _history_replaced(self) -> None:
+        self.zoom_detail.reset(self.history)
         self.history.training.set_smoothing(self.smoothing.value())
         follow_data((self.loss_plot, self.accuracy_plot, self.lr_plot))  # a zoom of the last run goes
         self._lr_top = None
@@ -185,6 +189,10 @@ class TrainingTab(ChartPanel, RunView):
     def _redraw(self) -> None:
         series = self.history.training
         data = series.steps.data
+        if self.zoom_detail.detail is not None:  # the steps in view, finer than the run's buckets
+            detail = self.zoom_detail.detail[2].training
+            detail.set_smoothing(self.smoothing.value())
+            data = self.zoom_detail.splice(data, detail.steps.data, STEP)
         steps = data[:, STEP]
         for col, curve in self._curves.items():
             set_line_data(curve, steps, data[:, col])

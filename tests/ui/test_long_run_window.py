@@ -1,0 +1,49 @@
+"""A long run opens in the real window from its pyramid: in bounded time and memory, with a spike
+at one step of 200,000 drawn at full zoom-out (gui_app/core/history/coarse.py)."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+from pyramid_runs import write_long_run
+from run_dirs import wait_listed
+
+from gui_app.core.history.training import LOSS
+
+STEPS, SPIKE = 200_000, 123_457
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot, window, runs_dir):
+    run = write_long_run(runs_dir / "20260101-000000-digits-long", STEPS, spikes={SPIKE: 50.0})
+    window.runs.refresh()
+    wait_listed(qtbot, window.runs)
+    before = _rss_bytes()
+    started = time.monotonic()
+    window.files.open_run(str(run))
+    window.training_tab.flush()
+    elapsed = time.monotonic() - started
+    grown = _rss_bytes() - before
+    history = window.training_tab.history
+    assert history.status.step == STEPS and history.status.status == "completed"
+    assert len(history.training.steps) < 5_000  # not 200,000 points a series
+    assert elapsed < 3.0, elapsed  # the events file is 130 MB: folding it took over 20 s
+    assert grown < 100 << 20, grown
+    x, y = window.training_tab._curves[LOSS].getData()
+    view = window.training_tab.loss_plot.getViewBox().viewRange()[0]
+    assert view[0] <= 1 and view[1] >= STEPS  # the whole run is in view
+    assert np.nanmax(y) == 50.0 and abs(x[np.nanargmax(y)] - SPIKE) <= 1024  # within a pixel or two
+
+    # Zoomed in on the spike: the steps in view are read again, every one of them (off the GUI thread).
+    window.training_tab.loss_plot.setXRange(SPIKE - 200, SPIKE + 200, padding=0)
+    qtbot.waitUntil(lambda: window.training_tab.zoom_detail.detail is not None, timeout=10_000)
+    window.training_tab.flush()
+    x, y = window.training_tab._curves[LOSS].getData()
+    around = (x >= SPIKE - 150) & (x <= SPIKE + 150)
+    assert np.array_equal(x[around], np.arange(SPIKE - 150, SPIKE + 151))  # one point a step
+    assert y[x == SPIKE][0] == 50.0 and np.all(y[around & (x != SPIKE)] < 3.0)
