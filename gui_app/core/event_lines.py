@@ -62,6 +62,8 @@ def _rows(cls: type) -> list[tuple[str, str, bool, Any, str]]:
 
 
 _STEP_ROWS = _rows(Step)
+# The fields of a replica entry protocol 2 always wrote and protocol 3 leaves out when it can.
+_PROTOCOL_2_ENTRY = ("device", "worker", "memory_bytes", "peak_memory_bytes")
 _REPLICA_ROWS = _rows(ReplicaStats)
 
 
@@ -78,9 +80,19 @@ class LineEncoder:
     def encode(self, event: Event) -> dict[str, Any]:
         if isinstance(event, RunStarted):
             self.devices = {r.replica: r.device for r in event.replicas}
-        elif isinstance(event, Step) and self.lean:
-            return self.step(event)
+        elif isinstance(event, Step):
+            return self.step(event) if self.lean else self._full_step(event)
         return encode(event)
+
+    @staticmethod
+    def _full_step(event: Step) -> dict[str, Any]:
+        """The step line of protocol 2: every replica entry whole (the fields protocol 3 may
+        leave out are written, null or 0 included); fields newer than protocol 2 only when set."""
+        out = encode(event)
+        for entry, wire in zip(event.replicas, out.get("replicas", [])):
+            for name in _PROTOCOL_2_ENTRY:
+                wire.setdefault(name, getattr(entry, name))
+        return out
 
     def step(self, event: Step) -> dict[str, Any]:
         out: dict[str, Any] = {"type": event.TYPE, "time": event.time}
