@@ -92,7 +92,7 @@ def test_the_first_look_at_a_large_run_reads_its_two_ends_only(tmp_path):
 
     from gui_app.core.history.status import RunStatus
 
-    run = write_run(tmp_path / "run", 12_000)  # 8 MB
+    run = write_run(tmp_path / "run", 15_000)  # 8.4 MB
     size = (run / rundir.EVENTS_FILE).stat().st_size
     assert size > 7 * run_summary._ENDS_BYTES
     before = _bytes_read()
@@ -101,5 +101,5 @@ def test_the_first_look_at_a_large_run_reads_its_two_ends_only(tmp_path):
     full = RunStatus()
     for event in rundir.read_raw_events(run, parts=False):
         full.add(event)
-    assert status == full and status.status == "completed" and status.step == 12_000 and status.total_steps == 12_000
+    assert status == full and status.status == "completed" and status.step == 15_000 and status.total_steps == 15_000
     assert json.loads((run / rundir.SUMMARY_FILE).read_text())["offset"] == size  # the next look reads nothing
