@@ -9,6 +9,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import pytest
 from report_runs import TEST_ACCURACY, write_run
 
 from gui_app.core import events as ev
@@ -116,3 +117,27 @@ def test_a_bundle_without_checkpoints_or_model_says_why_resume_and_export_are_of
     assert not panel.resume_button.isEnabled() and not resume.isEnabled()
     assert "--with-checkpoints" in panel.resume_button.toolTip() and "--with-checkpoints" in resume.toolTip()
     assert not panel.export_button.isEnabled() and "--with-model" in panel.export_button.toolTip()
+
+
+@pytest.mark.slow
+def test_a_bundle_with_its_model_exports_from_its_row(qtbot, trained_run, tmp_path):
+    """The real engine's run, bundled with its model, opened and exported by the real ``export``."""
+    from gui_app.identity import app_command
+    from gui_app.ui.window.main_window import MainWindow
+
+    bundle = write_bundle(trained_run, tmp_path / "mailed.zip", with_model=True)
+    window = MainWindow(runs_dir=tmp_path / "runs", engine_command=app_command)
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.files.bundles.opened, timeout=30_000) as opened:
+        window.files.drop([str(bundle)])
+    assert window.runs.selected_paths() == [opened.args[0]] and window.runs.export_button.isEnabled()
+    window.runs.export_button.click()
+    dialog = window.models.export_dialog
+    dialog._output.setText(str(tmp_path / "mailed.keras"))
+    dialog._check.setValue(32)
+    with qtbot.waitSignal(dialog.succeeded, timeout=120_000) as done:
+        dialog.start()
+    assert done.args[0].passed and (tmp_path / "mailed.keras").is_file()
+    dialog.close()
+    window.close()
