@@ -201,3 +201,6 @@ def test_evaluate_refuses_a_tampered_bundle_and_a_taken_folder(run, tmp_path):
     refused = _cli("evaluate", str(run), "-o", str(tmp_path / "elsewhere"), "--events", "none")
     assert refused.returncode == 2 and refused.stderr.splitlines()[-1].startswith("replica-studio evaluate: -o: ")
     assert not (tmp_path / "elsewhere").exists()
+    refused = _cli("resume", str(run / "config.json"))  # a file that is no bundle
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio resume: run_dir: {run / 'config.json'} is not a run directory, nor a run bundle (a zip)"]

@@ -13,6 +13,7 @@ import contextlib
 import shutil
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from gui_app.core import rundir
@@ -64,6 +65,8 @@ def extract_for_command(args: argparse.Namespace) -> int | None:
     line said and the exit code (2)."""
     bundle = Path(args.run_dir).expanduser()
     try:
+        if not zipfile.is_zipfile(bundle):  # a config.json given for the run: say what was expected
+            raise BundleError(f"run_dir: {bundle} is not a run directory, nor a run bundle (a zip)")
         has_model, has_checkpoints = bundle_holds(bundle)
         if args.command == "evaluate":
             if not (has_model or has_checkpoints):
