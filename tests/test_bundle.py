@@ -164,3 +164,43 @@ def test_export_reads_a_bundle_with_its_model(trained_run, tmp_path):
     without = write_bundle(trained_run, tmp_path / "no-model.zip")
     refused = _cli("export", str(without), "--format", "keras", "--output", str(tmp_path / "n.keras"))
     assert refused.returncode == 2, refused.stderr
+
+
+def test_evaluate_and_resume_refuse_a_bundle_without_what_they_need(run, tmp_path):
+    """One line, exit 2, before any byte is copied or TensorFlow loaded."""
+    bare = write_bundle(run, tmp_path / "bare.zip")
+    refused = _cli("evaluate", str(bare))
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio evaluate: {bare} holds no model to evaluate: bundle the run with --with-model"]
+    refused = _cli("resume", str(bare), "--runs-dir", str(tmp_path / "runs2"))
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio resume: {bare} holds no checkpoints to resume from: bundle the run with --with-checkpoints"]
+    # Its checkpoints are inside, but the run completed: nothing to resume, no run folder left.
+    full = write_bundle(run, tmp_path / "full.zip", with_model=True, with_checkpoints=True)
+    refused = _cli("resume", str(full), "--runs-dir", str(tmp_path / "runs2"))
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio resume: {full}: its run has already completed; nothing to resume"]
+    assert not list((tmp_path / "runs2").iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bare.zip", "full.zip", "runs", "runs2"]
+
+
+def test_evaluate_refuses_a_tampered_bundle_and_a_taken_folder(run, tmp_path):
+    full = write_bundle(run, tmp_path / "full.zip", with_model=True)
+    bad = _rewrite(full, tmp_path / "bad.zip",
+                   lambda name, data: (name, data[:-1] + b"!") if name == "model.keras" else (name, data))
+    refused = _cli("evaluate", str(bad))
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio evaluate: {bad}: member 'model.keras' does not match its manifest (SHA-256 or size)"]
+    assert not (tmp_path / "bad-evaluation").exists()  # nothing half-extracted left beside it
+    (tmp_path / "taken").mkdir()
+    refused = _cli("evaluate", str(full), "-o", str(tmp_path / "taken"))
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio evaluate: {tmp_path / 'taken'} exists already; name a new folder"]
+    assert not list((tmp_path / "taken").iterdir())
+    # A run folder is evaluated and resumed where it is: the options that place a copy are refused.
+    refused = _cli("evaluate", str(run), "-o", str(tmp_path / "elsewhere"), "--events", "none")
+    assert refused.returncode == 2 and refused.stderr.splitlines()[-1].startswith("replica-studio evaluate: -o: ")
+    assert not (tmp_path / "elsewhere").exists()
+    refused = _cli("resume", str(run / "config.json"))  # a file that is no bundle
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"replica-studio resume: run_dir: {run / 'config.json'} is not a run directory, nor a run bundle (a zip)"]

@@ -125,36 +125,56 @@ def read_manifest(zf: zipfile.ZipFile, where: Path) -> dict[str, Any]:
     return manifest
 
 
-def open_bundle(bundle: str | Path, into: str | Path) -> Path:
-    """Check ``bundle`` whole and extract it to ``into/<run name>``; the run folder. BundleError
-    (one line) for a file that is not a bundle, is truncated or damaged, or does not match its
-    manifest; nothing is left in ``into`` then."""
-    bundle, into = Path(bundle).expanduser(), Path(into)
+def _open_zip(bundle: Path) -> zipfile.ZipFile:
     if not bundle.is_file():
         raise BundleError(f"{bundle}: no such file")
     try:
-        zf = zipfile.ZipFile(bundle)
+        return zipfile.ZipFile(bundle)
     except (zipfile.BadZipFile, OSError) as exc:
         raise BundleError(f"{bundle}: not a run bundle, or truncated ({exc})") from None
-    with zf:
+
+
+def bundle_holds(bundle: str | Path) -> tuple[bool, bool]:
+    """Whether ``bundle`` holds the trained model and checkpoints, as its manifest says (read,
+    not verified: opening it checks every byte). BundleError when it is not a bundle."""
+    bundle = Path(bundle).expanduser()
+    with _open_zip(bundle) as zf:
+        files = read_manifest(zf, bundle)["files"]
+    return rundir.MODEL_FILE in files, any(name.startswith(rundir.CHECKPOINT_DIR + "/") for name in files)
+
+
+def open_bundle(bundle: str | Path, into: str | Path, *, name: str | None = None, unique: bool = False) -> Path:
+    """Check ``bundle`` whole and extract it to ``into/<name>`` (default: the run's name; with
+    ``unique``, ``name-1``, ``name-2``... when taken, as run folders are named); the run folder,
+    which must not exist yet. BundleError (one line) for a file that is not a bundle, is truncated
+    or damaged, or does not match its manifest; nothing is left in ``into`` then."""
+    bundle, into = Path(bundle).expanduser(), Path(into)
+    with _open_zip(bundle) as zf:
         manifest = read_manifest(zf, bundle)
         listed: dict[str, Any] = manifest["files"]
         infos = [info for info in zf.infolist() if info.filename != MANIFEST]
         names = [_safe_name(info) for info in infos]
         if len(set(names)) != len(names):
-            twice = next(name for name in names if names.count(name) > 1)
+            twice = next(member for member in names if names.count(member) > 1)
             raise BundleError(f"{bundle}: member {twice!r} is in it twice")
-        for name in names:
-            if name not in listed:
-                raise BundleError(f"{bundle}: member {name!r} is not in its manifest")
-        for name in listed:
-            if name not in names:
-                raise BundleError(f"{bundle}: member {name!r} of its manifest is missing")
-        folder = into / manifest["run"]
-        folder.mkdir(parents=True)
+        for member in names:
+            if member not in listed:
+                raise BundleError(f"{bundle}: member {member!r} is not in its manifest")
+        for member in listed:
+            if member not in names:
+                raise BundleError(f"{bundle}: member {member!r} of its manifest is missing")
+        stem = name or manifest["run"]
+        if unique:
+            folder = rundir.new_folder(into, stem, "a run directory")
+        else:
+            folder = into / stem
+            try:
+                folder.mkdir(parents=True)
+            except FileExistsError:
+                raise BundleError(f"{folder} exists already; name a new folder") from None
         try:
-            for info, name in zip(infos, names):
-                _extract(zf, info, folder / name, listed[name], bundle)
+            for info, member in zip(infos, names):
+                _extract(zf, info, folder / member, listed[member], bundle)
         except BaseException:
             import shutil
 

@@ -104,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "host", None) is not None:  # before the log filter: the host's stderr passes unchanged
         # (an empty --host '' too: refused there, never quietly run here)
         return args.on_host(args)
+    if args.command in ("resume", "evaluate") and Path(args.run_dir).expanduser().is_file():
+        # A run bundle: checked and extracted into the folder the command writes (before --detach forks)
+        refused = bundle_command.extract_for_command(args)
+        if refused is not None:
+            return refused
     if args.command == "resume" and (backend := local_backend(Path(args.run_dir).expanduser().absolute())).resubmits():
         return scheduled_runs.resume(args, backend)  # submitted to its scheduler again
     if getattr(args, "detach", False):  # before the log filter's thread, which a fork would not copy

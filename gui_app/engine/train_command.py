@@ -17,7 +17,7 @@ from gui_app.core.disk import DiskError, disk_full_message, is_disk_full, requir
 from gui_app.core.events import Error, RunFinished, Warning
 from gui_app.core.file_kinds import keras_file_problem
 from gui_app.core.messages import typed_line
-from gui_app.core.overrides import apply_overrides
+from gui_app.core.overrides import apply_overrides, set_keys
 from gui_app.core.run_lock import RunLock
 from gui_app.engine.cluster.topology import load_config
 from gui_app.engine.command_errors import empty_option
@@ -60,7 +60,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     detach_option(p)
     pause_option(p)
     p = subparsers.add_parser("resume", help="continue a stopped, failed or killed run from its last checkpoint")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", metavar="RUN_DIR|BUNDLE",
+                   help="a run folder, or a run bundle with its checkpoints (replica-studio bundle "
+                        "--with-checkpoints): extracted into a new run directory of the runs folder, resumed there")
+    p.add_argument("--runs-dir", help="where a bundle's new run directory goes (default: the user data folder)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="change a training setting that keeps the model, e.g. training.learning_rate=0.0005 "
                         "or training.global_batch_size=32 (repeatable)")
@@ -68,7 +71,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     detach_option(p)
     pause_option(p)
     p = subparsers.add_parser("evaluate", help="evaluate a run's model on its test set again")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", metavar="RUN_DIR|BUNDLE",
+                   help="a run folder (the evaluation is written into it), or a run bundle with its model "
+                        "(replica-studio bundle --with-model): extracted into a new folder, evaluated there")
+    p.add_argument("-o", "--output", metavar="FOLDER",
+                   help="a bundle's evaluation: the new folder to write (default: BUNDLE-evaluation beside it)")
+    p.add_argument("--dataset-path", metavar="PATH",
+                   help="the dataset's files on this computer when they are not where the run read them "
+                        "(dataset.path; a tfds dataset's data_dir)")
     run_options(p)
 
 
@@ -93,6 +103,7 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
     lock: RunLock | None = None
     presence: RunPresence | None = None
     created: Path | None = None  # run_dir, when this process made it
+    extracted: Path | None = getattr(args, "extracted", None)  # a bundle's run, extracted for this command
     session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
     try:
         if args.command == "train":
@@ -114,7 +125,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             run_dir = Path(args.run_dir)
             if not (run_dir / rundir.CONFIG_FILE).is_file():
                 raise ConfigError(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
+            _bundle_only_options(args, extracted)
             config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
+            if getattr(args, "dataset_path", None):
+                config = with_dataset_path(config, args.dataset_path)
         lock = RunLock(run_dir).acquire()
         if args.command != "evaluate":
             presence = RunPresence(run_dir, args.command, detached, args.debug).open(control)
@@ -178,6 +192,10 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
             # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
             events.close()
             shutil.rmtree(created, ignore_errors=True)
+        elif extracted is not None and (args.command == "evaluate" or not (session and session.started)):
+            # A bundle's failed evaluation, or its resume refused before it trained: no folder left behind.
+            events.close()
+            shutil.rmtree(extracted, ignore_errors=True)
         return code
     finally:
         if presence is not None:
@@ -185,6 +203,27 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         events.close()
         if lock is not None:
             lock.release()
+
+
+def _bundle_only_options(args, extracted: Path | None) -> None:
+    """A run folder is evaluated and resumed where it is: the options that place a bundle's copy
+    mean nothing for it, and are refused rather than quietly ignored."""
+    if extracted is not None:
+        return
+    if getattr(args, "output", None):
+        raise ConfigError("-o: only a bundle's evaluation goes to a folder of its own (a run folder's is written "
+                          "into it)")
+    if args.command == "resume" and getattr(args, "runs_dir", None):
+        raise ConfigError("--runs-dir: only a bundle is resumed in a new run directory (a run folder resumes "
+                          "where it is)")
+
+
+def with_dataset_path(config: RunConfig, path: str) -> RunConfig:
+    """``evaluate --dataset-path``: the run's dataset, read from where this computer has it."""
+    if config.dataset.name == "digits":
+        raise ConfigError("--dataset-path: the digits dataset is bundled with the app; it takes no path")
+    key = "dataset.data_dir" if config.dataset.name == "tfds" else "dataset.path"
+    return set_keys(config, {key: str(Path(path).expanduser())})
 
 
 def _check_cluster(config: RunConfig, runs_dir: Path) -> None:

@@ -485,6 +485,10 @@ def main(argv):
         return train(config, run_dir, False, 0)
     if command == "resume":
         run_dir = argv[1]
+        if os.path.isfile(run_dir):  # a run bundle: extracted into a new run folder, as the real engine does
+            from gui_app.core.bundle import open_bundle
+
+            run_dir = str(open_bundle(run_dir, argv[argv.index("--runs-dir") + 1], unique=True))
         config = json.load(open(os.path.join(run_dir, "config.json"), encoding="utf-8"))
         last = 0
         for line in open(os.path.join(run_dir, "events.jsonl"), encoding="utf-8"):

@@ -16,12 +16,14 @@ from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
 from gui_app.core.hosts import split_run_key
+from gui_app.ui.window.run_rows import bundle_resume_tip
 from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, WindowState
 
 if TYPE_CHECKING:
     from gui_app.ui.window.tool_actions import Tool
 
 TRAIN_TIP = "Start training with this configuration (Ctrl+R)"
+RESUME_TIP = "Continue the stopped or interrupted run selected in the run list"
 
 
 class WindowActions:
@@ -69,9 +71,7 @@ class WindowActions:
         self.notify = act("&Notify when a run or sweep ends", tip="A desktop notification when a run or a sweep "
                           "completes, stops or fails while the window is not the active one")
         self.notify.setCheckable(True)
-        self.resume_run = act("&Resume selected run", "Ctrl+Shift+R",
-                              "Continue the stopped or interrupted run selected in the run list",
-                              pixmap.SP_MediaSeekForward)
+        self.resume_run = act("&Resume selected run", "Ctrl+Shift+R", RESUME_TIP, pixmap.SP_MediaSeekForward)
         self.attach_run = act("&Attach to selected run", tip="Follow the run selected in the run list, which runs "
                               "without this window: its charts, Stop, Pause and Continue")
         self.compare_runs = act("C&ompare selected runs…", tip="The runs selected in the run list side by side: "
@@ -161,6 +161,11 @@ class WindowActions:
         self.stop.setEnabled(state in (STARTING, RUNNING, PAUSED))
         self.checkpoint.setEnabled(live)
         self.resume_run.setEnabled(self._state.resumable_selection() is not None)
+        one = self._state.selection[0] if len(self._state.selection) == 1 else None
+        # A bundle's run: what it holds decides, and the entry says so (runs_panel.bundle_resume_tip).
+        resume_tip = bundle_resume_tip(one.info, one.resumable) if one is not None and one.bundle else RESUME_TIP
+        self.resume_run.setToolTip(resume_tip)
+        self.resume_run.setStatusTip(resume_tip)
         self.attach_run.setEnabled(self._state.attachable_selection() is not None)
         self.compare_runs.setEnabled(len(self._state.selection) >= 2)
         readable = self._report_run() is not None

@@ -4,10 +4,12 @@ File -> Open run bundle….
 The bundle is checked whole and extracted (gui_app.core.bundle.open_bundle) on a Python thread
 of its own (gui_app.ui.workers.background: a bundle with its model can be large), into a
 temporary folder of this window's, which is removed when the window closes; then the copy opens
-as any run does: its charts, evaluation, Compare, Export when the model is inside, Resume when
-its checkpoints are. The bundle itself is never written. A bundle that does not match its
-manifest, is truncated or would write outside its folder is refused: the one line that says so
-in the status line and a dialog.
+as any run does (its charts, evaluation, Export when the model is inside) and the run list shows
+it as a row of its own (``listed``: RunsPanel.add_bundle), from which it is compared, exported,
+and resumed when its checkpoints are -- in a new run folder of the runs folder, never in the
+copy (``resume BUNDLE --runs-dir``). The bundle itself is never written. A bundle that does not
+match its manifest, is truncated or would write outside its folder is refused: the one line that
+says so in the status line and a dialog.
 """
 from __future__ import annotations
 
@@ -21,17 +23,20 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gui_app.core.bundle import open_bundle
 from gui_app.core.messages import typed_line
+from gui_app.core.rundir import RunInfo, read_run
 from gui_app.ui.shell import open_warning
 from gui_app.ui.window.window_state import WindowState
 from gui_app.ui.workers.background import Background, Send
 
 
 def _extract(send: Send, bundle: str, folder: str) -> None:
-    send(str(open_bundle(bundle, folder)))
+    run_dir = open_bundle(bundle, folder)
+    send((str(run_dir), read_run(run_dir), bundle))  # the run list's row, read here too (it reads the events)
 
 
 class BundleOpen(QObject):
     opened = Signal(str)  # the run folder extracted from the bundle, once it is on screen
+    listed = Signal(object, str)  # its RunInfo and the bundle's path: the run list's row
     failed = Signal(str)
 
     def __init__(self, window: QWidget, state: WindowState, open_run: Callable[[str], bool]) -> None:
@@ -61,9 +66,11 @@ class BundleOpen(QObject):
             shutil.rmtree(folder, ignore_errors=True)
         self._folders.clear()
 
-    def _on_extracted(self, run_dir: str) -> None:
+    def _on_extracted(self, extracted: tuple[str, RunInfo, str]) -> None:
+        run_dir, info, bundle = extracted
         if self._open_run(run_dir):
             self._state.set_status(f"Opened the bundle of {Path(run_dir).name} (a copy in {Path(run_dir).parent})")
+            self.listed.emit(info, bundle)
             self.opened.emit(run_dir)
 
     def _on_failed(self, exc: BaseException) -> None:

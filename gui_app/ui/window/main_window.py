@@ -197,6 +197,7 @@ class MainWindow(QMainWindow):
         self.runs.compare_requested.connect(f.compare_runs)
         self.sweeps.open_run.connect(self.open_run)
         self.runs.resume_requested.connect(r.resume_run)
+        f.bundles.listed.connect(self.runs.add_bundle)  # an opened bundle: a row of the run list
         self.runs.export_requested.connect(lambda run_dir: m.export_model("keras", run_dir))
         # The Log tab.
         for noting in (r, self.attach, self.shown, m, self.remote_open, self.slurm, self.kubernetes):

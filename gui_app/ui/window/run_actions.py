@@ -80,11 +80,15 @@ class RunActions(QObject):
         since resuming it unchanged would fail the same way."""
         if not self._state.is_idle():
             return
-        info = next((r.info for r in self._state.selection if r.path == str(run_dir)), None)
+        listed = next((r for r in self._state.selection if r.path == str(run_dir)), None)
+        info = listed.info if listed is not None else None
         if overrides is None and info is not None and info.status == "failed":
             self.resume_dialog = ResumeDialog(info, self._window)
             self.resume_dialog.accepted.connect(lambda: self.resume_run(run_dir, self.resume_dialog.overrides()))
             self.resume_dialog.open()
+            return
+        if listed is not None and listed.bundle:  # its copy is the window's: a new run folder is made for it
+            self._resume_bundle(listed.bundle, overrides or ())
             return
         host_name, there = split_run_key(str(run_dir))
         try:
@@ -102,6 +106,15 @@ class RunActions(QObject):
         self.note.emit(f"Resuming {Path(there).name}" + (f" on {host_name}" if host_name else ""))
         self._defer_background_work()
         self._supervisor.start_resume(there, overrides or (), host=host)
+        self._state.set_tab(TRAINING)
+
+    def _resume_bundle(self, bundle: str, overrides: Sequence[str]) -> None:
+        """Resume a bundle's run in a new run folder of the runs folder (the engine extracts it
+        there, checked whole: ``resume BUNDLE --runs-dir``); its history comes with its events."""
+        self._shown.clear()
+        self.note.emit(f"Resuming the bundle {Path(bundle).name} in a new run folder of {self._state.runs_dir}")
+        self._defer_background_work()
+        self._supervisor.start_resume_bundle(bundle, self._state.runs_dir, overrides)
         self._state.set_tab(TRAINING)
 
     def resume_selected(self) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QStyle, QTreeWidget, QTreeWidgetItem
 
 from gui_app.core.backends.base import JobState, run_status
 from gui_app.core.live_runs import RunProcess
-from gui_app.core.rundir import RunInfo
+from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.wording import describe_strategy, for_people
 from gui_app.ui.colors import ERROR_COLOR, WARNING_COLOR
 
@@ -132,3 +132,30 @@ def select_exactly(tree: QTreeWidget, items: list[QTreeWidgetItem]) -> None:
         selection.select(index, index)
     flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
     tree.selectionModel().select(selection, flags)
+
+
+EXPORT_TIP = "Export the selected run's trained model (Keras, SavedModel, TensorFlow Lite, ONNX)"
+
+
+def bundle_resume_tip(info: RunInfo | None, resumable: bool) -> str:
+    """Why a bundle's run can or cannot be resumed (Resume's tooltip, here and in the Run menu)."""
+    if resumable:
+        return ("Continue the bundle's run from its checkpoint, in a new run folder of the runs folder "
+                "(the bundle is not changed)")
+    if info is not None and not has_checkpoint(info.path):
+        return "This bundle holds no checkpoints: make it with replica-studio bundle --with-checkpoints to resume it"
+    return "The bundle's run completed: there is nothing to resume"
+
+
+def resume_tip(info: RunInfo | None, resumable: bool, bundle: bool) -> str:
+    """Resume's tooltip for the run selected (a run bundle's: :func:`bundle_resume_tip`)."""
+    if bundle:
+        return bundle_resume_tip(info, resumable)
+    if info is not None and info.status == "failed" and resumable:  # say so where the user decides
+        return ("Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
+                "out of memory or diverged)")
+    return "Continue a stopped, interrupted or failed run from its checkpoint"
+
+
+def bundle_export_tip(exportable: bool) -> str:
+    return EXPORT_TIP if exportable else "This bundle holds no model: make it with replica-studio bundle --with-model"

@@ -30,6 +30,8 @@ resume and export over ssh, and what needs their files here (overlay, the folder
 that does not answer is one line beside the buttons, and its rows stay as last read; when the host
 itself cannot run commands (ssh fails, no app there) that line points to the window's Devices
 section, which tells it whole (``host_failed``), as device detection meets the same failure.
+
+An opened run bundle is a row too (:meth:`add_bundle`), resumed in a new run folder, not its copy.
 """
 from __future__ import annotations
 
@@ -59,13 +61,16 @@ from gui_app.core.ssh import is_host_failure
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (
     COLUMNS,
+    EXPORT_TIP,
     HOST,
     PATH_ROLE,
     STARTED,
+    bundle_export_tip,
     fill_row,
     insert_sorted,
     move_sorted,
     resort,
+    resume_tip,
     select_exactly,
     sort_key,
 )
@@ -93,6 +98,7 @@ class RunsPanel(QWidget):
         self._live: dict[str, RunProcess | None] = {}  # the process running it now (read with the run)
         self._hosts: dict[str, str] = {}  # where its process ran, when another machine
         self._jobs: dict[str, tuple[str, JobState]] = {}  # a run submitted to Slurm or Kubernetes: its job and state
+        self._bundles: dict[str, str] = {}  # a bundle's row (its temporary copy) -> the bundle's path
         self._items: dict[str, QTreeWidgetItem] = {}
         self._notes: dict[str, str] = {}  # why a run ended, when its events cannot say (a crash)
         self._seen: set[str] = set()  # runs the current fill has read
@@ -137,11 +143,9 @@ class RunsPanel(QWidget):
         self.attach_button = self._button(row, "Attach", "Follow the selected running run: its charts, "
                                                          "Stop, Pause and Continue",
                                           lambda: self.attach_requested.emit(self.selected_paths()[0]))
-        self.resume_button = self._button(row, "Resume",
-                                          "Continue a stopped, interrupted or failed run from its checkpoint",
+        self.resume_button = self._button(row, "Resume", resume_tip(None, False, False),
                                           lambda: self.resume_requested.emit(self.selected_paths()[0]))
-        self.export_button = self._button(row, "Export…", "Export the selected run's trained model "
-                                                          "(Keras, SavedModel, TensorFlow Lite, ONNX)",
+        self.export_button = self._button(row, "Export…", EXPORT_TIP,
                                           lambda: self.export_requested.emit(self.selected_paths()[0]))
         self.folder_button = self._button(row, "Show folder", "Open the run directory in the file manager",
                                           self._show_folder)
@@ -195,6 +199,18 @@ class RunsPanel(QWidget):
         """Drop any fill and end the reader's thread (the window closes)."""
         self._reader.stop()
         self.reading_label.clear()
+
+    def add_bundle(self, info: RunInfo, bundle: str) -> None:
+        """List the run of ``bundle``, opened in the window (``info``: its copy), and select it."""
+        path = str(info.path)  # a new temporary folder each time a bundle is opened
+        self._bundles[path], self._runs[path], self._resumable[path] = bundle, info, info.resumable
+        self._live[path], self._hosts[path] = None, f"bundle {Path(bundle).name}"
+        self._items[path] = item = QTreeWidgetItem()
+        self._fill(item, info)
+        insert_sorted(self.tree, item)
+        self.tree.setColumnHidden(HOST, False)
+        self._state.set_listed_runs(len(self._items))
+        self.select(path)
 
     def selected_paths(self) -> list[str]:
         return [item.data(0, PATH_ROLE) for item in self.tree.selectedItems()]
@@ -297,8 +313,8 @@ class RunsPanel(QWidget):
 
     def _on_done(self) -> None:
         kept = self._host.name if self._host is not None and self._host_problem else None
-        gone = [path for path in self._items
-                if path not in self._seen and (kept is None or split_run_key(path)[0] != kept)]
+        gone = [path for path in self._items if path not in self._seen and path not in self._bundles
+                and (kept is None or split_run_key(path)[0] != kept)]
         for path in gone:  # deleted or moved away since the last fill
             item = self._items.pop(path)
             self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
@@ -339,7 +355,8 @@ class RunsPanel(QWidget):
         """Enable what applies to the selection, and give the state the runs selected."""
         paths = self.selected_paths()
         self._state.set_selection([ListedRun(self._runs[p], self._resumable.get(p, False), self._live.get(p),
-                                             self._job_active(p)) for p in paths if p in self._runs])
+                                             self._job_active(p), self._bundles.get(p, ""))
+                                   for p in paths if p in self._runs])
         one, idle = len(paths) == 1, self._state.is_idle()
         here = not any(split_run_key(p)[0] for p in paths)  # a host's run has no files here
         self.open_button.setEnabled(one and idle)
@@ -355,11 +372,9 @@ class RunsPanel(QWidget):
         self.export_button.setEnabled(bool(info and (info.has_model or here and not active
                                                      and has_checkpoint(info.path))))
         self.resume_button.setEnabled(resumable and idle and not active)  # resumable: info is there
-        # A failed run resumes from its last good checkpoint: say so where the user decides.
-        self.resume_button.setToolTip(
-            "Continue from the last good checkpoint (lower the batch or the learning rate first if it ran "
-            "out of memory or diverged)" if info and info.status == "failed" and resumable else
-            "Continue a stopped, interrupted or failed run from its checkpoint")
+        bundle = one and paths[0] in self._bundles  # what a bundle holds decides: its tips say what it lacks
+        self.resume_button.setToolTip(resume_tip(info, resumable, bundle))
+        self.export_button.setToolTip(bundle_export_tip(self.export_button.isEnabled()) if bundle else EXPORT_TIP)
 
     def _open(self, path: str) -> None:
         """Open a run; one whose job has not started it yet has nothing to show: it is followed."""

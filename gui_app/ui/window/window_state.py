@@ -60,6 +60,7 @@ class ListedRun:
     resumable: bool
     process: RunProcess | None = None
     job_active: bool = False  # its Slurm or Kubernetes job pending or running (gui_app/core/backends)
+    bundle: str = ""  # a run bundle opened in the window: the bundle's path (the row is its temporary copy)
 
     @property
     def running(self) -> bool:

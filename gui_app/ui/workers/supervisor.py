@@ -110,6 +110,13 @@ class RunSupervisor(QObject):
         self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, *where), run_dir=str(run_dir),
                    from_line=-1 if host is None else 0, host=host)
 
+    def start_resume_bundle(self, bundle: str | Path, runs_dir: str | Path, overrides: Sequence[str] = ()) -> None:
+        """Resume the run of a run bundle: the engine checks it and extracts it into a new run
+        directory of ``runs_dir`` (``resume BUNDLE --runs-dir``), resumes it there and prints where;
+        followed from its first event, as a new run is (its history comes with it)."""
+        sets = [word for override in overrides for word in ("--set", override)]
+        self.start(self._engine_command("resume", str(bundle), "--runs-dir", str(runs_dir), "--detach", *sets))
+
     def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
               host: Host | None = None) -> None:
         """Start a run with ``command``, an engine command that starts it detached and prints its
