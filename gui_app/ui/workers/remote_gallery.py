@@ -12,6 +12,7 @@ copy removed.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -48,22 +49,19 @@ class RemoteGallery(QObject):
         command = self._engine_command("hosts", "fetch", host_name or "", f"{run_dir}/{MISCLASSIFIED_FILE}",
                                        "--to", str(folder), "--json")
         job = EngineJob(command, name="the copy", read=reader(Fetched), timeout_s=FETCH_TIMEOUT_S, parent=self)
-        reading: list[bool] = []  # the copy came: the reader removes the folder once it has read it
-
-        def copied(answer: Fetched) -> None:
-            reading.append(True)
-            self._background.run(_read, key, Path(answer.path), folder, self._load,
-                                 deliver=lambda result: self.fetched.emit(*result), name="remote-gallery")
-
-        def ended() -> None:
-            if not reading:
-                shutil.rmtree(folder, ignore_errors=True)
-            job.deleteLater()
-
-        (job.on_result(copied)
-            .on_failure(lambda line: self.fetched.emit(key, None, line.removeprefix(PREFIX) or "failed"))
-            .on_finished(ended)
+        (job.on_result(functools.partial(self._copied, key, folder))
+            .on_failure(functools.partial(self._failed, key, folder))
+            .on_finished(job.deleteLater)  # after its last signal
             .start())
+
+    def _copied(self, key: str, folder: Path, answer: Fetched) -> None:
+        """The copy is here: read on a thread, which removes the folder once it has read it."""
+        self._background.run(_read, key, Path(answer.path), folder, self._load,
+                             deliver=lambda result: self.fetched.emit(*result), name="remote-gallery")
+
+    def _failed(self, key: str, folder: Path, line: str) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        self.fetched.emit(key, None, line.removeprefix(PREFIX) or "failed")
 
 
 def _read(send: Send, key: str, path: Path, folder: Path, load: Callable[[Path], dict[str, np.ndarray] | None]) -> None:
