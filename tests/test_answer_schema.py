@@ -167,3 +167,29 @@ def test_diagnose_answers_follow_their_class(tmp_path, capsys):
     line = json.loads(capsys.readouterr().out)
     assert [f["kind"] for f in line["findings"]] == ["non_finite"] and line["findings"][0]["share"] is None
     _round_trip(Diagnosis, line)
+
+
+def test_hosts_fetch_answers_with_its_class_and_refuses_a_missing_folder(tmp_path, capsys, monkeypatch):
+    from gui_app.core.answers import Fetched
+    from gui_app.engine import hosts_command
+    from gui_app.engine.cli import build_parser
+
+    there = tmp_path / "there"
+    there.mkdir()
+    (there / "misclassified.npz").write_bytes(b"npz")
+    # The copy itself is ssh_files.fetch (tests/core/test_ssh_files.py): a local copy here.
+    monkeypatch.setattr(hosts_command, "fetch", lambda host, path, folder: (folder / Path(path).name).write_bytes(
+        Path(path).read_bytes()))
+    here = tmp_path / "here"
+    here.mkdir()
+    args = build_parser().parse_args(["hosts", "fetch", "gpu1", str(there / "misclassified.npz"), "--to", str(here),
+                                      "--json"])
+    assert args.handler(args) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line == {"type": "fetched", "path": str(here / "misclassified.npz")}
+    assert (here / "misclassified.npz").read_bytes() == b"npz"
+    _round_trip(Fetched, line)
+    args = build_parser().parse_args(["hosts", "fetch", "gpu1", "/x", "--to", str(tmp_path / "none"), "--json"])
+    assert args.handler(args) == 2
+    said = capsys.readouterr().err.strip()
+    assert said == f"replica-studio hosts fetch: --to {tmp_path / 'none'}: no such folder here"

@@ -1,6 +1,6 @@
 """The typed answers of the engine's commands other than the run events: ``sweep status --json``,
-the scaling report, ``prepare --json``, ``predict --serve``'s lines, ``log --json`` lines and
-``runs --json`` rows. Documented in docs/answers.md (tests/test_answer_docs.py keeps the two
+the scaling report, ``prepare --json``, ``predict --serve``'s lines, ``log --json`` lines,
+``runs --json`` rows and ``hosts fetch --json``. Documented in docs/answers.md (tests/test_answer_docs.py keeps the two
 together); tests/test_answer_schema.py checks the writers' lines against these classes.
 
 The JSON is the event codec's (gui_app.core.event_codec): :func:`encode` writes a dataclass's
@@ -375,5 +375,13 @@ class Certificate:
     seconds: float = 0.0  # wall time of the whole rehearsal
 
 
+# ---- hosts fetch HOST PATH --to DIR --json (docs/hosts.md) -----------------------------------------
+@dataclass
+class Fetched:
+    TYPE = "fetched"
+    type: str
+    path: str  # where the copy is here: DIR/its name
+
+
 ANSWERS: tuple[type, ...] = (SweepStatus, ScalingReport, Prepared, ServeReady, ServeAnswer, LogLine, RunRow,
-                             DevicesInfo, Diagnosis, MlflowExport, Certificate)
+                             DevicesInfo, Diagnosis, MlflowExport, Certificate, Fetched)

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from gui_app import __version__
 from gui_app.core.hosts import Host
@@ -111,15 +111,19 @@ def control_dir() -> Path:
                     "(set XDG_RUNTIME_DIR to a short folder)")
 
 
-def ssh_options(host: Host, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
-    """The options ``ssh`` and ``scp`` share for ``host``."""
+def ssh_options(host: Host, connect_timeout: int = CONNECT_TIMEOUT_S,
+                name_of: Callable[[Host], str | None] | None = None) -> list[str]:
+    """The options ``ssh`` and ``scp`` share for ``host``. ``name_of``: the shared connection's
+    name as it was asked before (:func:`connection_name`, which starts ``ssh -G`` and waits for it;
+    the window asks it off its GUI thread, gui_app/core/backends/ssh.py)."""
     options = []
     if os.environ.get(SSH_CONFIG_ENV):
         options += ["-F", os.environ[SSH_CONFIG_ENV]]
     options += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", "-o", "ServerAliveInterval=15"]
     if host.port is not None:
         options += ["-o", f"Port={host.port}"]
-    name = connection_name(host) if os.name == "posix" else None  # OpenSSH for Windows cannot share connections
+    # OpenSSH for Windows cannot share connections
+    name = (name_of or connection_name)(host) if os.name == "posix" else None
     if name is not None:
         options += ["-o", "ControlMaster=auto", "-o", f"ControlPersist={PERSIST}",
                     "-o", f"ControlPath={control_dir()}/{name}"]
@@ -166,8 +170,9 @@ def connection_name(host: Host) -> str | None:
     return f"{_alias_prefix(host)}-{digest.hexdigest()[:31]}"  # 40 characters, as ssh's %C
 
 
-def ssh_argv(host: Host, shell_command: str, connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
-    return ["ssh", *ssh_options(host, connect_timeout), "--", host.name, shell_command]
+def ssh_argv(host: Host, shell_command: str, connect_timeout: int = CONNECT_TIMEOUT_S,
+             name_of: Callable[[Host], str | None] | None = None) -> list[str]:
+    return ["ssh", *ssh_options(host, connect_timeout, name_of), "--", host.name, shell_command]
 
 
 def quote_there(path: str) -> str:
@@ -204,11 +209,12 @@ def shell_command(host: Host, app_args: Sequence[str | StdinFile], ends_with_inp
     return _READ_STDIN_FILE + command if any(arg is STDIN_FILE for arg in app_args) else command
 
 
-def remote_argv(host: Host, app_args: Sequence[str | StdinFile], connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
+def remote_argv(host: Host, app_args: Sequence[str | StdinFile], connect_timeout: int = CONNECT_TIMEOUT_S,
+                name_of: Callable[[Host], str | None] | None = None) -> list[str]:
     """The ssh command line that runs the app with ``app_args`` on ``host`` (its stdout, stderr
     and exit code are the app's; 255 is ssh's own failure). With :data:`STDIN_FILE` among the
-    arguments, write :func:`config_line` to its stdin first."""
-    return ssh_argv(host, shell_command(host, app_args), connect_timeout)
+    arguments, write :func:`config_line` to its stdin first. ``name_of``: see :func:`ssh_options`."""
+    return ssh_argv(host, shell_command(host, app_args), connect_timeout, name_of)
 
 
 def config_line(path: str | Path) -> bytes:

@@ -5,6 +5,7 @@
     replica-studio hosts remove gpu1
     replica-studio hosts test gpu1 [--json]      # the app's version there, and the devices it sees
     replica-studio hosts reconnect gpu1 [--json] # end the shared connections, then test on a new one
+    replica-studio hosts fetch gpu1 PATH --to DIR [--json]  # copy a file or folder there into DIR here
 
 A host that ssh reaches with the defaults needs no entry (``--host user@gpu1`` works as is).
 Errors are one line on stderr and exit 2, as for ``--host``.
@@ -13,11 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import subprocess
 import sys
+from pathlib import Path
 
+from gui_app.core.answers import Fetched, encode
 from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, find_host, load_hosts, remove_host
 from gui_app.core.ssh import SSH_FAILED, HostError, check_app, close_connection, explain_failure, remote_argv
+from gui_app.core.ssh_files import fetch
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
 
 COMMANDS = ("hosts",)
@@ -46,12 +51,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                              "connection), then test it on a new one")
     p.add_argument("name", metavar="HOST")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = actions.add_parser("fetch", help="copy a file or folder from a host into a folder here (over the shared "
+                                         "connection; the window copies a run's misclassified images so)")
+    p.add_argument("name", metavar="HOST")
+    p.add_argument("path", metavar="PATH", help="the file or folder there")
+    p.add_argument("--to", required=True, metavar="DIR", help="the folder here it is copied into (by its name)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (docs/answers.md, Fetched)")
     hosts.set_defaults(handler=_hosts)
 
 
 def _hosts(args: argparse.Namespace) -> int:
     try:
-        action = {"add": _add, "list": _list, "remove": _remove, "test": _test, "reconnect": _reconnect}[args.action]
+        action = {"add": _add, "list": _list, "remove": _remove, "test": _test, "reconnect": _reconnect,
+                  "fetch": _fetch}[args.action]
         return action(args)
     except (HostError, HostsFileError, ValueError) as exc:
         print(f"replica-studio hosts {args.action}: {exc}", file=sys.stderr, flush=True)
@@ -89,6 +101,16 @@ def _reconnect(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"{args.name}: {ended or 'no'} shared connection{'s' if ended != 1 else ''} ended; connecting anew")
     return _test(args)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    folder = Path(args.to)
+    if not folder.is_dir():
+        raise ValueError(f"--to {args.to}: no such folder here")
+    fetch(find_host(args.name), args.path, folder)
+    arrived = folder / posixpath.basename(args.path.rstrip("/"))
+    print(json.dumps(encode(Fetched(Fetched.TYPE, str(arrived)))) if args.json else f"copied to {arrived}")
+    return EXIT_OK
 
 
 def _test(args: argparse.Namespace) -> int:

@@ -91,3 +91,20 @@ def test_only_a_slurm_run_is_watched_by_its_follower(tmp_path, fake):
     assert not JobWatch(backend_for(kube), every_s=60).active()  # its copy of the chief's output tells
     assert not JobWatch(backend_for(_run(tmp_path, "here")), every_s=60).active()
     assert len(fake.calls("squeue")) == 1
+
+
+def test_an_ssh_backend_prepared_builds_its_command_lines_without_asking_ssh_again(monkeypatch, tmp_path):
+    import os
+
+    from gui_app.core.backends import ssh as ssh_backend
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # the shared connections' folder
+    asked: list[str] = []
+    monkeypatch.setattr(ssh_backend, "connection_name", lambda host: asked.append(host.name) or "a" * 40)
+    backend = ssh_backend.SshBackend("/home/me/runs/a", Host("gpu1"))
+    backend.prepare()  # where waiting is fine (the window: a Background thread)
+    first = backend.command(lambda *args: list(args), ["attach", "/home/me/runs/a"])
+    backend.command(lambda *args: list(args), ["log", "/home/me/runs/a"])
+    assert asked == ["gpu1"]  # asked once, by prepare
+    if os.name == "posix":
+        assert any(word.startswith("ControlPath=") and word.endswith("/" + "a" * 40) for word in first)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 
+from stub_run import StubRun
+
 from gui_app.core.hosts import Host, add_host, hosts_path, load_hosts
 from gui_app.ui.dialogs.hosts import HostsDialog, describe_test
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.run_place import THIS_COMPUTER, RunPlace
+from gui_app.ui.window.window_state import WindowState
 
 GPU = "rs-gpu1.invalid"  # never resolves: the run list's reading of its runs fails at once, offline
 
@@ -76,11 +79,13 @@ def test_the_test_result_says_the_release_and_devices():
 def test_run_on_adds_the_host_to_the_queries_and_is_remembered(qtbot, fake_engine, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
     add_host(Host(GPU))
-    place = RunPlace(fake_engine)
+    state = WindowState(StubRun(), tmp_path)
+    place = RunPlace(fake_engine, state)
     assert place.command("devices", "--json") == fake_engine("devices", "--json")
     with qtbot.waitSignal(place.changed):
         place.set_host(GPU)
     assert place.command("devices", "--json")[-3:] == ["--json", "--host", GPU]
+    assert state.run_on == Host(GPU)  # the choice is the state's, not the place's
     window = MainWindow(engine_command=fake_engine)
     qtbot.addWidget(window)
     assert [window.run_on.itemText(i) for i in range(window.run_on.count())] == [THIS_COMPUTER, GPU]

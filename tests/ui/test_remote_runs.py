@@ -142,3 +142,28 @@ def test_a_run_on_host_that_cannot_be_reached_is_told_once_on_the_devices_sectio
         assert window.runs.reading_label.text() == f"{name}: its runs are not listed (see Devices)"
         shown = [label.text() for label in window.findChildren(QLabel) if label.isVisible()]
         assert sum("Could not resolve" in text for text in shown) == 1, shown
+
+
+def test_the_run_list_lists_where_the_states_run_on_says(qtbot, runs_dir, monkeypatch):
+    """Nothing tells the list but the state: its run_on signal moves the list to the host's runs
+    and back (the toolbar's Run on list only sets the state)."""
+    here = write_run(runs_dir, "20261201-090000-digits", "completed")
+    there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed")
+    printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
+    monkeypatch.setattr(run_reader, "read_host_rows", lambda host: host_rows(host.name, printed))  # no ssh here
+    supervisor = RunSupervisor()
+    state = WindowState(supervisor, runs_dir)
+    panel = RunsPanel(state)
+    qtbot.addWidget(panel)
+    try:
+        wait_listed(qtbot, panel)
+        assert listed_status(panel, here) == "completed"
+        state.set_run_on(Host("gpu1"))
+        qtbot.waitUntil(lambda: listed_status(panel, f"gpu1:{there}") == "failed")
+        assert listed_status(panel, here) is None
+        state.set_run_on(None)
+        qtbot.waitUntil(lambda: listed_status(panel, here) == "completed")
+        assert listed_status(panel, f"gpu1:{there}") is None
+    finally:
+        panel.stop_reading()
+        supervisor.close()

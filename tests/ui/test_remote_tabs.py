@@ -6,6 +6,7 @@ tests/ui/test_remote_window_tabs.py."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 from stub_run import StubRun
@@ -98,3 +99,57 @@ def test_a_host_run_completed_on_screen_has_a_model(qtbot, runs_dir):
     assert state.model_run() is None
     state.set_shown_run(KEY, has_model=True)
     assert state.model_run() == KEY
+
+
+# A stand-in for ``hosts fetch HOST PATH --to DIR --json``: copies the file named by the host's path
+# here (its run folder is in the test's folder) and answers as the command does.
+FAKE_FETCH = ("import json, shutil, sys, pathlib; path, to = sys.argv[4], pathlib.Path(sys.argv[6]); "
+              "shutil.copy(path, to); "
+              "print(json.dumps({'type': 'fetched', 'path': str(to / pathlib.Path(path).name)}))")
+
+
+def test_the_gallery_is_copied_by_an_engine_process_then_read_and_its_copy_removed(qtbot, tmp_path):
+    from gui_app.core.misclassified import load_misclassified
+    from gui_app.ui.workers.remote_gallery import RemoteGallery
+
+    run_dir = tmp_path / "there" / "a"
+    run_dir.mkdir(parents=True)
+    np.savez(run_dir / "misclassified.npz", x=np.zeros((2, 8, 8, 1), np.uint8), y_true=np.array([0, 1]),
+             y_pred=np.array([1, 0]), confidence=np.array([0.9, 0.6]))
+    commands: list[list[str]] = []
+
+    def engine(*args: str) -> list[str]:
+        commands.append(list(args))
+        return [sys.executable, "-c", FAKE_FETCH, *args]
+
+    gallery = RemoteGallery(load_misclassified, engine)
+    came: list[tuple] = []
+    gallery.fetched.connect(lambda *result: came.append(result))
+    gallery.fetch(f"gpu1:{run_dir}")
+    qtbot.waitUntil(lambda: bool(came), timeout=20_000)
+    key, arrays, problem = came[0]
+    assert key == f"gpu1:{run_dir}" and problem == "" and list(arrays["y_true"]) == [0, 1]
+    assert commands[0][:4] == ["hosts", "fetch", "gpu1", f"{run_dir}/misclassified.npz"]
+    assert not Path(commands[0][5]).exists()  # the copy here is gone once read
+
+
+def test_a_gallery_that_cannot_be_copied_is_the_hosts_one_line(qtbot, tmp_path, monkeypatch):
+    from gui_app.core.misclassified import load_misclassified
+    from gui_app.identity import app_command
+    from gui_app.ui.workers.remote_gallery import RemoteGallery
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # ssh's shared connections: the test's own folder
+    folders: list[str] = []
+
+    def engine(*args: str) -> list[str]:  # the real command: ssh fails at once on a name that does not resolve
+        folders.append(args[5])
+        return app_command(*args)
+
+    gallery = RemoteGallery(load_misclassified, engine)
+    came: list[tuple] = []
+    gallery.fetched.connect(lambda *result: came.append(result))
+    gallery.fetch("rs-no-such-host.invalid:/home/me/runs/a")
+    qtbot.waitUntil(lambda: bool(came), timeout=30_000)
+    key, arrays, problem = came[0]
+    assert arrays is None and problem.startswith("rs-no-such-host.invalid: ") and "\n" not in problem, problem
+    qtbot.waitUntil(lambda: not Path(folders[0]).exists())  # removed when the copy failed

@@ -9,6 +9,7 @@ import pytest
 from run_dirs import write_run
 from stub_run import StubRun
 
+from gui_app.core.hosts import Host
 from gui_app.core.rundir import read_run
 from gui_app.ui.window.window_state import EVALUATION, STATE_TEXT, TABS, ListedRun, WindowState
 
@@ -146,3 +147,13 @@ def test_export_takes_the_one_run_selected_else_the_run_on_screen_and_says_why_n
     state.set_selection([])
     state.set_shown_run(None)
     assert state.export_choice() == (None, "Select a run with a trained model in the run list (or open one) first")
+
+
+def test_run_on_is_a_field_whose_signal_says_each_change_once(state):
+    told: list[object] = []
+    state.run_on_changed.connect(told.append)
+    assert state.run_on is None  # this computer
+    state.set_run_on(Host("gpu1"))
+    state.set_run_on(Host("gpu1"))  # the same entry: nothing to say
+    state.set_run_on(None)
+    assert told == [Host("gpu1"), None] and state.run_on is None

@@ -124,6 +124,10 @@ class RunBackend:
         (``engine_command``: how this process starts the engine here)."""
         return engine_command(*args)
 
+    def prepare(self) -> None:
+        """Ask now what building :meth:`command` would otherwise wait for (a process: an SSH
+        host's ``ssh -G``), on a thread that may wait; nothing for a run here."""
+
 
 class HereBackend(RunBackend):
     """A run whose files are on this machine and which a process here runs (``train``,

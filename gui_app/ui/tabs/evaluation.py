@@ -191,7 +191,7 @@ class EvaluationTab(QWidget, RunView):
         layout.addWidget(top, 1)
         self._apply_palette()
         self._names: list[str] = []  # the class names of the evaluation shown
-        self._remote = RemoteGallery(load_misclassified, self)
+        self._remote = RemoteGallery(load_misclassified, parent=self)
         self._remote.fetched.connect(self._on_fetched)
         self.clear()
 

@@ -14,8 +14,8 @@ the Try tab), ``files`` (:class:`FileActions`, open, drop, load, save) and ``too
 (:class:`ToolActions`, the Tools menu's dialogs), ``sweeps`` (:class:`SweepActions`, New sweep, Open
 sweep and their views). Every engine process -- training, devices,
 inspection, export, prediction -- is built by the same ``engine_command``; ``place``
-(:class:`RunPlace`, the toolbar's "Run on" list) adds ``--host`` to training, devices and
-inspection when they run on an SSH host.
+(:class:`RunPlace`, the toolbar's "Run on" list) sets ``state.run_on`` and adds ``--host`` to
+devices and inspection when they run on an SSH host; Train and the run list read ``state.run_on``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabW
 
 from gui_app.core.answers import Finding
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.hosts import HostsFileError, find_host, split_run_key
+from gui_app.core.hosts import Host, HostsFileError, find_host, split_run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html
@@ -75,14 +75,14 @@ class MainWindow(QMainWindow):
         self.settings = settings or load_settings()
         self.supervisor = RunSupervisor(engine_command, grace_seconds=self.settings.stop_grace_seconds, parent=self)
         self.state = WindowState(self.supervisor, resolve_runs_dir(self.settings, runs_dir), self)
-        self.place = RunPlace(engine_command, self.settings.run_on, self)
+        self.place = RunPlace(engine_command, self.state, self.settings.run_on, self)
         self._engine_command = engine_command
         self.hosts_dialog: HostsDialog | None = None
         self.config_panel = ConfigPanel(self.place.command, failed_host=self.place.failed_host)
         self.dataset_tab, self.training_tab, self.replicas_tab = DatasetTab(), TrainingTab(), ReplicasTab()
         self.evaluation_tab, self.try_tab = EvaluationTab(), TryTab(engine_command=engine_command)
         self.log_tab = LogTab()
-        self.runs = RunsPanel(self.state, host=self.place.host)
+        self.runs = RunsPanel(self.state)  # it lists the runs where state.run_on says
         self.progress = RunProgress(self.state)
         self.banner = FindingBanner()  # the run's diagnosis, over the tabs
         self.tabs = QTabWidget()
@@ -95,8 +95,7 @@ class MainWindow(QMainWindow):
         self.shown = ShownRun(self.state, self.training_tab, self.replicas_tab, self.evaluation_tab, self.progress,
                               self, banner=self.banner)
         self.stall_watch = StallWatch(self.state, self.shown, self)
-        self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown,
-                              place=self.place)
+        self.run = RunActions(self, self.state, supervisor=self.supervisor, forms=self.config_panel, shown=self.shown)
         self.attach = RunAttach(self.state, supervisor=self.supervisor, shown=self.shown, runs=self.runs, parent=self)
         self.remote_open = RemoteOpen(self.state, self.shown, self)
         self.models = ModelActions(self, self.state, self.try_tab, self.settings, engine_command)
@@ -153,7 +152,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(lambda index: state.set_tab(TABS[index]))
         state.run_state_changed.connect(lambda run_state: panel.set_locked(run_state != IDLE))
         state.run_state_changed.connect(lambda run_state: self.run_on.setEnabled(run_state == IDLE))
-        self.place.changed.connect(self._on_place_changed)
+        state.run_on_changed.connect(self._on_place_changed)
         state.run_ended.connect(lambda *_: save_settings(self.settings))  # the recent runs, the last config
         state.run_ended.connect(self.notifications.on_run_ended)
         self.stall_watch.stalled.connect(self.notifications.on_stalled)
@@ -282,12 +281,12 @@ class MainWindow(QMainWindow):
         except HostsFileError as exc:
             self.state.set_status(str(exc))
 
-    def _on_place_changed(self) -> None:
-        """Run on another host (or here): its devices, the dataset check and its runs come from there."""
-        self.settings.run_on = self.place.name
+    def _on_place_changed(self, host: Host | None) -> None:
+        """Run on another host (or here): its devices and the dataset check come from there (the
+        run list follows the state itself)."""
+        self.settings.run_on = host.name if host is not None else None
         save_settings(self.settings)
-        self.runs.set_host(self.place.host)
-        self.devices_label.setText(f"Detecting devices on {self.place.name}…" if self.place.name
+        self.devices_label.setText(f"Detecting devices on {host.name}…" if host is not None
                                    else "Detecting devices…")
         self.config_panel.place_changed()
 
@@ -304,7 +303,7 @@ class MainWindow(QMainWindow):
     def _on_detection_failed(self, message: str) -> None:
         self.devices_label.setText("Device detection failed")
         self.log_tab.note(f"Device detection failed: {message}")
-        if self.place.host is not None:  # the host's problem (shown on the Devices section), not this computer's
+        if self.state.run_on is not None:  # the host's problem (shown on the Devices section), not this computer's
             return
         # The engine could not start TensorFlow, so nothing can train: say so at once (after
         # this slot returns, as the dialog runs its own event loop).

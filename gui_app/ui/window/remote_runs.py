@@ -5,7 +5,8 @@ there (:func:`read_host_rows`, on the list's reader thread, over the shared conn
 each row ``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's key is its absolute
 path, so the two never collide, and the Host column names the host. Their histories are not
 files here: Open replays the run's events with ``attach RUN_DIR --control none`` there
-(:class:`RemoteOpen`), and Attach follows a running one from line 0 (RunAttach), so its charts
+(:class:`RemoteOpen`, its ssh command line built off the GUI thread:
+gui_app/ui/workers/host_commands.py), and Attach follows a running one from line 0 (RunAttach), so its charts
 are complete however long the window was away. Resume resumes a stopped, interrupted or failed
 run there (``resume --host HOST RUN_DIR --detach``, RunActions) and follows it from its first
 event, the run's history with it.
@@ -18,15 +19,19 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.answers import RunRow, decode
+from gui_app.core.backends.ssh import SshBackend
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
 from gui_app.core.hosts import Host, run_key, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
-from gui_app.core.ssh import HostError, remote_argv, run_shell, shell_command
+from gui_app.core.ssh import HostError, run_shell, shell_command
+from gui_app.identity import app_command
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState
+from gui_app.ui.workers.background import Background
+from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.run_job import RunJob
 
 LIST_TIMEOUT_S = 60.0
@@ -75,6 +80,8 @@ class RemoteOpen(QObject):
         self._state, self._shown = state, shown
         self._job: RunJob | None = None
         self._events: list[Event] = []
+        self._background = Background(self)
+        self._asked = 0  # the Opens asked for: only the latest one's replay starts
 
     def open(self, host: Host, run_dir: str) -> None:
         if not self._state.is_idle():
@@ -82,15 +89,31 @@ class RemoteOpen(QObject):
             return
         if self._job is not None:
             self._job.discard()
+        self._job = None
         self._events = []
-        key = run_key(host.name, run_dir)
         self._state.set_status(f"Reading {Path(run_dir).name} from {host.name}…")
-        job = RunJob(remote_argv(host, ["attach", run_dir, "--control", "none"]), parent=self)
+        backend = SshBackend(run_dir, host)
+        self._asked += 1
+        asked = self._asked
+        # its ssh command line once ssh -G has answered, off the GUI thread (host_commands)
+        when_prepared(self._background, backend, lambda: self._replay(asked, backend, run_dir))
+
+    def _replay(self, asked: int, backend: SshBackend, run_dir: str) -> None:
+        if asked != self._asked:  # another Open came meanwhile
+            return
+        key = run_key(backend.host.name, run_dir)
+        try:
+            command = backend.command(app_command, ["attach", run_dir, "--control", "none"])
+        except HostError as exc:  # no folder for ssh's shared connections
+            self._state.set_status(f"Cannot open {key}: {exc}")
+            self.note.emit(f"Cannot open {key}: {exc}")
+            return
+        job = RunJob(command, parent=self)
         job.on_result(self._events.append).on_end(lambda _status, message: self._show(job, key, message))
         self._job = job.start()
 
     def is_reading(self) -> bool:
-        return self._job is not None and self._job.is_running()
+        return self._background.busy() or (self._job is not None and self._job.is_running())
 
     def _show(self, job: RunJob, key: str, message: str) -> None:
         if job is not self._job:  # replaced by a later Open

@@ -22,7 +22,6 @@ from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
-from gui_app.ui.window.run_place import RunPlace
 from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import EVALUATION, PAUSED, STATE_TEXT, TRAINING, WindowState
@@ -33,10 +32,9 @@ class RunActions(QObject):
     note = Signal(str)
 
     def __init__(self, window: QWidget, state: WindowState, *, supervisor: RunSupervisor, forms: ConfigPanel,
-                 shown: ShownRun, place: RunPlace | None = None) -> None:
+                 shown: ShownRun) -> None:
         super().__init__(window)
         self._window, self._state, self._supervisor, self._forms, self._shown = window, state, supervisor, forms, shown
-        self._place = place  # where Train starts the run (None: this computer)
         self.failure_box: QMessageBox | None = None
         self.resume_dialog: ResumeDialog | None = None
         self.closing = False  # the run is being stopped so that the window can close
@@ -59,7 +57,7 @@ class RunActions(QObject):
 
     def _start_training(self, config: RunConfig) -> None:
         self._shown.clear()
-        host = self._place.host if self._place is not None else None
+        host = self._state.run_on  # Run on: this computer or an SSH host
         self.note.emit(f"Training {config.dataset.name} with {config.model.name} ({config.strategy.name})"
                        + (f" on {host.name}" if host is not None else ""))
         self._defer_background_work()

@@ -6,16 +6,21 @@ engine commands get ``--host HOST`` (:meth:`RunPlace.command`), the run director
 and the run is followed over ssh (gui_app.ui.workers.attachment). The choice is kept in the
 settings (``run_on``); a host no longer in hosts.json falls back to this computer. The other
 tools (export, the Try tab, the scaling benchmark) stay on this computer.
+
+The choice itself is a field of the window's state (``WindowState.run_on``, its signal
+``run_on_changed``): RunPlace only turns a name of hosts.json into that field and builds the
+commands that go there, so nothing else keeps a copy of it.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, SignalInstance
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from gui_app.core.hosts import Host, HostsFileError, load_hosts
 from gui_app.core.ssh import is_host_failure
+from gui_app.ui.window.window_state import WindowState
 
 THIS_COMPUTER = "This computer"
 
@@ -29,34 +34,43 @@ def stored_hosts() -> tuple[dict[str, Host], str]:
 
 
 class RunPlace(QObject):
-    changed = Signal()  # another host, or this computer
-
-    def __init__(self, engine_command: Callable[..., list[str]], host_name: str | None = None,
+    def __init__(self, engine_command: Callable[..., list[str]], state: WindowState, host_name: str | None = None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._engine_command = engine_command
-        self.host: Host | None = stored_hosts()[0].get(host_name) if host_name else None
+        self._state = state
+        if host_name:
+            self.set_host(host_name)
+
+    @property
+    def changed(self) -> SignalInstance:
+        """Another host, or this computer: the state's own signal."""
+        return self._state.run_on_changed
+
+    @property
+    def host(self) -> Host | None:
+        return self._state.run_on
 
     @property
     def name(self) -> str | None:
-        return self.host.name if self.host is not None else None
+        host = self._state.run_on
+        return host.name if host is not None else None
 
     def command(self, *args: str) -> list[str]:
         """The engine command ``args`` where the jobs run (``--host`` takes every query the forms ask)."""
-        return self._engine_command(*args, *(["--host", self.host.name] if self.host is not None else []))
+        host = self._state.run_on
+        return self._engine_command(*args, *(["--host", host.name] if host is not None else []))
 
     def failed_host(self, line: str) -> str | None:
         """The host's name when ``line`` is the host's own failure (ssh cannot reach it, the app
         there does not answer): detection, the dataset check and the run list then all fail with
         it, and it is told once, on the Devices section. None for any other line, or here."""
-        return self.host.name if self.host is not None and is_host_failure(self.host.name, line) else None
+        host = self._state.run_on
+        return host.name if host is not None and is_host_failure(host.name, line) else None
 
     def set_host(self, name: str | None) -> None:
         """Run on the host of hosts.json called ``name`` (its entry as stored now), or here (None)."""
-        host = stored_hosts()[0].get(name) if name else None
-        if host != self.host:
-            self.host = host
-            self.changed.emit()
+        self._state.set_run_on(stored_hosts()[0].get(name) if name else None)
 
 
 class RunOnBox(QComboBox):
@@ -69,7 +83,7 @@ class RunOnBox(QComboBox):
                         "(Tools → Hosts… adds one)")
         self.refill()
         self.activated.connect(lambda index: place.set_host(self.itemData(index)))
-        place.changed.connect(self.refill)
+        place.changed.connect(lambda _host: self.refill())
 
     def refill(self) -> None:
         hosts, problem = stored_hosts()

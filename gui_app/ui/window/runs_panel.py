@@ -23,13 +23,14 @@ the window follows is marked (an icon, a tooltip); another running one can be at
 (double-click, Attach). The Host column names the machine a run's process ran on when it is
 another one (a shared runs folder). What a row shows and where it sorts to: run_rows.py.
 
-With a Run on host (:meth:`RunsPanel.set_host`) the list is the host's runs, this computer's left
-out until Run on is this computer again (mixed in one list, which is where was unclear), keyed
-``HOST:RUN_DIR``, the host in the Host column (gui_app.ui.window.remote_runs); they open, attach,
-resume and export over ssh, and what needs their files here (overlay, the folder) is disabled. A host
-that does not answer is one line beside the buttons, and its rows stay as last read; when the host
-itself cannot run commands (ssh fails, no app there) that line points to the window's Devices
-section, which tells it whole (``host_failed``), as device detection meets the same failure.
+With a Run on host (``WindowState.run_on``, followed through its signal) the list is the host's
+runs, this computer's left out until Run on is this computer again (mixed in one list, which is
+where was unclear), keyed ``HOST:RUN_DIR``, the host in the Host column
+(gui_app.ui.window.remote_runs); they open, attach, resume and export over ssh, and what needs their
+files here (overlay, the folder) is disabled. A host that does not answer is one line beside the
+buttons, and its rows stay as last read; when the host itself cannot run commands (ssh fails, no app
+there) that line points to the window's Devices section, which tells it whole (``host_failed``), as
+device detection meets the same failure.
 
 An opened run bundle is a row too (:meth:`add_bundle`), resumed in a new run folder, not its copy.
 """
@@ -105,7 +106,8 @@ class RunsPanel(QWidget):
         self._wanted: set[str] = set()  # selected before their rows arrived (a run that just finished)
         self._read = 0
         self._total: int | None = None  # the number of runs, once counted
-        self._host = host  # the Run on host, whose runs are listed too
+        if host is not None:  # a panel on its own (a test): Run on that host
+            state.set_run_on(host)
         self._host_problem = ""  # why the host's runs could not be read this time
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -166,6 +168,7 @@ class RunsPanel(QWidget):
         state.run_state_changed.connect(self._update_buttons)
         state.active_run_changed.connect(self._on_active_run_changed)
         state.run_ended.connect(self._on_run_ended)
+        state.run_on_changed.connect(lambda _host: self.refresh())  # another host's runs, or this computer's
         self.refresh()
 
     @staticmethod
@@ -179,17 +182,16 @@ class RunsPanel(QWidget):
     # ---- public ----------------------------------------------------------------------
     def refresh(self) -> None:
         """Read the runs folder again, on the reader's thread; the rows change as runs are read."""
-        self._reader.read(self._state.runs_dir, self._host)
+        self._reader.read(self._state.runs_dir, self._state.run_on)
         if self._reader.is_filling():
             self._seen, self._read, self._total = set(), 0, None
             self._host_problem = ""
             self._show_reading()
 
     def set_host(self, host: Host | None) -> None:
-        """List the runs of ``host`` (the window's Run on host), or this computer's (None)."""
-        if host != self._host:
-            self._host = host
-            self.refresh()
+        """Run on ``host`` (or this computer, None): the list shows its runs (the window sets the
+        state through its Run on list; this is the same for a panel on its own)."""
+        self._state.set_run_on(host)  # the state's signal refreshes the list
 
     def is_filling(self) -> bool:
         """A refresh is still reading the folder (``filled`` is emitted when it ends)."""
@@ -245,8 +247,9 @@ class RunsPanel(QWidget):
 
     # ---- filling ---------------------------------------------------------------------
     def _show_reading(self) -> None:
-        if self._host is not None:
-            text = f"Reading the runs on {self._host.name}…"
+        host = self._state.run_on
+        if host is not None:
+            text = f"Reading the runs on {host.name}…"
         elif self._total is None:
             text = "Reading the runs folder…"
         else:
@@ -306,13 +309,15 @@ class RunsPanel(QWidget):
 
     def _on_host_failed(self, line: str) -> None:
         self._host_problem = line
-        if self._host is not None and is_host_failure(self._host.name, line):
+        host = self._state.run_on
+        if host is not None and is_host_failure(host.name, line):
             # Detection and the dataset check meet the same failure: the Devices section tells it whole.
-            self._host_problem = f"{self._host.name}: its runs are not listed (see Devices)"
+            self._host_problem = f"{host.name}: its runs are not listed (see Devices)"
             self.host_failed.emit(line)
 
     def _on_done(self) -> None:
-        kept = self._host.name if self._host is not None and self._host_problem else None
+        host = self._state.run_on
+        kept = host.name if host is not None and self._host_problem else None
         gone = [path for path in self._items if path not in self._seen and path not in self._bundles
                 and (kept is None or split_run_key(path)[0] != kept)]
         for path in gone:  # deleted or moved away since the last fill

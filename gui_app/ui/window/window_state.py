@@ -15,6 +15,9 @@ changes a part changes it here, and the views subscribe to the parts they show.
     train_blocker  why Train cannot start with the forms ("" when it can): a field is not valid, or
                  the check of the dataset and model on the forms has not passed (ConfigPanel)
     tab          the tab on show (``TABS``)
+    run_on       where Train, device detection, the dataset check and the run list go now: an SSH
+                 host of hosts.json (its entry as it was read when chosen), or None for this computer;
+                 the toolbar's Run on list sets it (RunPlace), everything else reads it here
     status       the status bar's line (each run state has its own until something else is said); a
                  line about the run on screen (:meth:`WindowState.set_run_status`: how it ended) goes
                  when another run comes on screen or the user turns to something else
@@ -23,9 +26,12 @@ changes a part changes it here, and the views subscribe to the parts they show.
 ``runs_dir``, the folder of run directories, is fixed for the window's life.
 
 Who subscribes: the menus and toolbar (WindowActions: what is enabled), the run list (RunsPanel:
-busy, the active run, why a run ended), the progress line (RunProgress: the run state, the runs
+busy, the active run, why a run ended, the Run on host's runs), the progress line (RunProgress: the run state, the runs
 listed), the tab widget, the title and the status bar (MainWindow), the Try tab's model
-(ModelActions), the recent runs (FileActions).
+(ModelActions), the recent runs (FileActions); the Run on list, the settings, device detection and
+the dataset check (MainWindow, ConfigPanel through RunPlace.command) and Train (RunActions) follow
+``run_on``. Resume, Open, Attach, the Log tab, the gallery and the Try tab do not: they act on a run
+that lives where its key says (``HOST:RUN_DIR``), whatever Run on says now.
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ from typing import TYPE_CHECKING, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
-from gui_app.core.hosts import split_run_key
+from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
@@ -81,6 +87,7 @@ class WindowState(QObject):
     forms_valid_changed = Signal(bool)
     train_blocker_changed = Signal(str)
     tab_changed = Signal(str)
+    run_on_changed = Signal(object)  # the Host, or None for this computer
     status_changed = Signal(str)
 
     def __init__(self, run: RunSupervisor, runs_dir: str | Path, parent: QObject | None = None) -> None:
@@ -95,6 +102,7 @@ class WindowState(QObject):
         self._forms_valid = False
         self._train_blocker = "The forms are not filled in yet"
         self._tab = TABS[0]
+        self._run_on: Host | None = None
         self._status = STATE_TEXT[run.state()]
         self._status_of_run = False  # the status line is about the run shown when it was said...
         self._status_run: str | None = None  # ... this one (None: no run was on screen)
@@ -249,6 +257,16 @@ class WindowState(QObject):
         if tab != self._tab:
             self._tab = tab
             self.tab_changed.emit(tab)
+
+    @property
+    def run_on(self) -> Host | None:
+        return self._run_on
+
+    def set_run_on(self, host: Host | None) -> None:
+        """Run on ``host`` (an entry of hosts.json), or on this computer (None)."""
+        if host != self._run_on:
+            self._run_on = host
+            self.run_on_changed.emit(host)
 
     @property
     def status(self) -> str:

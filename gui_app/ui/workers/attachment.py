@@ -26,7 +26,9 @@ the run's process is gone. On 255 (or the ssh client killed) the run goes on the
 attachment says "connection to HOST lost, reconnecting…" and attaches again with the same
 back-off, for as long as it takes (a laptop asleep for hours). There is no lock or log to read
 here: the run's end comes from attach there, and its log is followed with ``log --follow`` there
-(:class:`~gui_app.ui.workers.remote_log.RemoteLog`), whose last lines come before ``ended``.
+(:class:`~gui_app.ui.workers.remote_log.RemoteLog`), whose last lines come before ``ended``. Their
+ssh command lines are built once ``ssh -G`` has answered on a thread of their own, never on the
+GUI thread (gui_app/ui/workers/host_commands.py).
 
     event(Event)      every event after line N, decoded once (RunJob)
     log_line(str)     the run's log, the attach process's stderr
@@ -55,7 +57,9 @@ from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
+from gui_app.ui.workers.background import Background
 from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.log_tail import LogTail
 from gui_app.ui.workers.process import STRAY_PREFIX
 from gui_app.ui.workers.remote_log import RemoteLog
@@ -122,6 +126,7 @@ class Attachment(QObject):
         self._stopping = self._detaching = self._killed = self._done = False
         self.kill_reason: str | None = None
         self._notice = ""  # what the window was told about the attachment ("": nothing wrong)
+        self._background = Background(self)
         self._log = LogTail(self)
         self._log.line.connect(self.log_line)
         self._remote_log = RemoteLog(lambda start: self._command(["log", self.run_dir, "--follow", "--json",
@@ -207,8 +212,17 @@ class Attachment(QObject):
     def _attach(self) -> None:
         if self._done:
             return
-        self._from = self.lines
         self._attempt = time.monotonic()
+        if self.remote:  # its ssh command lines are built once ssh -G has answered, off the GUI thread
+            self.backend = self.backend or backend_for(self.run_dir, self.host)
+            when_prepared(self._background, self.backend, self._attach_now)
+        else:
+            self._attach_now()
+
+    def _attach_now(self) -> None:
+        if self._done:  # it let go while ssh -G was asked
+            return
+        self._from = self.lines
         try:
             command = self._attach_command()
         except HostError as exc:  # no folder for ssh's shared connections

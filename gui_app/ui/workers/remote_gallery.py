@@ -1,16 +1,18 @@
 """RemoteGallery: the misclassified test images of a run on an SSH host, copied back.
 
 A run's evaluation comes to the window as its ``eval`` event (attached, or replayed by Open),
-but the images of its gallery are in ``misclassified.npz`` beside it, on the host: copied back
-over the shared connection (gui_app.core.ssh_files.fetch, as ``export --host`` brings its
-files), read and checked, and the copy removed. On a thread that touches no Qt (the copy waits for
-the network; gui_app/ui/workers/background.py).
+but the images of its gallery are in ``misclassified.npz`` beside it, on the host: copied back by
+``hosts fetch HOST RUN_DIR/misclassified.npz --to TMP --json``, an EngineJob like every other
+command the window runs (the engine process waits for ssh, the GUI thread waits for nothing),
+then read and checked on a thread that touches no Qt (gui_app/ui/workers/background.py), and the
+copy removed.
 
     fetched(key, arrays, problem)   ``HOST:RUN_DIR``; the checked arrays (None when not copied)
                                     and, then, the one line that says why
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,36 +22,54 @@ from PySide6.QtCore import QObject, Signal
 
 import numpy as np
 
-from gui_app.core.hosts import HostsFileError, find_host, split_run_key
+from gui_app.core.answers import Fetched, reader
+from gui_app.core.hosts import split_run_key
 from gui_app.core.rundir import MISCLASSIFIED_FILE
-from gui_app.core.ssh import HostError
-from gui_app.core.ssh_files import fetch
+from gui_app.identity import app_command
 from gui_app.ui.workers.background import Background, Send
+from gui_app.ui.workers.engine_job import EngineJob
+
+FETCH_TIMEOUT_S = 120.0  # a hung connection is a line in the gallery's title, not "copying…" for ever
+PREFIX = "replica-studio hosts fetch: "  # the command names itself; the title says what failed
 
 
 class RemoteGallery(QObject):
     fetched = Signal(str, object, str)
 
-    def __init__(self, load: Callable[[Path], dict[str, np.ndarray] | None], parent: QObject | None = None) -> None:
+    def __init__(self, load: Callable[[Path], dict[str, np.ndarray] | None],
+                 engine_command: Callable[..., list[str]] = app_command, parent: QObject | None = None) -> None:
         """``load(path)``: the checked arrays of a misclassified.npz (ValueError naming the file)."""
         super().__init__(parent)
-        self._load = load
+        self._load, self._engine_command = load, engine_command
         self._background = Background(self)
 
     def fetch(self, key: str) -> None:
-        self._background.run(_fetch, key, self._load, deliver=lambda result: self.fetched.emit(*result),
-                             name="remote-gallery")
+        host_name, run_dir = split_run_key(key)
+        folder = Path(tempfile.mkdtemp(prefix="replica-studio-gallery-"))
+        command = self._engine_command("hosts", "fetch", host_name or "", f"{run_dir}/{MISCLASSIFIED_FILE}",
+                                       "--to", str(folder), "--json")
+        job = EngineJob(command, name="the copy", read=reader(Fetched), timeout_s=FETCH_TIMEOUT_S, parent=self)
+        (job.on_result(functools.partial(self._copied, key, folder))
+            .on_failure(functools.partial(self._failed, key, folder))
+            .on_finished(job.deleteLater)  # after its last signal
+            .start())
+
+    def _copied(self, key: str, folder: Path, answer: Fetched) -> None:
+        """The copy is here: read on a thread, which removes the folder once it has read it."""
+        self._background.run(_read, key, Path(answer.path), folder, self._load,
+                             deliver=lambda result: self.fetched.emit(*result), name="remote-gallery")
+
+    def _failed(self, key: str, folder: Path, line: str) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        self.fetched.emit(key, None, line.removeprefix(PREFIX) or "failed")
 
 
-def _fetch(send: Send, key: str, load: Callable[[Path], dict[str, np.ndarray] | None]) -> None:
+def _read(send: Send, key: str, path: Path, folder: Path, load: Callable[[Path], dict[str, np.ndarray] | None]) -> None:
     """On its thread: sends (key, the checked arrays or None, the line that says why not)."""
-    host_name, run_dir = split_run_key(key)
-    folder = Path(tempfile.mkdtemp(prefix="replica-studio-gallery-"))
     arrays, problem = None, ""
     try:
-        fetch(find_host(host_name or ""), f"{run_dir}/{MISCLASSIFIED_FILE}", folder)
-        arrays = load(folder / MISCLASSIFIED_FILE)
-    except (HostError, HostsFileError, ValueError) as exc:
+        arrays = load(path)
+    except ValueError as exc:
         problem = str(exc).strip().splitlines()[0] if str(exc).strip() else "failed"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
