@@ -76,7 +76,7 @@ def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_come_back_wit
         assert told and told[0].startswith("rs-no-such-host.invalid: unknown host (ssh: Could not resolve")
         assert panel.reading_label.text() == "rs-no-such-host.invalid: its runs are not listed (see Devices)"
         assert panel.tree.isColumnHidden(HOST)  # no run of another machine listed
-        panel.set_host(None)
+        state.set_run_on(None)
         wait_listed(qtbot, panel)
         assert panel.reading_label.text() == "" and listed_status(panel, here) == "completed"
     finally:
@@ -91,7 +91,8 @@ def test_with_run_on_a_host_the_list_is_its_runs_with_the_host_column_in_view(qt
     printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
     monkeypatch.setattr(run_reader, "read_host_rows", lambda host: host_rows(host.name, printed))  # no ssh here
     supervisor = RunSupervisor()
-    panel = RunsPanel(WindowState(supervisor, runs_dir), host=Host("gpu1"))
+    state = WindowState(supervisor, runs_dir)
+    panel = RunsPanel(state, host=Host("gpu1"))
     qtbot.addWidget(panel)
     panel.resize(900, 300)
     panel.show()
@@ -105,7 +106,7 @@ def test_with_run_on_a_host_the_list_is_its_runs_with_the_host_column_in_view(qt
         header = tree.header()
         assert header.visualIndex(HOST) < header.visualIndex(NOTE) == len(COLUMNS) - 1
         assert header.sectionViewportPosition(HOST) + header.sectionSize(HOST) <= tree.viewport().width()
-        panel.set_host(None)
+        state.set_run_on(None)
         wait_listed(qtbot, panel)
         assert listed_status(panel, here) == "completed" and listed_status(panel, key) is None
         assert tree.isColumnHidden(HOST)

@@ -188,11 +188,6 @@ class RunsPanel(QWidget):
             self._host_problem = ""
             self._show_reading()
 
-    def set_host(self, host: Host | None) -> None:
-        """Run on ``host`` (or this computer, None): the list shows its runs (the window sets the
-        state through its Run on list; this is the same for a panel on its own)."""
-        self._state.set_run_on(host)  # the state's signal refreshes the list
-
     def is_filling(self) -> bool:
         """A refresh is still reading the folder (``filled`` is emitted when it ends)."""
         return self._reader.is_filling()
