@@ -87,7 +87,9 @@ class RehearseDialog(JobDialog):
         self.result_area.addWidget(self._curves_note)
         self._reader = Background(self)
         self._reading = threading.Event()  # set: the read under way is no longer wanted
-        self.destroyed.connect(lambda *_: self._reading.set())
+        reads = self._reads = [self._reading]  # every read started: set when the dialog goes
+        # (the lambda holds the list, not the dialog: nothing of Qt in it)
+        self.destroyed.connect(lambda *_: _set_all(reads))
 
     @classmethod
     def for_forms(cls, forms: ConfigPanel, parent: QWidget,
@@ -141,6 +143,7 @@ class RehearseDialog(JobDialog):
     # ---- the curves ------------------------------------------------------------------------------
     def _read_curves(self, cert: Certificate) -> None:
         self._reading = cancelled = threading.Event()
+        self._reads[:] = [cancelled]  # the earlier ones are set already (_make_job)
         self._curves_note.setText("Reading both runs' curves…")
         self._curves_note.setStyleSheet("")
         self._curves_note.setVisible(True)
@@ -173,3 +176,7 @@ class RehearseDialog(JobDialog):
     def _cancelled(self, job: EngineJob) -> str:
         return "Cancelled: its run was stopped with a checkpoint; the runs so far are in the run list."
 
+
+def _set_all(events: list[threading.Event]) -> None:
+    for event in events:
+        event.set()
