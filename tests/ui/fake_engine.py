@@ -437,7 +437,9 @@ def prepare(argv):
 
 def rehearse(argv):
     """``rehearse CONFIG --at STEP ... --json``: after a progress-free wait (``wait`` mode: for
-    ever, until cancelled), a certificate shaped like the real one; not equivalent at step 13."""
+    ever, until cancelled), a certificate shaped like the real one; not equivalent at step 13.
+    Its two runs are the folders FAKE_ENGINE_REFERENCE_RUN and FAKE_ENGINE_REHEARSED_RUN name
+    (a test writes them), else folders that do not exist."""
     at = int(argv[argv.index("--at") + 1])
     worker = int(argv[argv.index("--worker") + 1]) if "--worker" in argv else None
     while os.environ.get("FAKE_ENGINE_MODE") == "wait":
@@ -445,7 +447,9 @@ def rehearse(argv):
     first = {"step": at + 1, "what": "batch of replica 0"} if at == 13 else None
     print(json.dumps({"equivalent": first is None, "steps": 40, "batches_identical": first is None,
                       "max_loss_diff": 0.0 if first is None else 0.1, "max_weight_diff": 0.0 if first is None else 0.02,
-                      "first_difference": first, "reference_run": "/runs/a", "rehearsed_run": "/runs/b",
+                      "first_difference": first,
+                      "reference_run": os.environ.get("FAKE_ENGINE_REFERENCE_RUN", "/runs/a"),
+                      "rehearsed_run": os.environ.get("FAKE_ENGINE_REHEARSED_RUN", "/runs/b"),
                       "strategy": "mirrored", "signal": argv[argv.index("--signal") + 1], "worker": worker, "at": at,
                       "interrupted_at": at + 1, "resumed_from": at - 1}), flush=True)
     return 0 if first is None else 1

@@ -9,20 +9,31 @@ and shows the :class:`~gui_app.core.answers.Certificate` in the engine's own wor
 (gui_app.core.rehearsal.sentences). Exit 1 with a certificate is an answer (not equivalent);
 exit 1 without one is the failure line of a run that did not end. Cancel stops the rehearsal,
 which stops its run with a checkpoint first.
+
+Below the certificate, both runs' curves overlaid (gui_app/ui/charts/rehearsal_chart.py: the
+interruption and the first difference marked). The two run folders the certificate names are
+read off the GUI thread (gui_app/ui/workers/background.py, as the Compare dialog reads its runs):
+a long run's events take seconds to decode.
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Callable
 
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QPlainTextEdit, QSpinBox, QWidget
 
 from gui_app.core.answers import Certificate, reader
+from gui_app.core.comparison import RunFigures
 from gui_app.core.config import RunConfig
 from gui_app.core.engine_output import EXIT_FAILED, EXIT_OK
 from gui_app.core.rehearsal import sentences
 from gui_app.identity import app_command
+from gui_app.ui.charts.rehearsal_chart import RehearsalChart
 from gui_app.ui.colors import ERROR_STYLE
+from gui_app.ui.dialogs.compare import read_all_figures
 from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.workers.background import Background
 from gui_app.ui.workers.engine_job import EngineJob
 
 if TYPE_CHECKING:
@@ -33,6 +44,7 @@ SIGNALS = (("KILL", "SIGKILL: killed, the work since its last checkpoint lost"),
 
 
 class RehearseDialog(JobDialog):
+    curves_shown = Signal()  # the runs' curves are drawn, or the note says why they cannot be
     starting_text = "Training it interrupted, resuming it, then training it straight through (two runs)…"
 
     def __init__(self, config: RunConfig, parent: QWidget | None = None,
@@ -66,6 +78,18 @@ class RehearseDialog(JobDialog):
         self._text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self._text.setMinimumHeight(120)
         self.result_area.addWidget(self._text)
+        self.chart = RehearsalChart()
+        self.chart.setMinimumHeight(220)
+        self.chart.setVisible(False)  # until a certificate names two runs
+        self._curves_note = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self._curves_note.setVisible(False)
+        self.result_area.addWidget(self.chart, 1)
+        self.result_area.addWidget(self._curves_note)
+        self._reader = Background(self)
+        self._reading = threading.Event()  # set: the read under way is no longer wanted
+        reads = self._reads = [self._reading]  # every read started: set when the dialog goes
+        # (the lambda holds the list, not the dialog: nothing of Qt in it)
+        self.destroyed.connect(lambda *_: _set_all(reads))
 
     @classmethod
     def for_forms(cls, forms: ConfigPanel, parent: QWidget,
@@ -93,6 +117,10 @@ class RehearseDialog(JobDialog):
     def _make_job(self) -> EngineJob | None:
         self.certificate = None
         self._text.clear()
+        self._reading.set()  # a previous rehearsal's curves still being read are dropped
+        self.chart.clear_runs()
+        self.chart.setVisible(False)
+        self._curves_note.setVisible(False)
         return EngineJob(self.command(), name="the rehearsal", read=reader(Certificate),
                          ok_codes=(EXIT_OK, EXIT_FAILED), parent=self)
 
@@ -109,7 +137,46 @@ class RehearseDialog(JobDialog):
                               error=True)
         self._text.setStyleSheet("" if result.equivalent else ERROR_STYLE)
         self._text.moveCursor(self._text.textCursor().MoveOperation.Start)
+        if result.cannot_certify is None and result.reference_run and result.rehearsed_run:
+            self._read_curves(result)
+
+    # ---- the curves ------------------------------------------------------------------------------
+    def _read_curves(self, cert: Certificate) -> None:
+        self._reading = cancelled = threading.Event()
+        self._reads[:] = [cancelled]  # the earlier ones are set already (_make_job)
+        self._curves_note.setText("Reading both runs' curves…")
+        self._curves_note.setStyleSheet("")
+        self._curves_note.setVisible(True)
+        self._reader.run(read_all_figures, [cert.reference_run, cert.rehearsed_run], cancelled,
+                         deliver=lambda figures: self._on_curves(cert, cancelled, figures),
+                         failed=lambda exc: self._on_curves_failed(cancelled, exc), name="RehearsalReader")
+
+    def _on_curves(self, cert: Certificate, cancelled: threading.Event, figures: list[RunFigures]) -> None:
+        if cancelled.is_set() or cert is not self.certificate:
+            return
+        self._curves_note.setVisible(False)
+        self.chart.show_runs(figures[0], figures[1], cert)
+        self.chart.setVisible(True)
+        self.curves_shown.emit()
+
+    def _on_curves_failed(self, cancelled: threading.Event, exc: BaseException) -> None:
+        if not isinstance(exc, (OSError, ValueError)):
+            raise exc
+        if cancelled.is_set():
+            return
+        self._curves_note.setText(f"The curves cannot be shown: {exc}")
+        self._curves_note.setStyleSheet(ERROR_STYLE)
+        self.curves_shown.emit()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._reading.set()
+        self._reader.wait()
 
     def _cancelled(self, job: EngineJob) -> str:
         return "Cancelled: its run was stopped with a checkpoint; the runs so far are in the run list."
 
+
+def _set_all(events: list[threading.Event]) -> None:
+    for event in events:
+        event.set()

@@ -6,7 +6,10 @@ parsing (``SweepConfig.from_dict``: the CLI's one-line errors, naming the key) a
 until it passes. Start writes the sweep file and runs ``sweep SWEEP.json --detach``: the sweep is
 a process of its own session, which closing the window leaves running; ``started(sweep_dir)``
 then says where its folder is. "Run trials on" lists this computer and the SSH hosts of Tools ->
-Hosts (core/hosts.py): the sweep spreads its trials over the ones ticked.
+Hosts (core/hosts.py): the sweep spreads its trials over the ones ticked. "Run trials as Slurm jobs"
+sets the sweep file's ``slurm`` key instead (each trial one job; a partition and a time limit, the
+rest the cluster's defaults): its fields, like the threshold pruner's figure, are checked by the
+same parsing (core/sweep_slurm.py), so the dialog and the CLI refuse a value in the same words.
 
 A sweep trains many runs, so what one trial costs is said before Start: its epochs (editable
 here; at most :data:`DEFAULT_EPOCHS` unless asked, whatever the forms were left at), its steps
@@ -28,6 +31,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -47,7 +51,20 @@ from gui_app.ui.workers.attachment import DetachedStart
 METHODS = {"tpe": "TPE (Optuna's default)", "random": "Random", "grid": "Grid"}
 DEFAULT_EPOCHS = 10  # a trial's epochs when the forms say more: a sweep trains trials x this
 EPOCHS_KEY = "training.epochs"
-PRUNERS = {"none": "None", "median": "Median", "hyperband": "Hyperband"}
+PRUNERS = {"none": "None", "median": "Median", "hyperband": "Hyperband",
+           "threshold": "Threshold: a trial worse than a figure"}
+
+
+def _number_or_text(text: str) -> Any:
+    """A field's number, or what was typed (None when empty) for the sweep file's parsing to refuse
+    in its own words: the dialog keeps no rule of its own."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _combo(items: dict[str, str]) -> QComboBox:
@@ -86,18 +103,33 @@ class NewSweepDialog(QDialog):
         self.time_limit_box = QSpinBox(minimum=0, maximum=100_000, value=0, suffix=" min")
         self.time_limit_box.setSpecialValueText("none")
         self.parallel_box = QSpinBox(minimum=1, maximum=MAX_PARALLEL, value=1)
-        self.parallel_box.setToolTip("Trials that train at once; with NVIDIA GPUs each trial gets one")
+        self.parallel_box.setToolTip("Trials that train at once; with NVIDIA GPUs each trial gets one; as "
+                                     "Slurm jobs, the jobs the sweep keeps in Slurm's queue at once")
+        self.threshold_edit = QLineEdit(placeholderText="the metric a trial must reach, e.g. 0.5")
+        self.threshold_edit.setToolTip("After the first epoch, a trial whose metric is worse than this stops "
+                                       "(below it when higher is better, above it when lower is)")
+        self.slurm_box = QCheckBox("Run trials as Slurm jobs (one job a trial; Slurm places them)")
+        self.slurm_box.setToolTip("Start the sweep on the cluster's login node, the sweeps folder on its shared "
+                                  "filesystem; the base must be multi_worker_mirrored (Worker processes)")
+        self.partition_edit = QLineEdit(placeholderText="the cluster's default")
+        self.slurm_time_edit = QLineEdit(placeholderText="the cluster's default")
+        self.slurm_time_edit.setToolTip("Each trial's job time limit, in Slurm's format: minutes, H:MM:SS or "
+                                        "D-HH:MM; near it the trial checkpoints and its job is requeued")
         form = QFormLayout()
         form.addRow("Search", self.method_box)
         form.addRow("Metric", self.metric_box)
         form.addRow("", self.direction_box)
         form.addRow("Stop poor trials early", self.pruner_box)
+        form.addRow("Threshold", self.threshold_edit)
         form.addRow("Trials", self.trials_box)
         form.addRow("Epochs per trial", self.epochs_box)
         form.addRow("", self.cost)
         form.addRow("Time budget", self.time_limit_box)
         form.addRow("Trials at once", self.parallel_box)
         form.addRow("Run trials on", self._places_row())
+        form.addRow("", self.slurm_box)
+        form.addRow("Slurm partition", self.partition_edit)
+        form.addRow("Slurm time limit", self.slurm_time_edit)
         self.error = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
         self.error.setStyleSheet(ERROR_STYLE)
         self.start_button = QPushButton("Start sweep")
@@ -119,10 +151,12 @@ class NewSweepDialog(QDialog):
             box.currentIndexChanged.connect(self.check)
         for spin in (self.trials_box, self.epochs_box, self.time_limit_box, self.parallel_box):
             spin.valueChanged.connect(self.check)
-        for place in self.places.values():
+        for place in (*self.places.values(), self.slurm_box):
             place.toggled.connect(self.check)
+        for edit in (self.threshold_edit, self.partition_edit, self.slurm_time_edit):
+            edit.textChanged.connect(self.check)
         self.rows.add_row()
-        ScreenFit(self, QSize(860, 520))
+        ScreenFit(self, QSize(860, 640))  # the Slurm and threshold rows: the table keeps room
 
     def _places_row(self) -> QWidget:
         """A tick for this computer (ticked) and one for each SSH host (Tools -> Hosts)."""
@@ -152,15 +186,29 @@ class NewSweepDialog(QDialog):
     def sweep_dict(self) -> dict[str, Any]:
         """The sweep file the fields describe."""
         base = self.base.replace(training={"epochs": self.epochs_box.value()})
-        return {"base": base.to_dict(), "parameters": self.rows.parameters(),
+        pruner = self.pruner_box.currentData()
+        data = {"base": base.to_dict(), "parameters": self.rows.parameters(),
                 "metric": self.metric_box.currentData(), "direction": self.direction_box.currentData(),
-                "method": self.method_box.currentData(), "pruner": self.pruner_box.currentData(),
+                "method": self.method_box.currentData(), "pruner": pruner,
                 "trials": self.trials_box.value(), "parallel": self.parallel_box.value(),
-                "time_limit": self.time_limit_box.value() * 60 or None,
-                "hosts": [name for name, box in self.places.items() if box.isChecked()]}
+                "time_limit": self.time_limit_box.value() * 60 or None}
+        if pruner == "threshold":
+            data["pruner_threshold"] = _number_or_text(self.threshold_edit.text())
+        if self.slurm_box.isChecked():  # Slurm places the trials: no hosts (the file's parsing refuses them)
+            data["slurm"] = {"partition": self.partition_edit.text().strip() or None,
+                             "time": self.slurm_time_edit.text().strip() or None}
+        else:
+            data["hosts"] = [name for name, box in self.places.items() if box.isChecked()]
+        return data
 
     def check(self) -> SweepConfig | None:
         """Check the fields as the CLI checks a sweep file; the error (one line) shows under them."""
+        self.threshold_edit.setEnabled(self.pruner_box.currentData() == "threshold")
+        slurm = self.slurm_box.isChecked()
+        for widget in (self.partition_edit, self.slurm_time_edit):
+            widget.setEnabled(slurm)
+        for place in self.places.values():
+            place.setEnabled(not slurm)
         try:
             self.sweep = SweepConfig.from_dict(self.sweep_dict())
         except ConfigError as exc:
