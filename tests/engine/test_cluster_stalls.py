@@ -1,6 +1,6 @@
 """A local 2-worker cluster's stalls and stragglers, with real faults: a worker frozen with SIGSTOP
 is named in a ``stall`` event as stopped within seconds and, continued with SIGCONT, the stall
-clears and the run completes; a worker given a tenth of a CPU (a cgroup v1 quota) is named as
+clears and the run completes; a worker given a fifth of a CPU (a cgroup v1 quota) is named as
 the straggler by ``diagnose``, its pass the cause."""
 from __future__ import annotations
 
@@ -68,6 +68,29 @@ def test_a_frozen_worker_is_named_stopped_and_the_run_completes_after_sigcont(tm
     assert [f["kind"] for f in json.loads(done.stdout)["findings"]] == []  # it cleared: nothing to say now
 
 
+def test_a_worker_left_frozen_fails_the_run_with_the_stall_in_its_error(tmp_path):
+    """TensorFlow's heartbeat check ends the cluster 8-11 s after the freeze: the error says the stall."""
+    config = mw_config(tmp_path, epochs=12)
+    seen: dict = {}
+
+    def hook(launched, event):
+        if event["type"] == "step" and event["step"] >= 30 and "pid" not in seen:
+            seen["pid"] = sorted(launched.worker_pids)[1]
+            os.kill(seen["pid"], signal.SIGSTOP)
+
+    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
+    assert run.wait() == 1
+    (stall,) = run.of("stall")
+    assert stall["worker"] == 1 and run.of("stall_cleared") == []
+    finished = run.events[-1]
+    assert finished["type"] == "run_finished" and finished["status"] == "failed"
+    assert "worker 1" in finished["message"] and "; before it: no step has finished for" in finished["message"]
+    assert "holds the others up: its process is stopped" in finished["message"]
+    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
+    (found,) = [f for f in diagnose(run_dir).findings if f.kind == "stall"]  # the failed run says it too
+    assert found.worker == 1 and found.state == "stopped"
+
+
 CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller
 
 
@@ -85,7 +108,7 @@ def synthetic_npz(path: Path, n: int = 3000) -> Path:
 
 
 @pytest.mark.skipif(not _cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
-def test_a_worker_given_a_tenth_of_a_cpu_is_the_straggler(tmp_path):
+def test_a_worker_given_a_fifth_of_a_cpu_is_the_straggler(tmp_path):
     """A CPU quota, not a hog beside it: the scheduler favours a process that wakes from the
     network over a busy loop, so a pinned hog barely slowed a worker's pass here."""
     config = mw_config(tmp_path, epochs=2)
@@ -101,7 +124,7 @@ def test_a_worker_given_a_tenth_of_a_cpu_is_the_straggler(tmp_path):
         if event["type"] == "step" and event["step"] >= 3 and "slowed" not in seen:
             group.mkdir()
             (group / "cpu.cfs_period_us").write_text("10000")
-            (group / "cpu.cfs_quota_us").write_text("1000")  # 1 ms of every 10: a tenth of a CPU
+            (group / "cpu.cfs_quota_us").write_text("2000")  # 2 ms of every 10: a fifth of a CPU
             (group / "cgroup.procs").write_text(str(sorted(launched.worker_pids)[1]))
             seen["slowed"], seen["at"] = event["step"], time.monotonic()
         elif event["type"] == "step" and "slowed" in seen and "finding_at" not in seen:

@@ -132,6 +132,10 @@ def test_workers_busy_together_are_no_stall(board):
         now = time.monotonic()
         board.reports = {w: (now, {"phase": "checkpointing", "last_step": 15}) for w in (0, 1)}
         assert watch.check(False, now=110.0) is None
+        # The chief validates and saves while the other waits for it in the agreement: the run's work.
+        board.reports = {0: (now, {"phase": "evaluating", "last_step": 15}),
+                         1: (now, {"phase": "agreeing", "last_step": 15})}
+        assert watch.check(False, now=110.0) is None
         board.reports = {w: (now, {"phase": "training", "last_step": 15}) for w in (0, 1)}
         assert watch.check(False, now=103.0) is None  # none stands out: slow, not held up, until 6 s
         stall = watch.check(False, now=110.0)

@@ -4,8 +4,8 @@
 A stall is the clock's: no step has finished for :data:`STALL_FACTOR` times the recent time
 between two step groups, and at least :data:`STALL_MIN_S` -- seconds, well before TensorFlow's
 own heartbeat check ends the cluster (8-11 s after a worker froze, measured here). It is not
-a stall while every worker says it is busy with the same other thing (a checkpoint, the
-validation) for up to :data:`TOGETHER_S`, nor while the run is paused, nor before the first
+a stall while every worker answers and one at least is busy with the run's work between steps
+(a checkpoint, the validation) for up to :data:`TOGETHER_S`, nor while the run is paused, nor before the first
 groups (the cluster forms and traces), nor after the last step; when every worker answers from
 its step and none stands out (the cluster is slow, nobody holds it up), not before
 :data:`UNNAMED_MIN_S`. The worker that holds the others up is, in this order: one whose process
@@ -37,6 +37,7 @@ TOGETHER_S = 60.0  # every worker checkpointing or validating together: not a st
 UNNAMED_MIN_S = 6.0  # every worker answers in its step and none stands out: the cluster is slow, not held up
 FIRST_GROUPS = 3  # the first groups trace the step function: no stall before this many arrived
 ANSWER_S = 4 * REPORT_S  # a worker whose last report is older does not answer
+WAITING = ("training", "agreeing")  # phases that wait in a collective for the other workers
 GROUP_GAP_S = 0.005  # steps relayed closer than this came from one step group
 GROUPS = 20  # the recent groups the expected time is the median of
 _PROC_STATES = {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "tracing stop",
@@ -137,9 +138,10 @@ class StallWatch:
             return None
         workers = [self.status(w, now) for w in self.workers]
         phases = {s.phase for s in workers}
-        if all(s.state == "running" for s in workers) and len(phases) == 1 and phases != {"training"}:
-            # Every worker is busy with the same other thing (a checkpoint, the validation, the
-            # next epoch's input): the steps wait for it, nobody waits for a worker.
+        if all(s.state == "running" for s in workers) and phases - set(WAITING):
+            # Every worker answers and one at least does the run's own work between steps (a
+            # checkpoint, the validation, the next epoch's input) while the others wait for it
+            # in a collective: the run's work, not a worker holding it up -- for a while.
             if phases == {"paused"} or silent < TOGETHER_S:
                 return None
         worker, reason = culprit(workers)

@@ -13,6 +13,7 @@ process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import random
 import subprocess
@@ -70,10 +71,13 @@ class _Attempt:
         config_file = str(ssh.config_file if ssh else run_dir / rundir.CONFIG_FILE)
         # The workers' status reports (status_reports.py): here on loopback; from SSH hosts to the
         # chief's address in the cluster list, which they reach for gRPC anyway.
+        # REPLICA_STUDIO_STATUS_REPORTS=0 leaves them out (benchmarks/bench_status_reports.py: their cost).
         self.board = StatusBoard("0.0.0.0" if ssh is not None else "127.0.0.1")
+        reports = os.environ.get("REPLICA_STUDIO_STATUS_REPORTS", "1") != "0"
         for i in range(local):
-            cmd = app_command("worker", config_file, "--data-seed", str(data_seed),
-                              "--status-to", self.board.address_for("127.0.0.1"))
+            cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
+            if reports:
+                cmd += ["--status-to", self.board.address_for("127.0.0.1")]
             if i == 0:
                 cmd += ["--run-dir", str(run_dir), "--events", "jsonl", "--control", "stdin", "--no-events-file"]
                 if isinstance(cfg.cluster, tuple):
@@ -98,7 +102,7 @@ class _Attempt:
         if ssh is not None:  # the workers it starts over ssh
             chief_host = ssh.addresses[0].rpartition(":")[0].strip("[]")
             self.workers += [ssh.start(i, data_seed, resume, (restore_there or {}).get(i),
-                                       self.board.address_for(chief_host)) for i in ssh.hosts]
+                                       self.board.address_for(chief_host) if reports else None) for i in ssh.hosts]
         self._sent = {"stop": False, "pause": False}
         self.stalls = StallWatch(self.board, self.workers)
 
