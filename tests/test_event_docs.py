@@ -58,7 +58,8 @@ def test_every_key_of_a_list_entry_is_in_its_table(event, key, part):
 
 def test_the_lists_are_the_ones_the_classes_have():
     assert set(PARTS) == {(ev.RunStarted, "replicas", ev.ReplicaInfo), (ev.Step, "replicas", ev.ReplicaStats),
-                          (ev.Step, "gpus", ev.GpuSample), (ev.Eval, "per_class", ev.ClassMetrics)}
+                          (ev.Step, "gpus", ev.GpuSample), (ev.Eval, "per_class", ev.ClassMetrics),
+                          (ev.Stall, "workers", ev.WorkerStatus)}
 
 
 def test_a_new_key_is_caught_until_it_is_documented():

@@ -294,7 +294,7 @@ class DevicesInfo:
 class Finding:
     """One thing wrong with a run (gui_app/core/diagnosis.py, docs/diagnose.md): ``kind`` and its
     sentence; every key is written, null where it is not of the finding's kind."""
-    kind: str  # non_finite | stall | input_bound
+    kind: str  # non_finite | stall | straggler | input_bound
     message: str
     step: int | None = None  # non_finite: the first non-finite step
     worker: int | None = None
@@ -315,7 +315,11 @@ class Finding:
     pid: int | None = None  # stall: the run's process
     state: str | None = None  # stall: its OS state (running, sleeping, stopped, ...), when readable
     share: float | None = None  # input_bound: the median share of a step spent waiting for input
-    steps: int | None = None  # input_bound: steps it was measured over
+    steps: int | None = None  # input_bound: steps it was measured over; straggler: steps it was late in
+    workers: list[dict] | None = None  # stall (a cluster's): every worker (stall event's ``workers`` entries)
+    reason: str | None = None  # stall (a cluster's): why ``worker`` holds the others up
+    late_ms: float | None = None  # straggler: how much later than the others it arrives at the all-reduce
+    cause: str | None = None  # straggler: compute | input
 
 
 @dataclass

@@ -6,13 +6,16 @@ findings (docs/diagnose.md), read from the run's folder alone.
   local gradients went first, the gradient-norm history that led there, the checkpoint that
   is really kept (its file checked here), and what the engine's replay of the last steps found
   (the first layer non-finite, the examples whose loss alone is).
-- ``stall``: a run whose process holds its lock (gui_app/core/live_runs.py) but has written
-  nothing for much longer than the recent time between two step groups.
+- ``stall``: a cluster's ``stall`` event not followed by a step (its launcher watches the
+  workers' reports: who holds the others up, every worker's phase and stack); else a run whose
+  process holds its lock (gui_app/core/live_runs.py) but has written nothing for much longer than
+  the recent time between two step groups.
+- ``straggler``: a cluster's worker that arrives at the all-reduce last, by a large share of the
+  step, over most of the recent steps (each replica's ``ready_time``).
 - ``input_bound``: the replicas waited a large share of their recent steps for the batch.
 
 Only the events of the run's last process count (a run that diverged and was resumed with a
-lower rate is not diverged any more). No straggler: the events hold each replica's compute
-time, not when each worker arrives at the all-reduce, which is what names one (docs/diagnose.md).
+lower rate is not diverged any more).
 
 Qt-free and TensorFlow-free: it reads JSON lines, and ``/proc`` for the state of a process here.
 The rules themselves, which need only the events, are gui_app/core/finding_rules.py's (the
@@ -33,12 +36,15 @@ from gui_app.core.finding_rules import (  # the rules, here with the run's folde
     STALL_FACTOR,
     STALL_FLOOR_SECONDS,
     STEP_WINDOW,
+    cluster_stall,
     input_bound,
+    straggler,
 )
 from gui_app.core.live_runs import RunProcess, live_process
 
 __all__ = ["CLIMB", "HISTORY_STEPS", "STALL_FACTOR", "STALL_FLOOR_SECONDS", "STEP_WINDOW", "NotARun", "diagnose",
-           "input_bound", "non_finite", "process_state", "recent_events", "sentences", "stall"]
+           "cluster_stall", "input_bound", "non_finite", "process_state", "recent_events", "sentences", "stall",
+           "straggler"]
 _STEP_PREFIX = b'{"type":"step",'
 _PROC_STATES = {"R": "running", "S": "sleeping", "D": "waiting for the disk", "T": "stopped", "t": "stopped",
                 "Z": "a zombie", "I": "idle"}
@@ -61,8 +67,12 @@ def diagnose(run_dir: str | Path, now: float | None = None) -> Diagnosis:
     status = "running" if process is not None else rundir.read_run(run_dir).status
     started = next((e for e in events if isinstance(e, RunStarted)), None)
     findings = [*non_finite(run_dir, events, started)]
-    if process is not None:
+    told = cluster_stall(events)  # the cluster's launcher saw it, with every worker's figures
+    if told:
+        findings += told
+    elif process is not None:
         findings += stall(events, process, time.time() if now is None else now, started)
+    findings += straggler(events)
     findings += input_bound(events, started)
     return Diagnosis(str(run_dir), status, findings)
 

@@ -61,6 +61,24 @@ class ReplicaStats:
     memory_bytes: int | None = optional()
     peak_memory_bytes: int | None = optional()
     batch: str | None = optional()  # training.batch_fingerprints: a hash of the batch it trained on
+    # Seconds from the step's start on its worker (the previous step's all-reduce done) until this
+    # replica's local gradients were ready: its input and compute, when it arrives at the all-reduce.
+    ready_time: float | None = optional()
+
+
+@dataclass(kw_only=True)
+class WorkerStatus:
+    """One worker of a cluster as the chief sees it during a stall (``stall.workers``)."""
+
+    worker: int
+    state: str = "running"  # running | stopped | gone | not answering
+    os_state: str | None = None  # from /proc on this machine: "T (stopped)", "S (sleeping)", ...
+    phase: str | None = None  # what it said it was doing last (docs/diagnose.md)
+    last_step: int | None = None  # the last step it finished
+    phase_seconds: float | None = None  # how long it has been in that phase
+    stack: list[str] = field(default_factory=list)  # the top of its main thread's Python stack
+    host: str | None = None
+    pid: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -253,6 +271,29 @@ class NonFinite(Event):
 
 
 @dataclass(kw_only=True)
+class Stall(Event):
+    """A cluster's chief found that no step has finished for much longer than the recent steps
+    took, while it happens: who holds the others up and what every worker is doing."""
+
+    TYPE: ClassVar[str] = "stall"
+    worker: int | None = None  # the worker holding the others up; None: none stands out
+    reason: str = ""  # why that worker
+    since_step: int = 0  # the last step the cluster finished
+    seconds: float = 0.0  # since that step
+    expected_seconds: float | None = None  # a step group took this long recently
+    workers: list[WorkerStatus] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class StallCleared(Event):
+    """Steps flow again after a ``stall``."""
+
+    TYPE: ClassVar[str] = "stall_cleared"
+    step: int = 0  # the first step finished after it
+    seconds: float = 0.0  # how long no step finished
+
+
+@dataclass(kw_only=True)
 class RunFinished(Event):
     TYPE: ClassVar[str] = "run_finished"
     status: str
@@ -264,7 +305,7 @@ class RunFinished(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls for cls in (RunStarted, Progress, Step, EpochEnd, Checkpoint, Paused, Continued, Eval, Warning,
-                              NonFinite, Error, RunFinished)
+                              NonFinite, Stall, StallCleared, Error, RunFinished)
 }
 _OLD_NAMES = {"resumed": Continued}  # protocol 1
 

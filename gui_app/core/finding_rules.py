@@ -15,7 +15,18 @@ from typing import Callable, NamedTuple
 
 from gui_app.core.answers import Finding
 from gui_app.core.bottleneck import CpuShare, input_wait_line
-from gui_app.core.events import Continued, EpochEnd, Event, NonFinite, Paused, RunStarted, Step
+from gui_app.core.event_codec import plain
+from gui_app.core.events import (
+    Continued,
+    EpochEnd,
+    Event,
+    NonFinite,
+    Paused,
+    RunStarted,
+    Stall,
+    StallCleared,
+    Step,
+)
 
 STEP_WINDOW = 100  # the recent steps read (each finding looks at fewer)
 HISTORY_STEPS = 20  # the gradient norms shown before a non-finite step
@@ -26,6 +37,10 @@ VALIDATION_SECONDS = 60.0  # allowed after an epoch's last step before the first
 INPUT_STEPS = 50  # the recent steps the input share is taken over
 INPUT_MIN_STEPS = 10
 INPUT_SHARE = 0.3  # as the Training tab's input-bound line (gui_app/core/bottleneck.py)
+STRAGGLER_STEPS = 40  # the recent steps a straggler is looked for over
+STRAGGLER_MIN_STEPS = 20  # with fewer measured steps, none is named: one hiccup is not a finding
+STRAGGLER_MOST = 0.75  # late in at least this share of them
+STRAGGLER_SHARE = 0.1  # by at least this share of a step (its median)
 
 
 # ---- non_finite ---------------------------------------------------------------------------------
@@ -196,6 +211,43 @@ def _non_finite_sentence(f: Finding, replicas: int) -> str:
 
 
 # ---- stall --------------------------------------------------------------------------------------
+def cluster_stall(events: list[Event]) -> list[Finding]:
+    """The ``stall`` finding of a cluster's last ``stall`` event (its launcher's watch,
+    engine/cluster/cluster_stalls.py) when no ``stall_cleared`` or step came after it."""
+    for event in reversed(events):
+        if isinstance(event, (StallCleared, Step)):
+            return []
+        if isinstance(event, Stall):
+            who = next((w for w in event.workers if w.worker == event.worker), None)
+            return [Finding("stall", stall_sentence(event), worker=event.worker, since_step=event.since_step,
+                            seconds=event.seconds, expected_seconds=event.expected_seconds,
+                            pid=who.pid if who else None, state=who.state if who else None, reason=event.reason,
+                            workers=[plain(w) for w in event.workers])]
+    return []
+
+
+def stall_sentence(event: Stall) -> str:
+    """A cluster's stall in words: since when, who holds the others up and why, what to do, and
+    what every worker is doing."""
+    took = event.expected_seconds or 0.0
+    took_text = f"{took:.2f} s" if took >= 0.1 else f"{took * 1000:.0f} ms"
+    head = (f"no step has finished for {event.seconds:.0f} s since step {event.since_step} "
+            f"(a step group took {took_text} recently)")
+    who = next((w for w in event.workers if w.worker == event.worker), None)
+    if who is None:
+        blame = f"; {event.reason}"
+    else:
+        where = f" on {who.host}" if who.host else ""
+        blame = f"; worker {who.worker}{where} holds the others up: {event.reason}"
+        if who.state == "stopped" and who.pid:
+            blame += f" (SIGSTOP, Ctrl+Z or a debugger): continue it with kill -CONT {who.pid}"
+        elif who.state == "gone":
+            blame += ": the cluster cannot go on without it"
+    each = "; ".join(f"worker {w.worker} {w.state}" + (f", {w.phase}" if w.phase else "")
+                     + (f" after step {w.last_step}" if w.last_step is not None else "") for w in event.workers)
+    return f"{head}{blame}. Workers: {each}."
+
+
 def stall(events: list[Event], now: float, started: RunStarted | None, pid: int,
           state_of: Callable[[], str | None], floor: float = STALL_FLOOR_SECONDS) -> list[Finding]:
     """A live run silent for much longer than its recent groups took; none while it is paused,
@@ -261,3 +313,66 @@ def input_bound(events: list[Event], started: RunStarted | None) -> list[Finding
     shape = (started.dataset or {}).get("input_shape") if started else None
     return [Finding("input_bound", input_wait_line(share, cpu, shape if isinstance(shape, list) else None),
                     seconds=round(statistics.median(waits), 4), share=round(share, 3), steps=len(shares))]
+
+
+# ---- straggler ----------------------------------------------------------------------------------
+class _Arrival(NamedTuple):
+    ready: float  # the worker's latest replica's arrival at the all-reduce, from the step's start
+    compute: float  # its slowest replica's forward and backward pass
+    replica: int  # that latest replica
+
+
+def _arrivals(step: Step) -> dict[int, _Arrival]:
+    out: dict[int, _Arrival] = {}
+    for r in step.replicas:
+        if r.ready_time is None:
+            continue
+        have = out.get(r.worker)
+        compute = max(r.step_time or 0.0, have.compute if have else 0.0)
+        if have is None or r.ready_time > have.ready:
+            out[r.worker] = _Arrival(r.ready_time, compute, r.replica)
+        else:
+            out[r.worker] = have._replace(compute=compute)
+    return out
+
+
+def straggler(events: list[Event]) -> list[Finding]:
+    """The worker that arrives at the all-reduce last, by a large share of the step, in most of
+    the recent steps (after the first group, which traces): the one the others wait for. Its
+    cause: whichever of its input (arrival minus compute) and its compute exceeds the others' more."""
+    steps = [e for e in events if isinstance(e, Step) and not e.per_worker]
+    first_time = steps[0].time if steps else 0.0
+    # worker -> [(lead, share of the step, input beyond the others', compute beyond theirs, replica)]
+    leads: dict[int, list[tuple[float, float, float, float, int]]] = {}
+    measured = 0
+    for event in steps[-STRAGGLER_STEPS:]:
+        arrivals = _arrivals(event)
+        if event.time == first_time or len(arrivals) < 2 or not event.step_time:
+            continue
+        measured += 1
+        last = max(arrivals, key=lambda w: arrivals[w].ready)
+        others = [a for w, a in arrivals.items() if w != last]
+        mine = arrivals[last]
+        lead = mine.ready - max(a.ready for a in others)
+        d_compute = mine.compute - max(a.compute for a in others)
+        d_input = (mine.ready - mine.compute) - max(a.ready - a.compute for a in others)
+        leads.setdefault(last, []).append((lead, lead / event.step_time, d_input, d_compute, mine.replica))
+    if measured < STRAGGLER_MIN_STEPS or not leads:
+        return []
+    worker, rows = max(leads.items(), key=lambda kv: len(kv[1]))
+    share = statistics.median(r[1] for r in rows)
+    if len(rows) < STRAGGLER_MOST * measured or share < STRAGGLER_SHARE:
+        return []
+    late = statistics.median(r[0] for r in rows)
+    d_input, d_compute = statistics.median(r[2] for r in rows), statistics.median(r[3] for r in rows)
+    cause = "input" if d_input > d_compute else "compute"
+    replica = statistics.mode(r[4] for r in rows)
+    what = (f"its forward and backward pass takes {d_compute * 1000:.0f} ms longer than the others': a slower or "
+            "busier processor there (another program on its cores, a CPU quota, a throttled GPU)" if cause == "compute"
+            else f"it waits {d_input * 1000:.0f} ms longer for its batch than the others: its input pipeline or "
+                 "its disk (dataset.cache, more parallel reads on that host)")
+    message = (f"worker {worker} (replica {replica}) is the straggler: it arrives at the all-reduce "
+               f"{late * 1000:.0f} ms after the others ({share:.0%} of a step) in {len(rows)} of the last {measured} "
+               f"steps, and every worker waits for it; {what}.")
+    return [Finding("straggler", message, worker=worker, replica=replica, late_ms=round(late * 1000, 1),
+                    share=round(share, 3), cause=cause, steps=len(rows))]

@@ -33,10 +33,13 @@ from gui_app.core.events import (
     Progress,
     RunFinished,
     RunStarted,
+    Stall,
+    StallCleared,
     Step,
     Warning,
 )
 from gui_app.core.events_file import EventsFile
+from gui_app.core.finding_rules import stall_sentence
 from gui_app.core.history.replicas import replica_label
 from gui_app.core.rundir import EVENTS_FILE, SUMMARY_FILE
 from gui_app.core.wording import count, example_counts, strategy_text
@@ -204,6 +207,10 @@ def format_text(event: Event) -> str | None:
             return None  # the one line on stderr says it (engine/train_command.py)
         case Paused() | Continued():
             return f"{event.TYPE} at step {event.step}"
+        case Stall():
+            return f"stalled: {stall_sentence(event)}"
+        case StallCleared():
+            return f"stall cleared at step {event.step} after {event.seconds:.0f} s"
         case RunFinished():
             # A failure's reason is the stderr line; saying it here too printed it three times.
             message = f": {event.message}" if event.message and event.status != "failed" else ""

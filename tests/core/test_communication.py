@@ -57,13 +57,13 @@ def _options(tf):
 
 @pytest.mark.parametrize("m", [4, 3])  # 3: micro-batches of 2, 3 and 3 examples
 def test_accumulation_gives_the_same_update_as_one_batch(m):
-    from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS
+    from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STATS
 
     base, base_stats = _one_step(1, steps=2)
     acc, acc_stats = _one_step(m, steps=2)
     for a, b in zip(base, acc):
         np.testing.assert_allclose(a, b, atol=1e-5)
-    assert acc_stats.shape == base_stats.shape == (2, 2, 5)
+    assert acc_stats.shape == base_stats.shape == (2, 2, len(STATS))
     for col in (LOSS, ACCURACY, EXAMPLES, GRAD_NORM):
         np.testing.assert_allclose(acc_stats[:, :, col], base_stats[:, :, col], rtol=1e-4)
     assert acc_stats[0, 0, EXAMPLES] == GLOBAL_BATCH // 2

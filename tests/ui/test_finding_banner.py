@@ -123,3 +123,62 @@ def test_a_live_run_that_goes_silent_shows_a_stall_until_steps_come_again(qtbot,
         pass
     assert finished.args[0] == "completed" and not window.stall_watch.is_watching()
     assert window.banner.isHidden() and len(told) == stalls + 1  # the stall, then the run's end
+
+
+def _cluster_run(runs_dir: Path, stalled: bool) -> Path:
+    """A 2-worker run whose worker 1 arrives at the all-reduce 30 ms late in every step, then (when
+    ``stalled``) is frozen: the launcher's stall event, and TensorFlow's heartbeat ends the run."""
+    run = write_run(runs_dir, "cluster", None, steps=0)
+    started = 1.7e9
+    devices = [f"/job:worker/replica:0/task:{w}/device:CPU:0" for w in range(2)]
+    lines = [ev.RunStarted(time=started, run_dir=str(run), config={}, total_steps=100, steps_per_epoch=50, epochs=2,
+                           num_replicas=2, num_workers=2,
+                           replicas=[ev.ReplicaInfo(replica=w, worker=w, device=d) for w, d in enumerate(devices)])]
+    for step in range(1, 41):
+        lines.append(ev.Step(time=started + step * 0.1, step=step, epoch=1, loss=1.0, step_time=0.1, replicas=[
+            ev.ReplicaStats(replica=w, worker=w, device=d, loss=1.0, examples=32, grad_norm=1.0,
+                            step_time=0.03 + 0.03 * w, ready_time=0.035 + 0.03 * w) for w, d in enumerate(devices)]))
+    if stalled:
+        message = "worker 1 stopped sending heartbeats (hung or unreachable) at step 40"
+        lines += [ev.Stall(time=started + 7, worker=1, reason="its process is stopped (T (stopped))", since_step=40,
+                           seconds=2.6, expected_seconds=0.1, workers=[
+                               ev.WorkerStatus(worker=0, phase="training", last_step=40, phase_seconds=2.5, pid=11,
+                                               stack=["runner.py:95 train", "loop.py:191 train"]),
+                               ev.WorkerStatus(worker=1, state="stopped", os_state="T (stopped)", phase="training",
+                                               last_step=40, pid=12)]),
+                  ev.Error(time=started + 15, message=message, kind="cluster"),
+                  ev.RunFinished(time=started + 15, status="failed", run_dir=str(run), step=40, message=message)]
+    (run / "events.jsonl").write_text("".join(json.dumps(ev.encode(e)) + "\n" for e in lines))
+    return run
+
+
+def test_a_cluster_stall_names_its_worker_with_every_workers_phase_and_stack(qtbot, window, runs_dir, told):
+    run = _cluster_run(runs_dir, stalled=True)
+    window.open_run(str(run))
+    expected = diagnosis.diagnose(run).findings
+    assert [f.kind for f in expected] == ["stall", "straggler"]
+    assert _banner_says(window) == expected[0].message and "worker 1 holds the others up" in expected[0].message
+    assert "kill -CONT 12" in expected[0].message
+    details = window.banner.show_details().text.toPlainText()
+    window.banner.details_dialog.close()
+    for figure in ("Holding the others up\nworker 1", "Worker 1 (holds the others up)", "stopped, T (stopped) in /proc",
+                   "training for 2 s, last step 40", "loop.py:191 train", expected[1].message):
+        assert figure in details, figure
+    replicas = window.replicas_tab
+    replicas.flush()
+    assert replicas.named_worker() == 1 and "Worker 1</b> holds the others up" in replicas.worker_label.text()
+    widths = [curve.opts["pen"].width() for curve in replicas._loss_curves]
+    assert widths == [1, 3]
+    assert told == []  # an opened run is no news
+
+
+def test_a_straggler_is_named_on_the_banner_and_the_replicas_tab(qtbot, window, runs_dir):
+    run = _cluster_run(runs_dir, stalled=False)
+    window.open_run(str(run))
+    (expected,) = diagnosis.diagnose(run).findings
+    assert expected.kind == "straggler" and expected.worker == 1 and expected.cause == "compute"
+    assert _banner_says(window) == expected.message
+    assert "Straggler:" in window.banner.label.text()
+    replicas = window.replicas_tab
+    replicas.flush()
+    assert replicas.named_worker() == 1 and "the straggler" in replicas.worker_label.text()

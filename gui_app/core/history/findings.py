@@ -9,9 +9,11 @@ twice:
 
 - ``non_finite``: found when the run's ``non_finite`` event comes (before its ``error``), with
   the run's folder to name the checkpoint that is really kept;
-- ``stall``: only while the run is live, and only the window knows the clock then:
-  :meth:`RunFindings.check_stall` applies the rule to now and the run's process, and
-  the next step clears it.
+- ``stall``: a cluster's ``stall`` event (its launcher watched the workers), until its
+  ``stall_cleared`` or the next step; else, only while the run is live and only the window knows
+  the clock then: :meth:`RunFindings.check_stall` applies the rule to now and the run's process,
+  and the next step clears it.
+- ``straggler``: looked for again every :data:`STRAGGLER_EVERY` steps.
 
 The run's ``error`` is kept beside them (``error``): the Details view shows it under the findings.
 """
@@ -22,8 +24,10 @@ from typing import Callable
 
 from gui_app.core import finding_rules
 from gui_app.core.answers import Finding
-from gui_app.core.events import EpochEnd, Error, Event, NonFinite, Paused, RunStarted, Step
+from gui_app.core.events import EpochEnd, Error, Event, NonFinite, Paused, RunStarted, Stall, StallCleared, Step
 from gui_app.core.finding_rules import STEP_WINDOW
+
+STRAGGLER_EVERY = 10  # steps between two looks for a straggler (a look reads the last 40 steps)
 
 
 class RunFindings:
@@ -37,6 +41,8 @@ class RunFindings:
         self.started: RunStarted | None = None
         self.non_finite: Finding | None = None
         self.stall: Finding | None = None
+        self.told_stall = False  # the stall is a cluster's stall event (the clock rule leaves it be)
+        self.straggler: Finding | None = None
         self.error: str | None = None  # the run's error message, once it failed
         self.last_time = 0.0  # the latest event's time (the engine's clock)
         self._events: list[Event] = []
@@ -45,7 +51,7 @@ class RunFindings:
     @property
     def findings(self) -> list[Finding]:
         """The findings now, the non-finite one first."""
-        return [f for f in (self.non_finite, self.stall) if f is not None]
+        return [f for f in (self.non_finite, self.stall, self.straggler) if f is not None]
 
     def add(self, event: Event) -> bool:
         """Fold one event; True when the findings (or the error) changed."""
@@ -62,7 +68,18 @@ class RunFindings:
             if self._steps > 2 * STEP_WINDOW:
                 self._prune()
             if self.stall is not None:  # steps flow again
-                self.stall, changed = None, True
+                self.stall, self.told_stall, changed = None, False, True
+            if self._steps % STRAGGLER_EVERY == 0:
+                found = finding_rules.straggler(self._events)
+                straggler = found[0] if found else None
+                changed = changed or (straggler is None) != (self.straggler is None) or (
+                    straggler is not None and self.straggler is not None and straggler.worker != self.straggler.worker)
+                self.straggler = straggler
+        elif isinstance(event, Stall):
+            found = finding_rules.cluster_stall(self._events)
+            self.stall, self.told_stall, changed = (found[0] if found else None), bool(found), True
+        elif isinstance(event, StallCleared) and self.stall is not None:
+            self.stall, self.told_stall, changed = None, False, True
         elif isinstance(event, NonFinite):
             found = finding_rules.non_finite(self._events, self.started, self._kept)
             self.non_finite, changed = (found[0] if found else None), True
@@ -80,6 +97,8 @@ class RunFindings:
         """Apply ``diagnose``'s stall rule at ``now`` (Unix time) to the live run held by process
         ``pid`` (None: no process holds the run, so nothing is stalled; ``state_of()``: its OS
         state); True when the stall finding appeared, changed its figures or went."""
+        if self.told_stall:  # the cluster's launcher said it, with every worker: its event stands
+            return False
         found = [] if pid is None else finding_rules.stall(self._events, now, self.started, pid, state_of, self.floor())
         stall = found[0] if found else None
         changed = (stall is None) != (self.stall is None) or (

@@ -26,6 +26,8 @@ from gui_app.core.events import (
     Progress,
     RunFinished,
     RunStarted,
+    Stall,
+    StallCleared,
     Step,
     Warning,
 )
@@ -178,4 +180,5 @@ class RunHistory:
 _FOLDS: dict[type[Event], Callable[[RunHistory, Any], int]] = {  # each takes its key's events
     Step: RunHistory._step, EpochEnd: RunHistory._epoch_end, RunStarted: RunHistory._start,
     Progress: RunHistory._stage, Eval: RunHistory._evaluated, RunFinished: RunHistory._finished,
-    **{kind: RunHistory._diagnosed for kind in (NonFinite, Error, Paused, Continued, Checkpoint, Warning)}}
+    **{kind: RunHistory._diagnosed for kind in (NonFinite, Error, Paused, Continued, Checkpoint, Warning, Stall,
+                                                StallCleared)}}

@@ -12,8 +12,10 @@ import numpy as np
 from gui_app.core.training.pipeline import to_unit_range
 
 # Columns of the per-replica statistics tensor.
-STATS = ("loss", "accuracy", "examples", "grad_norm", "step_time")
-LOSS, ACCURACY, EXAMPLES, GRAD_NORM, STEP_TIME = range(len(STATS))
+# READY: seconds from the step's start on this worker until the local gradients were ready, its
+# arrival at the all-reduce (-1: not measured, a parameter-server step).
+STATS = ("loss", "accuracy", "examples", "grad_norm", "step_time", "ready")
+LOSS, ACCURACY, EXAMPLES, GRAD_NORM, STEP_TIME, READY = range(len(STATS))
 
 
 class Trainer:
@@ -118,7 +120,9 @@ class Trainer:
             out[i] = _cast(r, g.dtype)
         return out
 
-    def _replica_step(self, x, y):
+    def _replica_step(self, x, y, start=None):
+        """One replica's step; ``start``: when the step's batch was on this worker, from which its
+        arrival at the all-reduce is timed."""
         import tensorflow as tf
 
         batch = batch_fingerprint(x, y) if self.fingerprints else None
@@ -144,7 +148,13 @@ class Trainer:
         if self._reduce_dtype is not None:
             grads = self._all_reduce(grads)
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-        stats = tf.stack([loss_mean, accuracy, local, tf.cast(grad_norm, tf.float32), tf.cast(t1 - t0, tf.float32)])
+        # Arrival at the all-reduce, in this worker's own clock from its batch's arrival: a cluster's
+        # get_next ends in a collective of its own (whether every worker still has a batch), which
+        # releases every worker together, so the workers' figures compare without comparing their
+        # clocks (docs/diagnose.md, "straggler").
+        ready = tf.cast(t1 - start, tf.float32) if start is not None else tf.constant(-1.0)
+        stats = tf.stack([loss_mean, accuracy, local, tf.cast(grad_norm, tf.float32), tf.cast(t1 - t0, tf.float32),
+                          ready])
         if batch is not None:
             return stats[tf.newaxis], batch
         return stats[tf.newaxis]  # [1, STATS] so that gather stacks replicas on axis 0
@@ -166,7 +176,7 @@ class Trainer:
             local = [t for v in tf.nest.flatten(batch) for t in self.strategy.experimental_local_results(v)]
             with tf.control_dependencies(local):
                 t1 = tf.timestamp()
-            per_replica = self.strategy.run(self._replica_step, args=batch)
+            per_replica = self.strategy.run(self._replica_step, args=(*batch, t1))
             if self.fingerprints:
                 per_replica, prints = per_replica
                 batches = batches.write(i, self.strategy.gather(prints, axis=0))

@@ -13,6 +13,7 @@ process. On Linux the workers get PR_SET_PDEATHSIG, so a launcher killed with -9
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import random
 import subprocess
@@ -26,7 +27,8 @@ from gui_app.core import rundir
 from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.event_lines import LineDecoder
-from gui_app.core.events import Error, Event, RunFinished, Step, Warning
+from gui_app.core.events import Error, Event, RunFinished, RunStarted, Step, Warning
+from gui_app.engine.cluster.cluster_stalls import StallWatch, StatusBoard
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
 from gui_app.engine.control import Control
@@ -70,8 +72,15 @@ class _Attempt:
         cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
         self.workers: list[WorkerProcess] = []
         config_file = str(ssh.config_file if ssh else run_dir / rundir.CONFIG_FILE)
+        # The workers' status reports (status_reports.py): here on loopback; from SSH hosts to the
+        # chief's address in the cluster list, which they reach for gRPC anyway.
+        # REPLICA_STUDIO_STATUS_REPORTS=0 leaves them out (benchmarks/bench_status_reports.py: their cost).
+        self.board = StatusBoard("0.0.0.0" if ssh is not None else "127.0.0.1")
+        reports = os.environ.get("REPLICA_STUDIO_STATUS_REPORTS", "1") != "0"
         for i in range(local):
             cmd = app_command("worker", config_file, "--data-seed", str(data_seed))
+            if reports:
+                cmd += ["--status-to", self.board.address_for("127.0.0.1")]
             if i == 0:
                 cmd += ["--run-dir", str(run_dir), "--events", "jsonl", "--control", "stdin", "--no-events-file"]
                 if isinstance(cfg.cluster, tuple):
@@ -94,8 +103,11 @@ class _Attempt:
                 events_reader.start()
             self.workers.append(worker)
         if ssh is not None:  # the workers it starts over ssh
-            self.workers += [ssh.start(i, data_seed, resume, (restore_there or {}).get(i)) for i in ssh.hosts]
+            chief_host = ssh.addresses[0].rpartition(":")[0].strip("[]")
+            self.workers += [ssh.start(i, data_seed, resume, (restore_there or {}).get(i),
+                                       self.board.address_for(chief_host) if reports else None) for i in ssh.hosts]
         self._sent = {"stop": False, "pause": False}
+        self.stalls = StallWatch(self.board, self.workers)
 
     # ---- the chief's events and the window's commands -----------------------------------
     def _relay(self) -> bool:
@@ -112,10 +124,15 @@ class _Attempt:
             elif isinstance(event, RunFinished):
                 self.finished = event
             else:
-                if isinstance(event, Step):
-                    self.step = max(self.step, event.step)
                 # A window that went away is the writer's to notice: it stops the run (train_command).
                 self.events.emit(event)
+                if isinstance(event, RunStarted):
+                    self.stalls.total_steps = event.total_steps
+                if isinstance(event, Step):
+                    self.step = max(self.step, event.step)
+                    cleared = self.stalls.on_step(event.step)
+                    if cleared is not None:
+                        self.events.emit(cleared)
 
     def _tell_chief(self, word: str) -> None:
         stdin = self.workers[0].proc.stdin
@@ -146,6 +163,9 @@ class _Attempt:
         while True:
             open_stream = self._relay() and open_stream
             self._forward_control()
+            stall = self.stalls.check(paused=self.control.paused or self.control.stop_requested)
+            if stall is not None:
+                self.events.emit(stall)
             if self.control.stop_requested:
                 stop_at = stop_at or time.monotonic()
                 if time.monotonic() - stop_at > STOP_GRACE_S:
@@ -186,9 +206,9 @@ class _Attempt:
             peer = next((w for w in self.workers if w.index == hung[0]), None)
             where = f" {peer.where}" if peer else ""
             return (f"worker {hung[0]}{where} stopped sending heartbeats (hung or unreachable) at "
-                    f"step {self.step}; worker {culprit.index}{role} ended with: {what}")
+                    f"step {self.step}; worker {culprit.index}{role} ended with: {what}{self.stalls.context()}")
         text = f"worker {culprit.index}{role} {culprit.where} {culprit.how_it_ended()} at step {self.step}"
-        return f"{text}: {what}" if what else text
+        return (f"{text}: {what}" if what else text) + self.stalls.context()
 
     @property
     def chief_error_kind(self) -> str | None:
@@ -233,6 +253,7 @@ def _run_attempts(config: RunConfig, run_dir: Path, events: EventWriter, control
                 status, message = attempt.watch()
             finally:
                 kill_all(attempt.workers)
+                attempt.board.close()
         finished = attempt.finished  # the chief's run_finished: how a completed or stopped run ended
         if finished is not None and status in ("completed", "stopped"):
             if status == "stopped" and not control.stop_requested:  # a worker's own signal: run_finished says so

@@ -51,8 +51,10 @@ class SshCluster:
     config_file: Path  # the resolved config (a temporary file): what every worker reads
     config_line: bytes = field(repr=False)  # the same, as the first line of a remote worker's stdin
 
-    def start(self, index: int, data_seed: int, resume: bool, restore_from: str | None) -> WorkerProcess:
-        """Start worker ``index`` on its host; ``restore_from``: the chief's checkpoints there."""
+    def start(self, index: int, data_seed: int, resume: bool, restore_from: str | None,
+              status_to: str | None = None) -> WorkerProcess:
+        """Start worker ``index`` on its host; ``restore_from``: the chief's checkpoints there;
+        ``status_to``: where it sends its status reports (engine/cluster/status_reports.py)."""
         host = self.hosts[index]
         args: list[str | StdinFile] = ["worker", STDIN_FILE, "--index", str(index), "--data-seed", str(data_seed),
                                        "--events", "none"]
@@ -60,6 +62,8 @@ class SshCluster:
             args.append("--resume")
         if restore_from:
             args += ["--restore-from", restore_from]
+        if status_to:
+            args += ["--status-to", status_to]
         argv = ssh_argv(host, shell_command(host, args, ends_with_input=True))
         worker = start_process(index, self.addresses[index], argv, stdin=subprocess.PIPE, host=host.name)
         assert worker.proc.stdin is not None  # a pipe: the config, then open until the worker ends

@@ -68,6 +68,8 @@ def _add_arguments(p) -> None:
     p.add_argument("--debug", action="store_true")
     # The local launcher relays the chief's events into the run directory itself.
     p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
+    # The launcher's stall watch: where this worker sends its status reports (status_reports.py).
+    p.add_argument("--status-to", help=argparse.SUPPRESS)
 
 
 def _arm_join_alarm(seconds: float) -> None:
@@ -93,10 +95,11 @@ def _run(args) -> tuple[int, Task | None]:
     """(exit code, this worker's task when its run ended normally and it is to leave the cluster)."""
     from gui_app.engine.cluster.agreement import ClusterControl
     from gui_app.engine.cluster.run_identity import check_same_run, run_identity
+    from gui_app.engine.cluster.status_reports import StepSeen, reporter_from
     from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
     from gui_app.engine.session import TrainingSession
 
-    events, run_dir, temp_dir, session, chief = None, None, None, None, True
+    events, run_dir, temp_dir, session, chief, reporter = None, None, None, None, True, None
     try:
         cluster = args.cluster
         if cluster == "kubernetes":  # the pod's TF_CONFIG, built from the manifest's environment
@@ -110,6 +113,7 @@ def _run(args) -> tuple[int, Task | None]:
                               f"{config.strategy.name!r}")
         task = resolve_task(config.strategy, args.index)
         chief = task.is_chief
+        reporter = reporter_from(getattr(args, "status_to", None), task.index)
         events = EventWriter(args.events if chief else "none")
         if task.tf_config:
             os.environ["TF_CONFIG"] = task.tf_config
@@ -166,7 +170,7 @@ def _run(args) -> tuple[int, Task | None]:
         # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
         agreed = ClusterControl(control, built.strategy)
         session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)
-        status, step = session.run()
+        status, step = session.run([StepSeen(reporter)] if reporter else [])
         assert session.state is not None  # run() built it
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
         print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
@@ -190,6 +194,8 @@ def _run(args) -> tuple[int, Task | None]:
                                     step=session.step_reached() if session else 0, message=message))
         return code, None
     finally:
+        if reporter is not None:
+            reporter.close()
         if events is not None:
             events.close()
         if temp_dir is not None:

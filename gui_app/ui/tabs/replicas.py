@@ -67,6 +67,11 @@ class ReplicasTab(ChartPanel, RunView):
         self.non_finite_label.setContentsMargins(8, 0, 8, 0)
         self.non_finite_label.setTextFormat(Qt.TextFormat.RichText)
         self.non_finite_label.setVisible(False)
+        # The worker a stall or a straggler finding names: its replicas drawn thick, named here.
+        self.worker_label = QLabel(wordWrap=True)
+        self.worker_label.setContentsMargins(8, 0, 8, 0)
+        self.worker_label.setTextFormat(Qt.TextFormat.RichText)
+        self.worker_label.setVisible(False)
         self._graphics: ChartCanvas = ChartCanvas()  # narrows the base class's "set by the subclass"
         self.loss_plot = make_plot("Local loss per replica", "step", "loss (local batch)")
         self.grad_plot = make_plot(f"Gradient norm per replica (before the {reduction(None)})", "step",
@@ -120,6 +125,7 @@ class ReplicasTab(ChartPanel, RunView):
         top.addWidget(self.group_by_worker)
         layout.addLayout(top)
         layout.addWidget(self.non_finite_label)
+        layout.addWidget(self.worker_label)
         self.gpus = GpuPanel()  # NVML figures per GPU, shown only when the events carry them
         layout.addWidget(self.gpus)
         layout.addWidget(self._graphics, 1)
@@ -160,12 +166,32 @@ class ReplicasTab(ChartPanel, RunView):
             self.request_redraw()
         if changed & Part.FINDINGS:
             self._show_non_finite()
+            self._show_named_worker()
             self.request_redraw()
 
     def non_finite_replica(self) -> int | None:
         """The replica the run's diagnosis names non-finite first, None when none."""
         found = self.history.findings.non_finite
         return found.replica if found is not None else None
+
+    def named_worker(self) -> int | None:
+        """The worker a stall (the one holding the others up) or a straggler finding names."""
+        findings = self.history.findings
+        for found in (findings.stall, findings.straggler):
+            if found is not None and found.worker is not None:
+                return found.worker
+        return None
+
+    def _show_named_worker(self) -> None:
+        worker = self.named_worker()
+        findings = self.history.findings
+        self.worker_label.setVisible(worker is not None)
+        if worker is None:
+            return
+        what = ("holds the others up (stalled)" if findings.stall is not None and findings.stall.worker == worker
+                else "is the straggler: the others wait for it at the all-reduce")
+        self.worker_label.setText(f"<b style='color:{HIGHLIGHT_COLOR}'>Worker {worker}</b> {what} "
+                                  f"(its replicas drawn thick; Details… on the banner above)")
 
     def _show_non_finite(self) -> None:
         mark_non_finite(self.non_finite_lines, self.history)
@@ -186,8 +212,9 @@ class ReplicasTab(ChartPanel, RunView):
             data = series.metrics[name].data
             for r, curve in enumerate(curves):
                 set_line_data(curve, steps, data[:, r])
+        named = self.named_worker()
         drawn = [list(series.devices), list(series.workers), self.group_by_worker.isChecked(),
-                 self.non_finite_replica()]
+                 self.non_finite_replica(), named]
         if drawn != self._drawn_devices:  # replicas, devices or grouping changed: relabel
             self._drawn_devices = drawn
             self.group_by_worker.setVisible(series.multi_worker)
@@ -197,7 +224,8 @@ class ReplicasTab(ChartPanel, RunView):
                 plot.setXRange(-0.6, max(series.replicas, 1) - 0.4, padding=0)
             for r, curve in enumerate(self._loss_curves):
                 self.loss_plot.legend.getLabel(curve).setText(self._replica_name(r))
-                width = 3 if r == self.non_finite_replica() else 1
+                of_named = named is not None and r < len(series.workers) and series.workers[r] == named
+                width = 3 if r == self.non_finite_replica() or of_named else 1
                 for c in (curve, self._grad_curves[r]):
                     c.setPen(pg.mkPen(self._color(r), width=width))
         self._draw_speed()

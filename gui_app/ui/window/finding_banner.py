@@ -30,7 +30,7 @@ from gui_app.core.history import Part, RunHistory
 from gui_app.ui.charts.plot import HIGHLIGHT_COLOR
 from gui_app.ui.charts.run_view import RunView
 
-TITLES = {"non_finite": "Non-finite values", "stall": "Stalled"}
+TITLES = {"non_finite": "Non-finite values", "stall": "Stalled", "straggler": "Straggler"}
 
 
 def finding_rows(f: Finding) -> list[tuple[str, str]]:
@@ -49,13 +49,44 @@ def finding_rows(f: Finding) -> list[tuple[str, str]]:
                 ("First non-finite layer (replayed)", f"{f.layer} ({(f.layer_part or '').replace('_', ' ')})"
                  if f.layer else "not replayed" if f.replayed is not True else "none (the loss itself)"),
                 ("Examples non-finite alone", ", ".join(map(str, f.examples or [])) or "—")]
+    elif f.kind == "stall" and f.workers is not None:  # a cluster's: its launcher watched the workers
+        rows = [("Last step", str(f.since_step)), ("Seconds since", f"{f.seconds:.0f}"),
+                ("A step group took recently", "—" if f.expected_seconds is None else f"{f.expected_seconds:.3g} s"),
+                ("Holding the others up", "none stands out" if f.worker is None else f"worker {f.worker}"),
+                ("Why", f.reason or "—")]
     elif f.kind == "stall":
         rows = [("Last step", str(f.since_step)), ("Seconds since", f"{f.seconds:.0f}"),
                 ("A step group took recently", f"{f.expected_seconds:.3g} s"),
                 ("Process", f"{f.pid} ({f.state or 'state unknown'})")]
+    elif f.kind == "straggler":
+        rows = [("Worker", str(f.worker)), ("Replica", str(f.replica)),
+                ("Arrives at the all-reduce after the others", f"{f.late_ms:.0f} ms ({(f.share or 0):.0%} of a step)"),
+                ("In steps", str(f.steps)), ("Cause", f.cause or "—")]
     else:
         rows = []
     return rows
+
+
+def workers_html(f: Finding) -> str:
+    """A cluster stall's workers: each one's state, phase, last step and the top of its stack
+    (the one holding the others up in the highlight colour)."""
+    parts = []
+    for w in f.workers or []:
+        name = f"Worker {w.get('worker')}" + (f" on {w['host']}" if w.get("host") else "")
+        if w.get("worker") == f.worker:
+            name = f"<span style='color:{HIGHLIGHT_COLOR}'>{html.escape(name)} (holds the others up)</span>"
+        else:
+            name = html.escape(name)
+        state = w.get("state") or "?"
+        if w.get("os_state"):
+            state += f", {w['os_state']} in /proc"
+        phase = w.get("phase") or "no report"
+        held = f" for {w['phase_seconds']:.0f} s" if w.get("phase_seconds") else ""
+        step = f", last step {w['last_step']}" if w.get("last_step") is not None else ""
+        stack = "\n".join(w.get("stack") or []) or "(not sent: it answered no report, or was in this phase < 1 s)"
+        parts.append(f"<h4>{name}</h4><p>{html.escape(state)}; {html.escape(phase)}{held}{html.escape(step)}"
+                     f"{'; pid ' + str(w['pid']) if w.get('pid') else ''}</p><pre>{html.escape(stack)}</pre>")
+    return "".join(parts)
 
 
 def details_html(history: RunHistory) -> str:
@@ -66,7 +97,7 @@ def details_html(history: RunHistory) -> str:
         rows = "".join(f"<tr><td><b>{html.escape(name)}</b></td><td>{html.escape(value)}</td></tr>"
                        for name, value in finding_rows(f))
         parts.append(f"<h3>{html.escape(TITLES.get(f.kind, f.kind))}</h3><p>{html.escape(f.message)}</p>"
-                     f"<table cellspacing='6'>{rows}</table>")
+                     f"<table cellspacing='6'>{rows}</table>{workers_html(f)}")
     if findings.error:
         parts.append(f"<h3>The run's error</h3><p>{html.escape(findings.error)}</p>")
     return "".join(parts) or "<p>Nothing wrong found.</p>"

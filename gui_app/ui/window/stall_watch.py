@@ -6,7 +6,8 @@ here blocks) asks the shown run's history to apply ``diagnose``'s own rule
 (gui_app/core/finding_rules.py ``stall``, through RunHistory.check_stall) to now and the process
 that holds the run (its lock: gui_app/core/live_runs.py, read only once the run has been silent
 for the shortest stall); the banner shows the finding, and the next step clears it. ``stalled``
-carries a stall that has just appeared, for the desktop notification.
+carries a stall that has just appeared, for the desktop notification -- also a cluster's, which
+comes as a ``stall`` event from its launcher (which sees every worker) and is not timed here.
 
 Only a run this window follows, and only while it is the run on screen: a finished run cannot
 stall, and an opened one is not watched.
@@ -32,6 +33,7 @@ class StallWatch(QObject):
     def __init__(self, state: WindowState, shown: ShownRun, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._state, self._shown = state, shown
+        self._told: object = None  # the cluster's stall finding last notified
         self._timer = QTimer(self, interval=self.interval_ms)
         self._timer.timeout.connect(self.check)
         state.active_run_changed.connect(self._follow)
@@ -57,6 +59,12 @@ class StallWatch(QObject):
         run_dir = self._live_on_screen()
         history = self._shown.history
         if run_dir is None:
+            return
+        told = history.findings.stall if history.findings.told_stall else None
+        if told is not None:  # a cluster's launcher said it with its stall event: tell it once
+            if told is not self._told:
+                self._told = told
+                self.stalled.emit(run_dir, told.message)
             return
         now = time.time()
         if history.findings.stall is None and history.findings.silent_for(now) < history.findings.floor():

@@ -3,7 +3,7 @@ own figures (or the worker that ran it), ``epoch_end``, ``paused`` and ``continu
 from __future__ import annotations
 
 from gui_app.core.events import Continued, EpochEnd, Paused, ReplicaStats, Step
-from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STEP_TIME
+from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, READY, STEP_TIME
 from gui_app.engine.events import EventWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 from gui_app.engine.training.actions.gpu_sampler import GpuSampler
@@ -30,7 +30,8 @@ class RunEvents(Action):
                     grad_norm=float(values[GRAD_NORM]), step_time=seconds,
                     examples_per_sec=float(values[EXAMPLES]) / seconds if seconds > 0 else None,
                     memory_bytes=in_use, peak_memory_bytes=peak,
-                    batch=None if stats.batches is None else str(stats.batches[i][j])))
+                    batch=None if stats.batches is None else str(stats.batches[i][j]),
+                    ready_time=float(values[READY]) if values[READY] >= 0 else None))
             step = Step(step=group.first_step + i + 1, epoch=group.epoch + 1, loss=float(losses[i]),
                         accuracy=float(accuracies[i]), learning_rate=float(group.learning_rates[i]),
                         examples_per_sec=stats.examples(i) / per_step, step_time=per_step, replicas=replicas,
