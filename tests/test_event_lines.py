@@ -12,6 +12,7 @@ import pytest
 from gui_app.core import events as ev
 from gui_app.core import rundir
 from gui_app.core.event_lines import LineDecoder, LineEncoder, single
+from gui_app.core.event_schema import event_problems
 
 DEVICE = "/job:localhost/replica:0/task:0/device:CPU:{}"
 
@@ -73,7 +74,7 @@ def test_old_and_new_files_decode_to_the_same_events(tmp_path, workers):
     old_step, new_step = len(old[3]), len(new[3])
     assert new_step < 0.65 * old_step
     for line in old + new:
-        assert ev.event_problems(json.loads(line)) == []  # one schema holds both forms
+        assert event_problems(json.loads(line)) == []  # one schema holds both forms
 
 
 def test_a_lean_line_writes_figures_at_float32_precision_and_leaves_out_what_run_started_says():

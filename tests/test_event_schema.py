@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core.events import event_problems, stream_problems
+from gui_app.core.event_schema import event_problems, stream_problems
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.identity import app_command, app_env
 

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from gui_app.core import events as ev
+from gui_app.core.event_schema import event_problems, stream_problems
 from gui_app.core.gpu_monitor import GpuSample
 
 
@@ -47,7 +48,7 @@ EXAMPLES = [
 def test_every_event_round_trips_through_a_json_line_and_follows_the_schema(event):
     line = json.dumps(ev.encode(event))
     assert ev.decode(json.loads(line)) == event
-    assert ev.event_problems(json.loads(line)) == []
+    assert event_problems(json.loads(line)) == []
 
 
 def test_optional_keys_are_written_only_when_set():
@@ -110,22 +111,22 @@ def test_mistyped_values_take_their_default_and_bad_list_items_are_dropped():
 
 def test_the_schema_names_what_is_wrong():
     step = ev.encode(_step())
-    assert ev.event_problems({**step, "loss": "low"}) == ["step: 'loss' is str"]
-    assert ev.event_problems({**step, "step": True}) == ["step: 'step' is a boolean"]
+    assert event_problems({**step, "loss": "low"}) == ["step: 'loss' is str"]
+    assert event_problems({**step, "step": True}) == ["step: 'step' is a boolean"]
     del step["replicas"][0]["grad_norm"]
-    assert ev.event_problems(step) == ["step 7 replicas[0]: missing 'grad_norm'"]
-    assert ev.event_problems({"type": "error", "time": 1, "message": "x", "kind": "oops"}) == [
+    assert event_problems(step) == ["step 7 replicas[0]: missing 'grad_norm'"]
+    assert event_problems({"type": "error", "time": 1, "message": "x", "kind": "oops"}) == [
         "error: kind must be one of ('config', 'input', 'training', 'disk', 'cluster', 'internal')"]
-    assert ev.event_problems(ev.encode(ev.RunFinished(status="failed", step=1))) == [
+    assert event_problems(ev.encode(ev.RunFinished(status="failed", step=1))) == [
         "run_finished: a failed run says why in 'message'"]
-    assert ev.event_problems({"type": "later", "time": 1}) == ["unknown event type 'later'"]
+    assert event_problems({"type": "later", "time": 1}) == ["unknown event type 'later'"]
 
 
 def test_stream_rules():
     lines = [ev.encode(_step()), ev.encode(ev.RunFinished(status="completed", step=7))]
-    assert ev.stream_problems(lines) == []
-    assert "run_finished is not the last event" in ev.stream_problems(lines[::-1])
-    assert "step numbers do not increase" in ev.stream_problems([lines[0], lines[0]])
+    assert stream_problems(lines) == []
+    assert "run_finished is not the last event" in stream_problems(lines[::-1])
+    assert "step numbers do not increase" in stream_problems([lines[0], lines[0]])
 
 
 def test_a_step_splits_its_time_into_compute_input_and_the_rest():

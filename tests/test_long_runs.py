@@ -12,6 +12,7 @@ from gui_app.core import events as ev
 from gui_app.core import rundir
 from gui_app.core.config import RunConfig
 from gui_app.core.event_lines import LineEncoder
+from gui_app.core.event_schema import stream_problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import long_runs
@@ -46,7 +47,7 @@ def test_the_generator_writes_a_valid_run_of_the_size_asked(tmp_path, source, fo
     run = long_runs.write_run(source, tmp_path / "runs", steps=300, replicas=5, form=form, epochs=30)
     lines = (run / rundir.EVENTS_FILE).read_bytes().splitlines()
     values = [json.loads(line) for line in lines]
-    assert ev.stream_problems(values) == []
+    assert stream_problems(values) == []
     assert [v["type"] for v in values].count("epoch_end") == 30  # one per epoch of 10 steps
     step_lines = [line for line in lines if line.startswith(b'{"type":"step"')]
     assert len(step_lines) == 300

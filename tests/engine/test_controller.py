@@ -199,7 +199,7 @@ def _step_events(stats: StepStats) -> list[dict]:
 
 
 def test_step_events_of_replicas_and_of_parameter_server_workers():
-    from gui_app.core.events import event_problems
+    from gui_app.core.event_schema import event_problems
 
     sync = _step_events(_stats(2, seconds_per_step=0.2))
     assert [e["step"] for e in sync] == [5, 6] and [e["epoch"] for e in sync] == [2, 2]

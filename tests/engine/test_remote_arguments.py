@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gui_app.core.events import stream_problems
+from gui_app.core.event_schema import stream_problems
 from gui_app.core.ssh import STDIN_FILE
 from gui_app.engine.cli import build_parser
 from gui_app.engine.remote_command import REMOTE_COMMANDS, command_arguments

@@ -18,7 +18,7 @@ from cluster_helpers import children
 from ssh_host import ALIAS, HOST_IP, USER
 
 from gui_app import __version__
-from gui_app.core.events import stream_problems
+from gui_app.core.event_schema import stream_problems
 from gui_app.core.hosts import Host, add_host
 from gui_app.identity import app_command
 

@@ -17,7 +17,7 @@ from run_dirs import CONFIG, wait_listed
 from synthetic import jsonl, synthetic_events
 
 from gui_app.core import events as ev
-from gui_app.core.events import event_problems
+from gui_app.core.event_schema import event_problems
 from gui_app.core.gpu_monitor import GpuSample, read_gpus
 from gui_app.core.history import RunHistory
 from gui_app.core.history.gpus import gpu_replicas
