@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -83,6 +84,14 @@ class SlurmCluster:
 
     def run(self, *cmd: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         return _run(*cmd, check=check, env={**os.environ, **self.env}, timeout=timeout)
+
+    def app_env(self) -> dict[str, str]:
+        """The app's environment for a command that submits to this Slurm: its clients' config, and
+        the app's own command for the job scripts (REPLICA_STUDIO)."""
+        from gui_app.identity import app_command, app_env
+
+        return app_env({**self.env, "TF_CPP_MIN_LOG_LEVEL": "2",
+                        "REPLICA_STUDIO": " ".join(shlex.quote(a) for a in app_command())})
 
     def sbatch(self, script: Path, *options: str, env: dict[str, str] | None = None) -> str:
         """Submit ``script``; the job id."""

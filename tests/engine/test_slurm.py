@@ -15,7 +15,6 @@ import contextlib
 import faulthandler
 import json
 import pwd
-import shlex
 import subprocess
 import time
 from collections import Counter
@@ -27,7 +26,7 @@ from ssh_host import ALIAS, CLIENT_IP, USER, SshHost
 
 from gui_app.core import rundir
 from gui_app.core.hosts import Host, add_host
-from gui_app.identity import app_command, app_env
+from gui_app.identity import app_command
 
 pytestmark = pytest.mark.slow
 
@@ -37,10 +36,6 @@ def slurm() -> SlurmCluster:
     with running_slurm() as cluster:
         yield cluster
 
-
-def _env(slurm: SlurmCluster) -> dict[str, str]:
-    return app_env({**slurm.env, "TF_CPP_MIN_LOG_LEVEL": "2",
-                    "REPLICA_STUDIO": " ".join(shlex.quote(a) for a in app_command())})
 
 
 def _config(tmp_path: Path, epochs: int = 2, **training) -> Path:
@@ -54,7 +49,7 @@ def _config(tmp_path: Path, epochs: int = 2, **training) -> Path:
 
 def _submit(slurm: SlurmCluster, config: Path, runs: Path, *options: str) -> tuple[str, Path]:
     done = subprocess.run(app_command("submit", str(config), "--slurm", "--runs-dir", str(runs), *options),
-                          capture_output=True, text=True, env=_env(slurm), timeout=120)
+                          capture_output=True, text=True, env=slurm.app_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     job_id, run_dir = done.stdout.splitlines()
     return job_id, Path(run_dir)
@@ -165,7 +160,7 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
     assert checkpoints[-1] == finished["step"] and rundir.has_checkpoint(run_dir)
     print(f"scancel to run_finished: {stop_latency:.1f} s; job {job['JobState']}")
 
-    again = slurm.sbatch(run_dir / "job.sbatch", env=_env(slurm))  # submitted again: continues the run
+    again = slurm.sbatch(run_dir / "job.sbatch", env=slurm.app_env())  # submitted again: continues the run
     job = slurm.wait_state(again, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240)
     assert job["JobState"] == "COMPLETED", _output(run_dir, again)[-4000:]
     events = _events(run_dir)
@@ -174,7 +169,7 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
     assert events[-1]["status"] == "completed"
     _each_step_once(events)
 
-    done = slurm.sbatch(run_dir / "job.sbatch", env=_env(slurm))  # once more: nothing left to do
+    done = slurm.sbatch(run_dir / "job.sbatch", env=slurm.app_env())  # once more: nothing left to do
     assert slurm.wait_state(done, ("COMPLETED", "FAILED"), timeout=120)["JobState"] == "COMPLETED"
     assert _events(run_dir) == events and "has completed; nothing to continue" in _output(run_dir, done)
 

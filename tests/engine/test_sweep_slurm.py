@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import subprocess
 import time
@@ -20,7 +19,7 @@ from slurm_cluster import SlurmCluster, running_slurm
 
 from gui_app.core import rundir
 from gui_app.core.backends import slurm_jobs
-from gui_app.identity import app_command, app_env
+from gui_app.identity import app_command
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +35,6 @@ def slurm() -> SlurmCluster:
         yield cluster
 
 
-def _env(slurm: SlurmCluster) -> dict[str, str]:
-    return app_env({**slurm.env, "TF_CPP_MIN_LOG_LEVEL": "2",
-                    "REPLICA_STUDIO": " ".join(shlex.quote(a) for a in app_command())})
-
 
 def _sweep_file(tmp_path: Path, trials: int, rates: list[float], **more) -> Path:
     path = tmp_path / "lr.json"
@@ -51,13 +46,13 @@ def _sweep_file(tmp_path: Path, trials: int, rates: list[float], **more) -> Path
 
 
 def _cli(slurm: SlurmCluster, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(app_command(*args), capture_output=True, text=True, env=_env(slurm), timeout=timeout)
+    return subprocess.run(app_command(*args), capture_output=True, text=True, env=slurm.app_env(), timeout=timeout)
 
 
 def _start(slurm: SlurmCluster, sweep_file: Path, sweeps: Path, out: Path) -> subprocess.Popen:
     with out.open("wb") as f:
         return subprocess.Popen(app_command("sweep", str(sweep_file), "--sweeps-dir", str(sweeps)), stdout=f,
-                                stderr=subprocess.STDOUT, env=_env(slurm), start_new_session=True)
+                                stderr=subprocess.STDOUT, env=slurm.app_env(), start_new_session=True)
 
 
 def _wait_for(what, timeout: float, why) -> None:

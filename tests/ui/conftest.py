@@ -126,3 +126,11 @@ def make_window(qtbot, fake_engine):
 def window(make_window):
     """One main window over the fake engine."""
     return make_window()
+
+
+@pytest.fixture
+def sweep_log(tmp_path, monkeypatch) -> Path:
+    """Where the fake sweep engine logs the commands it is given (sweep_dirs.logged_commands)."""
+    log = tmp_path / "sweep-commands.jsonl"
+    monkeypatch.setenv("FAKE_SWEEP_LOG", str(log))
+    return log

@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 import optuna
 from run_dirs import write_run
 
@@ -60,3 +62,15 @@ def write_sweep(sweeps_dir: Path, trials: list[Trial], name: str = "lr") -> Path
             study.tell(asked, state=optuna.trial.TrialState.PRUNED)
     folder.save_records(records)
     return folder.path
+
+
+def logged_commands(log: Path) -> list[list[str]]:
+    """The commands the fake sweep engine logged (FAKE_SWEEP_LOG), in order."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def type_text(qtbot, edit, text: str) -> None:
+    """Replace ``edit``'s text by typing, as a user does."""
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(edit, text)

@@ -9,6 +9,7 @@ import json
 from PySide6.QtCore import Qt
 
 import pytest
+from sweep_dirs import logged_commands, type_text
 
 from gui_app.core.config import RunConfig
 from gui_app.core.sweep_config import SweepConfig
@@ -16,23 +17,6 @@ from gui_app.ui.sweep.new_sweep import NewSweepDialog
 
 CLUSTER = RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mlp"},
                                "strategy": {"name": "multi_worker_mirrored", "workers": 1, "devices": []}})
-
-
-@pytest.fixture
-def sweep_log(tmp_path, monkeypatch):
-    log = tmp_path / "sweep-commands.jsonl"
-    monkeypatch.setenv("FAKE_SWEEP_LOG", str(log))
-    return log
-
-
-def _commands(log) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def _type(qtbot, edit, text: str) -> None:
-    edit.selectAll()
-    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
-    qtbot.keyClicks(edit, text)
 
 
 def _dialog(qtbot, fake_engine, tmp_path, base: RunConfig = CLUSTER) -> NewSweepDialog:
@@ -53,11 +37,11 @@ def test_slurm_trials_and_the_threshold_pruner_reach_the_sweep_file(qtbot, fake_
     qtbot.mouseClick(dialog.slurm_box, Qt.MouseButton.LeftButton)
     assert dialog.partition_edit.isEnabled() and dialog.slurm_time_edit.isEnabled()
     assert not dialog.places["local"].isEnabled()  # Slurm places the trials
-    _type(qtbot, dialog.partition_edit, "gpu")
-    _type(qtbot, dialog.slurm_time_edit, "2:00:00")
+    type_text(qtbot, dialog.partition_edit, "gpu")
+    type_text(qtbot, dialog.slurm_time_edit, "2:00:00")
     _pick_pruner(dialog, "threshold")
     assert dialog.threshold_edit.isEnabled()
-    _type(qtbot, dialog.threshold_edit, "0.5")
+    type_text(qtbot, dialog.threshold_edit, "0.5")
     assert dialog.error.text() == "" and dialog.start_button.isEnabled()
 
     with qtbot.waitSignal(dialog.started, timeout=30_000) as started:
@@ -68,7 +52,7 @@ def test_slurm_trials_and_the_threshold_pruner_reach_the_sweep_file(qtbot, fake_
     sweep = SweepConfig.load(f"{started.args[0]}/sweep.json")
     assert (sweep.pruner, sweep.pruner_threshold) == ("threshold", 0.5)
     assert sweep.slurm is not None and (sweep.slurm.partition, sweep.slurm.time) == ("gpu", "2:00:00")
-    [command] = _commands(sweep_log)
+    [command] = logged_commands(sweep_log)
     assert command[0] == "sweep" and "--detach" in command
 
 
@@ -89,12 +73,12 @@ def test_a_bad_slurm_value_is_refused_inline_and_nothing_starts(qtbot, fake_engi
                                                                  field, text, error):
     dialog = _dialog(qtbot, fake_engine, tmp_path)
     qtbot.mouseClick(dialog.slurm_box, Qt.MouseButton.LeftButton)
-    _type(qtbot, getattr(dialog, field), text)
+    type_text(qtbot, getattr(dialog, field), text)
     assert dialog.error.text() == error
     assert not dialog.start_button.isEnabled()
     dialog.start()  # (Enter in a field): refused again, nothing runs
-    assert dialog._job is None and _commands(sweep_log) == []
-    _type(qtbot, getattr(dialog, field), "")  # the cluster's default again
+    assert dialog._job is None and logged_commands(sweep_log) == []
+    type_text(qtbot, getattr(dialog, field), "")  # the cluster's default again
     assert dialog.error.text() == "" and dialog.start_button.isEnabled()
 
 
@@ -108,7 +92,7 @@ def test_slurm_trials_need_a_cluster_strategy_and_the_threshold_a_number(qtbot, 
     _pick_pruner(dialog, "threshold")
     assert dialog.error.text() == ("pruner_threshold: the threshold pruner needs the metric a trial must reach "
                                    "(a number); got null")
-    _type(qtbot, dialog.threshold_edit, "high")
+    type_text(qtbot, dialog.threshold_edit, "high")
     assert dialog.error.text().endswith('(a number); got "high"') and not dialog.start_button.isEnabled()
     dialog.start()
-    assert dialog._job is None and _commands(sweep_log) == []
+    assert dialog._job is None and logged_commands(sweep_log) == []

@@ -3,14 +3,13 @@ rows inline; the sweep view fills its table and charts from the real ``sweep sta
 real sweep folder (tests/ui/sweep_dirs.py) and its buttons reach the main window."""
 from __future__ import annotations
 
-import json
 import math
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLabel
 
 import pytest
-from sweep_dirs import Trial, write_sweep
+from sweep_dirs import Trial, logged_commands, type_text, write_sweep
 
 from gui_app.core.config import RunConfig
 from gui_app.core.sweep_config import SweepConfig
@@ -26,23 +25,6 @@ TRIALS = [Trial(0.001, 64, "completed", (0.80, 0.90, 0.93)),
 
 
 @pytest.fixture
-def sweep_log(tmp_path, monkeypatch):
-    log = tmp_path / "sweep-commands.jsonl"
-    monkeypatch.setenv("FAKE_SWEEP_LOG", str(log))
-    return log
-
-
-def _commands(log) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def _type(qtbot, edit, text: str) -> None:
-    edit.selectAll()
-    qtbot.keyClick(edit, Qt.Key.Key_Backspace)
-    qtbot.keyClicks(edit, text)
-
-
-@pytest.fixture
 def dialog(qtbot, fake_engine, tmp_path):
     dialog = NewSweepDialog(RunConfig.from_dict({"dataset": {"name": "digits"}, "model": {"name": "mlp"}}),
                             tmp_path / "sweeps", fake_engine)
@@ -55,20 +37,20 @@ def test_new_sweep_builds_the_sweep_file_from_the_fields(qtbot, dialog, sweep_lo
     rows = dialog.rows
     assert rows.keys() == ["training.learning_rate"]  # the first row: a log range of the rate
     assert rows.widget(0, KIND).currentData() == "log_uniform"
-    _type(qtbot, rows.widget(0, LOW), "0.0005")
+    type_text(qtbot, rows.widget(0, LOW), "0.0005")
     qtbot.mouseClick(rows.add_button, Qt.MouseButton.LeftButton)
     assert rows.keys() == ["training.learning_rate", "training.global_batch_size"]
-    _type(qtbot, rows.widget(1, CHOICES), "16, 32")
+    type_text(qtbot, rows.widget(1, CHOICES), "16, 32")
     qtbot.mouseClick(rows.add_button, Qt.MouseButton.LeftButton)
     rows.widget(2, KEY).setCurrentIndex(rows.widget(2, KEY).findData("training.epochs"))
     assert rows.widget(2, KIND).currentData() == "int" and rows.widget(2, LOW).isEnabled()
-    _type(qtbot, rows.widget(2, HIGH), "4")
+    type_text(qtbot, rows.widget(2, HIGH), "4")
     dialog.method_box.setFocus()
     qtbot.keyClicks(dialog.method_box, "R")  # Random
     qtbot.keyClicks(dialog.metric_box, "Validation l")  # Validation loss: lower is better
     assert dialog.direction_box.currentData() == "minimize"
-    _type(qtbot, dialog.trials_box.lineEdit(), "5")
-    _type(qtbot, dialog.parallel_box.lineEdit(), "2")
+    type_text(qtbot, dialog.trials_box.lineEdit(), "5")
+    type_text(qtbot, dialog.parallel_box.lineEdit(), "2")
     assert dialog.error.text() == "" and dialog.start_button.isEnabled()
 
     with qtbot.waitSignal(dialog.started, timeout=30_000) as started:
@@ -81,7 +63,7 @@ def test_new_sweep_builds_the_sweep_file_from_the_fields(qtbot, dialog, sweep_lo
     assert (sweep.method, sweep.metric, sweep.direction, sweep.trials, sweep.parallel, sweep.pruner) == (
         "random", "val_loss", "minimize", 5, 2, "none")
     assert sweep.base.dataset.name == "digits" and sweep.base.model.name == "mlp"
-    [command] = _commands(sweep_log)
+    [command] = logged_commands(sweep_log)
     assert command[0] == "sweep" and command[2:] == ["--detach", "--sweeps-dir", str(tmp_path / "sweeps")]
 
 
@@ -94,10 +76,10 @@ def test_new_sweep_says_what_a_trial_trains_and_does_not_take_the_forms_300_epoc
     qtbot.addWidget(dialog)
     dialog.show()
     assert dialog.epochs_box.value() == DEFAULT_EPOCHS == 10
-    _type(qtbot, dialog.trials_box.lineEdit(), "4")
+    type_text(qtbot, dialog.trials_box.lineEdit(), "4")
     assert dialog.cost.text() == ("20 steps per epoch (1,294 examples / 64) × 10 epochs (the forms say 300) = "
                                   "200 steps per trial; 4 trials: 800 steps in all.")
-    _type(qtbot, dialog.epochs_box.lineEdit(), "3")  # the trial's epochs are the dialog's to set
+    type_text(qtbot, dialog.epochs_box.lineEdit(), "3")  # the trial's epochs are the dialog's to set
     assert dialog.cost.text().endswith("= 60 steps per trial; 4 trials: 240 steps in all.")
     assert dialog.check().base.training.epochs == 3  # the sweep file's base trains 3 epochs
     assert "global batch 64" in dialog.findChild(QLabel).text()
@@ -124,24 +106,24 @@ def test_the_windows_new_sweep_knows_the_training_set_from_the_forms_check(qtbot
     (LOW, "fast", "parameters.training.learning_rate.log_uniform: must be [low, high]; got [\"fast\", 0.1]"),
 ])
 def test_a_bad_range_is_refused_inline_and_nothing_starts(qtbot, dialog, sweep_log, column, text, error):
-    _type(qtbot, dialog.rows.widget(0, column), text)
+    type_text(qtbot, dialog.rows.widget(0, column), text)
     assert dialog.error.text().startswith(error), dialog.error.text()
     assert not dialog.start_button.isEnabled()
     dialog.start()  # (Enter in a field): refused again, nothing runs
-    assert dialog._job is None and _commands(sweep_log) == []
+    assert dialog._job is None and logged_commands(sweep_log) == []
 
 
 def test_an_unknown_choice_is_refused_with_the_configs_own_words(qtbot, dialog, sweep_log):
     rows = dialog.rows
     rows.widget(0, KEY).setCurrentIndex(rows.widget(0, KEY).findData("training.optimizer"))
     assert rows.widget(0, KIND).currentData() == "choice" and not rows.widget(0, LOW).isEnabled()
-    _type(qtbot, rows.widget(0, CHOICES), "adam, adamx")
+    type_text(qtbot, rows.widget(0, CHOICES), "adam, adamx")
     assert dialog.error.text().startswith('parameters.training.optimizer.choice: "adamx" is refused: '
                                           "training.optimizer: must be one of"), dialog.error.text()
     assert not dialog.start_button.isEnabled()
-    _type(qtbot, rows.widget(0, CHOICES), "adam, sgd")
+    type_text(qtbot, rows.widget(0, CHOICES), "adam, sgd")
     assert dialog.error.text() == "" and dialog.start_button.isEnabled()
-    assert _commands(sweep_log) == []
+    assert logged_commands(sweep_log) == []
 
 
 def _open_view(qtbot, fake_engine, sweep_dir) -> SweepView:
@@ -225,7 +207,8 @@ def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path, s
     # 4 of 6 trials: the sweep's process is gone with budget left, so it can be resumed, not stopped.
     assert view.resume_button.isEnabled() and not view.stop_button.isEnabled()
     qtbot.mouseClick(view.resume_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: ["sweep", "resume", str(sweep_dir), "--detach"] in _commands(sweep_log), timeout=30_000)
+    qtbot.waitUntil(lambda: ["sweep", "resume", str(sweep_dir), "--detach"] in logged_commands(sweep_log),
+                    timeout=30_000)
     qtbot.waitUntil(lambda: view.message.text() == "The sweep runs again.", timeout=30_000)
     view.close()
 

@@ -12,7 +12,6 @@ copy removed.
 """
 from __future__ import annotations
 
-import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,6 +41,7 @@ class RemoteGallery(QObject):
         super().__init__(parent)
         self._load, self._engine_command = load, engine_command
         self._background = Background(self)
+        self._copies: dict[QObject, tuple[str, Path]] = {}  # each running copy's run key and folder here
 
     def fetch(self, key: str) -> None:
         host_name, run_dir = split_run_key(key)
@@ -49,19 +49,32 @@ class RemoteGallery(QObject):
         command = self._engine_command("hosts", "fetch", host_name or "", f"{run_dir}/{MISCLASSIFIED_FILE}",
                                        "--to", str(folder), "--json")
         job = EngineJob(command, name="the copy", read=reader(Fetched), timeout_s=FETCH_TIMEOUT_S, parent=self)
-        (job.on_result(functools.partial(self._copied, key, folder))
-            .on_failure(functools.partial(self._failed, key, folder))
-            .on_finished(job.deleteLater)  # after its last signal
-            .start())
+        # The job's signals go to this object's own methods, its copy's key and folder looked up by
+        # the job: a closure over ``self`` connected to a child's signal would hold this object's
+        # wrapper until the child is deleted, and deleting the child would then delete this object,
+        # and the child again inside its own destructor (a segfault seen in the tests, where the
+        # gallery has no parent).
+        self._copies[job] = (key, folder)
+        job.on_result(self._copied).on_failure(self._failed).on_finished(self._ended).start()
 
-    def _copied(self, key: str, folder: Path, answer: Fetched) -> None:
+    def _copied(self, answer: Fetched) -> None:
         """The copy is here: read on a thread, which removes the folder once it has read it."""
+        key, folder = self._copies[self.sender()]
         self._background.run(_read, key, Path(answer.path), folder, self._load,
-                             deliver=lambda result: self.fetched.emit(*result), name="remote-gallery")
+                             deliver=self._deliver, name="remote-gallery")
 
-    def _failed(self, key: str, folder: Path, line: str) -> None:
+    def _deliver(self, result: tuple) -> None:
+        self.fetched.emit(*result)
+
+    def _failed(self, line: str) -> None:
+        key, folder = self._copies[self.sender()]
         shutil.rmtree(folder, ignore_errors=True)
         self.fetched.emit(key, None, line.removeprefix(PREFIX) or "failed")
+
+    def _ended(self) -> None:
+        job = self.sender()
+        self._copies.pop(job, None)
+        job.deleteLater()  # after its last signal
 
 
 def _read(send: Send, key: str, path: Path, folder: Path, load: Callable[[Path], dict[str, np.ndarray] | None]) -> None:
