@@ -40,6 +40,7 @@ def _equivalent(cert: Certificate, at: int) -> None:
     assert Path(cert.reference_run, "model.keras").is_file() and Path(cert.rehearsed_run, "model.keras").is_file()
 
 
+@pytest.mark.slow  # three real runs each: 35 s here
 def test_mirrored_killed_mid_epoch_is_the_same_run(tmp_path):
     """Two CPU replicas, a warm-up and cosine schedule, SIGKILL after step 7: the resume starts
     from checkpoint 4 or 8 mid-epoch and every step's batches, losses and replicas' figures, the
@@ -56,6 +57,7 @@ def test_mirrored_killed_mid_epoch_is_the_same_run(tmp_path):
     assert len(batches) == 80  # every replica of every step trained on its own batch, each named
 
 
+@pytest.mark.slow  # three real runs each: 35 s here
 def test_a_resume_that_loses_its_data_position_is_caught(tmp_path):
     """The test-only hook restarts the resumed epoch from its first batch: the certificate names
     the first step after the checkpoint, its batch, and exit 1."""
