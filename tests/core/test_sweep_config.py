@@ -44,6 +44,18 @@ def test_defaults_and_the_grid():
     assert loss.direction == "minimize"
 
 
+def _refused(tmp_path, capfd, data: dict, message: str) -> None:
+    """The sweep file ``data`` is refused with ``message``: by the parser, and by ``sweep`` in one
+    line on stderr with exit 2."""
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        SweepConfig.from_dict(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    assert cli_main(["sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith(f"replica-studio sweep: {message}") and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize("change, message", [
     ({"trails": 8}, "trails: unknown key"),
     ({"parameters": {"training.learning_rate": {"uniform": [0.01, 0.01]}}},
@@ -73,13 +85,7 @@ def test_defaults_and_the_grid():
 ])
 def test_bad_sweep_files_exit_2_with_one_line_naming_the_key(tmp_path, capfd, change, message):
     data = {"base": BASE, "parameters": {"training.learning_rate": {"log_uniform": [1e-4, 1e-1]}}, **change}
-    with pytest.raises(ConfigError, match="^" + re.escape(message)):
-        SweepConfig.from_dict(data)
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(data))
-    assert cli_main(["sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")]) == 2
-    err = capfd.readouterr().err
-    assert err.startswith(f"replica-studio sweep: {message}") and err.count("\n") == 1, err
+    _refused(tmp_path, capfd, data, message)
     assert not (tmp_path / "sweeps").exists() or not any((tmp_path / "sweeps").iterdir())  # nothing made
 
 
@@ -133,11 +139,5 @@ def test_a_slurm_sweep_and_the_threshold_pruner_load_and_read_back_the_same():
 ])
 def test_bad_slurm_sweep_files_exit_2_with_one_line_naming_the_key(tmp_path, capfd, change, message):
     data = {"base": SLURM_BASE, "parameters": {"training.learning_rate": {"log_uniform": [1e-4, 1e-1]}}, **change}
-    with pytest.raises(ConfigError, match="^" + re.escape(message)):
-        SweepConfig.from_dict(data)
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(data))
-    assert cli_main(["sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")]) == 2
-    err = capfd.readouterr().err
-    assert err.startswith(f"replica-studio sweep: {message}") and err.count("\n") == 1, err
+    _refused(tmp_path, capfd, data, message)
     assert not (tmp_path / "sweeps").exists()
