@@ -67,6 +67,20 @@ def fake_engine(monkeypatch, runs_dir):
     stop_live_runs(runs_dir)
 
 
+@pytest.fixture(autouse=True)
+def _close_question_answers_keep(monkeypatch):
+    """Closing a window during a run answers "Keep training in the background" without the modal box.
+
+    pytest-qt closes a test's widgets before the fixtures' teardown: a test that failed with a run
+    still live would otherwise leave the box open and hang the whole suite. Tests that mean another
+    answer patch it themselves; stop_live_runs ends the run kept.
+    """
+    from gui_app.ui.dialogs.close_run import KEEP
+    from gui_app.ui.window import main_window
+
+    monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: KEEP)
+
+
 @pytest.fixture
 def panel(qtbot, fake_engine):
     """The config panel over the fake engine, filled with the first-launch config."""

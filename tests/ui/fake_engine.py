@@ -23,9 +23,9 @@ behaviour:
              training) and ``run_finished`` failed, exit 1; no checkpoint is kept (the replay
              named layer ``logits`` and example 17)
     stall    like normal, but silent after step 3 for ``FAKE_ENGINE_STALL_SECONDS`` (default 2), or,
-             with ``FAKE_ENGINE_STALL_UNTIL`` set to a path, until that file exists (a test that
-             waits for the window to see the stall must not race a fixed silence against its
-             own start-up on a loaded machine)
+             with ``FAKE_ENGINE_STALL_UNTIL`` set to a FIFO the test made, until the test writes to
+             it (a test that waits for the window to see the stall must not race a fixed silence
+             against its own start-up on a loaded machine)
 
 ``sweep`` is tests/ui/fake_sweep.py (the real status and stop over real sweep folders; no trial trains).
 
@@ -290,8 +290,10 @@ def train(config, run_dir, resumed, start_step):
         if MODE == "stall" and step - start_step == 3:
             release = os.environ.get("FAKE_ENGINE_STALL_UNTIL")
             if release:
-                while not os.path.exists(release):
-                    time.sleep(0.02)
+                # Blocked in open() until the test writes: asleep in /proc the whole time (a 20 ms
+                # poll was sometimes caught runnable on a loaded machine, and the stall said "running").
+                with open(release) as fifo:
+                    fifo.read()
             else:
                 time.sleep(float(os.environ.get("FAKE_ENGINE_STALL_SECONDS", "2")))
         step += 1

@@ -5,6 +5,7 @@ the desktop is told while the window is not the active one."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def test_a_live_run_that_goes_silent_shows_a_stall_until_steps_come_again(qtbot,
                                                                           monkeypatch, tmp_path):
     monkeypatch.setattr(RunFindings, "stall_floor", 0.5)  # diagnose waits 5 s at least
     monkeypatch.setattr(StallWatch, "interval_ms", 50)
-    release = tmp_path / "release"  # the engine stays silent after step 3 until this file exists
+    release = tmp_path / "release"  # the engine stays silent after step 3 until the test writes here
+    os.mkfifo(release)
     monkeypatch.setenv("FAKE_ENGINE_STALL_UNTIL", str(release))
     fake_engine.configure("stall", steps=20)
     assert not window.stall_watch.is_watching()
@@ -116,7 +118,7 @@ def test_a_live_run_that_goes_silent_shows_a_stall_until_steps_come_again(qtbot,
     assert told[-1] == ("Training stalled", f"{Path(run_dir).name}: {sentence}", True)
     assert {title for title, *_ in told} == {"Training stalled"}
     stalls = len(told)
-    release.touch()
+    release.write_text("go")  # opens the FIFO for writing: the engine's read returns
     qtbot.waitUntil(lambda: window.shown.history.findings.stall is None, timeout=10_000)  # step 4 came
     assert window.banner.isHidden()
     with qtbot.waitSignal(window.supervisor.finished, timeout=30_000) as finished:
