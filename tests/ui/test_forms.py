@@ -142,6 +142,9 @@ def test_the_form_says_what_a_clusters_workers_refuse_with_micro_batches_and_a_s
     assert panel.strategy.balance_warning.text() == batch_split("multi_worker_mirrored", 4, 8, workers=2).error
     panel.training.global_batch_size.setValue(16)
     assert panel.strategy.balance_warning.text() == ""
+    _strategy(panel, "one_device")
+    panel.training.accumulation_steps.setValue(32)  # more micro-batches than examples: the training section says it
+    assert panel.strategy.balance_warning.text() == ""
 
 
 def test_mixed_precision_only_with_a_gpu(panel, qtbot, fake_engine):

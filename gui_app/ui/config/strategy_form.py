@@ -208,12 +208,15 @@ def batch_summary(name: str, replicas: int | None, batch: int, per_worker: int =
 
 def uneven_warning(name: str, replicas: int | None, batch: int, per_worker: int = 1, accumulation: int = 1) -> str:
     """The split rule's words for this form (core/batch_split.py, as train, worker and submit say
-    them), its error too: a cluster's workers refuse a batch smaller than their replicas, or
-    micro-batches that do not fit a replica's share, and the config cannot know the replicas
-    they will have. A mirrored strategy's error is the config's own (it names the devices, and
-    asks the same rule): shown on its field, not twice."""
+    them), its error too where only the workers would say it: a cluster's replicas are not in the
+    config, so a batch smaller than them, or micro-batches that do not fit a replica's share, were
+    said by nobody before the run failed. Elsewhere the error is the config's own (a mirrored
+    strategy names its devices and asks the same rule; a global batch smaller than the
+    micro-batches is the training section's): shown on its field, not twice."""
     if replicas is None:
         return ""
     workers = replicas // max(1, per_worker) if name == "multi_worker_mirrored" else 1
     split = batch_split(name, batch, replicas, workers, accumulation)
-    return "" if split.error and name == "mirrored" else split.message
+    if split.error and (name not in MULTI_WORKER or batch < accumulation):
+        return ""
+    return split.message
