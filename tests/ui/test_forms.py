@@ -127,7 +127,7 @@ def test_the_form_says_the_engines_words_for_a_split_a_cluster_cannot_run(panel)
 
 def test_the_form_says_what_a_clusters_workers_refuse_with_micro_batches_and_a_small_batch(panel):
     """The rule's errors the config cannot say (it does not know a cluster's replicas): the form
-    said nothing and the workers refused the run (item 7 of the house issue's third pass)."""
+    said nothing and the workers refused the run."""
     from gui_app.core.batch_split import batch_split
 
     _strategy(panel, "multi_worker_mirrored").cluster.workers.setValue(2)
