@@ -190,6 +190,7 @@ def main_window_checks(report: Report, window, run: Path) -> None:
     wait_until(lambda: not window.runs.is_filling())
     wait_until(lambda: window.config_panel.checked_config() is not None and not window.config_panel.inspector.is_busy())
     window.files.open_run(str(run))
+    wait_until(lambda: not window.files.is_reading())  # a big run is read on a thread
     window.state.set_status("Run failed: " + LONG_MESSAGE)  # the longest status line there is
     for index in range(window.tabs.count()):
         window.tabs.setCurrentIndex(index)

@@ -125,6 +125,28 @@ def test_the_form_says_the_engines_words_for_a_split_a_cluster_cannot_run(panel)
     assert panel.strategy.balance_warning.text() == batch_split("mirrored", 64, 3).warning
 
 
+def test_the_form_says_what_a_clusters_workers_refuse_with_micro_batches_and_a_small_batch(panel):
+    """The rule's errors the config cannot say (it does not know a cluster's replicas): the form
+    said nothing and the workers refused the run."""
+    from gui_app.core.batch_split import batch_split
+
+    _strategy(panel, "multi_worker_mirrored").cluster.workers.setValue(2)
+    panel.devices.cpu_devices.setValue(4)  # each worker's replicas: 8 in all
+    panel.training.global_batch_size.setValue(16)
+    panel.training.accumulation_steps.setValue(4)  # 2 examples per replica: 4 micro-batches do not fit
+    said = batch_split("multi_worker_mirrored", 16, 8, workers=2, accumulation=4).error
+    assert said and said.startswith("training.accumulation_steps: 4 micro-batches do not fit the 2 examples")
+    assert panel.strategy.balance_warning.text() == said
+    panel.training.accumulation_steps.setValue(1)
+    panel.training.global_batch_size.setValue(4)
+    assert panel.strategy.balance_warning.text() == batch_split("multi_worker_mirrored", 4, 8, workers=2).error
+    panel.training.global_batch_size.setValue(16)
+    assert panel.strategy.balance_warning.text() == ""
+    _strategy(panel, "one_device")
+    panel.training.accumulation_steps.setValue(32)  # more micro-batches than examples: the training section says it
+    assert panel.strategy.balance_warning.text() == ""
+
+
 def test_mixed_precision_only_with_a_gpu(panel, qtbot, fake_engine):
     assert not panel.training.mixed_precision.isEnabled()
     fake_engine.configure("gpu")

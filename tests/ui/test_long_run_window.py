@@ -25,7 +25,8 @@ def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot,
     wait_listed(qtbot, window.runs)
     before = _rss_bytes()
     started = time.monotonic()
-    window.files.open_run(str(run))
+    assert window.files.open_run(str(run)) and window.files.is_reading()  # read on a thread (file_actions.py)
+    qtbot.waitUntil(lambda: not window.files.is_reading(), timeout=10_000)
     window.training_tab.flush()
     elapsed = time.monotonic() - started
     grown = _rss_bytes() - before

@@ -47,6 +47,7 @@ def _export_from_the_menu(qtbot, window, fmt: str, folder):
 def test_export_and_try_from_the_window_never_import_tensorflow(qtbot, real_window, trained_run, tmp_path):
     window = real_window
     assert window.files.open_run(str(trained_run))
+    qtbot.waitUntil(lambda: not window.files.is_reading(), timeout=TIMEOUT_MS)  # a big run is read on a thread
     assert window.state.model_run() == str(trained_run)
 
     for fmt, runtime in (("tflite", "ai_edge_litert"), ("onnx", "onnxruntime")):

@@ -1,14 +1,19 @@
 """The run list's rows of a host's runs, without a host: their keys, what ``runs --json`` there
-gives a row, and a host that does not answer (a name that does not resolve: ssh fails at once)
-as one line beside the list. With a real host: tests/ui/test_remote_window.py."""
+gives a row, a host that does not answer (a name that does not resolve: ssh fails at once) as one
+line beside the list, and a slow one (a fake ssh on PATH: tests/ui/fake_ssh.py) that never stops
+the GUI thread. With a real host: tests/ui/test_remote_window.py."""
 from __future__ import annotations
 
 import json
 import os
 import pwd
+import time
+from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel
 
+import fake_ssh
 from run_dirs import listed_status, wait_listed, write_run
 from windows import shown_window
 
@@ -17,7 +22,6 @@ from gui_app.core.hosts import Host, add_host, run_key, split_run_key
 from gui_app.core.live_runs import list_live_runs
 from gui_app.identity import app_command
 from gui_app.ui.settings import Settings
-from gui_app.ui.window import run_reader
 from gui_app.ui.window.remote_runs import _row, host_rows
 from gui_app.ui.window.run_rows import COLUMNS, HOST, NOTE
 from gui_app.ui.window.runs_panel import RunsPanel
@@ -84,12 +88,13 @@ def test_a_host_that_does_not_answer_is_one_line_and_the_runs_here_come_back_wit
         supervisor.close()
 
 
-def test_with_run_on_a_host_the_list_is_its_runs_with_the_host_column_in_view(qtbot, runs_dir, monkeypatch):
+def test_with_run_on_a_host_the_list_is_its_runs_with_the_host_column_in_view(qtbot, runs_dir, tmp_path,
+                                                                             monkeypatch):
     here = write_run(runs_dir, "20261201-090000-digits", "completed")
     there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed",
                       message="a long reason why the run failed, " * 6)
     printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
-    monkeypatch.setattr(run_reader, "read_host_rows", lambda host: host_rows(host.name, printed))  # no ssh here
+    fake_ssh.install(tmp_path, monkeypatch, f"a login banner\n{printed}")  # runs --json there, printed here
     supervisor = RunSupervisor()
     state = WindowState(supervisor, runs_dir)
     panel = RunsPanel(state, host=Host("gpu1"))
@@ -145,13 +150,13 @@ def test_a_run_on_host_that_cannot_be_reached_is_told_once_on_the_devices_sectio
         assert sum("Could not resolve" in text for text in shown) == 1, shown
 
 
-def test_the_run_list_lists_where_the_states_run_on_says(qtbot, runs_dir, monkeypatch):
+def test_the_run_list_lists_where_the_states_run_on_says(qtbot, runs_dir, tmp_path, monkeypatch):
     """Nothing tells the list but the state: its run_on signal moves the list to the host's runs
     and back (the toolbar's Run on list only sets the state)."""
     here = write_run(runs_dir, "20261201-090000-digits", "completed")
     there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed")
     printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
-    monkeypatch.setattr(run_reader, "read_host_rows", lambda host: host_rows(host.name, printed))  # no ssh here
+    fake_ssh.install(tmp_path, monkeypatch, f"a login banner\n{printed}")  # runs --json there, printed here
     supervisor = RunSupervisor()
     state = WindowState(supervisor, runs_dir)
     panel = RunsPanel(state)
@@ -165,6 +170,76 @@ def test_the_run_list_lists_where_the_states_run_on_says(qtbot, runs_dir, monkey
         state.set_run_on(None)
         qtbot.waitUntil(lambda: listed_status(panel, here) == "completed")
         assert listed_status(panel, f"gpu1:{there}") is None
+    finally:
+        panel.stop_reading()
+        supervisor.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_slow_host_never_stops_the_gui_thread_and_the_newest_listing_wins(qtbot, runs_dir, tmp_path, monkeypatch):
+    """ssh that takes 2 s to answer: the GUI thread's timers keep ticking meanwhile, a refresh ends
+    the older listing's ssh (listings never pile up behind a slow host), and stopping the list
+    (the window closes) does not wait for the one under way."""
+    there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed")
+    printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
+    fake = fake_ssh.install(tmp_path, monkeypatch, printed, delay_s=2.0)
+    gaps, last = [], [time.monotonic()]
+
+    def tick() -> None:
+        now = time.monotonic()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer(interval=20)
+    timer.timeout.connect(tick)
+    timer.start()
+    supervisor = RunSupervisor()
+    state = WindowState(supervisor, runs_dir)
+    panel = RunsPanel(state, host=Host("gpu1"))
+    qtbot.addWidget(panel)
+    try:
+        qtbot.waitUntil(lambda: len(fake.calls()) == 1, timeout=10_000)  # its ssh is under way
+        (first,) = fake.calls()
+        panel.refresh()
+        qtbot.waitUntil(lambda: not _alive(first), timeout=5_000)  # ended by the newer request
+        wait_listed(qtbot, panel)
+        assert listed_status(panel, f"gpu1:{there}") == "failed"
+        calls = fake.calls()
+        assert calls[first] == ["start"] and len(calls) == 2 and calls[max(calls)] == ["start", "end"]
+        assert len(gaps) > 50 and max(gaps) < 1.0, max(gaps)  # 2 s of ssh, and the GUI thread never waited
+        panel.refresh()
+        qtbot.waitUntil(lambda: len(fake.calls()) == 3, timeout=10_000)
+        started = time.monotonic()
+        panel.stop_reading()
+        assert time.monotonic() - started < 0.5
+        third = max(fake.calls())
+        qtbot.waitUntil(lambda: not _alive(third), timeout=5_000)
+        assert fake.calls()[third] == ["start"]
+    finally:
+        timer.stop()
+        panel.stop_reading()
+        supervisor.close()
+
+
+def test_a_host_whose_ssh_fails_is_one_line_in_the_list(qtbot, runs_dir, tmp_path, monkeypatch):
+    fake_ssh.install(tmp_path, monkeypatch, printed=None)  # ssh's own failure: exit 255
+    supervisor = RunSupervisor()
+    state = WindowState(supervisor, runs_dir)
+    panel = RunsPanel(state, host=Host("gpu1"))
+    qtbot.addWidget(panel)
+    told: list[str] = []
+    panel.host_failed.connect(told.append)
+    try:
+        wait_listed(qtbot, panel)
+        assert told == ["gpu1: unreachable (ssh: connect to host gpu1 port 22: Connection refused); is it on, "
+                        "and sshd running there?"]
+        assert panel.reading_label.text() == "gpu1: its runs are not listed (see Devices)"
     finally:
         panel.stop_reading()
         supervisor.close()

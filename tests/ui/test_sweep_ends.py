@@ -12,6 +12,7 @@ from sweep_dirs import Trial, write_sweep
 from gui_app.core.answers import SweepStatus, SweepTrial
 from gui_app.core.run_lock import RunLock
 from gui_app.ui.sweep.figures import outcome
+from gui_app.ui.sweep.view import TAIL_BYTES, last_lines
 
 STATUS = SweepStatus("/s", trials=[SweepTrial(0, "completed"), SweepTrial(1, "pruned")])
 COMPLETED = "sweep completed: 2 trials (1 completed, 1 pruned, 0 failed, 0 stopped)"
@@ -78,3 +79,13 @@ def test_stop_asks_the_sweeps_process_to_stop_and_the_view_sees_it_stopped(qtbot
     qtbot.waitUntil(lambda: view.resume_button.isEnabled(), timeout=30_000)  # once `sweep stop` has returned
     assert view.message.text() in (stopped, "Stopped; each trial wrote a checkpoint. Resume continues the sweep.")
     view.close()
+
+
+def test_the_window_reads_only_the_end_of_a_long_sweep_log(tmp_path):
+    log = tmp_path / "sweep.log"
+    log.write_text("".join(f"trial {i} started: a line of the sweep's log\n" for i in range(20_000)) + COMPLETED + "\n")
+    assert log.stat().st_size > 10 * TAIL_BYTES
+    assert last_lines(log, 3) == ["trial 19998 started: a line of the sweep's log",
+                                  "trial 19999 started: a line of the sweep's log", COMPLETED]
+    log.write_text("one\ntwo\n")
+    assert last_lines(log, 20) == ["one", "two"] and last_lines(tmp_path / "gone.log", 20) == []

@@ -282,7 +282,8 @@ class ConfigPanel(QScrollArea):
         self._busy = True
         try:
             self.devices.set_ticks_enabled(self.strategy.name.currentData() == "mirrored")
-            self.strategy.set_global_batch(self.training.global_batch_size.value())
+            self.strategy.set_global_batch(self.training.global_batch_size.value(),
+                                           self.training.accumulation_steps.value())
             self.strategy.set_replicas_per_worker(len(self.devices.gpu_names()) or self.devices.cpu_devices.value())
             self.training.set_gpu_selected(self._gpu_in_use())
             self.training.set_strategy(self.strategy.name.currentData())

@@ -79,6 +79,7 @@ class StrategyForm(FormSection):
         self._available: list[str] = ["CPU:0"]
         self._gpus: list[str] = []
         self._global_batch = 64
+        self._accumulation = 1
         self._per_worker = 1
         self._pending_device: str | None = None
         self.name.currentIndexChanged.connect(self._on_edited)
@@ -98,8 +99,9 @@ class StrategyForm(FormSection):
         self._fill_devices()
         self._on_edited()
 
-    def set_global_batch(self, global_batch: int) -> None:
-        self._global_batch = global_batch
+    def set_global_batch(self, global_batch: int, accumulation: int = 1) -> None:
+        """The training form's global batch and micro-batches per replica (the split rule asks both)."""
+        self._global_batch, self._accumulation = global_batch, max(1, accumulation)
         self._update_summary()
 
     def _fill_devices(self) -> None:
@@ -187,7 +189,7 @@ class StrategyForm(FormSection):
     def _update_summary(self) -> None:
         name, replicas, batch = self.name.currentData(), self.replicas(), self._global_batch
         self.summary.setText(batch_summary(name, replicas, batch, self._per_worker))
-        self.balance_warning.setText(uneven_warning(name, replicas, batch, self._per_worker))
+        self.balance_warning.setText(uneven_warning(name, replicas, batch, self._per_worker, self._accumulation))
         self.balance_warning.setVisible(bool(self.balance_warning.text()))
 
 
@@ -204,10 +206,17 @@ def batch_summary(name: str, replicas: int | None, batch: int, per_worker: int =
     return f"{count(replicas, 'replica')}{where} · global batch {batch} · {batch // replicas} per replica"
 
 
-def uneven_warning(name: str, replicas: int | None, batch: int, per_worker: int = 1) -> str:
+def uneven_warning(name: str, replicas: int | None, batch: int, per_worker: int = 1, accumulation: int = 1) -> str:
     """The split rule's words for this form (core/batch_split.py, as train, worker and submit say
-    them); a batch smaller than the replicas is the config's own error, shown on the batch field."""
-    if replicas is None or batch < replicas:
+    them), its error too where only the workers would say it: a cluster's replicas are not in the
+    config, so a batch smaller than them, or micro-batches that do not fit a replica's share, were
+    said by nobody before the run failed. Elsewhere the error is the config's own (a mirrored
+    strategy names its devices and asks the same rule; a global batch smaller than the
+    micro-batches is the training section's): shown on its field, not twice."""
+    if replicas is None:
         return ""
     workers = replicas // max(1, per_worker) if name == "multi_worker_mirrored" else 1
-    return batch_split(name, batch, replicas, workers).message
+    split = batch_split(name, batch, replicas, workers, accumulation)
+    if split.error and (name not in MULTI_WORKER or batch < accumulation):
+        return ""
+    return split.message

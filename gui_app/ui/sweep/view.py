@@ -179,10 +179,7 @@ class SweepView(QWidget):
         self._timer.start()  # try again
 
     def _log_tail(self) -> list[str]:
-        try:
-            return (Path(self.sweep_dir) / SWEEP_LOG).read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
-        except OSError:
-            return []
+        return last_lines(Path(self.sweep_dir) / SWEEP_LOG, 20)
 
     def _header(self, status: SweepStatus) -> str:
         trials = status.trials
@@ -331,3 +328,21 @@ def _place(trial: SweepTrial) -> str:
     if trial.host:
         return trial.host
     return f"GPU {trial.device}" if trial.device else "this machine"
+
+
+TAIL_BYTES = 64 << 10  # what the GUI thread reads of a sweep's log: its end (the log grows with every trial)
+
+
+def last_lines(path: Path, count: int) -> list[str]:
+    """The last ``count`` lines of ``path`` from its last :data:`TAIL_BYTES` only ([] when unreadable)."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - TAIL_BYTES))
+            data = f.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first is cut
+    return lines[-count:]

@@ -1,8 +1,10 @@
 """The runs of the Run on host in the window: their rows in the run list, Open and Attach.
 
 A host's runs stay on the host (docs/hosts.md). The run list reads them with ``runs --json``
-there (:func:`read_host_rows`, on the list's reader thread, over the shared connection) and keys
-each row ``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's key is its absolute
+there (:class:`HostRunsJob`: the system ``ssh`` run by the process runner over the shared
+connection, its command line built once ``ssh -G`` has answered off the GUI thread; what it
+printed is read into rows on the list's reader thread by :func:`host_rows`) and keys each row
+``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's key is its absolute
 path, so the two never collide, and the Host column names the host. Their histories are not
 files here: Open replays the run's events with ``attach RUN_DIR --control none`` there
 (:class:`RemoteOpen`, its ssh command line built off the GUI thread:
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
@@ -26,23 +29,58 @@ from gui_app.core.history import RunHistory
 from gui_app.core.hosts import Host, run_key, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
-from gui_app.core.ssh import HostError, run_shell, shell_command
+from gui_app.core.ssh import SSH_FAILED, SSH_MISSING, HostError, explain_failure
 from gui_app.identity import app_command
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState
 from gui_app.ui.workers.background import Background
+from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.run_job import RunJob
 
 LIST_TIMEOUT_S = 60.0
 
 
-def read_host_rows(host: Host) -> list[tuple[RunInfo, bool, RunProcess | None, str]]:
-    """The run list's rows of ``host``'s runs folder (``runs --json`` there), as
-    gui_app.ui.window.run_reader.read_row gives a local run's; HostError when it cannot be read.
-    Runs on its reader thread: it waits for ssh."""
-    args = ["runs", "--json", *(["--runs-dir", host.runs_dir] if host.runs_dir else [])]
-    return host_rows(host.name, run_shell(host, shell_command(host, args), timeout=LIST_TIMEOUT_S))
+def list_arguments(host: Host) -> list[str]:
+    """The engine command there that lists the host's runs (its runs folder, when hosts.json names one)."""
+    return ["runs", "--json", *(["--runs-dir", host.runs_dir] if host.runs_dir else [])]
+
+
+class HostRunsJob(EngineJob):
+    """``runs --json`` on ``host`` over the system ``ssh`` (``command``, built by
+    :class:`~gui_app.core.backends.ssh.SshBackend` once it is prepared): its answer is the text it
+    printed (a JSON list, maybe after a login banner), read by :func:`host_rows` off the GUI thread.
+    Not ``runs --json --host HOST`` through the engine here: the list is read again every two
+    seconds while a run there runs, and a Python start costs ~0.55 s of CPU here each time; ssh
+    over the shared connection costs next to none. Failures are worded as the engine's ``--host``
+    words them (ssh's own exit 255: :func:`~gui_app.core.ssh.explain_failure`), so the window tells
+    a host that cannot run commands once, on the Devices section."""
+
+    def __init__(self, command: Sequence[str], host: Host, parent: QObject | None = None) -> None:
+        super().__init__(command, name=f"{host.name}: 'runs --json'", timeout_s=LIST_TIMEOUT_S, parent=parent)
+        self.host = host
+        self._printed: list[str] = []
+        self._said: list[str] = []  # ssh's stderr (and the command's there), to explain a failure
+        self._process.text_answers = True  # the printed list is the answer, not a stray for the Log tab
+        self._process.text_line.connect(self._printed.append)
+        self._process.log_line.connect(self._said.append)
+
+    def _on_event(self, value: dict) -> None:
+        self._printed.append(json.dumps(value))  # a JSON object line is printed text here too
+
+    def _report_end(self, code: int, crashed: bool, line: str) -> None:
+        if code == 0 and not crashed:
+            self._reported = True
+            self.result.emit("\n".join(self._printed))
+        elif code == SSH_FAILED:
+            self._fail(explain_failure(self.host, "\n".join(self._said)))
+        else:
+            said = [text.strip() for text in self._said if text.strip()]
+            why = said[-1] if said else "crashed" if crashed else f"exit code {code}"
+            self._fail(f"{self.host.name}: 'runs --json' failed there: {why}")
+
+    def _on_start_failed(self, message: str) -> None:
+        super()._on_start_failed(SSH_MISSING)
 
 
 def host_rows(host_name: str, text: str) -> list[tuple[RunInfo, bool, RunProcess | None, str]]:

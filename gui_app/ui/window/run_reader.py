@@ -17,9 +17,12 @@ one squeue call per fill for all of them, one ``kubectl get job`` per context an
 The sweeps' trials are listed too (their run directories are in the sweeps' folders,
 gui_app.core.sweep_runs), each named "sweep NAME trial K".
 
-With a host (the window's Run on host), its runs are read instead of the local ones, over ssh
-(gui_app.ui.window.remote_runs.read_host_rows); a host that does not answer is one line
-(``host_failed``), not an error dialog.
+With a host (the window's Run on host), its runs are read instead of the local ones: ``runs
+--json`` there over ssh (gui_app.ui.window.remote_runs.HostRunsJob), a process the GUI thread never
+waits for -- its command line is built once ``ssh -G`` has answered on the fill's thread, and
+what it printed becomes rows on a thread too. A newer request ends the older listing's ssh (no
+listings pile up behind a slow host) and closing the window does not wait for one. A host that
+does not answer is one line (``host_failed``), not an error dialog.
 """
 from __future__ import annotations
 
@@ -31,12 +34,14 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from gui_app.core.backends import kubernetes_jobs, scheduled_jobs
+from gui_app.core.backends.ssh import SshBackend
 from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, default_sweeps_dir, read_run, run_dirs
 from gui_app.core.ssh import HostError
 from gui_app.core.sweep_runs import trial_runs
-from gui_app.ui.window.remote_runs import read_host_rows
+from gui_app.identity import app_command
+from gui_app.ui.window.remote_runs import HostRunsJob, host_rows, list_arguments
 from gui_app.ui.workers.background import Background, Send
 
 BATCH_RUNS = 200  # rows handed over at most per batch: each batch costs the GUI thread a few ms
@@ -71,17 +76,21 @@ def _fill(send: Send, latest: _Latest, generation: int, runs_dir: str, host: Hos
           sweeps_dir: Path | None) -> None:
     """One fill, on its thread: sends ``(kind, generation, value)``: ``counted`` (run folders
     found), ``jobs`` (backends.scheduled_jobs, before the first batch), ``batch`` ([read_row(path),
-    ...]), ``host_failed`` (the line saying why the host's runs cannot be read), then ``done``
-    (not for a dropped fill)."""
+    ...]), then ``done`` (not for a dropped fill). With a host: ``host_ready`` (its
+    :class:`SshBackend`, prepared) once ssh -G has answered; its listing follows on the GUI thread."""
     if generation != latest.generation:
         return  # a newer request came before this one started
     # With a Run on host the list is that host's runs: this computer's would mix with them.
-    if host is None:
-        trials = trial_runs(sweeps_dir) if sweeps_dir is not None else {}
-        # Newest first, the trials among the runs (run folders' names start with their start time).
-        paths = sorted([*run_dirs(Path(runs_dir)), *trials], key=lambda p: p.name, reverse=True)
-    else:
-        trials, paths = {}, []
+    if host is not None:
+        send(("counted", generation, 0))
+        send(("jobs", generation, {}))
+        backend = SshBackend(host.runs_dir or "~", host)
+        backend.prepare()  # ssh -G: a process, waited for here
+        send(("host_ready", generation, backend))
+        return
+    trials = trial_runs(sweeps_dir) if sweeps_dir is not None else {}
+    # Newest first, the trials among the runs (run folders' names start with their start time).
+    paths = sorted([*run_dirs(Path(runs_dir)), *trials], key=lambda p: p.name, reverse=True)
     send(("counted", generation, len(paths)))
     send(("jobs", generation, scheduled_jobs(paths)))
     rows: list[tuple[RunInfo, bool, RunProcess | None, str]] = []  # read_row()'s
@@ -98,11 +107,16 @@ def _fill(send: Send, latest: _Latest, generation: int, runs_dir: str, host: Hos
             rows, last = [], time.monotonic()
     if rows:
         send(("batch", generation, rows))
-    if host is not None and generation == latest.generation:
-        try:
-            send(("batch", generation, read_host_rows(host)))
-        except HostError as exc:
-            send(("host_failed", generation, str(exc)))
+    send(("done", generation, None))
+
+
+def _read_listing(send: Send, generation: int, host_name: str, printed: str) -> None:
+    """What ``runs --json`` printed there, as rows (it may list thousands of runs with their
+    configs: read here, not on the GUI thread), or the line saying why it cannot be read."""
+    try:
+        send(("batch", generation, host_rows(host_name, printed)))
+    except HostError as exc:
+        send(("host_failed", generation, str(exc)))
     send(("done", generation, None))
 
 
@@ -121,6 +135,8 @@ class RunReader(QObject):
         self._latest = _Latest()
         self._filling = False
         self._background = Background(self)
+        self._listing: HostRunsJob | None = None  # the host's runs --json under way
+        self._listing_generation = 0  # the fill it lists for
         # A fill under way ends at its next run once the window is gone.
         self.destroyed.connect(lambda *_, latest=self._latest: setattr(latest, "generation", -1))
         app = QCoreApplication.instance()
@@ -134,6 +150,7 @@ class RunReader(QObject):
             return self._latest.generation  # stopped: the window is closing
         self._latest.generation += 1
         self._filling = True
+        self._end_listing()  # an older listing's ssh ends now, not when its answer would be dropped
         sweeps = Path(sweeps_dir) if sweeps_dir is not None else default_sweeps_dir()
         self._background.run(_fill, self._latest, self._latest.generation, str(runs_dir), host, sweeps,
                              deliver=self._take, name="RunReader")
@@ -146,15 +163,55 @@ class RunReader(QObject):
         """Drop any fill (the window closes). Idempotent; blocks for at most one run's read."""
         self._filling = False
         self._latest.generation = -1  # a fill under way stops at its next run
+        self._end_listing()
         self._background.wait()
+
+    def _end_listing(self) -> None:
+        if self._listing is not None:
+            self._listing.discard()  # its ssh ends; nothing it printed reaches the list
+            self._listing = None
 
     def _take(self, value: tuple[str, int, object]) -> None:
         kind, generation, payload = value
         if generation != self._latest.generation:
             return  # an older fill's
+        if kind == "host_ready":
+            assert isinstance(payload, SshBackend)  # (what _fill sends with it)
+            self._list_host(generation, payload)
+            return
         if kind == "done":
             if self._filling:
                 self._filling = False
                 self.done.emit()
             return
         getattr(self, kind).emit(payload)  # counted, jobs, batch, host_failed
+
+    def _list_host(self, generation: int, backend: SshBackend) -> None:
+        """Start ``runs --json`` on the host (the latest request's: older ones were ended)."""
+        self._end_listing()
+        host = backend.host
+        try:
+            command = backend.command(app_command, list_arguments(host))
+        except HostError as exc:  # no folder for ssh's shared connections
+            self._on_listing_failed(str(exc), generation)
+            return
+        self._listing, self._listing_generation = HostRunsJob(command, host, parent=self), generation
+        # Its signals go to the reader's own slots (docs/architecture.md, "Qt facts"); a listing
+        # that was replaced is discarded with its connections, so these hear the latest one only.
+        (self._listing.on_result(self._on_listed).on_failure(self._on_listing_failed)
+         .on_finished(self._on_listing_finished).start())
+
+    def _on_listed(self, printed: str) -> None:
+        if self._listing is not None:
+            self._background.run(_read_listing, self._listing_generation, self._listing.host.name, printed,
+                                 deliver=self._take, name="RunReader-host")
+
+    def _on_listing_failed(self, line: str, generation: int | None = None) -> None:
+        generation = self._listing_generation if generation is None else generation
+        self._take(("host_failed", generation, line))
+        self._take(("done", generation, None))
+
+    def _on_listing_finished(self) -> None:
+        job, self._listing = self._listing, None
+        if job is not None:
+            job.deleteLater()  # after its last signal

@@ -77,14 +77,9 @@ class ShownRun(QObject):
         self._state.set_shown_run(run_dir, history.status.status == "completed" if on_host else None)
         return self.has_evaluation()
 
-    def open(self, run_dir: str | Path) -> bool:
-        """Show a past run (the progress line says which it is and how it ended, from its
-        history). True if it has an evaluation to show."""
-        return self.show_history(run_dir)
-
-    def overlay(self, other_run: str | Path) -> None:
-        """Draw another run's training curves over the run on screen, dashed."""
-        self.training.set_overlay(read_history(other_run).training, Path(other_run).name)
+    def overlay(self, other_run: str | Path, history: RunHistory | None = None) -> None:
+        """Draw another run's training curves over the run on screen, dashed (``history``: read already)."""
+        self.training.set_overlay((history or read_history(other_run)).training, Path(other_run).name)
         self.say(f"{Path(self.path or '').name}, overlaid with {Path(other_run).name}")
 
     def say(self, text: str) -> None:

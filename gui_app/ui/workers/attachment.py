@@ -57,7 +57,7 @@ from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
-from gui_app.ui.workers.background import Background
+from gui_app.ui.workers.background import Background, Send
 from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.log_tail import LogTail
@@ -289,12 +289,26 @@ class Attachment(QObject):
             self._finish("interrupted" if self._killed else "failed", message or KILLED_MESSAGE)
         elif job.exit_code in (ATTACH_BAD_INPUT, NOT_STARTED):
             self._finish("failed", message)
-        elif (self._run_gone(job.exit_code) and live_process(self.run_dir) is None
-              and not (isinstance(self.backend, HereBackend) and self.backend.job_active())):
-            self._finish(*self._gone())
+        elif self._run_gone(job.exit_code):
+            # Whether it has really ended is its lock's word and its scheduler's (squeue, kubectl:
+            # processes that may take seconds): asked on a thread, answered in _on_run_checked.
+            self._background.run(run_check, self.run_dir, self.backend, self._stopping,
+                                 deliver=self._on_run_checked, name="run-check")
         else:  # killed, or its connection dropped: the run may go on
-            self._say(CONNECTION_LOST.format(host=self.host.name) if self.host is not None else REATTACHING)
-            self._retry_later()
+            self._reattach_later()
+
+    def _on_run_checked(self, gone: tuple[tuple[str, str] | None] | None) -> None:
+        """:func:`run_check`'s answer: None while the run may go on, else its backend's ending."""
+        if self._done:  # it let go (the window closes) while the run was checked
+            return
+        if gone is None:
+            self._reattach_later()
+        else:
+            self._finish(*self._gone(gone[0]))
+
+    def _reattach_later(self) -> None:
+        self._say(CONNECTION_LOST.format(host=self.host.name) if self.host is not None else REATTACHING)
+        self._retry_later()
 
     def _retry_later(self) -> None:
         """Attach again after the back-off. Over ssh it counts from the attempt's start, and grows
@@ -314,13 +328,13 @@ class Attachment(QObject):
         run started, attach (from after the last run's run_finished) says the run has finished: 0."""
         return code == ATTACH_RUN_GONE or (code == EXIT_OK and self.backend is not None and self.backend.scheduled)
 
-    def _gone(self) -> tuple[str, str]:
-        """Why a run whose process is gone without run_finished ended."""
+    def _gone(self, ending: tuple[str, str] | None) -> tuple[str, str]:
+        """Why a run whose process is gone without run_finished ended (``ending``: its scheduler's
+        word, :meth:`~gui_app.core.backends.base.HereBackend.ending`)."""
         if self._killed:
             return "interrupted", self.kill_reason or KILLED_MESSAGE
         self._log.read()
         said = error_line(self._log.tail, crashed=True)
-        ending = self.backend.ending(self._stopping) if isinstance(self.backend, HereBackend) else None
         if ending is None:
             return "failed", said or KILLED_MESSAGE
         status, message = ending
@@ -351,6 +365,17 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
+
+
+def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:
+    """On a Background thread, once ``attach`` said the run's process is gone: sends None when
+    the run may still go on (a process holds its lock, or its scheduler's job is active), else
+    ``(ending,)``, what its scheduler says of the end (None: nothing; see ``_gone``)."""
+    here = backend if isinstance(backend, HereBackend) else None
+    if live_process(run_dir) is not None or (here is not None and here.job_active()):
+        send(None)
+    else:
+        send((here.ending(stopping) if here is not None else None,))
 
 
 def last_start_line(run_dir: str | Path) -> int:

@@ -6,9 +6,10 @@ benchmark, dataset preparation, each an :class:`~gui_app.ui.workers.engine_job.E
 ``gui_app.identity.app_command(...)`` here, so TensorFlow never enters the window's process.
 So does every process that reaches an SSH host: the short commands as an EngineJob with ``--host``
 (the engine does the ssh), the followers of a run there (the attachment's ``attach``, the Log
-tab's ``log --follow``: :class:`~gui_app.ui.workers.remote_log.RemoteLog`, Open's replay) as the
-system ``ssh`` run here, its command line built off the GUI thread
-(gui_app/ui/workers/host_commands.py). Nothing in the window waits for a process on its GUI thread.
+tab's ``log --follow``: :class:`~gui_app.ui.workers.remote_log.RemoteLog`, Open's replay) and the
+run list's ``runs --json`` there (gui_app.ui.window.remote_runs.HostRunsJob) as the system ``ssh``
+run here, its command line built off the GUI thread (gui_app/ui/workers/host_commands.py).
+Nothing in the window waits for a process on its GUI thread.
 
 A QProcess is asynchronous by construction: the event loop of the thread it lives on reports
 "stdout readable", "stderr readable" and "exited", so it needs no thread of its own and no

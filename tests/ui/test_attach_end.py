@@ -1,0 +1,88 @@
+"""When ``attach`` says a run's process is gone, the attachment asks whether the run really ended
+(its lock; its scheduler: squeue, kubectl, which may take seconds) on a thread, never on the GUI
+thread, and the window is told what it was told before: the run went on (attached again) or
+why it ended. Here ``attach`` is a process that exits 1 at once, and the check is slowed down."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from PySide6.QtCore import QTimer
+
+from run_dirs import write_run
+
+from gui_app.core.backends import HereBackend
+from gui_app.core.live_runs import RunProcess
+from gui_app.ui.workers import attachment as attachment_module
+from gui_app.ui.workers.attachment import DETACHED, KILLED_MESSAGE, REATTACHING, Attachment
+
+ATTACH_SAYS_GONE = [sys.executable, "-c", "import sys; sys.exit(1)"]  # attach's exit 1: the process is gone
+
+
+def _attach_gone(*_args: str) -> list[str]:
+    return ATTACH_SAYS_GONE
+
+
+def _slow_check(monkeypatch, answers: list[RunProcess | None], delay_s: float,
+                on_gui: list[bool], release: threading.Event | None = None) -> None:
+    """The run's lock and its scheduler's word, each asked slowly; the lock's answers in turn."""
+    def live_process(_run_dir):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        if release is not None:
+            release.wait(10)
+        time.sleep(delay_s)
+        return answers.pop(0)
+
+    def job_active(_backend):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        return False
+
+    monkeypatch.setattr(attachment_module, "live_process", live_process)
+    monkeypatch.setattr(HereBackend, "job_active", job_active)
+
+
+def test_the_check_after_attach_ends_runs_off_the_gui_thread_with_the_same_outcome(qtbot, runs_dir, monkeypatch):
+    run = write_run(runs_dir, "20261201-090000-digits", None)
+    on_gui: list[bool] = []
+    still_running = RunProcess(pid=1, host="here", command="train", detached=True, started=0.0)
+    _slow_check(monkeypatch, [still_running, None], 1.0, on_gui)  # it goes on the first time, is gone the next
+    gaps, last = [], [time.monotonic()]
+
+    def tick() -> None:
+        now = time.monotonic()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer(interval=20)
+    timer.timeout.connect(tick)
+    timer.start()
+    attachment = Attachment(_attach_gone, run_dir=str(run), from_line=12)
+    notices: list[str] = []
+    ends: list[tuple[str, str]] = []
+    attachment.notice.connect(notices.append)
+    attachment.ended.connect(lambda status, message: ends.append((status, message)))
+    try:
+        attachment.start()
+        qtbot.waitUntil(lambda: bool(ends), timeout=20_000)
+    finally:
+        timer.stop()
+    assert notices[0] == REATTACHING  # the first check: its process still holds the lock, so attach again
+    assert ends == [("failed", KILLED_MESSAGE)]  # the second: gone without a word of why
+    assert on_gui and not any(on_gui)
+    assert max(gaps) < 0.7, max(gaps)  # two checks of 1 s each, and the GUI thread never waited for them
+
+
+def test_letting_go_while_the_run_is_checked_ends_once_as_detached(qtbot, runs_dir, monkeypatch):
+    run = write_run(runs_dir, "20261201-090000-digits", None)
+    release, on_gui = threading.Event(), []
+    _slow_check(monkeypatch, [None], 0.0, on_gui, release)
+    attachment = Attachment(_attach_gone, run_dir=str(run), from_line=12)
+    ends: list[str] = []
+    attachment.ended.connect(lambda status, _message: ends.append(status))
+    attachment.start()
+    qtbot.waitUntil(lambda: bool(on_gui), timeout=10_000)  # the check is under way
+    attachment.detach()  # the window closes meanwhile
+    release.set()
+    qtbot.waitUntil(lambda: not attachment._background.busy(), timeout=10_000)
+    assert ends == [DETACHED]
