@@ -24,11 +24,13 @@ import optuna
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd, RunFinished
+from gui_app.core.rundir import LOG_FILE
 from gui_app.core.sweep_config import LOCAL, SweepConfig
+from gui_app.engine.run_process import StartFailed, Starting
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep import trial_process
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
-from gui_app.engine.sweep.trial_process import TrialRun, live_pid, stop_run
+from gui_app.engine.sweep.trial_process import TrialRun, live_pid
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
@@ -42,7 +44,7 @@ class Active:
     number: int
     trial: optuna.Trial
     record: TrialRecord
-    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
+    process: Starting | subprocess.Popen | None = None  # started by this process; else found again by its run's lock
     run: TrialRun | None = None
     pruned_at: int | None = None
     reported: set[int] = field(default_factory=set)
@@ -57,11 +59,17 @@ class Active:
         return run.finished if run is not None and run.starts > self.earlier_starts else None
 
     def alive(self) -> bool:
+        """Whether a process still works on it: the one starting it, then the run's (the one
+        holding its run directory here; on an SSH host: its connection)."""
+        if isinstance(self.process, Starting):
+            return self.process.process.poll() is None
         if self.process is not None:
             return self.process.poll() is None  # (also reaps it)
-        # found again: the process holding its run directory, or (before it has one, or on an SSH
-        # host) the process last started for it
         return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None
+
+    def stop(self) -> None:
+        """Ask its run to stop with a checkpoint (a run still starting is asked once it has)."""
+        trial_process.stop(self.run.run_dir if self.run is not None else None, self.record)
 
 
 class SweepDriver:
@@ -128,7 +136,7 @@ class SweepDriver:
         self.waiting.clear()
         self.say(f"stopping: {len(self.active)} running trials stop with a checkpoint")
         for active in self.active:
-            stop_run(active.record.pid)
+            active.stop()
 
     def _start_next(self) -> bool:
         """Continue a waiting trial or start a new one; False when none may start."""
@@ -203,19 +211,10 @@ class SweepDriver:
 
     # ---- following a trial ------------------------------------------------------------------
     def _follow(self, active: Active) -> None:
+        if not self._started(active):
+            return
+        assert active.run is not None
         alive = active.alive()  # before reading: all a finished process wrote is read below
-        if active.run is None:
-            run_dir = self.folder.run_dir_of(active.number)
-            if run_dir is None:
-                if not alive and self.stopping:  # stopped while it started: a resume starts it again
-                    self.active.remove(active)
-                    self.say(f"trial {active.number} stopped before its run started")
-                elif not alive:
-                    self._fail(active, "its process ended before its run started (see "
-                                       f"{self.folder.trial_file(active.number, '.log')})")
-                return
-            active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
-            self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
         if active.finished is not None or not alive:
@@ -228,6 +227,42 @@ class SweepDriver:
             if active.continued != held:
                 trial_process.continue_run(active.run.run_dir)
                 active.continued = held
+
+    def _started(self, active: Active) -> bool:
+        """Whether the trial's run has started (and its run directory is known): its detached
+        start's answer (after which its run's lock says whether it runs), or, found again or on
+        an SSH host, what its process wrote in the sweep folder. A run that started while the
+        sweep was stopping is asked to stop now."""
+        starting = active.process if isinstance(active.process, Starting) else None
+        if starting is None and active.run is not None:
+            return True
+        try:
+            run_dir = starting.poll() if starting is not None else self.folder.run_dir_of(active.number)
+        except StartFailed as exc:
+            self._not_started(active, f"its process ended before its run started: {exc}")
+            return False
+        if run_dir is None:
+            if not active.alive():
+                self._not_started(active, "its process ended before its run started (see "
+                                          f"{self.folder.trial_file(active.number, '.log')})")
+            return False
+        if starting is not None:
+            active.process = None  # started: from now on its run's lock says whether it runs
+        if active.run is None:
+            active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
+        if active.record.host is None:
+            active.record.pid = live_pid(str(run_dir), active.record) or active.record.pid  # the run's process
+        self._save(active)
+        if self.stopping:
+            active.stop()
+        return True
+
+    def _not_started(self, active: Active, message: str) -> None:
+        if self.stopping:  # stopped while it started: a resume starts it again
+            self.active.remove(active)
+            self.say(f"trial {active.number} stopped before its run started")
+        else:
+            self._fail(active, message)
 
     def _held_for_decision(self, active: Active) -> bool:
         """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
@@ -247,7 +282,7 @@ class SweepDriver:
         if active.pruned_at is None and not self.stopping and active.trial.should_prune():
             active.pruned_at = epoch.epoch
             active.trial.set_user_attr("pruned_at", epoch.epoch)  # a resumed sweep then tells it pruned
-            stop_run(active.record.pid)
+            active.stop()
             self.say(f"trial {active.number} pruned after epoch {epoch.epoch}: {name} {value:.4f}; stopping it")
         else:
             self.say(f"trial {active.number} epoch {epoch.epoch}: {name} {value:.4f}")
@@ -255,6 +290,7 @@ class SweepDriver:
     def _end(self, active: Active) -> None:
         assert active.run is not None
         run, finished = active.run, active.finished
+        run.close()
         self.active.remove(active)
         active.trial.set_user_attr("epochs", len(run.epochs))
         if finished is not None and finished.status == "completed":  # (also when it ended before a pruning stop)
@@ -272,8 +308,8 @@ class SweepDriver:
         elif finished is not None or self.stopping:  # stopped: `sweep resume` continues it
             self.say(f"trial {active.number} stopped after epoch {len(run.epochs)} ({run.run_dir})")
         else:
-            self._fail(active, f"its process ended without finishing its run (see "
-                               f"{self.folder.trial_file(active.number, '.log')})")
+            log = self.folder.trial_file(active.number, ".log") if active.record.host else run.run_dir / LOG_FILE
+            self._fail(active, f"its process ended without finishing its run (see {log})")
 
     def _fail(self, active: Active, message: str) -> None:
         if active in self.active:
@@ -302,7 +338,7 @@ class SweepDriver:
                 self.active.append(active)
                 self.say(f"trial {number} is still running: following it again")
                 if active.pruned_at is not None:
-                    stop_run(active.record.pid)
+                    active.stop()
                 continue
             if active.run is None:
                 self.waiting.append(active)  # its process ended before its run started: start it again

@@ -9,7 +9,9 @@ Layout::
         sweep.log        a detached sweep's lines (``sweep --detach``, ``sweep resume --detach``)
         study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
         trials.json      trial number -> its run directory, process, device (written at each change)
-        trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
+        trials/N.json    trial N's run configuration; N.run the run directory its detached start printed,
+                         N.log that start's error line (the run logs to its engine.log); N.jsonl the
+                         events of a run on an SSH host (its connection's output)
         runs/            the trials' run directories (ordinary runs: open, export, resume each)
         stop             present while a stop was asked (``sweep stop``); ``sweep resume`` removes it
         .lock            held by the sweep's own process while it runs (gui_app.core.run_lock)
@@ -99,7 +101,15 @@ class SweepFolder:
         atomic_io.write_text(self.path / TRIALS_FILE, json.dumps(data, indent=1) + "\n")
 
     def run_dir_of(self, number: int) -> str | None:
-        """The run directory trial ``number``'s process named in its events (stdout), if it has yet."""
+        """The run directory trial ``number``'s process named, if it has yet: the line its
+        ``--detach`` start printed (``trials/N.run``), else, for a run on an SSH host (and a
+        folder of an earlier version), the first event naming it in its output (``trials/N.jsonl``)."""
+        try:
+            lines = self.trial_file(number, ".run").read_text(encoding="utf-8").split("\n")[:-1]
+        except OSError:
+            lines = []
+        if lines and lines[-1].strip():  # (complete lines only: a start may be writing one)
+            return lines[-1].strip()
         try:
             with self.trial_file(number, ".jsonl").open("rb") as f:
                 for line in f:
