@@ -29,8 +29,6 @@ from gui_app.engine import control_channel
 from gui_app.engine.exits import EXIT_FAILED, EXIT_OK, exit_now
 from gui_app.identity import app_command, app_env
 
-STOP_TIMEOUT_S = 60.0  # an ssh ``stop`` that hangs longer than this is given up (the run there goes on)
-
 
 class StartFailed(Exception):
     """The run ended before it started (or its start could not be asked): its exit code and the
@@ -103,19 +101,17 @@ def send(run_dir: str | Path, word: str) -> bool:
 
 
 def stop(run_dir: str | Path, host: str | None = None) -> bool:
-    """Ask the run to stop with a checkpoint; False when it was not running (or could not be
-    reached: another user's run, an SSH host that does not answer)."""
+    """Ask the run to stop with a checkpoint; False when it was not running here (or could not
+    be reached: another user's run). On an SSH host, ``replica-studio stop --host H RUN_DIR``
+    is started and not waited for (it waits there until the run has finished): True."""
     if host is None:
         try:
             return send(run_dir, "stop")
         except control_channel.ChannelError:
             return False
-    try:
-        done = subprocess.run(app_command("stop", "--host", host, str(run_dir)), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=STOP_TIMEOUT_S, env=app_env())
-    except subprocess.TimeoutExpired:
-        return False
-    return done.returncode == EXIT_OK
+    subprocess.Popen(app_command("stop", str(run_dir), "--host", host), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=app_env(), start_new_session=True)
+    return True
 
 
 def fork_session(body: Callable[[], int], *, log: Path | None = None) -> int:

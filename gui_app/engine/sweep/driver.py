@@ -34,6 +34,7 @@ from gui_app.engine.sweep.trial_process import TrialRun, live_pid
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
+MAX_ATTACHMENTS = 3  # a trial on an SSH host is followed again this often after its connection dropped
 States = optuna.trial.TrialState
 
 
@@ -50,6 +51,7 @@ class Active:
     reported: set[int] = field(default_factory=set)
     earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
     continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
+    attachments: int = 0  # attachments that ended before its run there did (a dropped connection)
 
     @property
     def finished(self) -> RunFinished | None:
@@ -179,7 +181,7 @@ class SweepDriver:
     def _train(self, config: Path, record: TrialRecord) -> list[str]:
         """The ``train`` arguments of a new trial: its run goes into the sweep folder here, or
         into the host's runs folder there (docs/hosts.md); only a run here waits at each epoch's
-        end for the pruning (a run there has no control channel here)."""
+        end for the pruning (a word to a run there costs an ssh connection)."""
         if record.host:
             return ["train", str(config)]
         return ["train", str(config), "--runs-dir", str(self.folder.runs_dir), *self._hold]
@@ -217,6 +219,8 @@ class SweepDriver:
         alive = active.alive()  # before reading: all a finished process wrote is read below
         for epoch in active.run.read():
             self._report(active, epoch)
+        if active.finished is None and not alive and self._attach_again(active):
+            return
         if active.finished is not None or not alive:
             self._end(active)
         elif self._held_for_decision(active):
@@ -246,15 +250,35 @@ class SweepDriver:
                 self._not_started(active, "its process ended before its run started (see "
                                           f"{self.folder.trial_file(active.number, '.log')})")
             return False
-        if starting is not None:
+        if starting is not None and active.record.host is not None:
+            # followed through an attachment from here, which writes the run's whole history
+            # anew: the trial's reading starts over with it
+            if active.run is not None:
+                active.run.close()
+            active.run = None
+            active.process = trial_process.follow_there(self.folder, active.number, active.record, str(run_dir))
+        elif starting is not None:
             active.process = None  # started: from now on its run's lock says whether it runs
+            active.record.pid = live_pid(str(run_dir), active.record) or active.record.pid  # the run's process
         if active.run is None:
             active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
-        if active.record.host is None:
-            active.record.pid = live_pid(str(run_dir), active.record) or active.record.pid  # the run's process
         self._save(active)
         if self.stopping:
             active.stop()
+        return True
+
+    def _attach_again(self, active: Active) -> bool:
+        """A trial on an SSH host whose attachment ended before its run did (the connection
+        dropped: the run there goes on) is followed through a new one, a few times at most."""
+        if active.record.host is None or active.run is None or self.stopping or active.attachments >= MAX_ATTACHMENTS:
+            return False
+        active.attachments += 1
+        run_dir = str(active.run.run_dir)
+        active.run.close()
+        active.process = trial_process.follow_there(self.folder, active.number, active.record, run_dir)
+        active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
+        self._save(active)
+        self.say(f"trial {active.number}: its connection to {active.record.host} ended; following it again")
         return True
 
     def _not_started(self, active: Active, message: str) -> None:

@@ -7,13 +7,13 @@ directory) is appended to ``trials/N.run``, its error line, when the run ends be
 to ``trials/N.log``; the run logs to its own ``engine.log``. It outlives the sweep's process: a
 killed sweep finds it again by its run directory's lock (gui_app/core/run_lock.py).
 
-A trial on an SSH host is ``train --host H`` (not detached): that process is the connection, its
-output (the run's events) appended to ``trials/N.jsonl``, and its end stops the run there.
+A trial on an SSH host is ``train --host H --detach`` as well (its run directory is there); it
+is followed through ``attach --host H`` (its output in ``trials/N.jsonl``) and stopped with
+``stop --host H``.
 """
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,41 +29,37 @@ from gui_app.identity import app_command, app_env
 TRIAL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def start(folder: SweepFolder, number: int, record: TrialRecord,
-          args: list[str]) -> run_process.Starting | subprocess.Popen:
-    """Start ``replica-studio ARGS`` for trial ``number``: detached here (the answer is the run
-    directory, :meth:`Starting.poll`), or on the record's SSH host with ``--host`` (this process
-    is then the connection, its events to ``trials/N.jsonl``)."""
+def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> run_process.Starting:
+    """Start ``replica-studio ARGS --detach`` for trial ``number``, here or on the record's SSH
+    host; :meth:`Starting.poll` answers its run directory once the run has started."""
     extra = dict(TRIAL_ENV)
     if record.device is not None:
         extra["CUDA_VISIBLE_DEVICES"] = record.device
-    log = folder.trial_file(number, ".log")
-    if record.host is None:
-        starting = run_process.start(args, out=folder.trial_file(number, ".run"), log=log, env=extra)
-        record.pid = starting.pid  # the run's own process once its run directory is known
-        return starting
-    with folder.trial_file(number, ".jsonl").open("ab") as out, log.open("ab") as err:
-        process = subprocess.Popen(app_command(*args, "--events", "jsonl", "--host", record.host),
-                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=app_env(extra),
+    starting = run_process.start(args, out=folder.trial_file(number, ".run"), log=folder.trial_file(number, ".log"),
+                                 host=record.host, env=extra)
+    record.pid = starting.pid  # then the run's own process (here), or its attachment (there)
+    return starting
+
+
+def follow_there(folder: SweepFolder, number: int, record: TrialRecord, run_dir: str) -> subprocess.Popen:
+    """Follow a run on an SSH host from here: ``attach --host H RUN_DIR --control none``, its
+    events (the run's whole history, then live) in a fresh ``trials/N.jsonl``; it ends when the
+    run does."""
+    assert record.host is not None
+    with folder.trial_file(number, ".jsonl").open("wb") as out, folder.trial_file(number, ".log").open("ab") as log:
+        process = subprocess.Popen(app_command("attach", run_dir, "--control", "none", "--host", record.host),
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=log, env=app_env(TRIAL_ENV),
                                    start_new_session=True)
     record.pid = process.pid
     return process
 
 
 def stop(run_dir: str | Path | None, record: TrialRecord) -> None:
-    """Ask a trial's run to stop with a checkpoint: the run's control channel here; for a run on
-    an SSH host, SIGTERM to its connection, which acts as a ``stop`` line there
-    (engine/control.py). The one place a sweep stops a run."""
-    if record.host is None:
-        if run_dir is not None:
-            run_process.stop(run_dir)
-        return
-    if record.pid is None:
-        return
-    try:
-        os.kill(record.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):  # gone already (or the pid is another user's now)
-        pass
+    """Ask a trial's run to stop with a checkpoint, through its control channel (here, or with
+    ``stop --host`` there); a run still starting is asked once it has. The one place a sweep
+    stops a run."""
+    if run_dir is not None:
+        run_process.stop(run_dir, record.host)
 
 
 def continue_run(run_dir: Path) -> None:
