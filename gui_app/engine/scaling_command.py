@@ -38,7 +38,9 @@ from gui_app.engine.run_process import last_line
 from gui_app.identity import app_command, app_env
 
 BURST_TIMEOUT_S = 600
-POLL_S = 0.05  # how often a burst's events are read: its stop is asked within this of its last step
+POLL_S = 0.02  # how often a burst's events are read (as attach does): its stop is asked after the step group
+# that reached the burst's steps, so a fast model (the digits MLP: ~10 ms a group) may train a group
+# more; the figures take the burst's own steps only (core/scaling.burst_figures)
 
 
 COMMANDS = ("scaling",)
