@@ -1,5 +1,6 @@
 """Following a file as it is written, line by line: the one reader behind ``attach`` (events.jsonl),
-``log`` and the window's Log tab (engine.log, a Slurm job's output), and the Kubernetes copy.
+``log`` and the window's Log tab (engine.log, a Slurm job's output), the Kubernetes copy, the run
+list's summary (core/run_summary.py) and a sweep's trials (engine/run_process.py's ``follow``).
 
 :class:`LineFollower` hands out the complete lines of one file (each with its newline) written
 since the last :meth:`~LineFollower.read`, from a byte (``start_byte``: what a reader had before)
@@ -54,13 +55,25 @@ class LineFollower:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read(self) -> list[bytes]:
-        """The lines written since the last call, each with its newline (none yet: [])."""
+    def open(self) -> int | None:
+        """The open file's descriptor, opened now when it is not yet (None while there is no
+        file): a reader looks at its inode or size before it reads on (:meth:`skip_to`)."""
         if self._fd < 0:
             try:
                 self._fd = os.open(self.path, os.O_RDONLY)
             except FileNotFoundError:
-                return []
+                return None
+        return self._fd
+
+    def skip_to(self, byte: int) -> None:
+        """Read on from ``byte``, the start of a line: the reader has what comes before it (a
+        cache of its fold) or wants the file's tail only."""
+        self._offset, self._pending = byte, b""
+
+    def read(self) -> list[bytes]:
+        """The lines written since the last call, each with its newline (none yet: [])."""
+        if self.open() is None:
+            return []
         out = self._read_new()
         if not out and self._replaced():
             out = self._read_new()

@@ -10,12 +10,12 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import BinaryIO
 
 from gui_app.core import atomic_io
 from gui_app.core.event_codec import build
 from gui_app.core.events import RunStarted, decode_line
 from gui_app.core.history.status import RunStatus
+from gui_app.core.line_follow import LineFollower
 
 EVENTS_FILE = "events.jsonl"
 SUMMARY_FILE = "summary.json"  # a cache of what the run list shows, rebuilt from the events
@@ -50,39 +50,41 @@ _ENDS_BYTES = 1 << 20
 
 
 def summarize_events(run_dir: str | Path) -> RunStatus:
-    """How the run stands by its events. Reads only the bytes appended since the cached summary
+    """How the run stands by its events. Reads only the lines appended since the cached summary
     (rebuilt when the events file was replaced, or is shorter than the cache says; from the
-    file's two ends when it is large, see :data:`_ENDS_BYTES`)."""
+    file's two ends when it is large, see :data:`_ENDS_BYTES`), through the one line follower
+    (gui_app/core/line_follow.py): a torn last line is read next time, once it is complete."""
     run_dir = Path(run_dir)
-    path = run_dir / EVENTS_FILE
     try:
-        with path.open("rb") as f:
-            inode = os.fstat(f.fileno()).st_ino
-            status, offset = _read_summary(run_dir, inode)
-            size = f.seek(0, os.SEEK_END)
-            if offset > size:
+        with LineFollower(run_dir / EVENTS_FILE) as follower:
+            fd = follower.open()
+            if fd is None:  # no events yet
+                return RunStatus()
+            stat = os.fstat(fd)
+            status, offset = _read_summary(run_dir, stat.st_ino)
+            if offset > stat.st_size:
                 status, offset = RunStatus(), 0
-            if offset == 0 and size > 2 * _ENDS_BYTES:
-                status, offset = _first_start(f), _tail_start(f, size - _ENDS_BYTES)
-            f.seek(offset)
-            data = f.read()
-    except OSError:  # no events yet
+            if offset == 0 and stat.st_size > 2 * _ENDS_BYTES:
+                status, offset = _first_start(fd), _tail_start(fd, stat.st_size - _ENDS_BYTES)
+            follower.skip_to(offset)
+            lines = follower.read()
+            for line in lines:
+                event = decode_line(line, parts=False)  # the status needs no replicas
+                if event is not None:
+                    status.add(event)
+            if follower.open() != fd:  # a resume renamed a new file over it meanwhile: fold that one
+                return summarize_events(run_dir)
+            if lines:
+                write_summary(run_dir, status, follower.offset, stat.st_ino)
+    except OSError:  # unreadable: as if it had no events yet
         return RunStatus()
-    end = data.rfind(b"\n") + 1  # a torn last line is read next time, once it is complete
-    for line in data[:end].splitlines():
-        event = decode_line(line, parts=False)  # the status needs no replicas
-        if event is not None:
-            status.add(event)
-    if end:
-        write_summary(run_dir, status, offset + end, inode)
     return status
 
 
-def _first_start(f: BinaryIO) -> RunStatus:
+def _first_start(fd: int) -> RunStatus:
     """The status after the first ``run_started`` among the file's first :data:`_ENDS_BYTES`."""
     status = RunStatus()
-    f.seek(0)
-    head = f.read(_ENDS_BYTES)
+    head = os.pread(fd, _ENDS_BYTES, 0)
     for line in head[:head.rfind(b"\n") + 1].splitlines():
         event = decode_line(line, parts=False)
         if isinstance(event, RunStarted):
@@ -91,11 +93,15 @@ def _first_start(f: BinaryIO) -> RunStatus:
     return status
 
 
-def _tail_start(f: BinaryIO, at: int) -> int:
+def _tail_start(fd: int, at: int) -> int:
     """Where the first whole line at or after byte ``at`` starts."""
-    f.seek(at - 1)
-    f.readline()
-    return f.tell()
+    at -= 1  # (a line that starts at ``at`` follows the newline before it)
+    while data := os.pread(fd, 1 << 16, at):
+        newline = data.find(b"\n")
+        if newline >= 0:
+            return at + newline + 1
+        at += len(data)
+    return at
 
 
 def write_summary(run_dir: Path, status: RunStatus, offset: int, inode: int) -> None:

@@ -15,7 +15,7 @@ from gui_app.core.comparison import Comparison, RunFigures, compare, read_figure
 from gui_app.core.sweep_config import SWEEP_FILE
 from gui_app.engine.bundle_command import run_folder
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
-from gui_app.engine.sweep.folder import TRIALS_DIR, SweepFolder
+from gui_app.engine.sweep.folder import SweepFolder
 
 COMMANDS = ("compare",)
 
@@ -32,10 +32,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _trial_numbers(folder: SweepFolder) -> dict[Path, int]:
     """A sweep's run directories here, by resolved path, with their trial numbers: from the
-    sweep's record, else from the first event each trial wrote (trials/N.jsonl, which is there
-    when the record is damaged or was never written)."""
+    sweep's record, else from what each trial's start wrote (trials/N.run, N.jsonl: there when
+    the record is damaged or was never written)."""
     records = folder.records()
-    logged = [int(path.stem) for path in (folder.path / TRIALS_DIR).glob("*.jsonl") if path.stem.isdigit()]
+    logged = folder.started_trials()
     numbers: dict[Path, int] = {}
     for number in sorted({*records, *logged}):
         record = records.get(number)

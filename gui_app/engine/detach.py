@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 
 from gui_app.core.rundir import LOG_FILE
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, exit_now
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from gui_app.engine.run_process import fork_session
 
 
 class ReadyPipe:
@@ -64,37 +64,16 @@ def start(args: argparse.Namespace) -> int:
     if not hasattr(os, "fork") or not hasattr(os, "setsid"):
         return _refuse(command, "--detach needs a POSIX system (fork and setsid)")
     read_end, write_end = os.pipe()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    pid = os.fork()
-    if pid == 0:
+
+    def the_run() -> int:
         os.close(read_end)
-        exit_now(_run_detached(args, write_end))
+        from gui_app.engine.train_command import run_command
+
+        return run_command(argparse.Namespace(**{**vars(args), "events": "jsonl"}), stream=ReadyPipe(write_end))
+
+    pid = fork_session(the_run)
     os.close(write_end)
     return _wait_until_started(command, read_end, pid)
-
-
-def _run_detached(args: argparse.Namespace, ready: int) -> int:
-    from gui_app.engine.train_command import run_command
-
-    code = EXIT_FAILED
-    try:
-        leave_the_terminal()
-        code = run_command(argparse.Namespace(**{**vars(args), "events": "jsonl"}), stream=ReadyPipe(ready))
-    except BaseException:  # noqa: BLE001 - the child must end here, never return into the parent's stack
-        pass
-    return code
-
-
-def leave_the_terminal() -> None:
-    """Make this (forked) process a session of its own: no controlling terminal, SIGHUP ignored,
-    stdin, stdout and stderr on /dev/null (the run writes its log and events to files)."""
-    os.setsid()
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
 
 
 def _wait_until_started(command: str, read_end: int, pid: int) -> int:

@@ -17,23 +17,30 @@ stdout carries JSON lines only: ``progress`` events -- gui_app.core.events.Progr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import queue
+import os
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import IO
 
 from gui_app.core import scaling, scaling_options
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Eval, Event, Progress, RunFinished, RunStarted, Step, decode_line, encode
+from gui_app.core.run_lock import holder
+from gui_app.core.rundir import LOG_FILE
+from gui_app.engine import run_process
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.run_process import last_line
 from gui_app.identity import app_command, app_env
 
 BURST_TIMEOUT_S = 600
+POLL_S = 0.02  # how often a burst's events are read (as attach does): its stop is asked after the step group
+# that reached the burst's steps, so a fast model (the digits MLP: ~10 ms a group) may train a group
+# more; the figures take the burst's own steps only (core/scaling.burst_figures)
 
 
 COMMANDS = ("scaling",)
@@ -145,46 +152,56 @@ def _burst(config: RunConfig, candidate: scaling.Candidate, work: Path, args) ->
     return burst
 
 
-def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
-    for line in stream:
-        into.put(line)
-    into.put(None)
-
-
 def _train_until(config: Path, runs: Path, steps: int) -> tuple[list[Event], str | None]:
-    """Run ``train`` and stop it after ``steps`` steps; its events and, if it failed, why."""
-    proc = subprocess.Popen(app_command("train", str(config), "--runs-dir", str(runs), "--events", "jsonl",
-                                        "--control", "stdin"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=app_env())
-    assert proc.stdin is not None and proc.stderr is not None  # pipes
-    lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
-    stderr: list[str] = []
-    threading.Thread(target=stderr.extend, args=(proc.stderr,), daemon=True).start()
-    events, deadline, stopped = [], time.monotonic() + BURST_TIMEOUT_S, False
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1.0)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        event = decode_line(line)
-        if event is None:
-            continue
-        events.append(event)
-        if not stopped and isinstance(event, Step) and event.step >= steps:
-            proc.stdin.write("stop\n")
-            proc.stdin.close()
-            stopped = True
-    else:
-        proc.kill()
-    code = proc.wait(timeout=60)
+    """Run ``train`` detached (engine/run_process.py) and stop it through its control channel
+    after ``steps`` steps; its events and, if it failed, why."""
+    started = run_process.start(["train", str(config), "--runs-dir", str(runs)], out=runs.parent / "train.out",
+                                log=runs.parent / "train.log")
+    deadline = time.monotonic() + BURST_TIMEOUT_S
+    try:
+        run_dir = started.wait(timeout=BURST_TIMEOUT_S)
+    except run_process.StartFailed as exc:
+        return [], str(exc).removeprefix("replica-studio train: ")
+    except subprocess.TimeoutExpired:
+        started.process.kill()
+        return [], f"train did not start within {BURST_TIMEOUT_S} s"
+    follower = run_process.follow(run_dir)
+    events: list[Event] = []
+    stopped = False
+    try:
+        while True:
+            gone = holder(run_dir) is None  # before reading: all it wrote before it went is read below
+            for line in follower.read():
+                event = decode_line(line)
+                if event is None:
+                    continue
+                events.append(event)
+                if not stopped and isinstance(event, Step) and event.step >= steps:
+                    run_process.stop(run_dir)
+                    stopped = True
+            if follower.finished or gone:
+                break
+            if time.monotonic() >= deadline:
+                _kill(run_dir)
+                break
+            time.sleep(POLL_S)
+    finally:
+        follower.close()
+    ends = time.monotonic() + 60  # its process ends after its last event: let it before its folder goes
+    while holder(run_dir) is not None and time.monotonic() < ends:
+        time.sleep(POLL_S)
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
-    error = finished.message if finished is not None and finished.status == "failed" else None
-    if code not in (0,) and error is None:
-        error = (stderr[-1].strip() if stderr else None) or f"train exited with code {code}"
-    return events, error
+    if finished is None:
+        return events, last_line(run_dir / LOG_FILE) or "train ended without finishing its run"
+    return events, finished.message if finished.status == "failed" else None
+
+
+def _kill(run_dir: Path) -> None:
+    """End a run that outlived the burst's time (it never reached its steps)."""
+    pid = holder(run_dir)
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _eval_speed(run_dir: Path) -> float | None:

@@ -58,3 +58,16 @@ def test_a_replaced_file_goes_on_after_the_lines_it_kept(tmp_path):
     assert follower.read_ends() == [(b"d\n", 6)]
     assert follower.lines_read == 3
     follower.close()
+
+
+def test_a_reader_looks_at_the_open_file_then_skips_to_a_line_it_has_not_read(tmp_path):
+    # The run list's summary (core/run_summary.py): the inode and size of the file it will read,
+    # then on from the byte its cache covers; the file opened once, by that descriptor.
+    path = tmp_path / "events.jsonl"
+    with LineFollower(path) as follower:
+        assert follower.open() is None and follower.read() == []
+        path.write_bytes(b"cached\nnew\ntor")
+        fd = follower.open()
+        assert fd is not None and os.fstat(fd).st_ino == path.stat().st_ino and follower.open() == fd
+        follower.skip_to(len(b"cached\n"))
+        assert follower.read() == [b"new\n"] and follower.offset == len(b"cached\nnew\n")

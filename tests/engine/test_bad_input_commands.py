@@ -123,10 +123,14 @@ def test_compare_a_sweep_folder_names_each_row_by_its_trial(shell, tmp_path):
     table = shell("compare", str(sweep)).stdout.splitlines()
     assert table[0].split()[-1] == "run" and [line.split()[-2:] for line in table[1:]] == \
         [["trial", "0"], ["trial", "1"], ["trial", "2"]]
-    # A damaged record: each trial's first event (trials/N.jsonl) still names its run.
+    # A damaged record: the run directory each trial's detached start printed (trials/N.run), or
+    # (a folder of an earlier version) its first event (trials/N.jsonl), still names its run.
     (sweep / "trials.json").write_text("[1, 2]")
     (sweep / "trials").mkdir()
     for n, run in runs.items():
+        if n < 2:
+            (sweep / "trials" / f"{n}.run").write_text(f"{run}\n")
+            continue
         started = ev.RunStarted(time=1.0, run_dir=str(run), config={})
         (sweep / "trials" / f"{n}.jsonl").write_text(json.dumps(ev.encode(started)) + "\n")
     again = shell("compare", str(sweep), "--json")

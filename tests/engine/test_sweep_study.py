@@ -4,6 +4,7 @@ without a process."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import optuna
 
@@ -136,3 +137,43 @@ def test_a_trial_held_at_an_epochs_end_is_told_to_continue_once_per_pause(tmp_pa
     for _ in range(3):
         driver._follow(active)
     assert told == [run_dir, run_dir] and sorted(active.reported) == [1, 2]
+
+
+class _Process:
+    def __init__(self, code: int | None) -> None:
+        self.code = code
+
+    def poll(self) -> int | None:
+        return self.code
+
+
+def test_a_host_trial_whose_connection_dropped_is_followed_again_a_few_times(tmp_path, monkeypatch):
+    # The run there goes on when its attachment's connection drops: the sweep attaches again
+    # (3 times at most), and only then tells the trial failed.
+    from gui_app.engine.sweep import trial_process
+    from gui_app.engine.sweep.driver import MAX_ATTACHMENTS, Active, SweepDriver
+    from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
+    from gui_app.engine.sweep.trial_process import TrialRun
+
+    sweep = _sweep(pruner="none")
+    folder = SweepFolder.create(tmp_path, "hosts", sweep, None)
+    study = studies.load(sweep, folder.study()["storage"], folder.study()["study_name"], create=True)
+    said: list[str] = []
+    driver = SweepDriver(folder, sweep, study, said.append)
+    attached: list[str] = []
+
+    def follow_there(folder, number, record, run_dir):
+        attached.append(run_dir)
+        return _Process(1)  # its connection drops at once
+
+    monkeypatch.setattr(trial_process, "follow_there", follow_there)
+    events = folder.trial_file(0, ".jsonl")
+    events.write_text(json.dumps({"time": 1, "type": "run_started", "run_dir": "/there/run", "config": {}}) + "\n")
+    record = TrialRecord(host="gpu1", run_dir="/there/run")
+    active = Active(0, study.ask(), record, process=_Process(1), run=TrialRun(Path("/there/run"), events=events))
+    driver.active.append(active)
+    for _ in range(MAX_ATTACHMENTS + 1):
+        driver._follow(active)
+    assert attached == ["/there/run"] * MAX_ATTACHMENTS
+    assert driver.active == [] and study.trials[0].state == optuna.trial.TrialState.FAIL
+    assert said[-1].startswith("trial 0 failed: its process ended without finishing its run")

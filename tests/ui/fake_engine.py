@@ -198,7 +198,7 @@ def detached(run):
         os.close(read_end)
         code = 1
         try:
-            from gui_app.engine.detach import leave_the_terminal
+            from gui_app.engine.run_process import leave_the_terminal
 
             leave_the_terminal()
             Emitter.ready = write_end

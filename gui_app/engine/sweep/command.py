@@ -26,7 +26,7 @@ from typing import Callable
 
 from gui_app.core.config_json import ConfigError
 from gui_app.core.sweep_config import MAX_PARALLEL, SWEEP_LOG, SweepConfig
-from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, exit_now
+from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 COMMANDS = ("sweep",)
 ACTIONS = ("status", "resume", "stop")
@@ -188,31 +188,20 @@ def action_of(args: argparse.Namespace) -> str | None:
 
 
 def _detach(folder, drive: Callable[[], int]) -> int:
-    """Run ``drive`` in a forked process of its own session (gui_app/engine/detach.py), its stdout
+    """Run ``drive`` in a forked process of its own session (engine/run_process.py), its stdout
     and stderr appended to ``SWEEP_DIR/sweep.log``; return once it holds the sweep's folder (its
     lock), or with its code and its error line when it ended before."""
-    from gui_app.engine.detach import leave_the_terminal
+    from gui_app.engine.run_process import fork_session
 
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    log = folder.path / SWEEP_LOG
-    pid = os.fork()
-    if pid == 0:
-        code = EXIT_FAILED
+    def run_the_sweep() -> int:
         try:
-            leave_the_terminal()
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            os.close(fd)
-            try:
-                code = drive()
-            except ConfigError as exc:
-                print(str(exc), file=sys.stderr, flush=True)
-                code = EXIT_BAD_INPUT
-        except BaseException:  # noqa: BLE001 - the child must end here, never return into the parent's stack
-            traceback.print_exc()
-        exit_now(code)
+            return drive()
+        except ConfigError as exc:
+            print(str(exc), file=sys.stderr, flush=True)
+            return EXIT_BAD_INPUT
+
+    log = folder.path / SWEEP_LOG
+    pid = fork_session(run_the_sweep, log=log)
     while folder.runner_pid() != pid:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -275,24 +264,32 @@ def _status(args: argparse.Namespace, folder) -> int:
 def _stop(args: argparse.Namespace, folder) -> int:
     """Ask the sweep's process to stop its trials; with none running, stop the trials directly.
     Returns once they have all stopped, each with a checkpoint."""
+    from gui_app.engine.sweep import trial_process
     from gui_app.engine.sweep.folder import TrialRecord
     from gui_app.engine.sweep.slurm_trials import cancel_active
-    from gui_app.engine.sweep.trial_process import live_pid, stop_run
 
     folder.ask_stop()
     runner = folder.runner_pid()
-    trials: list[tuple[str | None, TrialRecord]] = []
+    trials: dict[int, tuple[str | None, TrialRecord]] = {}
     if runner is not None:
         _say(f"asked the sweep (process {runner}) to stop its trials")
     else:
-        trials = [(r.run_dir or folder.run_dir_of(n), r) for n, r in folder.records().items()]
-        for line in cancel_active([record for _, record in trials if record.job]):  # scancel: a checkpoint
+        trials = {n: (r.run_dir or folder.run_dir_of(n), r) for n, r in folder.records().items()}
+        for line in cancel_active([record for _, record in trials.values() if record.job]):  # scancel: a checkpoint
             _say(line)
-        for run_dir, record in trials:
-            if record.job is None:
-                stop_run(live_pid(run_dir, record))
+    asked = {n for n, (_, record) in trials.items() if record.job is not None}  # (Slurm's jobs: cancelled)
     deadline = time.monotonic() + STOP_WAIT_S
-    while (busy := _busy(folder, trials)) and time.monotonic() < deadline:
+    while True:
+        for number, (run_dir, record) in list(trials.items()):  # a trial still starting is asked once it has
+            run_dir = run_dir or folder.run_dir_of(number)
+            trials[number] = (run_dir, record)
+            if number not in asked and run_dir is not None:
+                if trial_process.live_pid(run_dir, record) is not None:
+                    trial_process.stop(run_dir, record)
+                asked.add(number)
+        busy = _busy(folder, list(trials.values()))
+        if not busy or time.monotonic() >= deadline:
+            break
         time.sleep(0.2)
     if busy:
         raise ConfigError(f"sweep_dir: still stopping after {STOP_WAIT_S:.0f} s: {busy}")

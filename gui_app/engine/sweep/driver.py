@@ -29,15 +29,18 @@ import optuna
 from gui_app.core.config import MULTI_WORKER
 from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd
+from gui_app.core.rundir import LOG_FILE
 from gui_app.core.sweep_config import LOCAL, SweepConfig
+from gui_app.engine.run_process import StartFailed, Starting
 from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.slurm_driving import SlurmDriving
-from gui_app.engine.sweep.trial_process import Active, stop_run
+from gui_app.engine.sweep.trial_process import Active, live_pid
 
 POLL_S = 0.1  # how often trials' events are read: a digits epoch of the MLP takes 0.1 s here, and a trial
 # waits at each epoch's end for the sweep's decision (its pruning) until the next read
+MAX_ATTACHMENTS = 3  # a trial on an SSH host is followed again this often after its connection dropped
 States = optuna.trial.TrialState
 
 
@@ -112,9 +115,10 @@ class SweepDriver(SlurmDriving):
             self._stop(active)
 
     def _stop(self, active: Active) -> None:
-        """Stop a trial with a checkpoint: SIGTERM to its process, or ``scancel`` of its job."""
+        """Stop a trial with a checkpoint: through its run's control channel (``stop --host``
+        there), or ``scancel`` of its job."""
         if self.slurm is None:
-            stop_run(active.record.pid)
+            active.stop()
             return
         failed = slurm_trials.cancel(active.record)
         if failed is not None:
@@ -164,7 +168,7 @@ class SweepDriver(SlurmDriving):
     def _train(self, config: Path, record: TrialRecord) -> list[str]:
         """The ``train`` arguments of a new trial: its run goes into the sweep folder here, or
         into the host's runs folder there (docs/hosts.md); only a run here waits at each epoch's
-        end for the pruning (a run there has no control channel here)."""
+        end for the pruning (a word to a run there costs an ssh connection)."""
         if record.host:
             return ["train", str(config)]
         return ["train", str(config), "--runs-dir", str(self.folder.runs_dir), *self._hold]
@@ -204,21 +208,14 @@ class SweepDriver(SlurmDriving):
         return self.jobs.alive(active.record, active.finished is not None)
 
     def _follow(self, active: Active) -> None:
+        if not self._started(active):
+            return
+        assert active.run is not None
         alive = self._alive(active)  # before reading: all a finished process wrote is read below
-        if active.run is None:
-            run_dir = self.folder.run_dir_of(active.number)
-            if run_dir is None:
-                if not alive and self.stopping:  # stopped while it started: a resume starts it again
-                    self.active.remove(active)
-                    self.say(f"trial {active.number} stopped before its run started")
-                elif not alive:
-                    self._fail(active, "its process ended before its run started (see "
-                                       f"{self.folder.trial_file(active.number, '.log')})")
-                return
-            active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
-            self._save(active)
         for epoch in active.run.read():
             self._report(active, epoch)
+        if active.finished is None and not alive and self._attach_again(active):
+            return
         # A Slurm trial ends with its job: a run stopped by its time limit goes on in the requeued job.
         if (active.finished is not None and self.slurm is None) or not alive:
             self._end(active)
@@ -230,6 +227,62 @@ class SweepDriver(SlurmDriving):
             if active.continued != held:
                 trial_process.continue_run(active.run.run_dir)
                 active.continued = held
+
+    def _started(self, active: Active) -> bool:
+        """Whether the trial's run has started (and its run directory is known): its detached
+        start's answer (after which its run's lock says whether it runs), or, found again or on
+        an SSH host, what its process wrote in the sweep folder. A run that started while the
+        sweep was stopping is asked to stop now."""
+        starting = active.process if isinstance(active.process, Starting) else None
+        if starting is None and active.run is not None:
+            return True
+        try:
+            run_dir = starting.poll() if starting is not None else self.folder.run_dir_of(active.number)
+        except StartFailed as exc:
+            self._not_started(active, f"its process ended before its run started: {exc}")
+            return False
+        if run_dir is None:
+            if not active.alive():
+                self._not_started(active, "its process ended before its run started (see "
+                                          f"{self.folder.trial_file(active.number, '.log')})")
+            return False
+        if starting is not None and active.record.host is not None:
+            # followed through an attachment from here, which writes the run's whole history
+            # anew: the trial's reading starts over with it
+            if active.run is not None:
+                active.run.close()
+            active.run = None
+            active.process = trial_process.follow_there(self.folder, active.number, active.record, str(run_dir))
+        elif starting is not None:
+            active.process = None  # started: from now on its run's lock says whether it runs
+            active.record.pid = live_pid(str(run_dir), active.record) or active.record.pid  # the run's process
+        if active.run is None:
+            active.run = trial_process.trial_run(self.folder, active.number, active.record, str(run_dir))
+        self._save(active)
+        if self.stopping:
+            active.stop()
+        return True
+
+    def _attach_again(self, active: Active) -> bool:
+        """A trial on an SSH host whose attachment ended before its run did (the connection
+        dropped: the run there goes on) is followed through a new one, a few times at most."""
+        if active.record.host is None or active.run is None or self.stopping or active.attachments >= MAX_ATTACHMENTS:
+            return False
+        active.attachments += 1
+        run_dir = str(active.run.run_dir)
+        active.run.close()
+        active.process = trial_process.follow_there(self.folder, active.number, active.record, run_dir)
+        active.run = trial_process.trial_run(self.folder, active.number, active.record, run_dir)
+        self._save(active)
+        self.say(f"trial {active.number}: its connection to {active.record.host} ended; following it again")
+        return True
+
+    def _not_started(self, active: Active, message: str) -> None:
+        if self.stopping:  # stopped while it started: a resume starts it again
+            self.active.remove(active)
+            self.say(f"trial {active.number} stopped before its run started")
+        else:
+            self._fail(active, message)
 
     def _held_for_decision(self, active: Active) -> bool:
         """The trial waits at an epoch's end (``--pause-after-each-epoch``) that has been reported
@@ -257,6 +310,7 @@ class SweepDriver(SlurmDriving):
     def _end(self, active: Active) -> None:
         assert active.run is not None
         run, finished = active.run, active.finished
+        run.close()
         self.active.remove(active)
         active.trial.set_user_attr("epochs", len(run.epochs))
         if finished is not None and finished.status == "completed":  # (also when it ended before a pruning stop)
@@ -278,8 +332,8 @@ class SweepDriver(SlurmDriving):
             self._fail(active, f"its Slurm job {active.record.job} ended ({state}) without finishing its run "
                                f"(see {run.run_dir / f'slurm-{active.record.job}.out'})")
         else:
-            self._fail(active, f"its process ended without finishing its run (see "
-                               f"{self.folder.trial_file(active.number, '.log')})")
+            log = self.folder.trial_file(active.number, ".log") if active.record.host else run.run_dir / LOG_FILE
+            self._fail(active, f"its process ended without finishing its run (see {log})")
 
     def _fail(self, active: Active, message: str) -> None:
         if active in self.active:
@@ -311,7 +365,7 @@ class SweepDriver(SlurmDriving):
                 self.active.append(active)
                 self.say(f"trial {number} is still running: following it again")
                 if active.pruned_at is not None:
-                    stop_run(active.record.pid)
+                    active.stop()
                 continue
             if active.run is None:
                 self.waiting.append(active)  # its process ended before its run started: start it again

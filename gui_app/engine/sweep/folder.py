@@ -10,7 +10,9 @@ Layout::
         study.db         the Optuna study (SQLite; a PostgreSQL URL keeps it on the server instead)
         study.journal    the Optuna study of a sweep whose trials are Slurm jobs (Optuna's journal file)
         trials.json      trial number -> its run directory, process, device (written at each change)
-        trials/N.json    trial N's run configuration; N.jsonl its stdout (events), N.log its stderr
+        trials/N.json    trial N's run configuration; N.run the run directory its detached start printed,
+                         N.log that start's error line (the run logs to its engine.log); N.jsonl the
+                         events of a run on an SSH host (its connection's output)
         runs/            the trials' run directories (ordinary runs: open, export, resume each)
         stop             present while a stop was asked (``sweep stop``); ``sweep resume`` removes it
         .lock            held by the sweep's own process while it runs (gui_app.core.run_lock)
@@ -125,8 +127,22 @@ class SweepFolder:
         data = {str(number): asdict(record) for number, record in sorted(records.items())}
         atomic_io.write_text(self.path / TRIALS_FILE, json.dumps(data, indent=1) + "\n")
 
+    def started_trials(self) -> list[int]:
+        """The trials whose process named (or may name) a run directory here: a ``trials/N.run``
+        or ``trials/N.jsonl`` (found when ``trials.json`` is damaged or was never written)."""
+        return sorted({int(path.stem) for suffix in (".run", ".jsonl")
+                       for path in (self.path / TRIALS_DIR).glob(f"*{suffix}") if path.stem.isdigit()})
+
     def run_dir_of(self, number: int) -> str | None:
-        """The run directory trial ``number``'s process named in its events (stdout), if it has yet."""
+        """The run directory trial ``number``'s process named, if it has yet: the line its
+        ``--detach`` start printed (``trials/N.run``), else, for a run on an SSH host (and a
+        folder of an earlier version), the first event naming it in its output (``trials/N.jsonl``)."""
+        try:
+            lines = self.trial_file(number, ".run").read_text(encoding="utf-8").split("\n")[:-1]
+        except OSError:
+            lines = []
+        if lines and lines[-1].strip():  # (complete lines only: a start may be writing one)
+            return lines[-1].strip()
         try:
             with self.trial_file(number, ".jsonl").open("rb") as f:
                 for line in f:

@@ -28,6 +28,7 @@ def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[Sw
         run = trial_run(folder, frozen.number, record, run_dir) if run_dir else None
         if run is not None:
             run.read()
+            run.close()
         state = _STATES.get(frozen.state.name)
         if state is None:  # open: running, or its process ended while the sweep's was away
             state = _open_state(run, record, "pruned_at" in frozen.user_attrs, jobs.get(record.job or ""))

@@ -1,62 +1,76 @@
-"""One trial's engine process: started detached, followed through its run directory's events,
-stopped with a checkpoint.
+"""One trial's engine process: an ordinary detached run (engine/run_process.py), started,
+followed through its run directory's events and stopped with a checkpoint like any run.
 
-A trial is an ordinary ``replica-studio train`` (later ``resume``) in a session of its own, its
-stdin on /dev/null and its output in the sweep folder, so it outlives the sweep's process: a
+A trial is ``replica-studio train --detach`` (later ``resume --detach``): ``runs``, ``attach``,
+``stop`` and the window see it as any run. What the ``--detach`` process prints (the run
+directory) is appended to ``trials/N.run``, its error line, when the run ends before it starts,
+to ``trials/N.log``; the run logs to its own ``engine.log``. It outlives the sweep's process: a
 killed sweep finds it again by its run directory's lock (gui_app/core/run_lock.py).
+
+A trial on an SSH host is ``train --host H --detach`` as well (its run directory is there); it
+is followed through ``attach --host H`` (its output in ``trials/N.jsonl``) and stopped with
+``stop --host H``. A trial of a Slurm sweep is a batch job instead (slurm_trials.py).
 """
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gui_app.core import rundir
 from gui_app.core.events import Continued, EpochEnd, Eval, Paused, RunFinished, RunStarted, decode_line
+from gui_app.core.events_follow import EventsFollower
 from gui_app.core.run_lock import holder as run_holder
-from gui_app.engine import control_channel
+from gui_app.engine import run_process
+from gui_app.engine.control_channel import ChannelError
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.identity import app_command, app_env
 
 if TYPE_CHECKING:
     import optuna  # (only the sweep's loop imports it: `sweep stop` need not pay for it)
 
+TRIAL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
-def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> subprocess.Popen:
-    """Start ``replica-studio ARGS`` for trial ``number`` (on the record's SSH host with ``--host``:
-    this process is then the connection, and its end stops the run there with a checkpoint):
-    events to ``trials/N.jsonl``, its log to ``trials/N.log`` (both appended: a resumed trial adds
-    to them)."""
-    extra = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+def start(folder: SweepFolder, number: int, record: TrialRecord, args: list[str]) -> run_process.Starting:
+    """Start ``replica-studio ARGS --detach`` for trial ``number``, here or on the record's SSH
+    host; :meth:`Starting.poll` answers its run directory once the run has started."""
+    extra = dict(TRIAL_ENV)
     if record.device is not None:
         extra["CUDA_VISIBLE_DEVICES"] = record.device
-    with folder.trial_file(number, ".jsonl").open("ab") as out, folder.trial_file(number, ".log").open("ab") as log:
-        there = ["--host", record.host] if record.host else []
-        process = subprocess.Popen(app_command(*args, "--events", "jsonl", *there), stdin=subprocess.DEVNULL,
-                                   stdout=out, stderr=log, env=app_env(extra), start_new_session=True)
+    starting = run_process.start(args, out=folder.trial_file(number, ".run"), log=folder.trial_file(number, ".log"),
+                                 host=record.host, env=extra)
+    record.pid = starting.pid  # then the run's own process (here), or its attachment (there)
+    return starting
+
+
+def follow_there(folder: SweepFolder, number: int, record: TrialRecord, run_dir: str) -> subprocess.Popen:
+    """Follow a run on an SSH host from here: ``attach --host H RUN_DIR --control none``, its
+    events (the run's whole history, then live) in a fresh ``trials/N.jsonl``; it ends when the
+    run does."""
+    assert record.host is not None
+    with folder.trial_file(number, ".jsonl").open("wb") as out, folder.trial_file(number, ".log").open("ab") as log:
+        process = subprocess.Popen(app_command("attach", run_dir, "--control", "none", "--host", record.host),
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=log, env=app_env(TRIAL_ENV),
+                                   start_new_session=True)
     record.pid = process.pid
     return process
 
 
-def stop_run(pid: int | None) -> None:
-    """Ask a trial's run to stop with a checkpoint: SIGTERM acts as a ``stop`` line
-    (engine/control.py). The one place a sweep stops a run."""
-    if pid is None:
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):  # gone already (or the pid is another user's now)
-        pass
+def stop(run_dir: str | Path | None, record: TrialRecord) -> None:
+    """Ask a trial's run to stop with a checkpoint, through its control channel (here, or with
+    ``stop --host`` there); a run still starting is asked once it has. The one place a sweep
+    stops a run."""
+    if run_dir is not None:
+        run_process.stop(run_dir, record.host)
 
 
 def continue_run(run_dir: Path) -> None:
     """Let a trial held at an epoch's end (``--pause-after-each-epoch``) go on to its next epoch."""
     try:
-        control_channel.send(run_dir, "continue")
-    except control_channel.ChannelError:  # (NotRunning too) gone meanwhile: its end is read next
+        run_process.send(run_dir, "continue")
+    except ChannelError:  # gone meanwhile, or not ours: its end is read next
         pass
 
 
@@ -109,36 +123,26 @@ def trial_run(folder: SweepFolder, number: int, record: TrialRecord, run_dir: st
 
 @dataclass
 class TrialRun:
-    """What a trial's run directory says so far: read from where it was last read, one complete
-    line at a time (a resumed run appends; its replayed epochs replace the earlier ones). A
-    resume replaces the file by its lines up to the checkpoint (core/events_file.py): a new file
-    is read again from its start."""
+    """What a trial's run directory says so far, folded from its events as the run's reader
+    (engine/run_process.py's :func:`follow`) hands them out: complete lines only, and a resume
+    that replaces the file by its lines up to the checkpoint (core/events_file.py) hands out only
+    what comes after them; its replayed epochs replace the earlier ones."""
 
     run_dir: Path
     events: Path | None = None  # where its events are read, when not in run_dir (a run on an SSH host)
-    offset: int = 0
     epochs: dict[int, EpochEnd] = field(default_factory=dict)
     test_accuracy: float | None = None
     finished: RunFinished | None = None  # the last run_finished after the last run_started
     paused_at: int | None = None  # the step it is paused at (``--pause-after-each-epoch``), None while it runs
     starts: int = 0  # run_started lines read: its processes so far (train, then each resume)
-    _file: int | None = None  # the inode read from
+    _follower: EventsFollower | None = None
 
     def read(self) -> list[EpochEnd]:
         """Fold what was appended since the last read; returns the epochs that ended in it."""
-        try:
-            with (self.events or self.run_dir / rundir.EVENTS_FILE).open("rb") as f:
-                inode = os.fstat(f.fileno()).st_ino
-                if inode != self._file:  # the first read, or a resume replaced the file
-                    self._file, self.offset, self.starts, self.epochs = inode, 0, 0, {}
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return []
-        end = data.rfind(b"\n") + 1  # a line being written is read next time
-        self.offset += end
+        if self._follower is None:
+            self._follower = run_process.follow(self.run_dir, self.events)
         ended = []
-        for line in data[:end].splitlines():
+        for line in self._follower.read():
             event = decode_line(line, parts=False)
             if isinstance(event, EpochEnd):
                 self.epochs[event.epoch] = event
@@ -156,6 +160,12 @@ class TrialRun:
                 self.finished = event
         return ended
 
+    def close(self) -> None:
+        """Let go of its events file, once done with the trial."""
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
+
     def metric(self, name: str) -> float | None:
         """The trial's value of ``name``: the last epoch's validation figure, or the test accuracy."""
         if name == "test_accuracy":
@@ -172,12 +182,15 @@ class Active:
     number: int
     trial: optuna.Trial
     record: TrialRecord
-    process: subprocess.Popen | None = None  # started by this process; else found again by its run's lock
+    # started by this process: its detached start, then (on an SSH host) its attachment; else
+    # found again by its run's lock
+    process: run_process.Starting | subprocess.Popen | None = None
     run: TrialRun | None = None
     pruned_at: int | None = None
     reported: set[int] = field(default_factory=set)
     earlier_starts: int = 0  # run_started lines its run had before the process the sweep follows
     continued: tuple[int, int | None] | None = None  # the pause it was last told to continue: (run starts, step)
+    attachments: int = 0  # attachments that ended before its run there did (a dropped connection)
 
     @property
     def finished(self) -> RunFinished | None:
@@ -187,8 +200,14 @@ class Active:
         return run.finished if run is not None and run.starts > self.earlier_starts else None
 
     def alive(self) -> bool:
+        """Whether a process still works on it: the one starting it, then the run's (the one
+        holding its run directory here; on an SSH host: its connection)."""
+        if isinstance(self.process, run_process.Starting):
+            return self.process.process.poll() is None
         if self.process is not None:
             return self.process.poll() is None  # (also reaps it)
-        # found again: the process holding its run directory, or (before it has one, or on an SSH
-        # host) the process last started for it
         return live_pid(str(self.run.run_dir) if self.run is not None else None, self.record) is not None
+
+    def stop(self) -> None:
+        """Ask its run to stop with a checkpoint (a run still starting is asked once it has)."""
+        stop(self.run.run_dir if self.run is not None else None, self.record)
