@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,8 +110,11 @@ def stop(run_dir: str | Path, host: str | None = None) -> bool:
             return send(run_dir, "stop")
         except control_channel.ChannelError:
             return False
-    subprocess.Popen(app_command("stop", str(run_dir), "--host", host), stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=app_env(), start_new_session=True)
+    stopping = subprocess.Popen(app_command("stop", str(run_dir), "--host", host), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=app_env(),
+                                start_new_session=True)
+    # Reaped when it ends, so that a long sweep does not collect a zombie per stopped trial.
+    threading.Thread(target=stopping.wait, name="stop-there", daemon=True).start()
     return True
 
 
