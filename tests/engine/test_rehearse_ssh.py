@@ -59,6 +59,8 @@ def test_a_worker_signalled_on_its_ssh_host_is_the_same_run(ssh_host, tmp_path, 
         assert first.status == "stopped" and cert.resumed_from == cert.interrupted_at, ends
     assert ends[-1].status == "completed"
     assert not remote_workers()
+    print(f"SIG{signal} to worker 1 on the host at step 7: interrupted after {cert.interrupted_at}, resumed from "
+          f"{cert.resumed_from}, {cert.steps} steps compared, equivalent ({cert.tolerance}), {cert.seconds} s")
 
 
 @pytest.mark.parametrize("strategy, worker, message", [
