@@ -18,6 +18,7 @@ Exit 0 equivalent, 1 not (or a run failed, or the combination cannot be certifie
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -113,6 +115,7 @@ def _rehearse(args: argparse.Namespace) -> int:
         print(f"replica-studio rehearse: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
     except RunFailed as exc:
+        _Engine.stop_running()  # a signal that could not be sent leaves its run training: stop it
         print(f"replica-studio rehearse: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILED
     except Interrupted as exc:
@@ -169,9 +172,12 @@ class _Engine:
 
     @classmethod
     def stop_running(cls) -> None:
-        """Stop the runs still going (SIGTERM: a checkpoint, then the end), killed after the grace."""
+        """Stop the runs still going (SIGTERM: a checkpoint, then the end), killed after the grace.
+        Their events are read away meanwhile: a run blocked on a full stdout pipe never stops."""
         for engine in cls.running:
             if engine.proc.poll() is None:
+                if engine.proc.stdout is not None:
+                    threading.Thread(target=collections.deque, args=(engine.proc.stdout, 0), daemon=True).start()
                 engine.proc.terminate()
                 try:
                     engine.proc.wait(cls.STOP_GRACE_S)

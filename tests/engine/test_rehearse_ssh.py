@@ -63,6 +63,25 @@ def test_a_worker_signalled_on_its_ssh_host_is_the_same_run(ssh_host, tmp_path, 
           f"{cert.resumed_from}, {cert.steps} steps compared, equivalent ({cert.tolerance}), {cert.seconds} s")
 
 
+@pytest.mark.slow
+def test_a_worker_whose_process_is_not_recorded_fails_in_one_line_and_its_run_is_stopped(ssh_host, tmp_path):
+    """Without the workers' status reports (the benchmarks' switch) nothing names worker 1's
+    process there: one line, exit 1, and the run that was to be interrupted is stopped, not left
+    training."""
+    add_host(Host(ALIAS, command=ssh_host.command), tmp_path / "config" / "hosts.json")
+    config = cluster_config(tmp_path, ALIAS, epochs=30)  # still training when the wait for the record ends
+    done = subprocess.run(app_command("rehearse", str(config), "--at", "3", "--worker", "1", "--json",
+                                      "--runs-dir", str(tmp_path / "runs")),
+                          capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL,
+                          env=ssh_host.env(tmp_path / "config", REPLICA_STUDIO_STATUS_REPORTS="0"))
+    assert done.returncode == 1 and done.stdout == "", done.stderr[-3000:]
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("replica-studio rehearse: ")]
+    assert line.startswith("replica-studio rehearse: worker 1's process is not in ") and "workers.json" in line
+    (run,) = rundir.list_runs(tmp_path / "runs")
+    assert run.status == "stopped" and run.resumable  # stopped with a checkpoint, as the window's Stop does
+    assert not remote_workers()
+
+
 @pytest.mark.parametrize("strategy, worker, message", [
     ({"cluster": ["10.213.80.1:2222", "10.213.80.2:2222"]}, "1",
      "--worker: worker 1 (10.213.80.2:2222) is started by hand, not by the run; rehearse signals the workers "
