@@ -23,10 +23,12 @@ MANIFEST = "manifest.json"
 FORMAT = "replica-studio-bundle"
 VERSION = 1
 SUFFIX = ".zip"
-# What a bundle never holds: the run's process state (lock, control channel, the process record,
-# the run list's cache, the history's pyramid: caches rebuilt from the events, keyed to the events
-# file's inode), a training cache of the dataset (data/), and a report written before.
-_NEVER = {".lock", ".control", "process.json", rundir.SUMMARY_FILE, rundir.HISTORY_DIR, "data", "report.html"}
+# What a bundle never holds: the run's process state (lock, control channel, the process records
+# of the run and of a cluster's workers, the run list's cache, the history's pyramid: caches
+# rebuilt from the events, keyed to the events file's inode), a training cache of the dataset
+# (data/), and a report written before.
+_NEVER = {".lock", ".control", "process.json", "workers.json", rundir.SUMMARY_FILE, rundir.HISTORY_DIR, "data",
+          "report.html"}
 _CHUNK = 1 << 20
 
 

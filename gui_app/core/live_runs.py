@@ -28,6 +28,7 @@ from gui_app.core.backends import local_backend, scheduled_jobs
 from gui_app.core.backends.base import JobState, run_status
 
 PROCESS_FILE = "process.json"
+WORKERS_FILE = "workers.json"  # a cluster's: each worker's process, here or on its SSH host
 RUN_COMMANDS = ("train", "resume")  # the processes that run a run (evaluate and export hold the lock too)
 
 
@@ -57,6 +58,36 @@ def read_process(run_dir: str | Path) -> RunProcess | None:
         return RunProcess(**{f.name: value[f.name] for f in dataclasses.fields(RunProcess)})
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+@dataclass(frozen=True)
+class WorkerProcessRecord:
+    """One worker of a cluster that ``train`` started, as its status reports named it: its process
+    id on the machine it runs on, which is this one (``host`` None) or an SSH host (``host`` the
+    hosts-file name it was started through), and that machine's own name."""
+
+    worker: int
+    pid: int
+    host: str | None
+    hostname: str
+
+
+def record_workers(run_dir: str | Path, workers: list[WorkerProcessRecord]) -> None:
+    """Write ``workers.json`` (the launcher, each time a worker of a new start first reports), so
+    that whoever must signal one worker (``rehearse --worker K``) finds its process where it runs."""
+    atomic_io.write_text(Path(run_dir) / WORKERS_FILE,
+                         json.dumps({"workers": [dataclasses.asdict(w) for w in workers]}) + "\n")
+
+
+def read_workers(run_dir: str | Path) -> dict[int, WorkerProcessRecord]:
+    """The workers the cluster last recorded, by index; empty when there is no readable record."""
+    try:
+        value = json.loads((Path(run_dir) / WORKERS_FILE).read_text(encoding="utf-8"))
+        rows = [WorkerProcessRecord(**{f.name: row[f.name] for f in dataclasses.fields(WorkerProcessRecord)})
+                for row in value["workers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {w.worker: w for w in rows}
 
 
 def live_process(run_dir: str | Path) -> RunProcess | None:

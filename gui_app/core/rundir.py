@@ -14,6 +14,7 @@ Layout of one run::
         history/         the run's history at several resolutions, a cache of the events
                          (gui_app/core/history/pyramid.py)
         process.json     the process that runs (or last ran) it: id, host (gui_app/core/live_runs.py)
+        workers.json     a cluster's: each worker's process id and host, from its status reports
         engine.log       a detached run's stdout and stderr
         .control/fifo    the running process's control channel (engine/control_channel.py)
         .lock            held by the process working on the run (gui_app/core/run_lock.py)

@@ -3,12 +3,14 @@ resumed is the run that was never interrupted (docs/detached.md, "Rehearse a pre
 
     replica-studio rehearse run.json --at 30                       # SIGKILL to the run at step 30
     replica-studio rehearse run.json --at 30 --signal TERM --json  # a polite preemption
-    replica-studio rehearse cluster.json --at 30 --worker 1        # worker 1 of a local cluster
+    replica-studio rehearse cluster.json --at 30 --worker 1        # worker 1, here or on its SSH host
 
 It trains the config twice as separate engine processes, as the window and a terminal run
 them, with ``training.batch_fingerprints`` on (each step event names the batch each replica
-trained on): once interrupted -- the signal sent to the run's process, or to worker K of a local
-cluster, as soon as it has told step STEP -- and resumed with ``replica-studio resume`` unless
+trained on): once interrupted -- the signal sent to the run's process, or to worker K of a
+cluster that ``train`` starts (a local one, or one with workers on SSH hosts: signalled there
+with ``kill`` over ssh, by the process id the run's ``workers.json`` records), as soon as it has
+told step STEP -- and resumed with ``replica-studio resume`` unless
 the cluster restarted itself (``strategy.max_restarts``); then once straight through, the
 reference. gui_app/core/rehearsal.py compares them step for step and their final checkpoints.
 Exit 0 equivalent, 1 not (or a run failed, or the combination cannot be certified), 2 bad input.
@@ -16,6 +18,7 @@ Exit 0 equivalent, 1 not (or a run failed, or the combination cannot be certifie
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -33,6 +37,8 @@ from gui_app.core import rundir
 from gui_app.core.answers import Certificate, encode
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
 from gui_app.core.events import RunStarted
+from gui_app.core.hosts import HostsFileError, find_host
+from gui_app.core.live_runs import WorkerProcessRecord, read_workers
 from gui_app.core.rehearsal import (
     cannot_certify,
     certify,
@@ -42,11 +48,13 @@ from gui_app.core.rehearsal import (
     step_history,
     tolerance_for,
 )
+from gui_app.core.ssh import HostError, run_shell
 from gui_app.engine.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from gui_app.identity import app_command, app_env
 
 COMMANDS = ("rehearse",)
 SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
+RECORD_WAIT_S = 30.0  # a worker reports its process twice a second from its start: long recorded by then
 
 
 class BadInput(Exception):
@@ -72,7 +80,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--at", type=int, required=True, metavar="STEP", help="interrupt once the run has told this step")
     p.add_argument("--signal", choices=tuple(SIGNALS), default="KILL",
                    help="KILL (the default: work since the last checkpoint is lost) or TERM (stops with a checkpoint)")
-    p.add_argument("--worker", type=int, metavar="K", help="a local cluster: signal worker K instead of the run")
+    p.add_argument("--worker", type=int, metavar="K",
+                   help="a cluster (local, or with workers on SSH hosts): signal worker K instead of the run")
     p.add_argument("--json", action="store_true", help="one JSON object, the certificate")
     p.add_argument("--runs-dir", help="folder for the two run directories (default: the user data folder)")
     p.set_defaults(handler=_rehearse)
@@ -106,6 +115,7 @@ def _rehearse(args: argparse.Namespace) -> int:
         print(f"replica-studio rehearse: {exc}", file=sys.stderr, flush=True)
         return EXIT_BAD_INPUT
     except RunFailed as exc:
+        _Engine.stop_running()  # a signal that could not be sent leaves its run training: stop it
         print(f"replica-studio rehearse: {exc}", file=sys.stderr, flush=True)
         return EXIT_FAILED
     except Interrupted as exc:
@@ -132,11 +142,18 @@ def _checked_config(args: argparse.Namespace) -> RunConfig:
         cfg = config.strategy
         if cfg.name not in MULTI_WORKER:
             raise BadInput(f"--worker: strategy {cfg.name!r} trains in one process; leave --worker out to signal it")
-        if cfg.cluster is not None:
-            raise BadInput("--worker: rehearse signals the workers of a local cluster (strategy.workers); this "
-                           "config's workers run on other hosts or under a scheduler")
-        if not 0 <= args.worker < cfg.workers:
-            raise BadInput(f"--worker: the cluster has workers 0 to {cfg.workers - 1}; got {args.worker}")
+        if isinstance(cfg.cluster, str):
+            raise BadInput(f"--worker: this config's workers run under {cfg.cluster} (strategy.cluster), which "
+                           "starts them; rehearse signals the workers train starts: a local cluster's "
+                           "(strategy.workers) or those on SSH hosts")
+        count = len(cfg.cluster) if isinstance(cfg.cluster, tuple) else cfg.workers
+        if not 0 <= args.worker < count:
+            raise BadInput(f"--worker: the cluster has workers 0 to {count - 1}; got {args.worker}")
+        entry = cfg.cluster[args.worker] if isinstance(cfg.cluster, tuple) else None
+        if args.worker > 0 and isinstance(entry, str):
+            raise BadInput(f"--worker: worker {args.worker} ({entry}) is started by hand, not by the run; rehearse "
+                           "signals the workers train starts: the chief, and those given as {\"host\": ..., "
+                           "\"port\": ...} (SSH hosts)")
     return config
 
 
@@ -155,9 +172,12 @@ class _Engine:
 
     @classmethod
     def stop_running(cls) -> None:
-        """Stop the runs still going (SIGTERM: a checkpoint, then the end), killed after the grace."""
+        """Stop the runs still going (SIGTERM: a checkpoint, then the end), killed after the grace.
+        Their events are read away meanwhile: a run blocked on a full stdout pipe never stops."""
         for engine in cls.running:
             if engine.proc.poll() is None:
+                if engine.proc.stdout is not None:
+                    threading.Thread(target=collections.deque, args=(engine.proc.stdout, 0), daemon=True).start()
                 engine.proc.terminate()
                 try:
                     engine.proc.wait(cls.STOP_GRACE_S)
@@ -191,6 +211,9 @@ def _interrupted(config_file: Path, runs_dir: Path, args: argparse.Namespace, tm
     directory, the last step it told and its total steps."""
     run = _Engine(tmp, "train", str(config_file), "--runs-dir", str(runs_dir))
     run_dir, total, last, sent = None, 0, 0, False
+    # A cluster of listed workers (SSH hosts): worker K's process is found by the run's record of
+    # its reports; a local cluster's among the launcher's children, by its TF_CONFIG.
+    by_record = args.worker is not None and isinstance(RunConfig.load(config_file).strategy.cluster, tuple)
     for event in run.events():
         if event.get("type") == "run_started":
             run_dir, total = Path(event["run_dir"]), int(event.get("total_steps") or 0)
@@ -202,7 +225,11 @@ def _interrupted(config_file: Path, runs_dir: Path, args: argparse.Namespace, tm
         elif event.get("type") == "step":
             last = max(last, int(event["step"]))
             if not sent and last >= args.at:
-                os.kill(_target(run.proc.pid, args.worker), SIGNALS[args.signal])
+                if by_record:
+                    assert run_dir is not None  # run_started came first
+                    _signal_recorded(_recorded_worker(run_dir, args.worker), args.signal)
+                else:
+                    os.kill(_target(run.proc.pid, args.worker), SIGNALS[args.signal])
                 sent = True
     code = run.wait()
     if run_dir is None:
@@ -227,6 +254,35 @@ def _target(launcher: int, worker: int | None) -> int:
                 if task.get("type") == "worker" and task.get("index") == worker:
                     return pid
     raise RunFailed(f"worker {worker}'s process was not found among the run's processes")
+
+
+def _recorded_worker(run_dir: Path, worker: int) -> WorkerProcessRecord:
+    """Worker ``worker`` of a cluster with SSH hosts, as the launcher recorded it from the worker's
+    own status reports (its pid on its host); RunFailed when it is not recorded in time."""
+    deadline = time.monotonic() + RECORD_WAIT_S
+    while True:
+        found = read_workers(run_dir).get(worker)
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise RunFailed(f"worker {worker}'s process is not in {run_dir / 'workers.json'} after "
+                            f"{RECORD_WAIT_S:g} s (its status reports did not reach the launcher)")
+        time.sleep(0.2)
+
+
+def _signal_recorded(worker: WorkerProcessRecord, name: str) -> None:
+    """Send the signal to a recorded worker: here with ``kill``, on its SSH host with ``kill`` over
+    ssh (the run's shared connection, the user's hosts file), as a user would there."""
+    if worker.host is None:
+        try:
+            os.kill(worker.pid, SIGNALS[name])
+        except ProcessLookupError:
+            raise RunFailed(f"worker {worker.worker}'s process {worker.pid} had ended before the signal") from None
+        return
+    try:
+        run_shell(find_host(worker.host), f"kill -{name} {int(worker.pid)}", timeout=60)
+    except (HostError, HostsFileError) as exc:
+        raise RunFailed(f"worker {worker.worker} on {worker.host}: the signal could not be sent: {exc}") from None
 
 
 def _children(pid: int) -> list[int]:

@@ -49,3 +49,13 @@ def test_looking_never_keeps_a_starting_run_out(tmp_path):
             assert run_lock.holder(run) == os.getpid()
     finally:
         timer.join()
+
+
+def test_a_clusters_worker_record_round_trips_and_a_bad_one_is_empty(tmp_path):
+    workers = [live_runs.WorkerProcessRecord(0, 101, None, "chief-machine"),
+               live_runs.WorkerProcessRecord(1, 4037, "gpu2", "gpu2.lan")]
+    live_runs.record_workers(tmp_path, workers)
+    assert live_runs.read_workers(tmp_path) == {0: workers[0], 1: workers[1]}
+    (tmp_path / live_runs.WORKERS_FILE).write_text('{"workers": [{"worker": 1}]}')
+    assert live_runs.read_workers(tmp_path) == {}
+    assert live_runs.read_workers(tmp_path / "none") == {}

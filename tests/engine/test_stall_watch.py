@@ -14,7 +14,7 @@ import time
 import pytest
 from engine_helpers import until
 
-from gui_app.core.events import WorkerStatus
+from gui_app.core.events import Stall, WorkerStatus
 from gui_app.engine.cluster import cluster_stalls
 from gui_app.engine.cluster.cluster_stalls import StallWatch, StatusBoard, culprit
 from gui_app.engine.cluster.processes import WorkerProcess
@@ -156,3 +156,40 @@ def test_the_culprit_order():
     assert worker == 1 and "checkpointing while the others wait" in why
     assert culprit([status(0), status(1, last_step=5), status(2)])[0] == 1
     assert culprit([status(0), status(1)])[0] is None
+
+
+def test_a_worker_on_a_host_that_stopped_answering_has_its_proc_read_there(board, monkeypatch):
+    """Its process is the ssh client here: its state is asked there, by the pid it reported, and
+    only once it stopped answering (a worker that answers costs no ssh call)."""
+    from gui_app.core.hosts import Host
+
+    asked: list[tuple[str, int]] = []
+
+    def read_there(host, pid):
+        asked.append((host.name, pid))
+        return "T (stopped)"
+
+    monkeypatch.setattr(cluster_stalls, "remote_os_state", read_there)
+    workers = [_sleeper(0), _sleeper(1)]
+    workers[1].host = "gpu2"
+    try:
+        watch = StallWatch(board, workers, {1: Host("gpu2")})
+        now = time.monotonic()
+        board.reports = {w: (now, {"phase": "training", "last_step": 20, "pid": 4000 + w, "host": "gpu2"})
+                         for w in (0, 1)}
+        assert watch.status(workers[1], now).state == "running" and asked == []
+        status = watch.status(workers[1], now + 5)  # its last report is 5 s old
+        assert (status.state, status.os_state, status.pid, status.host) == ("stopped", "T (stopped)", 4001, "gpu2")
+        assert asked == [("gpu2", 4001)]
+        watch.stall = Stall(workers=[watch.status(workers[0], now + 5), status])
+        assert watch.stopped() == [1]
+    finally:
+        for w in workers:
+            w.proc.kill()
+            w.proc.wait()
+
+
+def test_the_state_of_a_proc_stat_line():
+    assert cluster_stalls._state_of("4037 (python3 (x) y) T 1 2 3") == "T (stopped)"
+    assert cluster_stalls._state_of("4037 (sleep) S 1") == "S (sleeping)"
+    assert cluster_stalls._state_of("") is None

@@ -118,3 +118,16 @@ def test_cancel_ends_the_rehearsal(qtbot, make_dialog, fake_engine):
         dialog.cancel()
     assert failed.args[0].startswith("Cancelled") and not dialog.is_running()
     assert dialog.certificate is None and dialog._step.isEnabled()
+
+
+def test_the_worker_of_a_cluster_on_ssh_hosts_can_be_signalled(make_dialog):
+    """The chief here and worker 1 on an SSH host: both are the run's to signal (over ssh there)."""
+    config = RunConfig.from_dict({"strategy": {"name": "multi_worker_mirrored", "devices": [],
+                                               "cluster": ["10.0.0.1:2222", {"host": "gpu2", "port": 2222}]}})
+    dialog = make_dialog(config)
+    assert dialog._worker.isEnabled() and dialog._worker.maximum() == 1
+    dialog.set_worker(1)
+    command = dialog.command()
+    assert command[command.index("--worker") + 1] == "1"
+    slurm = make_dialog(config.replace(strategy={"cluster": "slurm"}))
+    assert not slurm._worker.isEnabled()  # the scheduler starts its workers

@@ -9,7 +9,8 @@ a stall while every worker answers and one at least is busy with the run's work 
 groups (the cluster forms and traces), nor after the last step; when every worker answers from
 its step and none stands out (the cluster is slow, nobody holds it up), not before
 :data:`UNNAMED_MIN_S`. The worker that holds the others up is, in this order: one whose process
-ended, one whose process is stopped (``/proc``: SIGSTOP, a debugger), one that stopped
+ended, one whose process is stopped (``/proc``: SIGSTOP, a debugger; for a worker on an SSH host
+that stopped answering, its ``/proc`` read there over the run's shared connection), one that stopped
 answering, one in another phase than the others (they wait for it in a collective), one whose
 last step is behind theirs. Its words are finding_rules.py's (``diagnose`` and the window read
 the event).
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 
 from gui_app.core.events import Stall, StallCleared, WorkerStatus
 from gui_app.core.finding_rules import stall_sentence
+from gui_app.core.hosts import Host
+from gui_app.core.ssh import HostError, run_shell
 from gui_app.engine.cluster.processes import WorkerProcess
 from gui_app.engine.cluster.status_reports import REPORT_S
 
@@ -40,6 +43,7 @@ ANSWER_S = 4 * REPORT_S  # a worker whose last report is older does not answer
 WAITING = ("training", "agreeing")  # phases that wait in a collective for the other workers
 GROUP_GAP_S = 0.005  # steps relayed closer than this came from one step group
 GROUPS = 20  # the recent groups the expected time is the median of
+REMOTE_STATE_S = 5.0  # the ssh call that reads a host's /proc: the watch loop waits for it once per stall
 _PROC_STATES = {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "tracing stop",
                 "Z": "zombie", "I": "idle"}
 
@@ -48,8 +52,25 @@ def os_state(pid: int) -> str | None:
     """``T (stopped)``: a process's state from ``/proc`` on this machine, None when unreadable."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            code = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+            return _state_of(f.read())
+    except OSError:
+        return None
+
+
+def remote_os_state(host: Host, pid: int, timeout: float = REMOTE_STATE_S) -> str | None:
+    """The state of process ``pid`` on ``host`` from its ``/proc`` there, read over ssh (the
+    cluster's shared connection, so one round trip); None when ssh or the file fails."""
+    try:
+        return _state_of(run_shell(host, f"cat /proc/{int(pid)}/stat", timeout=timeout))
+    except HostError:
+        return None
+
+
+def _state_of(stat: str) -> str | None:
+    """``/proc/PID/stat``'s state letter, after the command name (which may hold spaces and parentheses)."""
+    try:
+        code = stat.rsplit(")", 1)[1].split()[0]
+    except IndexError:
         return None
     return f"{code} ({_PROC_STATES.get(code, '?')})"
 
@@ -100,6 +121,7 @@ class StallWatch:
 
     board: StatusBoard
     workers: list[WorkerProcess]
+    hosts: dict[int, Host] = field(default_factory=dict)  # the SSH host of each worker there, by index
     minimum: float = STALL_MIN_S
     stall: Stall | None = None  # the stall now, once told
     total_steps: int = 0  # the run's last step (its run_started): after it, the test set is evaluated
@@ -153,11 +175,17 @@ class StallWatch:
         return self.stall
 
     def status(self, w: WorkerProcess, now: float) -> WorkerStatus:
-        """Worker ``w`` as this side sees it: its report, its process (``/proc`` when it runs here)."""
+        """Worker ``w`` as this side sees it: its report, its process (``/proc`` when it runs here;
+        on its SSH host, read there when it stopped answering: its pid is the one it reported)."""
         received, report = self.board.latest().get(w.index, (None, {}))
         answering = received is not None and now - received < ANSWER_S
         here = w.host is None
-        proc_state = os_state(w.proc.pid) if here and w.proc.poll() is None else None
+        proc_state = None
+        if w.proc.poll() is None:  # for a worker there, proc is its ssh client: its end is the worker's
+            if here:
+                proc_state = os_state(w.proc.pid)
+            elif not answering and isinstance(report.get("pid"), int) and w.index in self.hosts:
+                proc_state = remote_os_state(self.hosts[w.index], report["pid"])
         if w.proc.poll() is not None:
             state = "gone"
         elif proc_state and proc_state[0] in "Tt":
@@ -170,6 +198,10 @@ class StallWatch:
                             last_step=report.get("last_step"), phase_seconds=report.get("phase_seconds"),
                             stack=list(report.get("stack") or []), host=w.host or report.get("host"),
                             pid=w.proc.pid if here else report.get("pid"))
+
+    def stopped(self) -> list[int]:
+        """The workers the stall now found stopped (SIGSTOP, a debugger), here or on their hosts."""
+        return [s.worker for s in self.stall.workers if s.state == "stopped"] if self.stall else []
 
     def context(self) -> str:
         """The stall now, in words for the run's error when TensorFlow's heartbeat check ends the

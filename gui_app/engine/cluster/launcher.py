@@ -28,6 +28,7 @@ from gui_app.core.cluster_hosts import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Error, Event, RunFinished, RunStarted, Step, Warning
+from gui_app.core.live_runs import WorkerProcessRecord, record_workers
 from gui_app.engine.cluster.cluster_stalls import StallWatch, StatusBoard
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
@@ -107,7 +108,8 @@ class _Attempt:
             self.workers += [ssh.start(i, data_seed, resume, (restore_there or {}).get(i),
                                        self.board.address_for(chief_host) if reports else None) for i in ssh.hosts]
         self._sent = {"stop": False, "pause": False}
-        self.stalls = StallWatch(self.board, self.workers)
+        self.stalls = StallWatch(self.board, self.workers, dict(ssh.hosts) if ssh is not None else {})
+        self._recorded: dict[int, int] = {}  # worker -> the pid workers.json names
 
     # ---- the chief's events and the window's commands -----------------------------------
     def _relay(self) -> bool:
@@ -154,6 +156,21 @@ class _Attempt:
         if c.take_checkpoint_request():
             self._tell_chief("checkpoint")
 
+    def _record_workers(self) -> None:
+        """``workers.json`` once a worker of this start reports a process id not recorded yet
+        (gui_app/core/live_runs.py): ``rehearse --worker K`` signals a worker there by it."""
+        reports = {i: r for i, (_, r) in self.board.latest().items() if isinstance(r.get("pid"), int)}
+        pids = {i: r["pid"] for i, r in reports.items()}
+        if pids == self._recorded:
+            return
+        self._recorded = pids
+        hosts = {w.index: w.host for w in self.workers}
+        try:
+            record_workers(self.run_dir, [WorkerProcessRecord(i, r["pid"], hosts.get(i), str(r.get("host") or ""))
+                                          for i, r in sorted(reports.items())])
+        except OSError:
+            pass  # a record for others; the run goes on without it
+
     # ---- watching ---------------------------------------------------------------------------
     def watch(self) -> tuple[str, str | None]:
         """Until the chief finished or a worker failed: (status, failure message or None)."""
@@ -163,6 +180,7 @@ class _Attempt:
         while True:
             open_stream = self._relay() and open_stream
             self._forward_control()
+            self._record_workers()
             stall = self.stalls.check(paused=self.control.paused or self.control.stop_requested)
             if stall is not None:
                 self.events.emit(stall)
@@ -177,6 +195,7 @@ class _Attempt:
                 # error (UnavailableError) are its victims, whichever the poll saw first.
                 culprit = min(failed, key=lambda w: (not w.killed, w.index))
                 stopped = [w.index for w in self.workers if w is not culprit and _is_stopped(w.proc)]
+                stopped += [i for i in self.stalls.stopped() if i != culprit.index and i not in stopped]  # on a host
                 kill_all(self.workers)
                 self._relay()
                 self.culprit = culprit

@@ -2,7 +2,7 @@
 configuration, its certificate shown (docs/detached.md, "Rehearse a preemption").
 
 The engine trains the configuration twice -- interrupted at the step asked for (the run's
-process, or worker K of a local cluster, sent SIGKILL or SIGTERM) and resumed, then straight
+process, or worker K of a cluster, here or on its SSH host, sent SIGKILL or SIGTERM) and resumed, then straight
 through -- and compares them step for step; this dialog only asks for the step, the signal and
 the worker, runs ``rehearse CONFIG --at STEP --signal S [--worker K] --json`` as an engine job
 and shows the :class:`~gui_app.core.answers.Certificate` in the engine's own words
@@ -59,11 +59,15 @@ class RehearseDialog(JobDialog):
         self._signal = QComboBox()
         for key, label in SIGNALS:
             self._signal.addItem(label, key)
-        local_cluster = config.strategy.name == "multi_worker_mirrored" and config.strategy.cluster is None
-        self._worker = QSpinBox(minimum=-1, maximum=max(config.strategy.workers - 1, 0) if local_cluster else -1)
+        # The workers train starts: a local cluster's, or the listed ones (the chief here, those on
+        # SSH hosts); the engine refuses one started by hand in its own line. A scheduler's: none.
+        cfg = config.strategy
+        signalled = cfg.name == "multi_worker_mirrored" and not isinstance(cfg.cluster, str)
+        count = len(cfg.cluster) if isinstance(cfg.cluster, tuple) else cfg.workers
+        self._worker = QSpinBox(minimum=-1, maximum=max(count - 1, 0) if signalled else -1)
         self._worker.setSpecialValueText("the run's process")
         self._worker.setValue(-1)
-        self._worker.setEnabled(local_cluster)
+        self._worker.setEnabled(signalled)
         form = QFormLayout()
         form.addRow(QLabel("Train the configuration on the forms twice: once interrupted at a step and resumed "
                            "as you would, once straight through; then compare every step's batch, loss and "

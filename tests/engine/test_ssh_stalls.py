@@ -1,0 +1,137 @@
+"""Stalls and stragglers of a cluster whose worker 1 runs on the SSH test host (tests/ssh_host.py:
+Debian's sshd in a network namespace, a user of its own), with real faults sent to that worker's
+process there: frozen with SIGSTOP, the chief's ``stall`` event names it ``stopped`` from its
+``/proc`` read over ssh (its status reports crossed the veth to the chief's address until the
+freeze); continued, the stall clears and the run completes; left frozen, TensorFlow's heartbeat
+failure ends the run with the stall in its error; given a fifth of a CPU (a cgroup v1 quota),
+``diagnose`` names it the straggler."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from ssh_host import ALIAS, HOST_IP
+from test_cluster_stalls import CPU_CGROUPS, _cgroup_quota_works, synthetic_npz
+from test_ssh_cluster import WORKER_PORT, cluster_config, launch, remote_workers
+
+from gui_app.core import rundir
+from gui_app.core.diagnosis import diagnose
+from gui_app.core.live_runs import read_workers
+from gui_app.identity import app_command
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(sys.platform != "linux", reason="sends SIGSTOP, reads /proc, uses cgroups")]
+
+
+def _freeze_at(step: int, thaw: bool):
+    """An on_event hook: SIGSTOP to worker 1's process on the host once the chief told ``step``;
+    ``thaw``: SIGCONT once the ``stall`` event came."""
+    seen: dict = {}
+
+    def hook(launched, event):
+        if event["type"] == "step" and event["step"] >= step and "frozen" not in seen:
+            (seen["pid"],) = remote_workers()  # the host's namespace shares this machine's process ids
+            seen["step"], seen["frozen"] = event["step"], time.monotonic()
+            os.kill(seen["pid"], signal.SIGSTOP)
+        elif event["type"] == "stall" and "stall" not in seen:
+            seen["stall"], seen["after"] = event, time.monotonic() - seen["frozen"]
+            if thaw:
+                os.kill(seen["pid"], signal.SIGCONT)
+        elif event["type"] == "stall_cleared":
+            seen["cleared"] = event
+
+    return hook, seen
+
+
+def _check_stall(stall: dict, seen: dict) -> None:
+    assert stall["worker"] == 1 and stall["since_step"] >= seen["step"]
+    assert stall["reason"] == "its process is stopped (T (stopped))"
+    workers = {w["worker"]: w for w in stall["workers"]}
+    there = workers[1]
+    assert there["state"] == "stopped" and there["os_state"] == "T (stopped)"  # its /proc, read over ssh
+    assert there["pid"] == seen["pid"] and there["host"] == ALIAS
+    assert workers[0]["state"] == "running" and workers[0]["phase"] in ("training", "agreeing")
+
+
+def test_a_worker_frozen_on_its_host_is_named_stopped_and_the_run_completes_after_sigcont(ssh_host, tmp_path):
+    hook, seen = _freeze_at(30, thaw=True)
+    run = launch(ssh_host, tmp_path, cluster_config(tmp_path, ALIAS, epochs=12), on_event=hook)
+    assert run.wait() == 0, run.stderr[-3000:]
+    print(f"stall event {seen['after']:.1f} s after the freeze on the host")
+    assert seen["after"] < 7  # before TensorFlow's heartbeat check ends the cluster (8-11 s)
+    _check_stall(seen["stall"], seen)
+    assert seen["cleared"]["step"] > seen["stall"]["since_step"]
+    assert run.of("error") == [] and run.events[-1]["status"] == "completed"
+    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
+    recorded = read_workers(run_dir)  # the launcher's record of where each worker's process runs
+    assert recorded[1].pid == seen["pid"] and recorded[1].host == ALIAS
+    assert recorded[0].host is None and recorded[0].pid in run.worker_pids
+    assert not remote_workers()
+
+
+def test_a_worker_left_frozen_on_its_host_fails_the_run_with_the_stall_in_its_error(ssh_host, tmp_path):
+    """TensorFlow's heartbeat check ends the cluster: its error names the worker there and carries
+    the stall's sentence."""
+    hook, seen = _freeze_at(30, thaw=False)
+    run = launch(ssh_host, tmp_path, cluster_config(tmp_path, ALIAS, epochs=12), on_event=hook)
+    assert run.wait() == 1, run.stderr[-3000:]
+    (stall,) = run.of("stall")
+    _check_stall(stall, seen)
+    finished = run.events[-1]
+    assert finished["status"] == "failed" and run.of("stall_cleared") == []
+    message = finished["message"]
+    assert message.startswith(f"worker 1 on {ALIAS} ({HOST_IP}:{WORKER_PORT}) stopped sending heartbeats"), message
+    assert "; before it: no step has finished for" in message and "its process is stopped" in message
+    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
+    (found,) = [f for f in diagnose(run_dir).findings if f.kind == "stall"]
+    assert found.worker == 1 and found.state == "stopped"
+    assert not remote_workers()  # the frozen process ended with its ssh connection
+
+
+@pytest.mark.skipif(not _cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
+def test_a_worker_given_a_fifth_of_a_cpu_on_its_host_is_the_straggler(ssh_host, tmp_path):
+    data_file = ssh_host.home / f"noise-{tmp_path.name}.npz"  # a path the host's user can read, and root here
+    synthetic_npz(data_file).chmod(0o644)
+    config = cluster_config(tmp_path, ALIAS, epochs=2)
+    data = json.loads(config.read_text())
+    data["dataset"] = {"name": "npz", "path": str(data_file), "validation": "none"}
+    data["model"] = {"name": "mnist_cnn"}
+    data["training"]["global_batch_size"] = 128
+    config.write_text(json.dumps(data))
+    group = CPU_CGROUPS / f"replica-studio-test-{os.getpid()}"
+    seen: dict = {}
+
+    def hook(launched, event):
+        if event["type"] == "step" and event["step"] >= 3 and "slowed" not in seen:
+            (pid,) = remote_workers()
+            group.mkdir()
+            (group / "cpu.cfs_period_us").write_text("10000")
+            (group / "cpu.cfs_quota_us").write_text("2000")  # 2 ms of every 10: a fifth of a CPU
+            (group / "cgroup.procs").write_text(str(pid))
+            seen["slowed"], seen["at"] = event["step"], time.monotonic()
+        elif event["type"] == "step" and "slowed" in seen and "finding_at" not in seen:
+            run_dir = rundir.list_runs(tmp_path / "runs")[0].path
+            if any(f.kind == "straggler" for f in diagnose(run_dir).findings):
+                seen["finding_at"] = time.monotonic() - seen["at"]
+
+    run = launch(ssh_host, tmp_path, config, on_event=hook)
+    try:
+        code = run.wait(timeout=400)
+    finally:
+        if group.exists():
+            group.rmdir()  # its process has ended: the group is empty
+        data_file.unlink()
+    assert code == 0, run.stderr[-3000:]
+    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
+    done = subprocess.run(app_command("diagnose", str(run_dir), "--json"), capture_output=True, text=True,
+                          timeout=60, env=ssh_host.env(tmp_path / "config"))
+    (straggler,) = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "straggler"]
+    assert straggler["worker"] == 1 and straggler["replica"] == 1 and straggler["cause"] == "compute"
+    assert straggler["late_ms"] > 5 and straggler["share"] >= 0.1
+    print(f"straggler on the host named {seen.get('finding_at', float('nan')):.1f} s after the quota: "
+          f"{straggler['message']}")
