@@ -28,7 +28,7 @@ import common
 def child(side: str, examples: int, repeats: int) -> None:
     sys.path.insert(0, str(common.ROOT))
     from gui_app.core.config import ModelConfig, RuntimeConfig
-    from gui_app.core.training.devices import configure_runtime
+    from gui_app.engine.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=2))
     import keras
@@ -36,10 +36,10 @@ def child(side: str, examples: int, repeats: int) -> None:
     import tensorflow as tf
 
     from gui_app.core.config import DatasetConfig
-    from gui_app.core.datasets.base import make_dataset
-    from gui_app.core.training.evaluation import Evaluator
-    from gui_app.core.training.in_memory import InMemoryInput
-    from gui_app.core.training.models import build_model, channel_stats
+    from gui_app.engine.datasets.base import make_dataset
+    from gui_app.engine.training.evaluation import Evaluator
+    from gui_app.engine.training.in_memory import InMemoryInput
+    from gui_app.engine.training.models import build_model, channel_stats
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (examples, 28, 28, 1), dtype=np.uint8)

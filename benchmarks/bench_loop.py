@@ -36,18 +36,18 @@ def main() -> None:
         return compare(args)
 
     from gui_app.core.config import DatasetConfig, ModelConfig, RuntimeConfig, TrainingConfig
-    from gui_app.core.training.devices import configure_runtime
+    from gui_app.engine.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=2))
     import keras
     import numpy as np
     import tensorflow as tf
 
-    from gui_app.core.datasets.base import make_dataset
-    from gui_app.core.training.in_memory import InMemoryInput
-    from gui_app.core.training.loop import Trainer
-    from gui_app.core.training.models import build_model
-    from gui_app.core.training.optim import build_optimizer, make_schedule
+    from gui_app.engine.datasets.base import make_dataset
+    from gui_app.engine.training.in_memory import InMemoryInput
+    from gui_app.engine.training.loop import Trainer
+    from gui_app.engine.training.models import build_model
+    from gui_app.engine.training.optim import build_optimizer, make_schedule
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (args.examples, 28, 28, 1), dtype=np.uint8)

@@ -89,10 +89,10 @@ def run_config(data: Path, size: int, epochs: int, strategy: str) -> dict:
 BASELINE = """
 import json, sys
 from gui_app.core.config import RunConfig
-from gui_app.core.training.devices import configure_runtime
-from gui_app.core.training.models import build_model
-from gui_app.core.training.optim import build_optimizer, make_schedule
-from gui_app.core.training.strategies import build_strategy
+from gui_app.engine.training.devices import configure_runtime
+from gui_app.engine.training.models import build_model
+from gui_app.engine.training.optim import build_optimizer, make_schedule
+from gui_app.engine.training.strategies import build_strategy
 
 config = RunConfig.load(sys.argv[1])
 configure_runtime(config.runtime)

@@ -44,7 +44,7 @@ from ssh_host import ALIAS, VETH, running_host, ssh_clients
 
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.ui import gc_guard
 from gui_app.ui.settings import Settings
 from gui_app.ui.tabs.training import TrainingTab

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_cluster import run_config
 from ssh_host import ALIAS, CLIENT_IP, running_host
 
-from gui_app.core.cluster_hosts import free_ports
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.cluster_addresses import free_ports
+from gui_app.core.ssh_hosts import Host, add_host
 
 KEYS = ("run_started_s", "first_step_s", "steps_per_s", "wall_s")
 

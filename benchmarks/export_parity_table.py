@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gui_app.core.export import FORMATS, default_file_name, format_size
+from gui_app.engine.export import FORMATS, default_file_name, format_size
 from gui_app.identity import app_command, app_env
 
 

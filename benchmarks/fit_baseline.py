@@ -34,15 +34,15 @@ def main() -> None:
     args = parser.parse_args()
 
     from gui_app.core.config import RunConfig
-    from gui_app.core.training.devices import configure_runtime
+    from gui_app.engine.training.devices import configure_runtime
 
     cfg = RunConfig.load(args.config)
     configure_runtime(cfg.runtime)
     import keras
     import tensorflow as tf
 
-    from gui_app.core.datasets.arrays import read_npz
-    from gui_app.core.training.models import build_model, channel_stats
+    from gui_app.engine.datasets.arrays import read_npz
+    from gui_app.engine.training.models import build_model, channel_stats
 
     arrays = read_npz(Path(cfg.dataset.path))
     x, y = arrays["x_train"], arrays["y_train"]

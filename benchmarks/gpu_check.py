@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/gpu_check.py [--json gpu_check.json]
 
-The same as ``replica-studio devices --check`` (gui_app/engine/gpu_check.py says what each
+The same as ``replica-studio devices --check`` (gui_app/engine/commands/devices_check.py says what each
 check does): one table, the JSON beside it, exit 1 on any failure; without a GPU one line and
 exit 0. Nothing names a GPU count: it runs unchanged on one GPU or eight.
 """
@@ -21,8 +21,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="gpu_check.json", help="where the results go (default: gpu_check.json)")
     args = parser.parse_args()
-    from gui_app.engine.gpu_check import run_checks
-    from gui_app.engine.quiet import silence_tensorflow_logs
+    from gui_app.engine.commands.devices_check import run_checks
+    from gui_app.engine.run.quiet import silence_tensorflow_logs
 
     silence_tensorflow_logs()  # the CUDA stub's lines on a machine without GPUs: the one line is the answer
     return run_checks(Path(args.json))

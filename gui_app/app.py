@@ -37,7 +37,7 @@ def _frozen_setup() -> None:
 
 
 def _print_help() -> int:
-    from gui_app.engine.cli import main as cli_main
+    from gui_app.engine.commands.cli import main as cli_main
 
     try:
         cli_main(["--help"])
@@ -56,12 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     whole_process = argv is None  # the program's own command line: its run may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
     _frozen_setup()
-    from gui_app.engine.cli import SUBCOMMANDS
+    from gui_app.engine.commands.cli import SUBCOMMANDS
 
     first = argv[0] if argv else None
     if first in SUBCOMMANDS or first == "--version":
-        from gui_app.engine.cli import main as cli_main
-        from gui_app.engine.exits import RUN_COMMANDS, exit_now
+        from gui_app.engine.commands.cli import main as cli_main
+        from gui_app.engine.run.exits import RUN_COMMANDS, exit_now
 
         code = cli_main(argv)
         if whole_process and first in RUN_COMMANDS:

@@ -174,7 +174,7 @@ def _apply(base: Path, state: dict, manifest: Path) -> int:
     import subprocess
     import uuid
 
-    from gui_app.core.cluster_hosts import free_ports
+    from gui_app.core.cluster_addresses import free_ports
     from gui_app.identity import app_command, app_env
 
     docs = [json.loads(part) for part in manifest.read_text().split("\n---\n")[1:]]

@@ -12,6 +12,6 @@ TEST_CPU_DEVICES = 2
 
 def configure_test_runtime() -> None:
     from gui_app.core.config import RuntimeConfig
-    from gui_app.core.training.devices import configure_runtime
+    from gui_app.engine.training.devices import configure_runtime
 
     configure_runtime(RuntimeConfig(cpu_devices=TEST_CPU_DEVICES))

@@ -67,7 +67,7 @@ def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, f
     """:func:`write_run` with the pyramid the engine would have kept beside it (each step folded
     as it is written, as the engine does: faster than decoding the file afterwards)."""
     from gui_app.core.events import decode_line
-    from gui_app.engine.run_records import RunRecords
+    from gui_app.engine.run.records import RunRecords
 
     run.mkdir(parents=True, exist_ok=True)
     RunConfig().save(run / rundir.CONFIG_FILE)

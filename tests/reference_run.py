@@ -52,7 +52,7 @@ def write_test_pngs(run_dir: Path, folder: Path, count: int = 2, scale: int = 1)
     import tensorflow as tf
 
     from gui_app.core.config import RunConfig
-    from gui_app.core.datasets import load_dataset
+    from gui_app.engine.datasets import load_dataset
 
     data = load_dataset(RunConfig.load(run_dir / "config.json").dataset)
     paths = []

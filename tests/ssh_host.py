@@ -352,7 +352,7 @@ def second_ssh_host(ssh_host):
 def on_host(ssh_host, monkeypatch, tmp_path):
     """For a window in this process: it reaches the test host (its ssh config and shared
     connections), and hosts.json names the host with a runs folder of this test's own there."""
-    from gui_app.core.hosts import Host, add_host
+    from gui_app.core.ssh_hosts import Host, add_host
 
     for key in ("REPLICA_STUDIO_SSH_CONFIG", "XDG_RUNTIME_DIR"):
         monkeypatch.setenv(key, ssh_host.env(tmp_path)[key])

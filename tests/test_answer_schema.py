@@ -108,7 +108,7 @@ class _Predictor:
 
 
 def test_predict_serve_lines_follow_their_classes():
-    from gui_app.engine.predict_command import _serve_lines
+    from gui_app.engine.commands.predict import _serve_lines
 
     out = io.StringIO()
     requests = 'not json\n{"id": 7, "images": "seven.png"}\n{"id": 8, "invert": "x", "images": []}\n'
@@ -128,7 +128,7 @@ def test_predict_serve_lines_follow_their_classes():
 
 def test_log_lines_follow_their_class(tmp_path, capfdbinary):
     from gui_app.core.line_follow import LineFollower
-    from gui_app.engine.log_command import _copy
+    from gui_app.engine.commands.log import _copy
 
     log = tmp_path / "engine.log"
     log.write_bytes(b"first\nsecond\r\nhalf")
@@ -154,7 +154,7 @@ def test_diagnose_answers_follow_their_class(tmp_path, capsys):
     from gui_app.core.config import RunConfig
     from gui_app.core.events import NonFinite, ReplicaStats, RunStarted, Step
     from gui_app.core.events import encode as encode_event
-    from gui_app.engine.cli import build_parser
+    from gui_app.engine.commands.cli import build_parser
 
     RunConfig().save(tmp_path / "config.json")
     steps = [Step(time=1.0 + n, step=n, replicas=[ReplicaStats(replica=0, loss=1.0, grad_norm=10.0 ** n)])
@@ -171,8 +171,8 @@ def test_diagnose_answers_follow_their_class(tmp_path, capsys):
 
 def test_hosts_fetch_answers_with_its_class_and_refuses_a_missing_folder(tmp_path, capsys, monkeypatch):
     from gui_app.core.answers import Fetched
-    from gui_app.engine import hosts_command
-    from gui_app.engine.cli import build_parser
+    from gui_app.engine.commands import hosts as hosts_command
+    from gui_app.engine.commands.cli import build_parser
 
     there = tmp_path / "there"
     there.mkdir()

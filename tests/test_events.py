@@ -138,7 +138,7 @@ def test_a_step_splits_its_time_into_compute_input_and_the_rest():
 
 
 def test_the_command_lines_text_of_each_event():
-    from gui_app.engine.events import format_text
+    from gui_app.engine.run.event_writer import format_text
 
     started = ev.RunStarted(run_dir="/runs/a", config={}, dataset={"name": "digits", "train_examples": 1437,
                                                                    "test_examples": 360},

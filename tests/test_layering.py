@@ -42,12 +42,12 @@ def _tensorflow_free_contract() -> dict:
 
 def test_every_top_level_core_module_is_held_tensorflow_free():
     """A new module or package directly in gui_app/core/ (the run model core/history) is
-    TensorFlow-free by rule: TensorFlow-side code goes into core/training, core/datasets or
-    core/export."""
+    TensorFlow-free by rule: TensorFlow-side code goes into engine/training, engine/datasets or
+    engine/export."""
     listed = set(_tensorflow_free_contract()["source_modules"])
     top_level = {f"gui_app.core.{p.stem}" for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__"}
     packages = {f"gui_app.core.{p.parent.name}" for p in (PACKAGE / "core").glob("*/__init__.py")}
-    tensorflow_side = {"gui_app.core.training", "gui_app.core.datasets", "gui_app.core.export"}
+    tensorflow_side = {"gui_app.engine.training", "gui_app.engine.datasets", "gui_app.engine.export"}
     assert (top_level | packages) - tensorflow_side - listed == set(), \
         "add these to the TensorFlow-free contract in pyproject.toml"
     assert {"gui_app.ui", "gui_app.launcher"} <= listed
@@ -93,5 +93,5 @@ print(json.dumps(result))
     result = json.loads(out.stdout)
     heavy = [name for name, what in result.items() if what == "tensorflow"]
     assert not heavy, f"importing {heavy[0]} imports TensorFlow; import it inside the function that needs it"
-    broken = {name: what for name, what in result.items() if not name.startswith("gui_app.core.datasets")}
+    broken = {name: what for name, what in result.items() if not name.startswith("gui_app.engine.datasets")}
     assert not broken, broken

@@ -19,8 +19,8 @@ from gui_app.core import events as ev
 from gui_app.core.bundle import write_bundle
 from gui_app.core.mlflow_run import IDENTITY_TAG
 from gui_app.core.overrides import flatten
-from gui_app.engine import mlflow_command
-from gui_app.engine.cli import build_parser
+from gui_app.engine.commands import export_run as mlflow_command
+from gui_app.engine.commands.cli import build_parser
 from gui_app.identity import app_command, app_env
 
 STEPS, PER_EPOCH = 40, 10

@@ -358,7 +358,7 @@ class Difference:
 @dataclass
 class Certificate:
     """Whether a run interrupted at a step and resumed is the run that was never interrupted
-    (gui_app/core/rehearsal.py compares them; engine/rehearse_command.py runs them)."""
+    (gui_app/core/rehearsal.py compares them; engine/commands/rehearse.py runs them)."""
     equivalent: bool
     steps: int  # steps compared
     batches_identical: bool

@@ -1,7 +1,7 @@
 """Atomic file writes: a file (or folder) appears at its destination whole, or not at all.
 
 Every writer here -- the engine's run files, the hosts file, downloads, exports
-(core/export/atomic.py) and the run list's cache -- writes under a hidden temporary name beside
+(engine/export/atomic.py) and the run list's cache -- writes under a hidden temporary name beside
 the destination (same folder: the rename never crosses file systems) and renames it into place;
 whatever fails on the way removes the temporary and leaves the destination as it was.
 

@@ -6,7 +6,7 @@ allows (TF 2.21):
 
 - One process (``mirrored``, or ``multi_worker_mirrored`` with one worker): an uneven split
   works. The input is distributed whole with ``experimental_distribute_dataset``, which gives the
-  first replicas one example more (``core/training/pipeline.py``). A warning, not an error.
+  first replicas one example more (``engine/training/pipeline.py``). A warning, not an error.
 - Several workers: each reads its own shard through ``distribute_datasets_from_function``, whose
   ``InputContext.get_per_replica_batch_size`` raises "The `global_batch_size` 10 is not divisible
   by `num_replicas_in_sync` 3". An error, said before the cluster forms.

@@ -6,7 +6,7 @@ naming the offending key (``training.learning_rate: must be > 0, got -1``). ``fr
 rejects unknown keys and wrong types before any dataclass is built, so a config file
 with a typo fails before TensorFlow is even imported.
 
-Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.core.training.devices``.
+Checks that need the machine (does ``GPU:3`` exist?) live in ``gui_app.engine.training.devices``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app.core.batch_split import batch_split
-from gui_app.core.cluster_hosts import SshWorker
+from gui_app.core.cluster_addresses import SshWorker
 from gui_app.core.config_json import ConfigError, from_plain, parse_json, read_text, refuse_control_characters, to_plain
 from gui_app.core.config_json import fail as _fail
 from gui_app.core.config_json import show as _show
@@ -206,7 +206,7 @@ class StrategyConfig:
 
 
 def _check_multi_worker(cfg: StrategyConfig) -> None:
-    from gui_app.core.cluster_hosts import check_hosts
+    from gui_app.core.cluster_addresses import check_hosts
 
     multi = cfg.name in MULTI_WORKER
     for key, value, default in (("workers", cfg.workers, 0), ("ps", cfg.ps, 0), ("cluster", cfg.cluster, None),

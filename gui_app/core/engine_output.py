@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any, Iterable
 
-# The engine's exit codes, one meaning each (re-exported by gui_app.engine.exits): 0 completed
+# The engine's exit codes, one meaning each (re-exported by gui_app.engine.run.exits): 0 completed
 # or stopped; 1 failed in training (or a converter or parity check failed); 2 bad config or
 # input, with one line on stderr naming the key or the file; 130 interrupted (Ctrl+C, SIGTERM).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130

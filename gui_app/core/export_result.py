@@ -2,7 +2,7 @@
 
 The engine's ``export --json`` writes :meth:`ExportResult.to_dict` as its last line; the
 window's Export dialog reads it back with :meth:`ExportResult.from_dict`. Both records live
-here, TensorFlow-free, so the window can use them (``gui_app.core.export`` re-exports them).
+here, TensorFlow-free, so the window can use them (``gui_app.engine.export`` re-exports them).
 """
 from __future__ import annotations
 

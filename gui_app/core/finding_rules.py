@@ -213,7 +213,7 @@ def _non_finite_sentence(f: Finding, replicas: int) -> str:
 # ---- stall --------------------------------------------------------------------------------------
 def cluster_stall(events: list[Event]) -> list[Finding]:
     """The ``stall`` finding of a cluster's last ``stall`` event (its launcher's watch,
-    engine/cluster/cluster_stalls.py) when no ``stall_cleared`` or step came after it."""
+    engine/cluster/stalls.py) when no ``stall_cleared`` or step came after it."""
     for event in reversed(events):
         if isinstance(event, (StallCleared, Step)):
             return []

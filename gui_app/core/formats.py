@@ -3,7 +3,7 @@ exported graph's input and output, and the errors an export or a prediction rais
 
 The window needs all of this (the Export menu, the dialog's file names, reading an export's
 JSON result) and must never import TensorFlow, so it lives here; the writers, the runtimes
-and the parity check in :mod:`gui_app.core.export` build on it.
+and the parity check in :mod:`gui_app.engine.export` build on it.
 
 Every export holds the trained model with a softmax on top, so whatever runs the file gets
 class PROBABILITIES: float32 NHWC input in [0, 1] (uint8 pixels divided by 255) named

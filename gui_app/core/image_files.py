@@ -5,7 +5,7 @@ of a PNG, JPEG, GIF or BMP, and what a folder of class sub-folders holds.
 size and colour (8x8 grey digits trained at the default 32x32 RGB have 24 times the parameters
 for nothing); the dataset form reads the same few headers when a folder is chosen, before the
 first inspection, so that one inspection at the right size follows. The decoders' safety check
-(gui_app.core.datasets.image_header) reads the size from here too.
+(gui_app.engine.datasets.image_header) reads the size from here too.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Following a file as it is written, line by line: the one reader behind ``attach`` (events.jsonl),
 ``log`` and the window's Log tab (engine.log, a Slurm job's output), the Kubernetes copy, the run
-list's summary (core/run_summary.py) and a sweep's trials (engine/run_process.py's ``follow``).
+list's summary (core/run_summary.py) and a sweep's trials (engine/run/process.py's ``follow``).
 
 :class:`LineFollower` hands out the complete lines of one file (each with its newline) written
 since the last :meth:`~LineFollower.read`, from a byte (``start_byte``: what a reader had before)

@@ -1,5 +1,5 @@
 """A run folder as what an MLflow run holds, read without MLflow (``replica-studio export-run``
-writes it with MLflow's client, gui_app/engine/mlflow_command.py): the config as params (dotted
+writes it with MLflow's client, gui_app/engine/commands/export_run.py): the config as params (dotted
 keys, as the comparison flattens it), every step's and epoch's figures as metrics with their
 steps, each replica's figures under its own keys (``replica_0/loss``), tags (the strategy in the
 run list's words, devices, workers, status, the app's release), the run's start and end, and the

@@ -1,6 +1,6 @@
 """A prediction of one image, as the engine's ``predict`` sends it and the Try tab shows it.
 
-NumPy only (no TensorFlow, no Qt): :mod:`gui_app.core.export.predict` makes these, the
+NumPy only (no TensorFlow, no Qt): :mod:`gui_app.engine.export.predict` makes these, the
 ``predict --serve`` process writes them as JSON lines (:meth:`Prediction.to_dict`) and the
 window reads them back (:meth:`Prediction.from_dict`) with the pixels the model saw. An image
 for a model on an SSH host goes in the request itself (:func:`sent_file`, :func:`received_file`).

@@ -1,5 +1,5 @@
 """Whether a resumed run is the run that was never interrupted: the comparison behind
-``replica-studio rehearse`` (engine/rehearse_command.py trains the two; docs/detached.md,
+``replica-studio rehearse`` (engine/commands/rehearse.py trains the two; docs/detached.md,
 "Rehearse a preemption").
 
 Step for step: the batch each replica trained on (``training.batch_fingerprints``), its

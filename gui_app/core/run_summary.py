@@ -1,7 +1,7 @@
 """The run list's cache of each run's status, ``summary.json``: the fold of its events
 (gui_app.core.history.status.RunStatus) and the byte offset of ``events.jsonl`` it covers, so a
 look at a run reads only what was appended since. The engine writes it as the run goes
-(gui_app/engine/run_records.py); a reader catches it up. Without one (an old run, a copy), a
+(gui_app/engine/run/records.py); a reader catches it up. Without one (an old run, a copy), a
 large events file is read at its two ends only. TensorFlow-free.
 """
 from __future__ import annotations

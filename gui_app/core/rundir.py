@@ -16,7 +16,7 @@ Layout of one run::
         process.json     the process that runs (or last ran) it: id, host (gui_app/core/live_runs.py)
         workers.json     a cluster's: each worker's process id and host, from its status reports
         engine.log       a detached run's stdout and stderr
-        .control/fifo    the running process's control channel (engine/control_channel.py)
+        .control/fifo    the running process's control channel (engine/run/control_fifo.py)
         .lock            held by the process working on the run (gui_app/core/run_lock.py)
 
 Events are decoded once, here, into the types of gui_app.core.events; :func:`read_history`

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from gui_app import __version__
-from gui_app.core.hosts import Host
+from gui_app.core.ssh_hosts import Host
 from gui_app.identity import APP_ID
 
 SSH_CONFIG_ENV = "REPLICA_STUDIO_SSH_CONFIG"

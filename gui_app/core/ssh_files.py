@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import IO, Iterator
 
-from gui_app.core.hosts import Host
 from gui_app.core.ssh import SSH_FAILED, HostError, explain_failure, quote_there, run_shell, ssh_argv
+from gui_app.core.ssh_hosts import Host
 
 
 class _Refused(tarfile.TarError):

@@ -17,8 +17,8 @@ from typing import Any
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError, did_you_mean, fail, parse_json, read_text, show
-from gui_app.core.hosts import Host
 from gui_app.core.overrides import config_keys, set_keys
+from gui_app.core.ssh_hosts import Host
 from gui_app.core.sweep_slurm import SweepSlurm, check_slurm_sweep
 
 KINDS = ("log_uniform", "uniform", "int", "choice")
@@ -83,7 +83,7 @@ class SweepConfig:
     time_limit: float | None = None  # seconds from the sweep's start after which no trial starts
     parallel: int = 1
     seed: int | None = None  # the sampler's seed
-    hosts: tuple[str, ...] = (LOCAL,)  # where trials run: "local" (this machine) and SSH hosts (core/hosts.py)
+    hosts: tuple[str, ...] = (LOCAL,)  # where trials run: "local" (this machine) and SSH hosts (core/ssh_hosts.py)
     gpus_per_trial: int = 1  # this machine's GPUs each trial is given (CUDA_VISIBLE_DEVICES)
     pruner_threshold: float | None = None  # threshold: a trial whose metric is worse after the warm-up stops
     slurm: SweepSlurm | None = None  # set: each trial is a Slurm job (core/sweep_slurm.py)
@@ -199,7 +199,7 @@ def _threshold(pruner: Any, value: Any) -> float | None:
 
 
 def _hosts(value: Any) -> tuple[str, ...]:
-    """Where trials run: "local" and SSH destinations as ``--host`` takes them (core/hosts.py)."""
+    """Where trials run: "local" and SSH destinations as ``--host`` takes them (core/ssh_hosts.py)."""
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         fail("hosts", f'must be a non-empty list of "{LOCAL}" (this machine) and SSH hosts; got {show(value)}')
     if len(set(value)) != len(value):

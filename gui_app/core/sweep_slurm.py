@@ -1,6 +1,6 @@
 """A sweep file's ``slurm`` key: each trial runs as one Slurm job (docs/sweeps.md, "Trials as
 Slurm jobs"). What the key holds is what ``submit --slurm`` asks of Slurm (its sbatch options,
-gui_app/engine/cluster/slurm_script.py); validated here like the rest of the sweep file, each
+gui_app/engine/schedulers/slurm/script.py); validated here like the rest of the sweep file, each
 mistake one line naming the key (``slurm.cpus_per_task: ...``). TensorFlow-free, Optuna-free.
 """
 from __future__ import annotations

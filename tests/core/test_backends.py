@@ -6,18 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gui_app.core import run_lock, rundir
-from gui_app.core.backends import (
-    HereBackend,
-    KubernetesBackend,
-    SlurmBackend,
-    SshBackend,
-    backend_for,
-    kubernetes_jobs,
-    scheduled_jobs,
-    slurm_jobs,
-)
+from gui_app.core.backends import HereBackend, KubernetesBackend, SlurmBackend, SshBackend, backend_for, scheduled_jobs
+from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.backends.base import JobWatch
-from gui_app.core.hosts import Host
+from gui_app.core.ssh_hosts import Host
 from tests.fake_slurm import FakeSlurm
 
 

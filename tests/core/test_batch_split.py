@@ -9,10 +9,11 @@ import pytest
 
 from gui_app.core.batch_split import BatchSplit, batch_split, scheduled_split
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.engine.cli import build_parser
-from gui_app.engine.cluster import kubernetes_submit, submit_command
-from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions
-from gui_app.engine.cluster.slurm_script import SlurmOptions
+from gui_app.engine.commands import submit as submit_command
+from gui_app.engine.commands.cli import build_parser
+from gui_app.engine.schedulers.kubernetes import submit as kubernetes_submit
+from gui_app.engine.schedulers.kubernetes.manifest import KubernetesOptions
+from gui_app.engine.schedulers.slurm.script import SlurmOptions
 
 UNEVEN = ("training.global_batch_size: 64 does not divide evenly over 3 replicas: 22, 21 and 21 examples. "
           "Try 63 or 66.")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gui_app.core.cluster_hosts import SshWorker, check_hosts, is_private_host, split_host
+from gui_app.core.cluster_addresses import SshWorker, check_hosts, is_private_host, split_host
 from gui_app.core.config import ConfigError, RunConfig
 
 

@@ -1,4 +1,4 @@
-"""Communication options of the training step (core/training/loop.py): gradient accumulation
+"""Communication options of the training step (engine/training/loop.py): gradient accumulation
 over micro-batches and the float16 all-reduce, under MirroredStrategy over two logical CPUs."""
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ def _one_step(accumulation_steps=1, all_reduce_dtype="float32", model_name=None,
     import keras
     import tensorflow as tf
 
-    from gui_app.core.training.loop import Trainer
+    from gui_app.engine.training.loop import Trainer
 
     keras.utils.set_random_seed(3)
     strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
     with strategy.scope():
         if model_name:
             from gui_app.core.config import ModelConfig
-            from gui_app.core.training.models import build_model
+            from gui_app.engine.training.models import build_model
 
             model = build_model(ModelConfig(model_name), (32, 32, 3), 5)
         else:
@@ -57,7 +57,7 @@ def _options(tf):
 
 @pytest.mark.parametrize("m", [4, 3])  # 3: micro-batches of 2, 3 and 3 examples
 def test_accumulation_gives_the_same_update_as_one_batch(m):
-    from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STATS
+    from gui_app.engine.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STATS
 
     base, base_stats = _one_step(1, steps=2)
     acc, acc_stats = _one_step(m, steps=2)
@@ -137,7 +137,7 @@ def test_keras_still_has_the_private_reduction_we_replace():
     that Keras calls it from apply_gradients, and that a missing one is a clear error."""
     import keras
 
-    from gui_app.core.training.loop import without_optimizer_all_reduce
+    from gui_app.engine.training.loop import without_optimizer_all_reduce
 
     sgd = keras.optimizers.SGD(0.1)
     assert callable(sgd._all_reduce_sum_gradients)
@@ -164,7 +164,7 @@ def test_loss_scale_optimizer_keeps_working_with_both_options():
     import keras
     import tensorflow as tf
 
-    from gui_app.core.training.loop import GRAD_NORM, Trainer
+    from gui_app.engine.training.loop import GRAD_NORM, Trainer
 
     results = []
     for scaled in (False, True):
@@ -194,8 +194,8 @@ def test_sparse_gradients_of_an_embedding(m, dtype, monkeypatch):
     import keras
     import tensorflow as tf
 
-    from gui_app.core.training import loop
-    from gui_app.core.training.loop import Trainer
+    from gui_app.engine.training import loop
+    from gui_app.engine.training.loop import Trainer
 
     kinds = []
     real_cast = loop._cast

@@ -11,7 +11,7 @@ from compared_runs import write_run
 
 from gui_app.core import events as ev
 from gui_app.core.comparison import compare, differing_keys, read_figures
-from gui_app.engine.cli import main as cli_main
+from gui_app.engine.commands.cli import main as cli_main
 
 
 def test_three_runs_show_the_keys_that_differ_and_their_figures(tmp_path):

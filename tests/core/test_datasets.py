@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets import Dataset, DatasetError, downloads, load_dataset
-from gui_app.core.datasets.base import stratified_split
-from gui_app.core.datasets.standard import FASHION_NAMES
+from gui_app.engine.datasets import Dataset, DatasetError, downloads, load_dataset
+from gui_app.engine.datasets.base import stratified_split
+from gui_app.engine.datasets.standard import FASHION_NAMES
 
 
 @pytest.fixture(autouse=True)

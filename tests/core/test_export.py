@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from gui_app.core.config import RunConfig
-from gui_app.core.export import (
+from gui_app.core.formats import ExportFormat, get_format
+from gui_app.engine.export import (
     FORMATS,
     ConversionError,
     ExportCancelled,
@@ -24,11 +25,10 @@ from gui_app.core.export import (
     load_predictor,
     read_card,
 )
-from gui_app.core.export import exporter as exporter_module
-from gui_app.core.export.atomic import AtomicDestination
-from gui_app.core.export.parity import compare
-from gui_app.core.export.runtimes import open_runtime
-from gui_app.core.formats import ExportFormat, get_format
+from gui_app.engine.export import exporter as exporter_module
+from gui_app.engine.export.atomic import AtomicDestination
+from gui_app.engine.export.parity import compare
+from gui_app.engine.export.runtimes import open_runtime
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,8 @@ def test_onnx_keeps_captured_constants_inside_the_graph(tmp_path):
     ONNX export (tf2onnx.from_function) turns into extra graph inputs."""
     import keras
 
-    from gui_app.core.export.probability import probability_model
-    from gui_app.core.export.writers import write_export
+    from gui_app.engine.export.probability import probability_model
+    from gui_app.engine.export.writers import write_export
 
     inputs = keras.Input((4, 4, 1))
     x = keras.layers.Normalization(mean=[0.3], variance=[0.04])(inputs)
@@ -93,7 +93,7 @@ def test_every_format_passes_its_parity_check(all_exports, name):
 
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_the_file_loads_in_its_own_runtime_with_a_dynamic_batch(all_exports, trained_run, name):
-    from gui_app.core.datasets import load_dataset
+    from gui_app.engine.datasets import load_dataset
 
     runtime = open_runtime(all_exports[name].path)
     assert runtime.runtime == FORMATS[name].runtime
@@ -288,7 +288,7 @@ def _write_png(path: Path, pixels: np.ndarray) -> Path:
 @pytest.fixture(scope="module")
 def digit_pngs(trained_run, tmp_path_factory):
     """Three test digits: exact 8x8 grey, 32x32 RGB and 24x24 RGBA; and the raw test images."""
-    from gui_app.core.datasets import load_dataset
+    from gui_app.engine.datasets import load_dataset
 
     data = load_dataset(RunConfig.load(trained_run / "config.json").dataset)
     folder = tmp_path_factory.mktemp("pngs")
@@ -362,7 +362,7 @@ def test_get_format_rejects_unknown_names():
 def test_savedmodel_is_opened_only_with_a_matching_card(all_exports, tmp_path):
     """Loading a SavedModel runs its graph: ours (the card's hash matches) open; a copy without
     its card, or with a changed file, is refused unless the caller says it trusts it."""
-    from gui_app.core.export.predict import UNVERIFIED_SAVEDMODEL_FLAG
+    from gui_app.engine.export.predict import UNVERIFIED_SAVEDMODEL_FLAG
 
     ours = all_exports["savedmodel"].path
     assert load_predictor(ours).kind == "savedmodel"  # the export wrote the hash into the card

@@ -1,4 +1,4 @@
-"""The hosts file and the ssh command builder (gui_app/core/hosts.py, gui_app/core/ssh.py), without
+"""The hosts file and the ssh command builder (gui_app/core/ssh_hosts.py, gui_app/core/ssh.py), without
 a network: the remote commands run in a local ``sh``, ssh's failures are OpenSSH 9.2's own words.
 The same against a real sshd: tests/engine/test_ssh_hosts.py and test_ssh_errors.py."""
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core import hosts, ssh
-from gui_app.core.hosts import Host, HostsFileError
+from gui_app.core import ssh
+from gui_app.core import ssh_hosts as hosts
+from gui_app.core.ssh_hosts import Host, HostsFileError
 
 # ---- the hosts file ---------------------------------------------------------------------------
 

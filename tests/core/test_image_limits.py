@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets.image_header import dimensions, too_large
+from gui_app.engine.datasets.image_header import dimensions, too_large
 
 
 def _png(width: int, height: int) -> bytes:
@@ -31,7 +31,7 @@ def test_header_dimensions():
 
 
 def test_a_bomb_among_good_images_is_skipped_and_counted(tmp_path):
-    from gui_app.core.datasets.images import load_image_folder
+    from gui_app.engine.datasets.images import load_image_folder
 
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
@@ -48,8 +48,8 @@ def test_cifar_member_over_the_limit_is_refused_unread(tmp_path, monkeypatch):
     import io
     import tarfile
 
-    from gui_app.core.datasets import cifar
-    from gui_app.core.datasets.base import DatasetError
+    from gui_app.engine.datasets import cifar
+    from gui_app.engine.datasets.base import DatasetError
 
     monkeypatch.setattr(cifar, "MAX_MEMBER_BYTES", 1000)
     archive = tmp_path / "cifar-10-python.tar.gz"

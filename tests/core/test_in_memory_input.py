@@ -14,7 +14,7 @@ N, BATCH = 100, 8
 
 def _dataset(n: int = N, size: int = 4, classes: int = 10):
     """Images that carry their own index in their first two pixels; label = index % classes."""
-    from gui_app.core.datasets.base import make_dataset
+    from gui_app.engine.datasets.base import make_dataset
 
     x = np.zeros((n + 20, size, size, 1), np.uint8)
     index = np.arange(n + 20)
@@ -31,13 +31,13 @@ def _indices(images) -> np.ndarray:
 
 
 def _source(validation: str = "split"):
-    from gui_app.core.training.in_memory import InMemoryInput
+    from gui_app.engine.training.in_memory import InMemoryInput
 
     return InMemoryInput(_dataset(), DatasetConfig(validation=validation, validation_split=0.1), BATCH)
 
 
 def _expected_order(source, epoch: int, seed: int) -> np.ndarray:
-    from gui_app.core.training.pipeline import epoch_order, validation_rows
+    from gui_app.engine.training.pipeline import epoch_order, validation_rows
 
     rows, _ = validation_rows(N, DatasetConfig(validation="split", validation_split=0.1))
     assert source.train_examples == len(rows) == 90 and source.validation_examples == 10
@@ -76,7 +76,7 @@ class _TwoWorkers:
 def test_each_input_pipeline_gathers_its_share_of_every_global_step():
     import tensorflow as tf
 
-    from gui_app.core.training import pipeline
+    from gui_app.engine.training import pipeline
 
     source = _source()
     order = _expected_order(source, 0, 3)
@@ -98,7 +98,7 @@ def test_evaluation_sees_every_example_once_with_its_label(validation):
     import keras
     import tensorflow as tf
 
-    from gui_app.core.training.evaluation import Evaluator
+    from gui_app.engine.training.evaluation import Evaluator
 
     strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
     source = _source(validation)
@@ -114,8 +114,8 @@ def test_evaluation_sees_every_example_once_with_its_label(validation):
 
 
 def test_normalization_stats_are_those_of_the_training_rows():
-    from gui_app.core.training.models import channel_stats
-    from gui_app.core.training.pipeline import validation_rows
+    from gui_app.engine.training.models import channel_stats
+    from gui_app.engine.training.pipeline import validation_rows
 
     dataset = _dataset()
     rows, _ = validation_rows(N, DatasetConfig())
@@ -125,10 +125,10 @@ def test_normalization_stats_are_those_of_the_training_rows():
 def test_the_set_is_shared_with_tensorflow_and_never_copied_by_an_iterator():
     import tensorflow as tf
 
-    from gui_app.core.datasets.base import make_dataset
-    from gui_app.core.datasets.stream_read import as_host_array, host_array
-    from gui_app.core.training import pipeline
-    from gui_app.core.training.in_memory import InMemoryInput
+    from gui_app.engine.datasets.base import make_dataset
+    from gui_app.engine.datasets.stream_read import as_host_array, host_array
+    from gui_app.engine.training import pipeline
+    from gui_app.engine.training.in_memory import InMemoryInput
 
     aligned = host_array((3, 2, 2, 1))
     assert aligned.ctypes.data % 64 == 0 and as_host_array(aligned) is aligned

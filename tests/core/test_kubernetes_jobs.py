@@ -1,5 +1,5 @@
 """A Kubernetes run's local record and its Job's state from ``kubectl get job -o json``
-(gui_app/core/backends/kubernetes_jobs.py): the words the run list shows, one kubectl call for several
+(gui_app/core/backends/kubernetes.py): the words the run list shows, one kubectl call for several
 runs, and kubectl failing or missing read as "unknown", never an exception."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from gui_app.core.backends import kubernetes_jobs
-from gui_app.core.backends.kubernetes_jobs import KubernetesJob, parse_jobs
+from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends.kubernetes import KubernetesJob, parse_jobs
 
 
 def _job(name: str, status: dict, deleting: bool = False) -> dict:

@@ -17,7 +17,7 @@ from gui_app.core.events_file import EventsFile
 from gui_app.core.history.pyramid import BASE, FOLDER, MAX, META_FILE, MIN, Meta, N, level_name, read_level
 from gui_app.core.history.pyramid_files import update_pyramid
 from gui_app.core.history.pyramid_writer import PyramidWriter
-from gui_app.engine.run_records import RunRecords
+from gui_app.engine.run.records import RunRecords
 
 
 class _Engine:

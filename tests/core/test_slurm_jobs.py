@@ -1,4 +1,4 @@
-"""gui_app/core/backends/slurm_jobs.py: the job record, and Slurm's answers as the real commands print
+"""gui_app/core/backends/slurm.py: the job record, and Slurm's answers as the real commands print
 them (Slurm 22.05 of tests/slurm_cluster.py, 2026-12-01: three jobs on node9 and node10, one
 cancelled, one completed; no accounting)."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from gui_app.core.backends import slurm_jobs
-from gui_app.core.backends.slurm_jobs import SlurmJobState as JobState
-from gui_app.core.backends.slurm_jobs import parse_sacct, parse_scontrol, parse_squeue
+from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends.slurm import SlurmJobState as JobState
+from gui_app.core.backends.slurm import parse_sacct, parse_scontrol, parse_squeue
 from tests.fake_slurm import FakeSlurm
 
 # squeue -h -j 1,2,3,99999 -o '%i|%T|%r' (99999 unknown: left out, exit 0)

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from gui_app.core.training import retire as retire_mod
-from gui_app.core.training.models import channel_stats
+from gui_app.engine.training import retire as retire_mod
+from gui_app.engine.training.models import channel_stats
 
 
 class _Tracked:
@@ -46,7 +46,7 @@ def test_channel_stats_from_the_histogram_match_the_float_computation():
 def test_batched_tensorboard_rows_equal_scalar_writes(tmp_path):
     import tensorflow as tf
 
-    from gui_app.core.training.tensorboard import ScalarWriter
+    from gui_app.engine.training.tensorboard import ScalarWriter
 
     one = ScalarWriter(tmp_path / "one")
     for step, (a, b) in ((1, (0.5, 2.0)), (2, (0.25, 3.0)), (3, (0.125, 4.0))):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gui_app.core import ssh_files
-from gui_app.core.hosts import Host
 from gui_app.core.ssh import HostError
+from gui_app.core.ssh_hosts import Host
 
 HOST = Host("gpu1")
 

@@ -10,7 +10,7 @@ import pytest
 from stream_files import bomb_png, image_index, indexed_image, png, write_image_folder, write_tfrecords
 
 from gui_app.core.config import ConfigError, DatasetConfig, RunConfig
-from gui_app.core.datasets.base import DatasetError
+from gui_app.engine.datasets.base import DatasetError
 
 GREY8 = {"image_size": (8, 8), "color_mode": "grayscale"}
 
@@ -20,7 +20,7 @@ def _indices(ds) -> list[int]:
 
 
 def _pipelines_cover(source, part, expected: set[int]) -> None:
-    from gui_app.core.datasets.stream_read import decoded
+    from gui_app.engine.datasets.stream_read import decoded
 
     seen = [_indices(decoded(source, part, 2, pid, file_seed=5)) for pid in (0, 1)]
     assert seen[0] and seen[1]
@@ -31,13 +31,13 @@ def _pipelines_cover(source, part, expected: set[int]) -> None:
 
 @pytest.mark.parametrize("shards", [4, 1])  # 4 files: shard by file; 1 file: shard by example
 def test_tfrecord_two_pipelines_are_disjoint_and_cover_the_set(tmp_path, shards):
-    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.engine.datasets.streamed import open_stream
 
     write_tfrecords(tmp_path / "s", 300, shards=shards)
     source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), validation="none", **GREY8))
     assert source.class_names == ["class0", "class1", "class2"]  # from image/class/text
     assert source.train.examples + source.test.examples == 300
-    from gui_app.core.datasets.stream_read import decoded
+    from gui_app.engine.datasets.stream_read import decoded
 
     train = set(_indices(decoded(source, source.train)))
     test = set(_indices(decoded(source, source.test)))
@@ -47,8 +47,8 @@ def test_tfrecord_two_pipelines_are_disjoint_and_cover_the_set(tmp_path, shards)
 
 
 def test_hashed_validation_split_has_exact_counts(tmp_path):
-    from gui_app.core.datasets.stream_read import decoded
-    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.engine.datasets.stream_read import decoded
+    from gui_app.engine.datasets.streamed import open_stream
 
     write_tfrecords(tmp_path / "s", 400, shards=3)
     source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), validation_split=0.25, **GREY8))
@@ -59,7 +59,7 @@ def test_hashed_validation_split_has_exact_counts(tmp_path):
 
 
 def test_image_folder_streams_and_refuses_a_bomb_by_its_header(tmp_path):
-    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.engine.datasets.streamed import open_stream
 
     write_image_folder(tmp_path / "imgs", 150)
     (tmp_path / "imgs" / "c2" / "huge.png").write_bytes(bomb_png(50000, 50000))
@@ -74,7 +74,7 @@ def test_image_headers_give_sizes_without_decoding():
     import tensorflow as tf
 
     from gui_app.core.config import MAX_IMAGE_PIXELS
-    from gui_app.core.datasets.image_header import dimensions as image_size
+    from gui_app.engine.datasets.image_header import dimensions as image_size
 
     assert image_size(bomb_png(123, 45)) == (123, 45)
     jpeg = tf.io.encode_jpeg(np.zeros((21, 34, 3), np.uint8)).numpy()
@@ -100,10 +100,10 @@ def test_stream_config_keys_are_validated():
 
 
 def test_auto_loading_streams_above_the_memory_budget(tmp_path, monkeypatch):
-    from gui_app.core.datasets.base import Dataset
-    from gui_app.core.datasets.loading import open_input
-    from gui_app.core.datasets.streamed import StreamSource
     from gui_app.core.memory import BUDGET_ENV
+    from gui_app.engine.datasets.base import Dataset
+    from gui_app.engine.datasets.loading import open_input
+    from gui_app.engine.datasets.streamed import StreamSource
 
     write_tfrecords(tmp_path / "s", 200, shards=2)
     cfg = DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), **GREY8)
@@ -118,9 +118,9 @@ def test_auto_loading_streams_above_the_memory_budget(tmp_path, monkeypatch):
 def test_in_memory_loading_is_aligned_and_the_auto_cache_counts_what_it_holds(tmp_path):
     from dataclasses import replace
 
-    from gui_app.core.datasets.loading import decoded_bytes, resolve_cache
-    from gui_app.core.datasets.stream_read import ALIGN, load_into_memory
-    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.engine.datasets.loading import decoded_bytes, resolve_cache
+    from gui_app.engine.datasets.stream_read import ALIGN, load_into_memory
+    from gui_app.engine.datasets.streamed import open_stream
 
     write_tfrecords(tmp_path / "s", 400, shards=2)
     source = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "s"), **GREY8))
@@ -138,7 +138,7 @@ def test_in_memory_loading_is_aligned_and_the_auto_cache_counts_what_it_holds(tm
 
 
 def test_a_label_outside_the_class_count_names_the_file(tmp_path):
-    from gui_app.core.datasets.shards import scan
+    from gui_app.engine.datasets.shards import scan
 
     paths = write_tfrecords(tmp_path / "s", 30, shards=2, classes=5)
     (tmp_path / "s" / "labels.txt").write_text("a\nb\nc\n")
@@ -149,8 +149,8 @@ def test_a_label_outside_the_class_count_names_the_file(tmp_path):
 
 @pytest.mark.parametrize("name", ["npz", "image_folder", "tfrecord"])
 def test_prepare_converts_a_format_into_shards_that_stream_back(tmp_path, name):
-    from gui_app.core.datasets.streamed import open_stream
-    from gui_app.engine.prepare_command import prepare
+    from gui_app.engine.commands.prepare import prepare
+    from gui_app.engine.datasets.streamed import open_stream
 
     if name == "npz":
         x = np.stack([indexed_image(i) for i in range(120)])
@@ -169,7 +169,7 @@ def test_prepare_converts_a_format_into_shards_that_stream_back(tmp_path, name):
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == manifest["classes"]
     assert manifest["source"]["name"] == name and manifest["source"]["path"] == cfg.path  # where the shards came from
     back = open_stream(DatasetConfig(name="tfrecord", path=str(tmp_path / "out"), validation="none", **GREY8))
-    from gui_app.core.datasets.stream_read import decoded
+    from gui_app.engine.datasets.stream_read import decoded
 
     seen = _indices(decoded(back, back.train)) + _indices(decoded(back, back.test))
     assert sorted(seen) == list(range(120))  # every image once, pixels intact (PNG is lossless)
@@ -195,8 +195,8 @@ def tiny_tfds(tmp_path_factory):
 
 
 def test_tfds_streams_a_prepared_dataset(tiny_tfds):
-    from gui_app.core.datasets.stream_read import decoded
-    from gui_app.core.datasets.streamed import open_stream
+    from gui_app.engine.datasets.stream_read import decoded
+    from gui_app.engine.datasets.streamed import open_stream
 
     source = open_stream(DatasetConfig(name="tfds", tfds_name="tiny_indexed", data_dir=str(tiny_tfds), **GREY8))
     assert source.class_names == ["a", "b", "c"]
@@ -207,7 +207,7 @@ def test_tfds_streams_a_prepared_dataset(tiny_tfds):
 
 
 def test_the_scan_is_cached_beside_the_shards_and_redone_when_a_shard_changes(tmp_path, monkeypatch):
-    from gui_app.core.datasets import shards
+    from gui_app.engine.datasets import shards
 
     paths = write_tfrecords(tmp_path / "s", 90, shards=3)
     first = shards.scan(str(tmp_path / "s"))

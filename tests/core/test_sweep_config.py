@@ -8,7 +8,7 @@ import pytest
 
 from gui_app.core.config import ConfigError
 from gui_app.core.sweep_config import SweepConfig
-from gui_app.engine.cli import main as cli_main
+from gui_app.engine.commands.cli import main as cli_main
 
 BASE = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}, "strategy": {"name": "default"},
         "training": {"epochs": 3}}

@@ -12,7 +12,7 @@ from gui_app.core.config import ModelConfig, StrategyConfig, TrainingConfig
 
 
 def test_schedules():
-    from gui_app.core.training.optim import make_schedule
+    from gui_app.engine.training.optim import make_schedule
 
     steps = np.array([0, 9, 10, 55, 100], np.float32)
     constant = np.asarray(make_schedule(TrainingConfig(learning_rate=0.1), 10, 100)(steps))
@@ -40,7 +40,7 @@ def test_per_class_metrics():
 
 
 def test_strategies_on_two_cpus():
-    from gui_app.core.training.strategies import build_strategy
+    from gui_app.engine.training.strategies import build_strategy
 
     mirrored = build_strategy(StrategyConfig(devices=("CPU:0", "CPU:1")))
     assert mirrored.num_replicas == 2 and mirrored.cross_device_ops == "reduce_to_one"
@@ -59,7 +59,7 @@ def test_strategies_on_two_cpus():
     ("mlp", (8, 8, 1), 64 * 256 + 256 + 256 * 128 + 128 + 1290),
 ])
 def test_tutorial_models_have_the_tutorial_shapes(name, shape, params):
-    from gui_app.core.training.models import build_model, describe
+    from gui_app.engine.training.models import build_model, describe
 
     model = build_model(ModelConfig(name), shape, 10)
     assert describe(model)["trainable_parameters"] == params
@@ -67,7 +67,7 @@ def test_tutorial_models_have_the_tutorial_shapes(name, shape, params):
 
 
 def test_resnet20_and_mobilenet():
-    from gui_app.core.training.models import ModelError, build_model, describe
+    from gui_app.engine.training.models import ModelError, build_model, describe
 
     resnet = build_model(ModelConfig("resnet20"), (32, 32, 3), 10)
     assert 0.26e6 < describe(resnet)["trainable_parameters"] < 0.28e6  # He et al.: 0.27M
@@ -79,7 +79,7 @@ def test_resnet20_and_mobilenet():
 def test_keras_file_models_are_checked(tmp_path):
     import keras
 
-    from gui_app.core.training.models import ModelError, build_model, outputs_logits
+    from gui_app.engine.training.models import ModelError, build_model, outputs_logits
 
     model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
                               keras.layers.Dense(10, activation="softmax")])
@@ -102,7 +102,7 @@ def test_keras_file_models_are_checked(tmp_path):
 
 def test_events_are_valid_json_without_nan(tmp_path):
     from gui_app.core.events import ReplicaStats, RunFinished, Step, Warning
-    from gui_app.engine.events import EventWriter
+    from gui_app.engine.run.event_writer import EventWriter
 
     out = io.StringIO()
     writer = EventWriter("jsonl", out)
@@ -119,7 +119,7 @@ def test_events_are_valid_json_without_nan(tmp_path):
 
 
 def test_control_words_and_end_of_input():
-    from gui_app.engine.control import Control
+    from gui_app.engine.run.control import Control
 
     control = Control()
     control.command("pause")

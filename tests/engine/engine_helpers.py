@@ -43,9 +43,9 @@ class EventTap(io.StringIO):
 
 def run_in_process(command: str, target: str, runs_dir: Path | None = None, on_event=None, control=None):
     """Run ``train``/``resume``/``evaluate`` in this process; returns (exit code, EventTap)."""
-    from gui_app.engine.cli import build_parser
-    from gui_app.engine.control import Control
-    from gui_app.engine.train_command import run_command
+    from gui_app.engine.commands.cli import build_parser
+    from gui_app.engine.commands.train import run_command
+    from gui_app.engine.run.control import Control
 
     argv = [command, str(target), "--events", "jsonl"]
     if runs_dir is not None:

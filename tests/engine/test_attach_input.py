@@ -20,7 +20,7 @@ from engine_helpers import LineReader
 
 from gui_app.core import events as ev
 from gui_app.core.run_lock import RunLock
-from gui_app.engine.events import format_text
+from gui_app.engine.run.event_writer import format_text
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_attach_from_a_pipe_detaches_when_it_ends(shell, tmp_path):
 
 def test_what_the_end_of_stdin_means_by_what_stdin_is(tmp_path, monkeypatch):
     """True: its end detaches; False: read it, then follow to the end; None: never read it."""
-    from gui_app.engine.attach_command import stdin_ends_attachment
+    from gui_app.engine.commands.attach import stdin_ends_attachment
 
     saved = os.dup(0)
 

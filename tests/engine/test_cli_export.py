@@ -10,17 +10,18 @@ from pathlib import Path
 import pytest
 from reference_run import write_test_pngs
 
-from gui_app.core.export import FORMATS, read_card
-from gui_app.core.export import exporter as exporter_module
-from gui_app.engine import export_command, predict_command
+from gui_app.engine.commands import export as export_command
+from gui_app.engine.commands import predict as predict_command
+from gui_app.engine.export import FORMATS, read_card
+from gui_app.engine.export import exporter as exporter_module
 from gui_app.identity import app_command, app_env
 
 ROOT = Path(__file__).parents[2]
 
 
 def cli(*argv: str) -> int:
-    """The real command line (gui_app.engine.cli registers export and predict), in-process."""
-    from gui_app.engine.cli import main
+    """The real command line (gui_app.engine.commands.cli registers export and predict), in-process."""
+    from gui_app.engine.commands.cli import main
 
     return main(list(argv))
 

@@ -12,7 +12,7 @@ import pytest
 from cluster_helpers import Launched, alive
 
 from gui_app.core import rundir
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.cluster_addresses import free_ports
 from gui_app.identity import app_command, app_env
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the cluster tests read /proc and use PDEATHSIG")
@@ -110,7 +110,7 @@ def test_a_hung_worker_is_named_and_max_restarts_completes_the_run(tmp_path):
 
 
 def test_a_host_that_never_joins_fails_after_the_join_timeout(tmp_path):
-    from gui_app.core.cluster_hosts import free_ports
+    from gui_app.core.cluster_addresses import free_ports
 
     a, b = free_ports(2)
     config = mw_config(tmp_path, workers=0, cluster=[f"127.0.0.1:{a}", f"127.0.0.1:{b}"], join_timeout_s=2)

@@ -13,7 +13,7 @@ import sys
 import pytest
 from cluster_helpers import Launched
 
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.cluster_addresses import free_ports
 from gui_app.identity import app_command, app_env
 
 NS, VETH, PEER = "rs-test-h1", "rs-test-v0", "rs-test-v1"

@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import run_cli
 
 from gui_app.core import rundir
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.cluster_addresses import free_ports
 from gui_app.core.config import RunConfig
 from gui_app.identity import app_command, app_env
 

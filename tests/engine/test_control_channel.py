@@ -1,4 +1,4 @@
-"""A run's control channel (engine/control_channel.py): a named pipe in a 0700 folder, words in,
+"""A run's control channel (engine/run/control_fifo.py): a named pipe in a 0700 folder, words in,
 nobody else in, and a clear answer when no run reads it."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.engine.control import Control
-from gui_app.engine.control_channel import ChannelError, ControlChannel, NotRunning, fifo_path, send
+from gui_app.engine.run.control import Control
+from gui_app.engine.run.control_fifo import ChannelError, ControlChannel, NotRunning, fifo_path, send
 
 
 class _Words(Control):

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STATS, STEP_TIME
-from gui_app.engine.control import Control
-from gui_app.engine.events import EventWriter
-from gui_app.engine.runner import GROUP_SECONDS, RunController
+from gui_app.engine.run.control import Control
+from gui_app.engine.run.event_writer import EventWriter
 from gui_app.engine.training.actions.base import Action, StepGroup
+from gui_app.engine.training.controller import GROUP_SECONDS, RunController
+from gui_app.engine.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, STATS, STEP_TIME
 from gui_app.engine.training.steps import Row, StepStats
 
 TWO_REPLICAS = [Row(0, 0, "/device:CPU:0"), Row(1, 0, "/device:CPU:1")]
@@ -136,7 +136,7 @@ def test_stop_ends_between_groups_and_pause_waits_for_continue():
 
 
 def test_the_nan_guard_names_the_first_bad_step():
-    from gui_app.engine.errors import TrainingDiverged
+    from gui_app.engine.run.failures import TrainingDiverged
     from gui_app.engine.training.actions.nan_guard import NanGuard
 
     stats = _stats(5)
@@ -162,7 +162,7 @@ def test_the_tripped_guard_tells_the_finite_steps_and_what_went_first():
     """Steps 11-15: replica 1's gradient norm is infinite at step 13 while its loss is finite, and
     the loss goes NaN at step 14. Steps 11-12 are told, then where it began: step 13, replica 1,
     its gradients. Under mixed precision the norm is no evidence: the loss at step 14 is."""
-    from gui_app.engine.errors import TrainingDiverged
+    from gui_app.engine.run.failures import TrainingDiverged
 
     stats = _stats(5)
     stats.values[2, 1, GRAD_NORM] = np.inf
@@ -242,7 +242,7 @@ def _checkpoints(control, every_steps=0, every_minutes=0.0, agreed=False):
 def test_a_state_whose_weights_are_not_finite_is_never_saved():
     """A step whose loss was finite can leave NaN weights: saved, it would rotate the last finite
     checkpoint out and a resume would restore the poison."""
-    from gui_app.engine.errors import TrainingDiverged
+    from gui_app.engine.run.failures import TrainingDiverged
 
     checkpoints, step, manager = _checkpoints(Control(), every_steps=2)
     step.done = 6

@@ -17,7 +17,7 @@ import pytest
 from engine_helpers import LineReader, run_cli, start_engine, until
 
 from gui_app.core.live_runs import read_process
-from gui_app.engine.control_channel import CHANNEL_DIR, send
+from gui_app.engine.run.control_fifo import CHANNEL_DIR, send
 from gui_app.identity import app_command, app_env
 
 MLP = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}}

@@ -20,7 +20,7 @@ from engine_helpers import config_dict, run_cli, run_in_process, until
 from gui_app.core import rundir
 from gui_app.core.config import RunConfig
 from gui_app.core.live_runs import read_process
-from gui_app.engine.cli import build_parser
+from gui_app.engine.commands.cli import build_parser
 from gui_app.identity import app_command, app_env
 
 SMALL = {"epochs": 1, "global_batch_size": 64, "seed": 3, "steps_per_call": 2}
@@ -102,7 +102,7 @@ def test_the_command_answers_without_tensorflow(tmp_path):
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     rundir.create_run_dir(tmp_path, RunConfig())
     run_dir = rundir.run_dirs(tmp_path)[0]
-    probe = ("import sys, json; from gui_app.engine.cli import main; code = main(['diagnose', sys.argv[1], '--json']);"
+    probe = ("import sys, json; from gui_app.engine.commands.cli import main; code = main(['diagnose', sys.argv[1], '--json']);"
              "print(json.dumps(['tensorflow' in sys.modules, code]))")
     done = subprocess.run([sys.executable, "-c", probe, str(run_dir)], capture_output=True, text=True, timeout=60,
                           env=app_env(), cwd=os.getcwd())

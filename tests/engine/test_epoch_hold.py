@@ -8,7 +8,7 @@ import time
 
 from engine_helpers import config_dict, run_cli, start_engine
 
-from gui_app.engine.control_channel import send
+from gui_app.engine.run.control_fifo import send
 
 EPOCHS = 3
 

@@ -40,7 +40,7 @@ def test_devices_check_without_a_gpu_says_so_in_one_line(tmp_path, no_gpu):
 def test_a_run_whose_replicas_are_not_on_gpus_fails_its_check(tmp_path):
     """The strategy check reads the real engine's events: a CPU run completes, and is refused
     as a GPU path, naming the step, with its examples/s measured."""
-    from gui_app.engine.gpu_check import _engine_run, _export, _table
+    from gui_app.engine.commands.devices_check import _engine_run, _export, _table
 
     result, run_dir = _engine_run("one_device", {"name": "one_device", "device": "CPU:0"}, {}, 1, tmp_path)
     assert run_dir is not None and (run_dir / "config.json").is_file()

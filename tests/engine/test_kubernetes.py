@@ -24,12 +24,13 @@ import pytest
 from engine_helpers import run_cli
 
 from gui_app.core import rundir
-from gui_app.core.backends import kubernetes_jobs
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.cluster_addresses import free_ports
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Step
-from gui_app.engine.cluster import kubernetes, kubernetes_manifest
-from gui_app.engine.cluster.kubernetes_manifest import KubernetesOptions, documents, manifest
+from gui_app.engine.schedulers.kubernetes import cluster as kubernetes
+from gui_app.engine.schedulers.kubernetes import manifest as kubernetes_manifest
+from gui_app.engine.schedulers.kubernetes.manifest import KubernetesOptions, documents, manifest
 from gui_app.identity import app_command, app_env
 
 client = pytest.importorskip("kubernetes.client")  # the test extra; it brings PyYAML too
@@ -325,10 +326,10 @@ def _event(kind: str, **fields) -> str:
 def test_the_local_copy_gets_each_line_of_each_chief_pod_once(tmp_path, monkeypatch):
     """kubectl logs prints a pod's output from its start each time: a follow again adds only what
     is new; a new pod (the run resumed, or the Job replaced a failed one) goes after it."""
-    from gui_app.engine.cluster.kubernetes_runs import Mirror
+    from gui_app.engine.schedulers.kubernetes.runs import Mirror
 
     local = _mirror_kubectl(tmp_path, monkeypatch)
-    monkeypatch.setattr("gui_app.engine.cluster.kubernetes_runs.RETRY_S", 0.0)
+    monkeypatch.setattr("gui_app.engine.schedulers.kubernetes.runs.RETRY_S", 0.0)
     log = tmp_path / "chief.log"
 
     def pod(name: str, *lines: str) -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 from engine_helpers import EventTap, config_dict
 
 from gui_app.core import rundir
-from gui_app.engine.control import Control
+from gui_app.engine.run.control import Control
 
 
 def _run(argv):
-    from gui_app.engine.cli import build_parser
-    from gui_app.engine.train_command import run_command
+    from gui_app.engine.commands.cli import build_parser
+    from gui_app.engine.commands.train import run_command
 
     tap = EventTap()
     code = run_command(build_parser().parse_args([*argv, "--events", "jsonl"]), control=Control(), stream=tap)
@@ -22,7 +22,7 @@ def _run(argv):
 def test_oom_names_the_batch_and_resume_with_a_smaller_one(tmp_path, write_config, monkeypatch):
     import tensorflow as tf
 
-    from gui_app.core.training.loop import Trainer
+    from gui_app.engine.training.loop import Trainer
 
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4,
                                                 "global_batch_size": 64}))
@@ -59,7 +59,7 @@ def test_oom_names_the_batch_and_resume_with_a_smaller_one(tmp_path, write_confi
 def test_a_full_disk_is_never_called_out_of_memory():
     import tensorflow as tf
 
-    from gui_app.engine.errors import BatchShape, one_line
+    from gui_app.engine.run.failures import BatchShape, one_line
 
     exc = tf.errors.ResourceExhaustedError(None, None, "runs/x/checkpoints/ckpt-8_temp; No space left on device")
     assert one_line(exc, Path("/runs/x"), BatchShape(32, 2)).startswith("the disk holding /runs/x is full")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import run_cli
 
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.cluster_addresses import free_ports
 
 
 def _config(tmp_path: Path, strategy: dict, **sections) -> str:

@@ -11,8 +11,8 @@ import pytest
 from engine_helpers import run_cli
 from ssh_host import ALIAS, CLIENT_IP, HOST_IP
 
-from gui_app.core.cluster_hosts import free_ports
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.cluster_addresses import free_ports
+from gui_app.core.ssh_hosts import Host, add_host
 
 PORT = 23456
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 
-from gui_app.engine.quiet import forward
+from gui_app.engine.run.quiet import forward
 
 
 def test_tensorflow_lines_and_their_continuations_are_dropped():

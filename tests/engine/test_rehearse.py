@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import config_dict, run_cli
 
 from gui_app.core.answers import Certificate, decode, problems
-from gui_app.engine.runner import LOSE_DATA_POSITION_ENV
+from gui_app.engine.training.controller import LOSE_DATA_POSITION_ENV
 
 SHORT = {"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4}
 SINGLE = {"strategy": {"name": "default", "devices": []}, "runtime": {"cpu_devices": 1}}

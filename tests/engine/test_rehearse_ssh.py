@@ -17,7 +17,7 @@ from test_ssh_cluster import WORKER_PORT, cluster_config, remote_workers
 from gui_app.core import rundir
 from gui_app.core.answers import Certificate, decode, problems
 from gui_app.core.events import RunFinished
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.identity import app_command
 
 

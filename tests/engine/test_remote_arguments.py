@@ -1,5 +1,5 @@
 """``--host``: the command line rebuilt for the host says what the user typed
-(gui_app/engine/remote_command.py), whatever the options' order, abbreviation or values."""
+(gui_app/engine/commands/on_host.py), whatever the options' order, abbreviation or values."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +9,8 @@ import pytest
 
 from gui_app.core.event_schema import stream_problems
 from gui_app.core.ssh import STDIN_FILE
-from gui_app.engine.cli import build_parser
-from gui_app.engine.remote_command import REMOTE_COMMANDS, command_arguments
+from gui_app.engine.commands.cli import build_parser
+from gui_app.engine.commands.on_host import REMOTE_COMMANDS, command_arguments
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def test_every_remote_command_has_the_host_option_and_names_its_own_arguments():
 def test_a_run_refused_here_ends_as_the_engine_ends_a_refused_run(tmp_path, capsys):
     """A run that cannot go to its host (its config file is missing: no connection is made) writes
     its ``error`` and ``run_finished`` events, one line on stderr, and exits 2."""
-    from gui_app.engine.cli import main
+    from gui_app.engine.commands.cli import main
 
     code = main(["train", str(tmp_path / "missing.json"), "--host", "gpu1", "--events", "jsonl"])
     out, err = capsys.readouterr()
@@ -88,7 +88,7 @@ def test_a_preview_that_cannot_come_back_is_a_warning_and_the_answer_stands(monk
     import contextlib
 
     from gui_app.core.ssh import HostError
-    from gui_app.engine import remote_command
+    from gui_app.engine.commands import on_host as remote_command
 
     class Session:
         detached_here = False

@@ -16,8 +16,8 @@ from engine_helpers import config_dict, run_in_process
 from gui_app.core import rundir
 from gui_app.core.config import DatasetConfig
 from gui_app.core.diagnosis import diagnose, sentences
-from gui_app.core.training.pipeline import epoch_order, replica_parts, validation_rows
 from gui_app.engine.training import replay
+from gui_app.engine.training.pipeline import epoch_order, replica_parts, validation_rows
 
 DIVERGING = {"epochs": 1, "global_batch_size": 64, "seed": 3, "steps_per_call": 2, "optimizer": "sgd",
              "learning_rate": 50.0}
@@ -220,7 +220,7 @@ def test_the_replay_deals_the_batches_the_mirrored_pipeline_deals():
     recomputed batches (step_rows, replica_parts) are the ones each replica trained on."""
     import tensorflow as tf
 
-    from gui_app.core.training.pipeline import distribute_train, step_rows
+    from gui_app.engine.training.pipeline import distribute_train, step_rows
 
     strategy = tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
     rows = np.arange(3, 103, dtype=np.int64)  # a training part of a pool of 103

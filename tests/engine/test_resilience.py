@@ -15,7 +15,7 @@ from engine_helpers import config_dict, run_cli, start_engine
 
 from gui_app.core import events as ev
 from gui_app.core import rundir
-from gui_app.engine.control import STOP_SIGNALS
+from gui_app.engine.run.control import STOP_SIGNALS
 
 E = TypeVar("E", bound=ev.Event)
 
@@ -102,7 +102,7 @@ def test_checkpoint_word_and_hierarchical_copy(tmp_path, write_config):
 
 def test_attach_cuts_a_torn_last_line(tmp_path):
     from gui_app.core.events import RunStarted
-    from gui_app.engine.events import EventWriter
+    from gui_app.engine.run.event_writer import EventWriter
 
     (tmp_path / "events.jsonl").write_text('{"type":"step","step":1}\n{"type":"step","st')
     rundir.summarize_events(tmp_path)  # the run list's cache of this file
@@ -156,7 +156,7 @@ def _stopped_run(tmp_path, write_config, stop_at=10, **training):
     """An in-process run stopped at ``stop_at`` with checkpoints every 4 steps: ckpt 4, 8, stop."""
     from engine_helpers import run_in_process
 
-    from gui_app.engine.control import Control
+    from gui_app.engine.run.control import Control
 
     config = write_config(config_dict(training={"epochs": 2, "steps_per_call": 2, "checkpoint_every_steps": 4,
                                                 **training}))
@@ -221,8 +221,8 @@ def test_second_writer_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_path
 
 
 def test_missing_bundled_dataset_is_one_line(tmp_path, monkeypatch):
-    from gui_app.core.datasets import bundled
-    from gui_app.core.datasets.base import DatasetError
+    from gui_app.engine.datasets import bundled
+    from gui_app.engine.datasets.base import DatasetError
 
     monkeypatch.setattr(bundled, "resource_path", lambda *parts: tmp_path.joinpath(*parts))
     with pytest.raises(DatasetError, match="the bundled digits dataset is missing from this installation"):

@@ -9,7 +9,7 @@ from engine_helpers import config_dict, run_in_process
 from gui_app.core import events as ev
 from gui_app.core import rundir
 from gui_app.core.event_lines import LineDecoder, LineEncoder
-from gui_app.engine.control import Control
+from gui_app.engine.run.control import Control
 
 
 def _as_protocol_2(path) -> None:

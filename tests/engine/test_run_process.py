@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.engine import run_process
+from gui_app.engine.run import process as run_process
 from gui_app.engine.sweep.trial_process import TrialRun
 
 

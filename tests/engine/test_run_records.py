@@ -1,5 +1,5 @@
 """The engine keeps the run's history at several resolutions and its summary.json as it writes the
-events (gui_app/engine/run_records.py): during a real short run both cover the events written so
+events (gui_app/engine/run/records.py): during a real short run both cover the events written so
 far, and after a stop and a resume from an older checkpoint both equal what a reader rebuilds
 from the events alone."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from engine_helpers import config_dict, run_in_process
 from gui_app.core import rundir
 from gui_app.core.history.pyramid import FOLDER, Meta, read_level
 from gui_app.core.history.pyramid_files import update_pyramid
-from gui_app.engine.control import Control
+from gui_app.engine.run.control import Control
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from slurm_cluster import HOST_IP, SlurmCluster, running_slurm
 from ssh_host import ALIAS, CLIENT_IP, USER, SshHost
 
 from gui_app.core import rundir
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.identity import app_command
 
 pytestmark = pytest.mark.slow

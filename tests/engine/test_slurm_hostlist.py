@@ -6,8 +6,8 @@ import json
 import pytest
 
 from gui_app.core.config import ConfigError, StrategyConfig
-from gui_app.engine.cluster import slurm
 from gui_app.engine.cluster.topology import resolve_task
+from gui_app.engine.schedulers.slurm import cluster as slurm
 
 
 @pytest.mark.parametrize("text, hosts", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import run_cli
 
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.identity import app_command, app_env
 from tests.fake_slurm import FakeSlurm
 

@@ -16,8 +16,8 @@ import pytest
 from cluster_helpers import Launched, alive
 from ssh_host import ALIAS, ALIAS2, CLIENT_IP, HOST_IP, USER, USER2
 
-from gui_app.core.cluster_hosts import free_ports
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.cluster_addresses import free_ports
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.engine.cluster.processes import WorkerProcess
 from gui_app.identity import app_command
 

@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import LineReader, until
 from ssh_host import ALIAS, USER
 
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.identity import app_command
 
 MLP = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}}

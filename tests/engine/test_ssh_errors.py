@@ -19,7 +19,7 @@ from ssh_host import ALIAS, HOST_IP, USER
 
 from gui_app import __version__
 from gui_app.core.event_schema import stream_problems
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.identity import app_command
 
 CONFIG = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}, "training": {"epochs": 1, "seed": 1}}

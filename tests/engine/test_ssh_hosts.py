@@ -17,7 +17,7 @@ from ssh_host import ALIAS, SYSTEM_PYTHON, USER
 
 from gui_app import __version__
 from gui_app.core.event_schema import stream_problems
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.identity import app_command
 
 # Few steps of the bundled digits: the point is the transport, not the training.

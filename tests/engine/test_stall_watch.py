@@ -15,9 +15,9 @@ import pytest
 from engine_helpers import until
 
 from gui_app.core.events import Stall, WorkerStatus
-from gui_app.engine.cluster import cluster_stalls
-from gui_app.engine.cluster.cluster_stalls import StallWatch, StatusBoard, culprit
+from gui_app.engine.cluster import stalls as cluster_stalls
 from gui_app.engine.cluster.processes import WorkerProcess
+from gui_app.engine.cluster.stalls import StallWatch, StatusBoard, culprit
 from gui_app.engine.cluster.status_reports import StatusReporter, parse_address, phase_of
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
@@ -73,14 +73,14 @@ def _stack(*calls: tuple[str, str]) -> _Frame | None:
 
 
 def test_phase_of_names_what_the_controller_is_in():
-    runner = ("/x/gui_app/engine/runner.py", "train")
+    runner = ("/x/gui_app/engine/training/controller.py", "train")
     tf_loop = ("/x/site-packages/tensorflow/python/loop.py", "train")  # not ours: no phase
-    assert phase_of(_stack(runner, ("/x/gui_app/core/training/loop.py", "train"), tf_loop)) == "training"
-    assert phase_of(_stack(runner, ("/x/gui_app/engine/runner.py", "_end_epoch"),
+    assert phase_of(_stack(runner, ("/x/gui_app/engine/training/loop.py", "train"), tf_loop)) == "training"
+    assert phase_of(_stack(runner, ("/x/gui_app/engine/training/controller.py", "_end_epoch"),
                            ("/x/gui_app/engine/training/actions/checkpoints.py", "on_epoch_end"))) == "checkpointing"
-    assert phase_of(_stack(runner, ("/x/gui_app/engine/runner.py", "_end_epoch"),
-                           ("/x/gui_app/core/training/evaluation.py", "evaluate"))) == "evaluating"
-    assert phase_of(_stack(runner, ("/x/gui_app/engine/runner.py", "_pause_if_asked"))) == "paused"
+    assert phase_of(_stack(runner, ("/x/gui_app/engine/training/controller.py", "_end_epoch"),
+                           ("/x/gui_app/engine/training/evaluation.py", "evaluate"))) == "evaluating"
+    assert phase_of(_stack(runner, ("/x/gui_app/engine/training/controller.py", "_pause_if_asked"))) == "paused"
     assert phase_of(_stack(runner, ("/x/gui_app/engine/cluster/agreement.py", "stop_requested"))) == "agreeing"
     assert phase_of(_stack(runner)) == "between steps"
     assert phase_of(_stack(tf_loop)) == "starting" and phase_of(None) == "starting"
@@ -161,7 +161,7 @@ def test_the_culprit_order():
 def test_a_worker_on_a_host_that_stopped_answering_has_its_proc_read_there(board, monkeypatch):
     """Its process is the ssh client here: its state is asked there, by the pid it reported, and
     only once it stopped answering (a worker that answers costs no ssh call)."""
-    from gui_app.core.hosts import Host
+    from gui_app.core.ssh_hosts import Host
 
     asked: list[tuple[str, int]] = []
 

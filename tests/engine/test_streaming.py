@@ -10,7 +10,7 @@ import pytest
 from engine_helpers import config_dict, run_cli, run_in_process
 
 from gui_app.core import rundir
-from gui_app.engine.control import Control
+from gui_app.engine.run.control import Control
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 from stream_files import bomb_png, example, indexed_image, png, write_image_folder, write_tfrecords

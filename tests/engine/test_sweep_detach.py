@@ -87,7 +87,7 @@ def test_importance_needs_two_completed_trials_and_sums_to_one(tmp_path, keys):
 
 
 def test_sweep_status_json_has_the_importance(tmp_path, capfd):
-    from gui_app.engine.cli import main as cli_main
+    from gui_app.engine.commands.cli import main as cli_main
 
     path = tmp_path / "refused.json"
     path.write_text(json.dumps(REFUSED))

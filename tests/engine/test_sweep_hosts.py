@@ -10,7 +10,7 @@ import pytest
 from ssh_host import ALIAS
 
 from gui_app.core import rundir
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import pytest
 from slurm_cluster import SlurmCluster, running_slurm
 
 from gui_app.core import rundir
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.identity import app_command
 
 pytestmark = pytest.mark.slow

@@ -10,9 +10,9 @@ from pathlib import Path
 import optuna
 import pytest
 
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.sweep_config import SweepConfig
-from gui_app.engine.cli import main as cli_main
+from gui_app.engine.commands.cli import main as cli_main
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.driver import SweepDriver
 from gui_app.engine.sweep.folder import SweepFolder

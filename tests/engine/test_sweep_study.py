@@ -9,7 +9,7 @@ from pathlib import Path
 import optuna
 
 from gui_app.core.sweep_config import SweepConfig
-from gui_app.engine.cli import main as cli_main
+from gui_app.engine.commands.cli import main as cli_main
 from gui_app.engine.sweep import study as studies
 
 BASE = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}, "strategy": {"name": "default"},

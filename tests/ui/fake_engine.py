@@ -35,7 +35,7 @@ folder: it imports gui_app.core.events (Qt- and TensorFlow-free) from its own ch
 
 ``train --detach`` and ``resume --detach`` work as the real ones do (docs/detached.md): the run
 forks into a session of its own, holds the run's lock, records ``process.json``, reads control
-words from the run's channel (the real ``engine/control_channel.py``) and writes its output to
+words from the run's channel (the real ``engine/run/control_fifo.py``) and writes its output to
 ``engine.log``; the starting process prints the run directory once ``run_started`` is written,
 or the run's error line (exit 2, no run directory left behind). ``attach``, ``stop`` and
 ``runs`` are the real commands (they load no TensorFlow).
@@ -67,7 +67,7 @@ TEST_EXAMPLES = 50
 
 class Emitter:
     """Each event to the run's events.jsonl and to stdout; a detached run's go to the starting
-    process's pipe instead, until run_started or run_finished (engine/detach.py's ReadyPipe)."""
+    process's pipe instead, until run_started or run_finished (engine/run/detach.py's ReadyPipe)."""
 
     ready = -1  # the pipe to the process that started a detached run
 
@@ -172,11 +172,11 @@ class _Words:
 
 
 def take_run(run_dir, command):
-    """What a real detached run keeps while it holds the run (engine/presence.py): its lock,
+    """What a real detached run keeps while it holds the run (engine/run/presence.py): its lock,
     process.json, the control channel, its output in engine.log."""
     from gui_app.core.live_runs import record_process
     from gui_app.core.run_lock import RunLock
-    from gui_app.engine.control_channel import ControlChannel
+    from gui_app.engine.run.control_fifo import ControlChannel
 
     log = os.open(os.path.join(run_dir, "engine.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
@@ -189,7 +189,7 @@ def take_run(run_dir, command):
 
 def detached(run):
     """Fork ``run`` (which takes the ready pipe) into a session of its own; print the run
-    directory once it has started, or its error line (engine/detach.py)."""
+    directory once it has started, or its error line (engine/run/detach.py)."""
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -198,7 +198,7 @@ def detached(run):
         os.close(read_end)
         code = 1
         try:
-            from gui_app.engine.run_process import leave_the_terminal
+            from gui_app.engine.run.process import leave_the_terminal
 
             leave_the_terminal()
             Emitter.ready = write_end
@@ -334,7 +334,7 @@ def grad_norm(step, replica):
 
 def diverge(emit, run_dir, step, replicas):
     """What the real engine writes when its NaN guard trips (engine/training/actions/nan_guard.py):
-    the non_finite event, then the run's error and end (engine/errors.py: kind training, exit 1)."""
+    the non_finite event, then the run's error and end (engine/run/failures.py: kind training, exit 1)."""
     emit(ev.NonFinite(step=step, first="loss", replica=min(1, replicas - 1), worker=None,
                       replicas=[min(1, replicas - 1)], loss=None, grad_norm=None, checkpoint=None,
                       replayed=True, replay_step=step, layer="logits", layer_part="activations", examples=[17],
@@ -460,7 +460,7 @@ def rehearse(argv):
 def main(argv):
     command = argv[0]
     if command in ("attach", "stop", "runs"):
-        from gui_app.engine.cli import main as engine_main
+        from gui_app.engine.commands.cli import main as engine_main
 
         return engine_main(argv)
     if command == "sweep":

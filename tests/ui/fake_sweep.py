@@ -16,7 +16,7 @@ def sweep(argv: list[str]) -> int:
             f.write(json.dumps(argv) + "\n")
     action = argv[1]
     if action in ("status", "stop"):
-        from gui_app.engine.cli import main as engine_main
+        from gui_app.engine.commands.cli import main as engine_main
 
         return engine_main(argv)
     if action == "resume":

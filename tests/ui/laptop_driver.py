@@ -243,7 +243,7 @@ def dialog_checks(report: Report, window, runs: Path, failed: Path, sweep: Path,
 
     # Save when hosts.json cannot be read (a folder in its place): a message of several lines,
     # naming the file, appears under the fields after the show; the fields keep their height.
-    from gui_app.core.hosts import hosts_path
+    from gui_app.core.ssh_hosts import hosts_path
 
     def save_fails(dialog) -> None:
         hosts_path().mkdir(parents=True)

@@ -18,9 +18,9 @@ def main(argv: list[str]) -> int:
     sys.modules["pynvml"] = fake_nvml(CARDS)[0]  # before anything imports gui_app.core.gpu_monitor's NVML
 
     from gui_app.core.gpu_monitor import GpuMonitor
-    from gui_app.engine import runner
-    from gui_app.engine.cli import main as engine_main
-    from gui_app.engine.exits import RUN_COMMANDS, exit_now
+    from gui_app.engine.commands.cli import main as engine_main
+    from gui_app.engine.run.exits import RUN_COMMANDS, exit_now
+    from gui_app.engine.training import controller as runner
 
     class StartedMonitor(GpuMonitor):
         def __init__(self) -> None:

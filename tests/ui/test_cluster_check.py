@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from gui_app.core.cluster_hosts import free_ports
+from gui_app.core.cluster_addresses import free_ports
 from gui_app.identity import app_command
 
 

@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QApplication
 from form_errors import shown_errors
 
 from gui_app.core import events as ev
-from gui_app.core.cluster_hosts import SshWorker
+from gui_app.core.cluster_addresses import SshWorker
 from gui_app.core.config import StrategyConfig
 from gui_app.ui.tabs.replicas import ReplicasTab
 

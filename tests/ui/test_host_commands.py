@@ -11,7 +11,7 @@ import pytest
 from run_dirs import wait_listed
 from stub_run import StubRun
 
-from gui_app.core.hosts import Host, add_host
+from gui_app.core.ssh_hosts import Host, add_host
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.remote_runs import RemoteOpen
 from gui_app.ui.window.window_state import WindowState

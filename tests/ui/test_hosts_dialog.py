@@ -8,7 +8,7 @@ import json
 
 from stub_run import StubRun
 
-from gui_app.core.hosts import Host, add_host, hosts_path, load_hosts
+from gui_app.core.ssh_hosts import Host, add_host, hosts_path, load_hosts
 from gui_app.ui.dialogs.hosts import HostsDialog, describe_test
 from gui_app.ui.settings import load_settings
 from gui_app.ui.window.main_window import MainWindow

@@ -15,7 +15,7 @@ import pytest
 from run_dirs import listed_status, wait_listed, write_run
 from windows import real_engine, shown_window
 
-from gui_app.core.backends import kubernetes_jobs
+from gui_app.core.backends import kubernetes as kubernetes_jobs
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.ui.window import kubernetes_actions
 from tests.fake_kubectl import FakeKubectl

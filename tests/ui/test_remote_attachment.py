@@ -4,7 +4,7 @@ run's end: the attachment says "connection to HOST lost, reconnecting…" and tr
 back-off until the window lets go. (Against a real sshd: tests/ui/test_remote_window.py.)"""
 from __future__ import annotations
 
-from gui_app.core.hosts import Host
+from gui_app.core.ssh_hosts import Host
 from gui_app.ui.workers.attachment import BACKOFF_FIRST_S, CONNECTION_LOST, DETACHED, Attachment
 
 

@@ -18,8 +18,8 @@ from run_dirs import listed_status, wait_listed, write_run
 from windows import shown_window
 
 from gui_app.core.answers import RunRow, decode
-from gui_app.core.hosts import Host, add_host, run_key, split_run_key
 from gui_app.core.live_runs import list_live_runs
+from gui_app.core.ssh_hosts import Host, add_host, run_key, split_run_key
 from gui_app.identity import app_command
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.remote_runs import _row, host_rows

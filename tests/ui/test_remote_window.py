@@ -16,8 +16,8 @@ from ssh_host import ALIAS, HOST_IP, ssh_clients
 
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
-from gui_app.core.hosts import Host, add_host, split_run_key
 from gui_app.core.rundir import read_run
+from gui_app.core.ssh_hosts import Host, add_host, split_run_key
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.run_rows import HOST, PATH_ROLE

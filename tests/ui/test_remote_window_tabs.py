@@ -16,11 +16,11 @@ import pytest
 from pngs import digit_like_pngs
 from ssh_host import ALIAS, ALIAS2, CLIENT_IP, USER
 
-from gui_app.core.cluster_hosts import SshWorker, free_ports
+from gui_app.core.cluster_addresses import SshWorker, free_ports
 from gui_app.core.config import DatasetConfig, ModelConfig, RunConfig, StrategyConfig, TrainingConfig
 from gui_app.core.events import Step
-from gui_app.core.hosts import Host, add_host, split_run_key
 from gui_app.core.rundir import MISCLASSIFIED_FILE, read_run
+from gui_app.core.ssh_hosts import Host, add_host, split_run_key
 from gui_app.ui.settings import Settings
 from gui_app.ui.window.main_window import MainWindow
 from gui_app.ui.window.window_state import TRY

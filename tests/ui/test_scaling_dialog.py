@@ -117,7 +117,7 @@ def test_the_dialog_times_what_the_command_line_times_and_fits_a_laptop(dialog, 
     import argparse
 
     from gui_app.core import scaling
-    from gui_app.engine import scaling_command
+    from gui_app.engine.commands import scaling as scaling_command
 
     parser = argparse.ArgumentParser()
     scaling_command.add_commands(parser.add_subparsers())

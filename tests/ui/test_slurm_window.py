@@ -12,7 +12,7 @@ from run_dirs import listed_status, wait_listed, write_run
 from windows import real_engine, shown_window
 
 from gui_app.core import events as ev
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.identity import app_command
 from gui_app.ui.window.run_rows import PATH_ROLE

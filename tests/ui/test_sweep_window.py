@@ -214,7 +214,7 @@ def test_the_views_buttons_reach_the_main_window(qtbot, make_window, tmp_path, s
 
 
 def test_new_sweep_runs_trials_on_the_hosts_ticked(qtbot, fake_engine, tmp_path, isolated_dirs):
-    from gui_app.core.hosts import Host, add_host
+    from gui_app.core.ssh_hosts import Host, add_host
 
     add_host(Host("gpu1"), isolated_dirs[0] / "hosts.json")
     add_host(Host("me@gpu2", port=2222), isolated_dirs[0] / "hosts.json")

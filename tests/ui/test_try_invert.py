@@ -9,7 +9,7 @@ import pytest
 from pngs import write_png
 
 from gui_app.core.config import DatasetConfig
-from gui_app.core.datasets import load_dataset
+from gui_app.engine.datasets import load_dataset
 from gui_app.ui.tabs.prediction_rows import PredictionRow
 from gui_app.ui.tabs.try_model import DIGITS_HINT, TryTab
 

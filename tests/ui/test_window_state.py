@@ -9,8 +9,8 @@ import pytest
 from run_dirs import write_run
 from stub_run import StubRun
 
-from gui_app.core.hosts import Host
 from gui_app.core.rundir import read_run
+from gui_app.core.ssh_hosts import Host
 from gui_app.ui.window.window_state import EVALUATION, STATE_TEXT, TABS, ListedRun, WindowState
 
 

@@ -2,8 +2,8 @@
 
 - :class:`~gui_app.core.backends.base.HereBackend`: a process on this machine runs it (its lock,
   its control channel, ``engine.log``);
-- :class:`~gui_app.core.backends.slurm_jobs.SlurmBackend`: a Slurm job runs it (``slurm_job.json``);
-- :class:`~gui_app.core.backends.kubernetes_jobs.KubernetesBackend`: a Kubernetes Job runs it
+- :class:`~gui_app.core.backends.slurm.SlurmBackend`: a Slurm job runs it (``slurm_job.json``);
+- :class:`~gui_app.core.backends.kubernetes.KubernetesBackend`: a Kubernetes Job runs it
   (``kubernetes_job.json``, its run directory here a record);
 - :class:`~gui_app.core.backends.ssh.SshBackend`: it is on an SSH host, reached by engine commands
   run there (which ask this module again, there).
@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gui_app.core.backends.base import HereBackend, JobState, RunBackend, ScheduledBackend
-from gui_app.core.backends.kubernetes_jobs import KubernetesBackend
-from gui_app.core.backends.slurm_jobs import SlurmBackend
+from gui_app.core.backends.kubernetes import KubernetesBackend
+from gui_app.core.backends.slurm import SlurmBackend
 from gui_app.core.backends.ssh import SshBackend
-from gui_app.core.hosts import Host
+from gui_app.core.ssh_hosts import Host
 
 __all__ = ["SCHEDULERS", "HereBackend", "JobState", "KubernetesBackend", "RunBackend", "ScheduledBackend",
            "SlurmBackend", "SshBackend", "backend_for", "local_backend", "scheduled_jobs"]

@@ -7,8 +7,8 @@ still go on (:meth:`~RunBackend.active`), what its scheduler says of it (:meth:`
 its events and its log as they are written (:meth:`~RunBackend.follow`, :meth:`~RunBackend.log`,
 gui_app/core/line_follow.py), whether a stop goes to the scheduler rather than the run's control
 channel, and why it ended or cannot be resumed. gui_app/core/backends/__init__.py decides once which
-backend a run has. The scheduler's own words (squeue, kubectl) stay in gui_app/core/backends/slurm_jobs.py and
-gui_app/core/backends/kubernetes_jobs.py. TensorFlow-free, Qt-free.
+backend a run has. The scheduler's own words (squeue, kubectl) stay in gui_app/core/backends/slurm.py and
+gui_app/core/backends/kubernetes.py. TensorFlow-free, Qt-free.
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from gui_app.core.backends.base import RunBackend
-from gui_app.core.hosts import Host
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, connection_name, remote_argv
+from gui_app.core.ssh_hosts import Host
 
 
 class SshBackend(RunBackend):

@@ -75,7 +75,7 @@ def read_record(run_dir: str | Path) -> RunRecord:
 
 
 def _cards(run_dir: Path) -> list[dict[str, Any]]:
-    """Model cards (``<export>.json``, gui_app/core/export/model_card.py) in the run folder and
+    """Model cards (``<export>.json``, gui_app/engine/export/model_card.py) in the run folder and
     the folders in it: the exports kept beside the run."""
     found = []
     candidates = [*run_dir.glob("*.json"), *(p for d in run_dir.iterdir() if d.is_dir() and d.name not in

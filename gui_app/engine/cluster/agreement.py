@@ -7,7 +7,7 @@ worker may get SIGTERM) are summed over all replicas once per step group, and ev
 acts on the sum. While paused the workers agree again every half second, far below any
 collective timeout, and continue together.
 
-It is the run's :class:`~gui_app.engine.control.RunControl`, which the run controller polls
+It is the run's :class:`~gui_app.engine.run.control.RunControl`, which the run controller polls
 (``paused`` first in each step group, then ``stop_requested``, ``take_checkpoint_request``);
 the agreement runs when ``paused`` is read, which every worker does at the same point.
 """
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from gui_app.engine.control import Control
+from gui_app.engine.run.control import Control
 
 
 class ClusterControl:

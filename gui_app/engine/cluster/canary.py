@@ -3,7 +3,7 @@
 Each worker process (``preflight-canary``, hidden) forms the cluster as a training worker does
 (engine/cluster/topology.py: its ``TF_CONFIG`` from the launcher or from ``strategy.cluster``
 and ``--index``; the chief waits for its peers; SIGALRM bounds TensorFlow's join), builds the
-run's MultiWorkerMirroredStrategy (core/training/strategies.py, the same communication options),
+run's MultiWorkerMirroredStrategy (engine/training/strategies.py, the same communication options),
 and all-reduces a tensor of a few MiB a few times. Every replica contributes ``i % 7 + r + 1``
 for element ``i`` and replica ``r``, so the exact sum is known and a worker that got another
 one is named. The worker prints one JSON line and leaves the cluster as a training worker does
@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from gui_app.core.cluster_hosts import tf_config
+from gui_app.core.cluster_addresses import tf_config
 from gui_app.core.ssh import STDIN_FILE, StdinFile, shell_command, ssh_argv
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster
@@ -44,7 +44,7 @@ def expected_checksum(elements: int, replicas: int) -> float:
 def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str, Any]:
     """In a worker process: form the cluster, all-reduce, return this worker's figures."""
     from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
-    from gui_app.engine.cluster.worker_command import _arm_join_alarm
+    from gui_app.engine.commands.worker import _arm_join_alarm
 
     task = resolve_task(config.strategy, index)
     if task.tf_config:
@@ -55,7 +55,7 @@ def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str,
     _arm_join_alarm(join)
     import tensorflow as tf
 
-    from gui_app.core.training import devices, strategies
+    from gui_app.engine.training import devices, strategies
 
     devices.configure_runtime(config.runtime)
     built = strategies.build_strategy(config.strategy)

@@ -24,18 +24,18 @@ from pathlib import Path
 from typing import IO
 
 from gui_app.core import rundir
-from gui_app.core.cluster_hosts import free_ports, tf_config
+from gui_app.core.cluster_addresses import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Error, Event, RunFinished, RunStarted, Step, Warning
 from gui_app.core.live_runs import WorkerProcessRecord, record_workers
-from gui_app.engine.cluster.cluster_stalls import StallWatch, StatusBoard
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
-from gui_app.engine.control import Control
-from gui_app.engine.errors import ClusterFailed
-from gui_app.engine.events import EventWriter
-from gui_app.engine.exits import EXIT_BAD_INPUT
+from gui_app.engine.cluster.stalls import StallWatch, StatusBoard
+from gui_app.engine.run.control import Control
+from gui_app.engine.run.event_writer import EventWriter
+from gui_app.engine.run.exits import EXIT_BAD_INPUT
+from gui_app.engine.run.failures import ClusterFailed
 from gui_app.identity import app_command
 
 POLL_S = 0.1

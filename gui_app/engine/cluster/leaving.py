@@ -8,7 +8,7 @@ Every worker had its part written within a second of the eval; what followed was
 exit, on its own:
 
 - The interpreter's teardown waited for tf.data to delete the distributed iterators the loop had
-  retired (core/training/retire.py drains them at exit, up to 120 s): deleting a multi-device
+  retired (engine/training/retire.py drains them at exit, up to 120 s): deleting a multi-device
   iterator of a cluster worker waited there for TensorFlow's own input threads, 40 s and more,
   on the chief and the other workers alike. A worker that has written everything has nothing to
   release that the end of the process does not release.
@@ -30,8 +30,8 @@ import sys
 import time
 
 from gui_app.engine.cluster.topology import Task, reachable
-from gui_app.engine.errors import one_line
-from gui_app.engine.exits import exit_now
+from gui_app.engine.run.exits import exit_now
+from gui_app.engine.run.failures import one_line
 
 BARRIER = "replica-studio:run-ended"
 # How long a worker waits for the others at the end. The chief reaches it last, after the final

@@ -15,15 +15,15 @@ import os
 import time
 
 from gui_app.core import rundir
-from gui_app.core.cluster_hosts import free_ports, tf_config
+from gui_app.core.cluster_addresses import free_ports, tf_config
 from gui_app.core.events import Warning
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.topology import wait_until_reachable
-from gui_app.engine.errors import ClusterFailed, JoinTimeout, one_line
-from gui_app.engine.events import EventWriter
-from gui_app.engine.exits import EXIT_BAD_INPUT
-from gui_app.engine.session import TrainingSession
+from gui_app.engine.run.event_writer import EventWriter
+from gui_app.engine.run.exits import EXIT_BAD_INPUT
+from gui_app.engine.run.failures import ClusterFailed, JoinTimeout, one_line
 from gui_app.engine.training.actions.base import Action, StepGroup
+from gui_app.engine.training.session import TrainingSession
 from gui_app.identity import app_command
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_app import __version__
-from gui_app.core.cluster_hosts import split_host
+from gui_app.core.cluster_addresses import split_host
 from gui_app.core.config import RunConfig
 from gui_app.core.disk import MARGIN_BYTES
 from gui_app.core.ssh import compatible

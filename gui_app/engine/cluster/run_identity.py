@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gui_app.engine.cluster.kubernetes import JOB_UID_ENV
-from gui_app.engine.errors import ClusterFailed
+from gui_app.engine.run.failures import ClusterFailed
+from gui_app.engine.schedulers.kubernetes.cluster import JOB_UID_ENV
 
 _PARTS, _BITS = 3, 20  # 60 bits of the hash as three float32 values (exact up to 2**24)
 

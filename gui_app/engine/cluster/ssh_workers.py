@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Iterator
 
 from gui_app.core import rundir
-from gui_app.core.cluster_hosts import SshWorker
+from gui_app.core.cluster_addresses import SshWorker
 from gui_app.core.config import RunConfig
-from gui_app.core.hosts import Host, HostsFileError, find_host
 from gui_app.core.ssh import (
     STDIN_FILE,
     HostError,
@@ -38,8 +37,9 @@ from gui_app.core.ssh import (
     ssh_argv,
 )
 from gui_app.core.ssh_files import remote_folders, send
+from gui_app.core.ssh_hosts import Host, HostsFileError, find_host
 from gui_app.engine.cluster.processes import WorkerProcess, start_process
-from gui_app.engine.errors import InputError
+from gui_app.engine.run.failures import InputError
 
 
 @dataclass

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from gui_app.core.cluster_hosts import check_resolved, split_host, tf_config
+from gui_app.core.cluster_addresses import check_resolved, split_host, tf_config
 from gui_app.core.config import ConfigError, RunConfig, StrategyConfig
-from gui_app.engine.cluster import slurm
-from gui_app.engine.errors import JoinTimeout
+from gui_app.engine.run.failures import JoinTimeout
+from gui_app.engine.schedulers.slurm import cluster as slurm
 
 Joined = Callable[[dict[str, Any]], None]  # hears a progress report: how many peers joined
 

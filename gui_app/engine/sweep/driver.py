@@ -31,7 +31,7 @@ from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd
 from gui_app.core.rundir import LOG_FILE
 from gui_app.core.sweep_config import LOCAL, SweepConfig
-from gui_app.engine.run_process import StartFailed, Starting
+from gui_app.engine.run.process import StartFailed, Starting
 from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord

@@ -13,7 +13,7 @@ from gui_app.core.config_json import ConfigError
 from gui_app.core.events import EpochEnd
 from gui_app.core.sweep_config import SweepConfig
 from gui_app.core.sweep_slurm import SweepSlurm
-from gui_app.engine.cluster.scheduler_command import SubmitError
+from gui_app.engine.schedulers.tools import SubmitError
 from gui_app.engine.sweep import slurm_trials, trial_process
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord

@@ -2,7 +2,7 @@
 
 One job per trial, submitted as ``submit --slurm`` submits a run: the trial's run directory in
 the sweep folder (on the shared filesystem every node sees), its ``job.sbatch`` there, the job
-recorded in ``slurm_job.json`` (gui_app/core/backends/slurm_jobs.py) and in the sweep's
+recorded in ``slurm_job.json`` (gui_app/core/backends/slurm.py) and in the sweep's
 ``trials.json``. So each trial is an ordinary Slurm run: stopped by ``scancel`` (its workers stop
 together with a checkpoint), continued by submitting its script again, requeued by Slurm near
 its time limit, opened, attached to and resumed like any other.
@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.backends.base import UNKNOWN, ask
-from gui_app.core.backends.slurm_jobs import SCRIPT_FILE, SIGNAL_S, SlurmJobState
+from gui_app.core.backends.slurm import SCRIPT_FILE, SIGNAL_S, SlurmJobState
 from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
 from gui_app.core.sweep_slurm import SweepSlurm
-from gui_app.engine.cluster import slurm_script
-from gui_app.engine.cluster.submit_command import sbatch
+from gui_app.engine.commands.submit import sbatch
+from gui_app.engine.schedulers.slurm import script as slurm_script
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 
 COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")

@@ -9,7 +9,7 @@ from typing import Any
 import optuna
 
 from gui_app.core.answers import SweepStatus, SweepTrial, encode
-from gui_app.core.backends import slurm_jobs
+from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.backends.base import JobState
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, live_pid, trial_run

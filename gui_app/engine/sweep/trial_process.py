@@ -1,4 +1,4 @@
-"""One trial's engine process: an ordinary detached run (engine/run_process.py), started,
+"""One trial's engine process: an ordinary detached run (engine/run/process.py), started,
 followed through its run directory's events and stopped with a checkpoint like any run.
 
 A trial is ``replica-studio train --detach`` (later ``resume --detach``): ``runs``, ``attach``,
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from gui_app.core.events import Continued, EpochEnd, Eval, Paused, RunFinished, RunStarted, decode_line
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.run_lock import holder as run_holder
-from gui_app.engine import run_process
-from gui_app.engine.control_channel import ChannelError
+from gui_app.engine.run import process as run_process
+from gui_app.engine.run.control_fifo import ChannelError
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.identity import app_command, app_env
 
@@ -124,7 +124,7 @@ def trial_run(folder: SweepFolder, number: int, record: TrialRecord, run_dir: st
 @dataclass
 class TrialRun:
     """What a trial's run directory says so far, folded from its events as the run's reader
-    (engine/run_process.py's :func:`follow`) hands them out: complete lines only, and a resume
+    (engine/run/process.py's :func:`follow`) hands them out: complete lines only, and a resume
     that replaces the file by its lines up to the checkpoint (core/events_file.py) hands out only
     what comes after them; its replayed epochs replace the earlier ones."""
 

@@ -1,4 +1,4 @@
-"""The parts of one training run in this process, around the run controller (engine/runner.py):
+"""The parts of one training run in this process, around the run controller (engine/training/controller.py):
 
     context       the configuration, input source and strategy (RunContext), then the model,
                   optimizer and checkpoint (ModelState), in the order TensorFlow needs

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 from gui_app.core.batch_split import batch_split
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
-from gui_app.core.datasets.base import ProgressCallback
 from gui_app.core.messages import first_line
 from gui_app.core.rundir import CHECKPOINT_DIR
-from gui_app.core.training.inputs import InputSource
-from gui_app.core.training.strategies import BuiltStrategy
-from gui_app.engine.errors import BatchShape, InputError
+from gui_app.engine.datasets.base import ProgressCallback
+from gui_app.engine.run.failures import BatchShape, InputError
+from gui_app.engine.training.inputs import InputSource
+from gui_app.engine.training.strategies import BuiltStrategy
 
 if TYPE_CHECKING:
     import keras
@@ -117,9 +117,9 @@ def prepare(config: RunConfig, progress: ProgressCallback | None, data_dir: Path
 
     Must be the first TensorFlow work of the process (logical devices are fixed at start-up).
     """
-    from gui_app.core.datasets import DatasetError, load_dataset
-    from gui_app.core.training import devices, strategies
-    from gui_app.core.training.inputs import open_source
+    from gui_app.engine.datasets import DatasetError, load_dataset
+    from gui_app.engine.training import devices, strategies
+    from gui_app.engine.training.inputs import open_source
 
     # Datasets read with numpy alone are checked before TensorFlow starts (about 3 s): a bad
     # file is refused at once. The others decode with TensorFlow, so they wait for the runtime.
@@ -160,8 +160,8 @@ def build_model_state(ctx: RunContext, run_dir: Path) -> ModelState:
     import keras
     import tensorflow as tf
 
-    from gui_app.core.training.models import ModelError, build_model
-    from gui_app.core.training.optim import build_optimizer, make_schedule
+    from gui_app.engine.training.models import ModelError, build_model
+    from gui_app.engine.training.optim import build_optimizer, make_schedule
 
     cfg = ctx.config
     stats = ctx.input.normalization_stats()

@@ -10,8 +10,8 @@ import numpy as np
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.events import Eval, encode
-from gui_app.core.training.inputs import InputSource
-from gui_app.engine.events import EventWriter
+from gui_app.engine.run.event_writer import EventWriter
+from gui_app.engine.training.inputs import InputSource
 
 MISCLASSIFIED_KEEP = 64
 

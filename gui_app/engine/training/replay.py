@@ -12,7 +12,7 @@ The replay rebuilds the model and its optimizer outside any strategy (the run's 
 it failed), restores the last good checkpoint into them (or, with no checkpoint, rebuilds the
 initial weights from ``training.seed``), and runs the steps from there to the offending one on
 the same examples: global step s of an epoch trains on a slice of that epoch's seeded order
-(core/training/pipeline.py), each replica on its part of it. Each step does what a replica step
+(engine/training/pipeline.py), each replica on its part of it. Each step does what a replica step
 does (the loss of its part over the global batch, its gradients, the sum over the replicas in the
 all-reduce's dtype, the optimizer's update) and looks, in this order, at the loss, the local
 gradients, the summed gradients and the weights. At the first step where one is not finite it
@@ -157,8 +157,8 @@ class Replayer:
         import keras
         import tensorflow as tf
 
-        from gui_app.core.training.models import build_model
-        from gui_app.core.training.optim import build_optimizer, make_schedule
+        from gui_app.engine.training.models import build_model
+        from gui_app.engine.training.optim import build_optimizer, make_schedule
 
         cfg, source = self.ctx.config, self.ctx.input
         stats = source.normalization_stats()
@@ -181,8 +181,8 @@ class Replayer:
         import keras
         import tensorflow as tf
 
-        from gui_app.core.training.models import outputs_logits
-        from gui_app.core.training.pipeline import replica_parts
+        from gui_app.engine.training.models import outputs_logits
+        from gui_app.engine.training.pipeline import replica_parts
 
         cfg, built = self.ctx.config, self.ctx.built
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=outputs_logits(model), reduction=None)
@@ -193,7 +193,7 @@ class Replayer:
             n = len(part)
             m = max(1, min(cfg.training.accumulation_steps, n))
             total: list[Any] = [None] * len(variables)
-            for i in range(m):  # the micro-batches of gradient accumulation (core/training/loop.py)
+            for i in range(m):  # the micro-batches of gradient accumulation (engine/training/loop.py)
                 micro = part[i * n // m:(i + 1) * n // m]
                 with tf.GradientTape() as tape:
                     logits = model(_unit(x[micro]), training=True)
@@ -225,7 +225,7 @@ class Replayer:
         replica whose loss was; the run's name for it. None when every output is finite."""
         import keras
 
-        from gui_app.core.training.pipeline import replica_parts
+        from gui_app.engine.training.pipeline import replica_parts
 
         layers = [(i, layer) for i, layer in enumerate(model.layers) if not isinstance(layer, keras.layers.InputLayer)]
         try:
@@ -244,8 +244,8 @@ class Replayer:
         inference mode, where no example's result depends on the others (batch statistics)."""
         import keras
 
-        from gui_app.core.training.models import outputs_logits
-        from gui_app.core.training.pipeline import replica_parts
+        from gui_app.engine.training.models import outputs_logits
+        from gui_app.engine.training.pipeline import replica_parts
 
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=outputs_logits(model), reduction=None)
         finite = np.ones(len(y), bool)
@@ -258,7 +258,7 @@ def _unit(x: np.ndarray):
     """Images as the replica step takes them (uint8 -> [0, 1] float32)."""
     import tensorflow as tf
 
-    from gui_app.core.training.pipeline import to_unit_range
+    from gui_app.engine.training.pipeline import to_unit_range
 
     return to_unit_range(tf.constant(x))
 

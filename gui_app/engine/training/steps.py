@@ -1,9 +1,9 @@
 """Step runners: the steps of every strategy, returned as the same per-step statistics.
 
 Default, one-device, mirrored and multi-worker training run the same
-:class:`~gui_app.core.training.loop.Trainer`: K steps per ``tf.function`` call, one row of
+:class:`~gui_app.engine.training.loop.Trainer`: K steps per ``tf.function`` call, one row of
 statistics per replica and step (docs/architecture.md, "The training loop"). Parameter-server
-training schedules steps on whichever worker is free (core/training/ps_loop.py): one row per
+training schedules steps on whichever worker is free (engine/training/ps_loop.py): one row per
 step, saying which worker ran it. Either way the run controller gets a :class:`StepStats`.
 """
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from gui_app.core.training.evaluation import Evaluator
-from gui_app.core.training.inputs import InputSource
-from gui_app.core.training.loop import EXAMPLES, LOSS, Trainer, summarize_step
-from gui_app.core.training.ps_loop import WORKER, PSTrainer
-from gui_app.core.training.strategies import BuiltStrategy
 from gui_app.engine.training.context import ModelState, RunContext
+from gui_app.engine.training.evaluation import Evaluator
+from gui_app.engine.training.inputs import InputSource
+from gui_app.engine.training.loop import EXAMPLES, LOSS, Trainer, summarize_step
+from gui_app.engine.training.ps_loop import WORKER, PSTrainer
+from gui_app.engine.training.strategies import BuiltStrategy
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class SyncSteps:
         self._iterator = None
 
     def start_epoch(self, epoch: int, start_batch: int) -> None:
-        from gui_app.core.training.retire import retire
+        from gui_app.engine.training.retire import retire
 
         retire(self._iterator)  # deleting the last epoch's iterator here cost seconds (retire.py)
         self._iterator = iter(self.source.train(self.strategy, epoch, start_batch, self.seed))
@@ -100,7 +100,7 @@ class SyncSteps:
                          batches=self.trainer.last_batches)
 
     def close(self) -> None:
-        from gui_app.core.training.retire import retire
+        from gui_app.engine.training.retire import retire
 
         retire(self._iterator)
         self._iterator = None
@@ -137,7 +137,7 @@ class ScheduledSteps:
 
 def step_runner(ctx: RunContext, state: ModelState) -> StepRunner:
     """The step runner of the run's strategy."""
-    from gui_app.core.training.models import outputs_logits
+    from gui_app.engine.training.models import outputs_logits
 
     cfg, built = ctx.config.training, ctx.built
     logits = outputs_logits(state.model)
@@ -157,7 +157,7 @@ def evaluator(ctx: RunContext, state: ModelState) -> Evaluator:
     the training strategy cannot iterate datasets there."""
     import tensorflow as tf
 
-    from gui_app.core.training.models import outputs_logits
+    from gui_app.engine.training.models import outputs_logits
 
     strategy = tf.distribute.get_strategy() if ctx.built.coordinator is not None else ctx.strategy
     return Evaluator(strategy, state.model, ctx.input.num_classes, outputs_logits(state.model))

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui_app.core.cluster_hosts import SshWorker, is_loopback, split_host
+from gui_app.core.cluster_addresses import SshWorker, is_loopback, split_host
 from gui_app.core.config import ConfigError
 from gui_app.core.wording import label
 from gui_app.ui.colors import WARNING_STYLE

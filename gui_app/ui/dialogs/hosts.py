@@ -3,7 +3,7 @@
 
 The list on the left; the selected host's entry on the right: the ssh destination, the port, the
 command that starts the app there and the runs folder there, checked as the file checks them
-(gui_app.core.hosts.Host's own one-line errors, shown under the fields). Save adds a host or
+(gui_app.core.ssh_hosts.Host's own one-line errors, shown under the fields). Save adds a host or
 changes the one of that name, Remove forgets it. Test connection runs ``hosts test HOST --json``
 as an engine process (off the GUI thread: connecting can take seconds): the app's version there
 and the devices it sees, or ssh's failure told in one line (gui_app.core.ssh.explain_failure:
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.answers import DevicesInfo, decode
-from gui_app.core.hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, load_hosts, remove_host
+from gui_app.core.ssh_hosts import DEFAULT_COMMAND, Host, HostsFileError, add_host, load_hosts, remove_host
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.screen_fit import ScreenFit, grow_to_fit
 from gui_app.ui.workers.engine_job import QUERY_TIMEOUT_S, EngineJob
@@ -125,7 +125,7 @@ class HostsDialog(QDialog):
             self.list.setCurrentRow(0)
         else:
             self._show("")
-        if problem:  # never overwritten: the user's hosts are not lost (gui_app.core.hosts)
+        if problem:  # never overwritten: the user's hosts are not lost (gui_app.core.ssh_hosts)
             self._say(problem)
             self.save_button.setEnabled(False)
 

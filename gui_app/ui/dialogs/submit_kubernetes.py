@@ -1,6 +1,6 @@
 """SubmitKubernetesDialog (Run -> Submit to Kubernetes…): the run on the forms as a Kubernetes Job.
 
-It runs ``submit CONFIG --kubernetes`` (engine/cluster/kubernetes_submit.py) as an engine job, off
+It runs ``submit CONFIG --kubernetes`` (engine/schedulers/kubernetes/submit.py) as an engine job, off
 the GUI thread, with what the form asks of the cluster (KubernetesOptions): the image, the
 namespace, the PersistentVolumeClaim of the runs volume, GPUs per worker, CPU and memory
 requests. kubectl talks to the cluster of its current context. The run's local record goes into

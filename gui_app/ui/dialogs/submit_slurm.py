@@ -1,6 +1,6 @@
 """SubmitSlurmDialog (Run -> Submit to Slurm…): the run on the forms as a new Slurm job.
 
-It runs ``submit CONFIG --slurm`` (engine/cluster/submit_command.py) as an engine job, off the
+It runs ``submit CONFIG --slurm`` (engine/commands/submit.py) as an engine job, off the
 GUI thread, with what the form asks of Slurm: partition, time limit, account, CPUs per task,
 GPUs per node, more ``#SBATCH`` lines, the warning before the time limit (0: no warning, no
 requeue) and the login node (empty: sbatch on this machine; else an SSH host, ``submit --host``).
@@ -15,7 +15,7 @@ from typing import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QSpinBox, QWidget
 
-from gui_app.core.backends.slurm_jobs import SIGNAL_S
+from gui_app.core.backends.slurm import SIGNAL_S
 from gui_app.core.config import RunConfig
 from gui_app.ui.dialogs.job_dialog import JobDialog
 from gui_app.ui.workers.engine_job import EngineJob

@@ -6,7 +6,7 @@ parsing (``SweepConfig.from_dict``: the CLI's one-line errors, naming the key) a
 until it passes. Start writes the sweep file and runs ``sweep SWEEP.json --detach``: the sweep is
 a process of its own session, which closing the window leaves running; ``started(sweep_dir)``
 then says where its folder is. "Run trials on" lists this computer and the SSH hosts of Tools ->
-Hosts (core/hosts.py): the sweep spreads its trials over the ones ticked. "Run trials as Slurm jobs"
+Hosts (core/ssh_hosts.py): the sweep spreads its trials over the ones ticked. "Run trials as Slurm jobs"
 sets the sweep file's ``slurm`` key instead (each trial one job; a partition and a time limit, the
 rest the cluster's defaults): its fields, like the threshold pruner's figure, are checked by the
 same parsing (core/sweep_slurm.py), so the dialog and the CLI refuse a value in the same words.
@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
-from gui_app.core.hosts import HostsFileError, load_hosts
+from gui_app.core.ssh_hosts import HostsFileError, load_hosts
 from gui_app.core.sweep_config import LOCAL, MAX_PARALLEL, MAX_TRIALS, SweepConfig
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.screen_fit import ScreenFit

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from gui_app.core.answers import SweepStatus, SweepTrial, decode
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
-from gui_app.core.hosts import run_key
+from gui_app.core.ssh_hosts import run_key
 from gui_app.core.sweep_config import SWEEP_FILE, SWEEP_LOG, SweepConfig
 from gui_app.core.wording import label
 from gui_app.ui.colors import ERROR_STYLE
@@ -318,7 +318,7 @@ class SweepView(QWidget):
 
 
 def _run_key(trial: SweepTrial) -> str:
-    """How the window names a trial's run: its folder here, or ``HOST:RUN_DIR`` (core/hosts.py)."""
+    """How the window names a trial's run: its folder here, or ``HOST:RUN_DIR`` (core/ssh_hosts.py)."""
     return run_key(trial.host, trial.run_dir or "")
 
 

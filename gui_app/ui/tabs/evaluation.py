@@ -32,10 +32,10 @@ import numpy as np
 
 from gui_app.core.events import ClassMetrics, Eval
 from gui_app.core.history import Part
-from gui_app.core.hosts import split_run_key
 from gui_app.core.metrics import per_class_metrics
 from gui_app.core.misclassified import checked_misclassified, load_misclassified
 from gui_app.core.rundir import MISCLASSIFIED_FILE
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.ui.charts.confusion import ConfusionHeatmap
 from gui_app.ui.charts.plot import theme_colors
 from gui_app.ui.charts.run_view import RunView

@@ -53,8 +53,8 @@ from gui_app.core import wording
 from gui_app.core.answers import ServeAnswer, ServeReady, decode
 from gui_app.core.file_kinds import is_image_file, model_kind, model_source
 from gui_app.core.formats import UNVERIFIED_SAVEDMODEL_FLAG
-from gui_app.core.hosts import split_run_key
 from gui_app.core.predictions import Prediction, sent_file
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.tabs.prediction_rows import TOP_K, ErrorRow, InvertChoice, PredictionRow

@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
 from gui_app.core.formats import FORMATS
-from gui_app.core.hosts import split_run_key
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.ui.window.run_rows import bundle_resume_tip
 from gui_app.ui.window.window_state import PAUSED, RUNNING, STARTING, TABS, WindowState
 

@@ -4,9 +4,9 @@ applies, and the window following the run it applied).
 It needs kubectl on PATH and a valid multi_worker_mirrored config on the forms (the plain
 manifest's strategy). The dialog (gui_app/ui/dialogs/submit_kubernetes.py) applies the run; then
 the window follows it from its local record in the runs folder (``attach``, which copies the
-chief's events there from ``kubectl logs``: engine/cluster/kubernetes_runs.py) from its first
+chief's events there from ``kubectl logs``: engine/schedulers/kubernetes/runs.py) from its first
 event, while the pods start too. The run list shows the Job's state meanwhile ("pending",
-"running": gui_app/core/backends/kubernetes_jobs.py). Stop deletes the Job (its pods stop with a
+"running": gui_app/core/backends/kubernetes.py). Stop deletes the Job (its pods stop with a
 checkpoint), Resume applies the kept manifest again; closing the window leaves the Job running,
 and attaching again from the run list follows it on.
 """

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter, QTabW
 
 from gui_app.core.answers import Finding
 from gui_app.core.config import ConfigError, RunConfig
-from gui_app.core.hosts import Host, HostsFileError, find_host, split_run_key
+from gui_app.core.ssh_hosts import Host, HostsFileError, find_host, split_run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.about import about_html

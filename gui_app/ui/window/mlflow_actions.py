@@ -1,5 +1,5 @@
 """MlflowActions: File -> Export run to MLflow…, the run written to an MLflow tracking folder or
-server by the engine's ``export-run`` command (gui_app/engine/mlflow_command.py).
+server by the engine's ``export-run`` command (gui_app/engine/commands/export_run.py).
 
 The run is the one File -> Save report… writes (selected in the run list, else on screen; not a
 host's run). The window asks for the tracking folder or URI -- remembered for the next time --

@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QWidget
 
 from gui_app.core.export_result import ExportResult
-from gui_app.core.hosts import split_run_key
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.ui.dialogs.export import ExportDialog
 from gui_app.ui.settings import Settings
 from gui_app.ui.tabs.try_model import TryTab

@@ -26,10 +26,10 @@ from gui_app.core.backends.ssh import SshBackend
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
-from gui_app.core.hosts import Host, run_key, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
 from gui_app.core.ssh import SSH_FAILED, SSH_MISSING, HostError, explain_failure
+from gui_app.core.ssh_hosts import Host, run_key, split_run_key
 from gui_app.identity import app_command
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from gui_app.core.formats import format_size
-from gui_app.core.hosts import split_run_key
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.ui.settings import Settings
 from gui_app.ui.shell import open_warning
 from gui_app.ui.window.window_state import WindowState

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Error, Event, RunStarted, Step
-from gui_app.core.hosts import HostsFileError, find_host, split_run_key
+from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog

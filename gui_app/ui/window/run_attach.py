@@ -27,8 +27,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from gui_app.core.hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.rundir import read_history_so_far
+from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState

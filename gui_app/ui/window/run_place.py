@@ -18,8 +18,8 @@ from typing import Callable
 from PySide6.QtCore import QObject, SignalInstance
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from gui_app.core.hosts import Host, HostsFileError, load_hosts
 from gui_app.core.ssh import is_host_failure
+from gui_app.core.ssh_hosts import Host, HostsFileError, load_hosts
 from gui_app.ui.window.window_state import WindowState
 
 THIS_COMPUTER = "This computer"

@@ -33,12 +33,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from gui_app.core.backends import kubernetes_jobs, scheduled_jobs
+from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import scheduled_jobs
 from gui_app.core.backends.ssh import SshBackend
-from gui_app.core.hosts import Host
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, default_sweeps_dir, read_run, run_dirs
 from gui_app.core.ssh import HostError
+from gui_app.core.ssh_hosts import Host
 from gui_app.core.sweep_runs import trial_runs
 from gui_app.identity import app_command
 from gui_app.ui.window.remote_runs import HostRunsJob, host_rows, list_arguments

@@ -46,7 +46,7 @@ def fill_row(item: QTreeWidgetItem, info: RunInfo, *, attached: bool, process: R
     path = str(info.path)
     if attached or process is not None:
         status = "running"
-    else:  # Slurm's word where the events cannot tell (gui_app/core/backends/slurm_jobs.py: the rule runs lists by too)
+    else:  # Slurm's word where the events cannot tell (gui_app/core/backends/slurm.py: the rule runs lists by too)
         status = run_status(info.status, job[1] if job is not None else None)
     if status in ("stopped", "interrupted", "failed") and info.total_steps and resumable:
         shown_status = f"{status} ({info.step}/{info.total_steps})"

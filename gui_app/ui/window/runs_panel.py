@@ -55,10 +55,10 @@ from PySide6.QtWidgets import (
 )
 
 from gui_app.core.backends.base import JobState
-from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo, has_checkpoint
 from gui_app.core.ssh import is_host_failure
+from gui_app.core.ssh_hosts import Host, split_run_key
 from gui_app.ui.window.run_reader import RunReader
 from gui_app.ui.window.run_rows import (
     COLUMNS,

@@ -17,8 +17,8 @@ from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
-from gui_app.core.hosts import split_run_key
 from gui_app.core.rundir import read_history
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.ui.tabs.evaluation import EvaluationTab
 from gui_app.ui.tabs.replicas import ReplicasTab
 from gui_app.ui.tabs.training import TrainingTab

@@ -4,7 +4,7 @@
 :class:`~gui_app.ui.dialogs.job_dialog.JobDialog` that opens with ``for_forms``) and whether it
 needs a valid configuration (every tool needs the window idle: its engine process would compete
 with a run for the same cores or GPUs). A new tool is its engine command module (registered in
-gui_app/engine/cli.py), its dialog on JobDialog, and one entry here.
+gui_app/engine/commands/cli.py), its dialog on JobDialog, and one entry here.
 
 ``ToolActions`` opens them: each dialog runs its own engine job; the window only opens it, keeps
 the last one (tests, closing) and forwards its engine log lines to the Log tab.

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.events import RunStarted
-from gui_app.core.hosts import Host, split_run_key
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import MODEL_FILE, RunInfo, has_checkpoint
+from gui_app.core.ssh_hosts import Host, split_run_key
 from gui_app.ui.workers.supervisor import IDLE, PAUSED, RUNNING, STARTING, STOPPING
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two e
 run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
-A run submitted to Slurm (gui_app/core/backends/slurm_jobs.py) goes on while its job is active, and its
+A run submitted to Slurm (gui_app/core/backends/slurm.py) goes on while its job is active, and its
 job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
-local record (gui_app/core/backends/kubernetes_jobs.py): ``attach`` copies the chief's output into it.
+local record (gui_app/core/backends/kubernetes.py): ``attach`` copies the chief's output into it.
 
 A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
 system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
@@ -52,11 +52,11 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
-from gui_app.core.hosts import Host
 from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
+from gui_app.core.ssh_hosts import Host
 from gui_app.ui.workers.background import Background, Send
 from gui_app.ui.workers.engine_job import EngineJob
 from gui_app.ui.workers.host_commands import when_prepared

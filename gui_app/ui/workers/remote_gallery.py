@@ -22,8 +22,8 @@ from PySide6.QtCore import QObject, Signal
 import numpy as np
 
 from gui_app.core.answers import Fetched, reader
-from gui_app.core.hosts import split_run_key
 from gui_app.core.rundir import MISCLASSIFIED_FILE
+from gui_app.core.ssh_hosts import split_run_key
 from gui_app.identity import app_command
 from gui_app.ui.workers.background import Background, Send
 from gui_app.ui.workers.engine_job import EngineJob

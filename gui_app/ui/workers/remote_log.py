@@ -2,7 +2,7 @@
 
 A run here has its ``engine.log`` followed from the file (the attachment's log tail); a run on an
 SSH host has it there, so it is followed by ``replica-studio log RUN_DIR --follow --json --from N``
-run over ssh (gui_app/engine/log_command.py): each line comes with the byte it ends at, so after a
+run over ssh (gui_app/engine/commands/log.py): each line comes with the byte it ends at, so after a
 dropped connection it goes on from there (:meth:`follow` again, which the attachment calls at
 each attach), no line lost or twice. It ends by itself once the run's process is gone there, and
 with its ssh client (its input ends there) when the window lets go.

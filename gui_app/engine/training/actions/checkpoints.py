@@ -16,9 +16,9 @@ import time
 
 from gui_app.core.config import TrainingConfig
 from gui_app.core.events import Checkpoint, NonFinite
-from gui_app.engine.control import RunControl
-from gui_app.engine.errors import TrainingDiverged
-from gui_app.engine.events import EventWriter
+from gui_app.engine.run.control import RunControl
+from gui_app.engine.run.event_writer import EventWriter
+from gui_app.engine.run.failures import TrainingDiverged
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 from gui_app.engine.training.context import ModelState
 from gui_app.engine.training.replay import Replayer

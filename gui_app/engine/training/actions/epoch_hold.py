@@ -13,7 +13,7 @@ controller checks it only before a next group: the run saves its model and ends 
 """
 from __future__ import annotations
 
-from gui_app.engine.control import RunControl
+from gui_app.engine.run.control import RunControl
 from gui_app.engine.training.actions.base import Action, EpochSummary
 
 

@@ -5,8 +5,8 @@ replica's GPU of this process. Nothing samples without a replica on a GPU."""
 from __future__ import annotations
 
 from gui_app.core.gpu_monitor import GpuMonitor, GpuSample
-from gui_app.core.training.strategies import BuiltStrategy
 from gui_app.engine.training.actions.base import Action
+from gui_app.engine.training.strategies import BuiltStrategy
 
 
 class GpuSampler(Action):

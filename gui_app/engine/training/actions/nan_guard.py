@@ -23,11 +23,11 @@ from typing import NamedTuple
 import numpy as np
 
 from gui_app.core.events import NonFinite
-from gui_app.core.training.loop import GRAD_NORM, LOSS
-from gui_app.engine.errors import TrainingDiverged
+from gui_app.engine.run.failures import TrainingDiverged
 from gui_app.engine.training.actions.base import Action, StepGroup
 from gui_app.engine.training.actions.run_events import RunEvents
 from gui_app.engine.training.context import ModelState
+from gui_app.engine.training.loop import GRAD_NORM, LOSS
 from gui_app.engine.training.replay import Replayer
 from gui_app.engine.training.steps import StepStats
 

@@ -3,10 +3,10 @@ own figures (or the worker that ran it), ``epoch_end``, ``paused`` and ``continu
 from __future__ import annotations
 
 from gui_app.core.events import Continued, EpochEnd, Paused, ReplicaStats, Step
-from gui_app.core.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, READY, STEP_TIME
-from gui_app.engine.events import EventWriter
+from gui_app.engine.run.event_writer import EventWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
 from gui_app.engine.training.actions.gpu_sampler import GpuSampler
+from gui_app.engine.training.loop import ACCURACY, EXAMPLES, GRAD_NORM, LOSS, READY, STEP_TIME
 
 
 class RunEvents(Action):

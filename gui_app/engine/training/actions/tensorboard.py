@@ -1,4 +1,4 @@
-"""TensorBoard files in the run directory (core/training/tensorboard.py writes them without the
+"""TensorBoard files in the run directory (engine/training/tensorboard.py writes them without the
 ``tensorboard`` package): every step's loss, accuracy and learning rate, each replica's loss and
 gradient norm (a parameter-server step: the loss of the worker that ran it), and the validation
 figures at each epoch's end. Created at the first step group."""
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from gui_app.core import rundir
-from gui_app.core.training.loop import GRAD_NORM, LOSS
-from gui_app.core.training.tensorboard import ScalarWriter
 from gui_app.engine.training.actions.base import Action, EpochSummary, StepGroup
+from gui_app.engine.training.loop import GRAD_NORM, LOSS
+from gui_app.engine.training.tensorboard import ScalarWriter
 
 
 class TensorBoard(Action):

@@ -1,0 +1,237 @@
+"""``replica-studio worker CONFIG``: one worker of a MultiWorkerMirroredStrategy cluster.
+
+Started by the local launcher (``train`` with ``strategy.workers``), by hand on each other
+host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, by
+the Kubeflow training operator (TF_CONFIG), or as a pod of a Kubernetes Indexed Job
+(``--cluster kubernetes``: kubernetes.py). TensorFlow's rule for multi-worker checkpoints
+(Keras's ``distributed_file_utils``): every worker saves, because saving may need a collective;
+only the chief's directory is kept. So the chief writes the real run directory and the others
+a temporary copy of one that they delete when they end.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from gui_app.core import rundir
+from gui_app.core.batch_split import batch_split
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.events import Error, RunFinished
+from gui_app.engine.cluster.topology import Task, load_config
+from gui_app.engine.run.control import Control, reclaim_signals
+from gui_app.engine.run.event_writer import EventWriter
+from gui_app.engine.run.exits import EXIT_FAILED, EXIT_OK
+from gui_app.engine.run.failures import JoinTimeout, classify, one_line
+from gui_app.engine.schedulers.kubernetes import cluster as kubernetes
+
+COMMANDS = ("worker",)
+# A worker other than the chief waits this much longer than the join timeout: started by hand or by
+# a scheduler, it may come up long before the chief. Its message says both numbers.
+NON_CHIEF_GRACE_S = 60
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("worker", help="run one worker of a multi-worker cluster (on each other host)",
+                              description="One worker of a multi_worker_mirrored run. On each other host of "
+                                          "strategy.cluster run `replica-studio worker CONFIG --index I` with the "
+                                          "same config file; index 0 (the chief) writes the run directory.")
+    _add_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def _add_arguments(p) -> None:
+    p.add_argument("config", help="the run configuration (the same file on every host)")
+    p.add_argument("--index", type=int, help="this host's position in strategy.cluster (0 is the chief)")
+    p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
+    p.add_argument("--runs-dir", help="chief: folder for the new run directory (default: the user data folder)")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--continue", dest="continue_run", action="store_true",
+                   help="with --run-dir on a shared filesystem: continue that run if it has a checkpoint, else start "
+                        "it (every worker; a scheduler's script that is submitted again or requeued)")
+    p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
+    p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
+    p.add_argument("--cluster", choices=("slurm", "tf_config", "kubernetes"),
+                   help="take the cluster from Slurm's variables, TF_CONFIG or a Kubernetes Indexed Job's pod "
+                        "environment instead of the config's")
+    p.add_argument("--allow-public-hosts", action="store_true",
+                   help="allow cluster addresses that are not loopback or private (gRPC has no authentication)")
+    p.add_argument("--events", choices=("jsonl", "text", "none"), default="text")
+    p.add_argument("--control", choices=("stdin", "none"), default="none")
+    p.add_argument("--debug", action="store_true")
+    # The local launcher relays the chief's events into the run directory itself.
+    p.add_argument("--no-events-file", action="store_true", help=argparse.SUPPRESS)
+    # The launcher's stall watch: where this worker sends its status reports (status_reports.py).
+    p.add_argument("--status-to", help=argparse.SUPPRESS)
+
+
+def _arm_join_alarm(seconds: float) -> None:
+    """Bound the wait inside TensorFlow's cluster start: a non-chief waits there for the chief,
+    the chief for every task to register (a port that accepts TCP -- a proxy, another program --
+    is not yet a TensorFlow worker). That C++ wait holds the GIL, so no Python thread or signal
+    handler could act: SIGALRM with its default action ends the process (the launcher names it)."""
+    if hasattr(signal, "alarm"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
+
+
+def run(args) -> int:
+    code, ended = _run(args)
+    if ended is not None:  # the run ended normally here: leave the cluster with the others (leaving.py)
+        from gui_app.engine.cluster.leaving import leave
+
+        leave(ended, code)  # never returns
+    return code
+
+
+def _run(args) -> tuple[int, Task | None]:
+    """(exit code, this worker's task when its run ended normally and it is to leave the cluster)."""
+    from gui_app.engine.cluster.agreement import ClusterControl
+    from gui_app.engine.cluster.run_identity import check_same_run, run_identity
+    from gui_app.engine.cluster.status_reports import StepSeen, reporter_from
+    from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
+    from gui_app.engine.training.session import TrainingSession
+
+    events, run_dir, temp_dir, session, chief, reporter = None, None, None, None, True, None
+    try:
+        cluster = args.cluster
+        if cluster == "kubernetes":  # the pod's TF_CONFIG, built from the manifest's environment
+            os.environ["TF_CONFIG"] = kubernetes.tf_config(os.environ)
+            cluster = "tf_config"
+        config = load_config(args.config, args.allow_public_hosts, cluster)
+        if config.strategy.name == "parameter_server":
+            return _serve(config, args), None
+        if config.strategy.name != "multi_worker_mirrored":
+            raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
+                              f"{config.strategy.name!r}")
+        task = resolve_task(config.strategy, args.index)
+        chief = task.is_chief
+        reporter = reporter_from(getattr(args, "status_to", None), task.index)
+        events = EventWriter(args.events if chief else "none")
+        if task.tf_config:
+            os.environ["TF_CONFIG"] = task.tf_config
+        resume, restore_from = args.resume, args.restore_from
+        if args.continue_run and args.run_dir:
+            if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
+                # A completed run's script submitted again, or requeued by a signal that came too late:
+                # every worker reads the same file and ends before the cluster forms.
+                print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
+                return EXIT_OK, None
+            resume = rundir.has_checkpoint(args.run_dir)
+            restore_from = str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
+        if chief and args.run_dir:
+            run_dir = Path(args.run_dir)
+            if not rundir.is_run_dir(run_dir):  # a script's first start: the run directory it names
+                run_dir.mkdir(parents=True, exist_ok=True)
+                config.save(run_dir / rundir.CONFIG_FILE)
+        elif chief:
+            run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(),
+                                            config)
+        else:
+            temp_dir = Path(tempfile.mkdtemp(prefix=f"replica-studio-{task.type}{task.index}-"))
+            run_dir = temp_dir / "run"
+            run_dir.mkdir()
+            config.save(run_dir / rundir.CONFIG_FILE)
+            if resume and restore_from and Path(restore_from).is_dir():
+                shutil.copytree(restore_from, run_dir / rundir.CHECKPOINT_DIR)
+        if not args.no_events_file:
+            events.attach(run_dir)
+        control = Control.listening(args.control == "stdin")
+        join = config.strategy.join_timeout_s
+        waited = wait_for_peers(task, join, events.progress) if chief else 0.0
+        limit = join if chief else join + NON_CHIEF_GRACE_S
+        grace = "" if chief else f" plus {NON_CHIEF_GRACE_S} s, as a worker may start before the chief"
+        print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
+              f"{limit:g} s (the join timeout, {join:g} s{grace})", file=sys.stderr, flush=True)
+        _arm_join_alarm(limit)
+        started = time.monotonic()
+        built = _build_first(config)
+        reclaim_signals()  # the coordination service replaced our SIGTERM handler
+        check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
+        if hasattr(signal, "alarm"):
+            signal.alarm(0)
+        if chief and task.peers():  # news, not a warning: a log line like the one above
+            print(f"[replica-studio] {task.name}: cluster of {built.num_workers} workers joined in "
+                  f"{waited + time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        # The one split rule (core/batch_split.py), the same answer as train, submit and the form,
+        # asked here so a split the cluster cannot run ends it before the session starts (the
+        # session's prepare asks again and reports a warning).
+        split = batch_split(config.strategy.name, config.training.global_batch_size, built.num_replicas,
+                            built.num_workers, config.training.accumulation_steps)
+        if split.error:
+            raise ConfigError(split.error)
+        # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
+        agreed = ClusterControl(control, built.strategy)
+        session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)
+        status, step = session.run([StepSeen(reporter)] if reporter else [])
+        assert session.state is not None  # run() built it
+        # On stderr, so that anyone (the tests) can check that the replicas ended equal.
+        print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
+        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step,
+                                message=agreed.stop_reason if status == "stopped" else None))
+        if status == "stopped" and args.cluster == "kubernetes":
+            return kubernetes.EXIT_STOPPED, task  # the Job starts the pod again, which continues the run
+        return EXIT_OK, task
+    except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
+        if isinstance(exc, KeyboardInterrupt):
+            kind, code, message = "internal", EXIT_FAILED, "interrupted"
+        else:
+            kind, code = classify(exc)
+            message = f"cluster: {exc}" if isinstance(exc, JoinTimeout) else one_line(exc)
+        if args.debug or kind == "internal":
+            traceback.print_exc(file=sys.stderr)
+        print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
+        if events is not None:
+            events.emit(Error(message=message, kind=kind))
+            events.emit(RunFinished(status="failed", run_dir=str(run_dir) if chief and run_dir else None,
+                                    step=session.step_reached() if session else 0, message=message))
+        return code, None
+    finally:
+        if reporter is not None:
+            reporter.close()
+        if events is not None:
+            events.close()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _build_first(config: RunConfig):
+    """Logical devices, then the strategy, before any other TensorFlow op."""
+    from gui_app.engine.training import devices, strategies
+
+    devices.configure_runtime(config.runtime)
+    return strategies.build_strategy(config.strategy)
+
+
+def _digest(model) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for w in model.get_weights():
+        h.update(w.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _serve(config: RunConfig, args) -> int:
+    """A parameter-server cluster's worker or ps task: a gRPC server the coordinator drives.
+    ``server.join()`` never returns; whoever started it ends it."""
+    from gui_app.engine.cluster.topology import resolve_task
+
+    task = resolve_task(config.strategy, args.index)
+    if task.tf_config:
+        os.environ["TF_CONFIG"] = task.tf_config
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                                  task_index=resolver.task_id, protocol=resolver.rpc_layer or "grpc", start=True)
+    print(f"{resolver.task_type} {resolver.task_id} serving at {server.target}", file=sys.stderr, flush=True)
+    server.join()
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""A run on Kubernetes: its manifest, submit, its pods' cluster, stop and resume."""

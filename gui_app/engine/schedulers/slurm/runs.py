@@ -1,0 +1,84 @@
+"""``resume`` and ``stop`` of a run submitted to Slurm (``submit --slurm``: its job in
+``RUN_DIR/slurm_job.json``: its backend, gui_app/core/backends/slurm.py).
+
+Its workers run on the nodes, under Slurm: no process here holds the run or reads its control
+channel (a FIFO on the shared folder reaches no other machine). So:
+
+- ``stop RUN_DIR`` cancels the job (``scancel``: SIGTERM to every worker, which stop together with
+  a checkpoint, 0.7 s here) and waits until Slurm no longer runs it.
+- ``resume RUN_DIR`` submits the run's ``job.sbatch`` again (``worker --continue``: every worker
+  goes on from the newest checkpoint) and records the new job; it prints the job id and the run
+  directory, as ``submit`` does (the window takes the last line). ``--set`` changes the run's
+  config.json first, which every worker reads.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from gui_app.core import atomic_io, rundir
+from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends.base import JobState
+from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend, SlurmJob
+from gui_app.core.config import ConfigError, RunConfig
+from gui_app.core.overrides import apply_overrides
+from gui_app.engine.commands.submit import SubmitError, sbatch
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+
+POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
+
+
+def _say(command: str, text: str) -> None:
+    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
+
+
+def _job(backend: SlurmBackend) -> SlurmJob:
+    job = backend.record()
+    if job is None:  # the backend is decided by its record: gone since is a bad run directory
+        raise OSError(f"{backend.run_dir / slurm_jobs.JOB_FILE}: missing or unreadable")
+    return job
+
+
+def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
+    run_dir = Path(args.run_dir).expanduser().absolute()
+    try:
+        job = _job(backend)
+    except OSError as exc:
+        _say("resume", str(exc))
+        return EXIT_BAD_INPUT
+    refusal = backend.resume_refusal(job.job_id, slurm_jobs.job_states([job.job_id])[job.job_id])
+    if refusal is not None:
+        _say("resume", refusal)
+        return EXIT_BAD_INPUT
+    try:
+        if getattr(args, "set", None):
+            config = apply_overrides(RunConfig.load(run_dir / rundir.CONFIG_FILE), args.set)
+            atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
+        job_id = sbatch(run_dir / SCRIPT_FILE)
+        slurm_jobs.record_job(run_dir, job_id)
+    except (ConfigError, SubmitError, OSError) as exc:
+        _say("resume", str(exc))
+        return EXIT_BAD_INPUT
+    print(job_id)
+    print(run_dir, flush=True)
+    return EXIT_OK
+
+
+def current(backend: SlurmBackend) -> tuple[str, JobState]:
+    """The run's job and what Slurm says of it (OSError: no readable record)."""
+    job_id = _job(backend).job_id
+    return job_id, slurm_jobs.job_states([job_id])[job_id]
+
+
+def wait_stopped(backend: SlurmBackend, job_id: str, timeout: float) -> tuple[bool, str]:
+    """After scancel: wait until Slurm no longer runs the job. (True, how the job ended) or
+    (False, the line that says it still runs)."""
+    deadline = time.monotonic() + timeout
+    while (state := slurm_jobs.job_states([job_id])[job_id]).active:
+        if time.monotonic() >= deadline:
+            return False, (f"Slurm job {job_id} is still {state.describe()} {timeout:g} s after scancel; "
+                           f"Slurm kills its processes after the cluster's KillWait")
+        time.sleep(POLL_SECONDS)
+    return True, f"Slurm job {job_id} {state.describe()}"
