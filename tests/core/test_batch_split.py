@@ -13,6 +13,7 @@ from gui_app.engine.commands import submit as submit_command
 from gui_app.engine.commands.cli import build_parser
 from gui_app.engine.schedulers.kubernetes import submit as kubernetes_submit
 from gui_app.engine.schedulers.kubernetes.manifest import KubernetesOptions
+from gui_app.engine.schedulers.slurm import submit as slurm_submit
 from gui_app.engine.schedulers.slurm.script import SlurmOptions
 
 UNEVEN = ("training.global_batch_size: 64 does not divide evenly over 3 replicas: 22, 21 and 21 examples. "
@@ -65,7 +66,7 @@ def _cluster_config(tmp_path, batch: int):
 def test_slurm_submit_refuses_an_uneven_split_before_anything_is_queued(tmp_path):
     runs = tmp_path / "runs"
     with pytest.raises(ConfigError) as info:
-        submit_command.submit(str(_cluster_config(tmp_path, 64)), runs, SlurmOptions())
+        slurm_submit.submit(str(_cluster_config(tmp_path, 64)), runs, SlurmOptions())
     assert str(info.value) == batch_split("multi_worker_mirrored", 64, 6, workers=2).error
     assert not runs.exists() or not any(runs.iterdir())
     # Two GPUs a node: 4 replicas, and 64 splits evenly over them.

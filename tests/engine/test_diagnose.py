@@ -102,7 +102,8 @@ def test_the_command_answers_without_tensorflow(tmp_path):
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     rundir.create_run_dir(tmp_path, RunConfig())
     run_dir = rundir.run_dirs(tmp_path)[0]
-    probe = ("import sys, json; from gui_app.engine.commands.cli import main; code = main(['diagnose', sys.argv[1], '--json']);"
+    probe = ("import sys, json; from gui_app.engine.commands.cli import main; "
+             "code = main(['diagnose', sys.argv[1], '--json']);"
              "print(json.dumps(['tensorflow' in sys.modules, code]))")
     done = subprocess.run([sys.executable, "-c", probe, str(run_dir)], capture_output=True, text=True, timeout=60,
                           env=app_env(), cwd=os.getcwd())

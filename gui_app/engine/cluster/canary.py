@@ -43,8 +43,7 @@ def expected_checksum(elements: int, replicas: int) -> float:
 
 def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str, Any]:
     """In a worker process: form the cluster, all-reduce, return this worker's figures."""
-    from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
-    from gui_app.engine.commands.worker import _arm_join_alarm
+    from gui_app.engine.cluster.topology import arm_join_alarm, resolve_task, wait_for_peers
 
     task = resolve_task(config.strategy, index)
     if task.tf_config:
@@ -52,7 +51,7 @@ def canary_worker(config, index: int | None, mib: int, rounds: int) -> dict[str,
     join = config.strategy.join_timeout_s
     if task.is_chief:
         wait_for_peers(task, join)
-    _arm_join_alarm(join)
+    arm_join_alarm(join)
     import tensorflow as tf
 
     from gui_app.engine.training import devices, strategies

@@ -9,7 +9,9 @@ TensorFlow-free, so the launcher and the cluster scripts can use it. The cluster
 from __future__ import annotations
 
 import json
+import math
 import os
+import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -125,6 +127,16 @@ def wait_for_peers(task: Task, timeout_s: float, progress: Joined | None = None)
     minutes before failing with a message that names no host)."""
     return wait_until_reachable(task.peers(), timeout_s, "; start `replica-studio worker CONFIG --index N` there, "
                                 "and check that the port is open", progress)
+
+
+def arm_join_alarm(seconds: float) -> None:
+    """Bound the wait inside TensorFlow's cluster start: a non-chief waits there for the chief,
+    the chief for every task to register (a port that accepts TCP -- a proxy, another program --
+    is not yet a TensorFlow worker). That C++ wait holds the GIL, so no Python thread or signal
+    handler could act: SIGALRM with its default action ends the process (the launcher names it)."""
+    if hasattr(signal, "alarm"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
 
 
 def load_config(path: str, allow_public_hosts: bool = False, cluster: str | None = None) -> RunConfig:

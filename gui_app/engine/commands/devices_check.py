@@ -137,8 +137,9 @@ def _child(name: str) -> dict[str, Any]:
     """A check in a fresh Python (its own TensorFlow runtime): its last line is its JSON result."""
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "gui_app.engine.commands.devices_check", name], capture_output=True,
-                              text=True, timeout=TIMEOUT_S, env=app_env(), stdin=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-m", "gui_app.engine.commands.devices_check", name],
+                              capture_output=True, text=True, timeout=TIMEOUT_S, env=app_env(),
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"check": name, "ok": False, "detail": f"did not end within {TIMEOUT_S} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

@@ -11,7 +11,6 @@ a temporary copy of one that they delete when they end.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shutil
 import signal
@@ -72,16 +71,6 @@ def _add_arguments(p) -> None:
     p.add_argument("--status-to", help=argparse.SUPPRESS)
 
 
-def _arm_join_alarm(seconds: float) -> None:
-    """Bound the wait inside TensorFlow's cluster start: a non-chief waits there for the chief,
-    the chief for every task to register (a port that accepts TCP -- a proxy, another program --
-    is not yet a TensorFlow worker). That C++ wait holds the GIL, so no Python thread or signal
-    handler could act: SIGALRM with its default action ends the process (the launcher names it)."""
-    if hasattr(signal, "alarm"):
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(max(1, math.ceil(seconds)))
-
-
 def run(args) -> int:
     code, ended = _run(args)
     if ended is not None:  # the run ended normally here: leave the cluster with the others (leaving.py)
@@ -96,7 +85,7 @@ def _run(args) -> tuple[int, Task | None]:
     from gui_app.engine.cluster.agreement import ClusterControl
     from gui_app.engine.cluster.run_identity import check_same_run, run_identity
     from gui_app.engine.cluster.status_reports import StepSeen, reporter_from
-    from gui_app.engine.cluster.topology import resolve_task, wait_for_peers
+    from gui_app.engine.cluster.topology import arm_join_alarm, resolve_task, wait_for_peers
     from gui_app.engine.training.session import TrainingSession
 
     events, run_dir, temp_dir, session, chief, reporter = None, None, None, None, True, None
@@ -150,7 +139,7 @@ def _run(args) -> tuple[int, Task | None]:
         grace = "" if chief else f" plus {NON_CHIEF_GRACE_S} s, as a worker may start before the chief"
         print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
               f"{limit:g} s (the join timeout, {join:g} s{grace})", file=sys.stderr, flush=True)
-        _arm_join_alarm(limit)
+        arm_join_alarm(limit)
         started = time.monotonic()
         built = _build_first(config)
         reclaim_signals()  # the coordination service replaced our SIGTERM handler

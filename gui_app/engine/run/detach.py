@@ -67,9 +67,9 @@ def start(args: argparse.Namespace) -> int:
 
     def the_run() -> int:
         os.close(read_end)
-        from gui_app.engine.commands.train import run_command
-
-        return run_command(argparse.Namespace(**{**vars(args), "events": "jsonl"}), stream=ReadyPipe(write_end))
+        # The command's own handler (train's run_command, from its parser): the run process is
+        # below the command line, so it never imports a command.
+        return args.handler(argparse.Namespace(**{**vars(args), "events": "jsonl"}), stream=ReadyPipe(write_end))
 
     pid = fork_session(the_run)
     os.close(write_end)

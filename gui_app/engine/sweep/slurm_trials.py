@@ -28,8 +28,8 @@ from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
 from gui_app.core.config_json import ConfigError
 from gui_app.core.sweep_slurm import SweepSlurm
-from gui_app.engine.commands.submit import sbatch
 from gui_app.engine.schedulers.slurm import script as slurm_script
+from gui_app.engine.schedulers.slurm.submit import sbatch
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 
 COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")

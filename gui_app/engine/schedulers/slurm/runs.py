@@ -24,8 +24,9 @@ from gui_app.core.backends.base import JobState
 from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend, SlurmJob
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
-from gui_app.engine.commands.submit import SubmitError, sbatch
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.schedulers.slurm.submit import sbatch
+from gui_app.engine.schedulers.tools import SubmitError
 
 POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
 
