@@ -145,7 +145,7 @@ def _cluster_run(runs_dir: Path, stalled: bool) -> Path:
         lines += [ev.Stall(time=started + 7, worker=1, reason="its process is stopped (T (stopped))", since_step=40,
                            seconds=2.6, expected_seconds=0.1, workers=[
                                ev.WorkerStatus(worker=0, phase="training", last_step=40, phase_seconds=2.5, pid=11,
-                                               stack=["runner.py:95 train", "loop.py:191 train"]),
+                                               stack=["controller.py:95 train", "loop.py:191 train"]),
                                ev.WorkerStatus(worker=1, state="stopped", os_state="T (stopped)", phase="training",
                                                last_step=40, pid=12)]),
                   ev.Error(time=started + 15, message=message, kind="cluster"),

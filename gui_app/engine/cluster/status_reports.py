@@ -33,14 +33,14 @@ OUR_FRAMES = 5  # and the innermost of ours (what of the run it is in)
 # stack that names one (file name, function name) -> phase; the first match from the inside wins.
 PHASES = (
     (("checkpoints.py", None), "checkpointing"),
-    (("runner.py", "_end_epoch"), "evaluating"),
+    (("controller.py", "_end_epoch"), "evaluating"),
     (("final_evaluation.py", None), "evaluating"),
-    (("runner.py", "_pause_if_asked"), "paused"),
+    (("controller.py", "_pause_if_asked"), "paused"),
     (("agreement.py", None), "agreeing"),
     (("loop.py", "train"), "training"),
     (("ps_loop.py", "train"), "training"),
-    (("runner.py", "run"), "saving the model"),
-    (("runner.py", "train"), "between steps"),
+    (("controller.py", "run"), "saving the model"),
+    (("controller.py", "train"), "between steps"),
 )
 
 

@@ -2,7 +2,7 @@
 
 TensorFlow-free, so the launcher and the cluster scripts can use it. The cluster comes from
 (in order) ``strategy.cluster`` as a list of ``host:port`` (this process is ``--index``),
-``"slurm"`` (the step's nodes in Slurm's order, this process is ``SLURM_PROCID``: slurm.py), or
+``"slurm"`` (the step's nodes in Slurm's order, this process is ``SLURM_PROCID``: schedulers/slurm/cluster.py), or
 ``TF_CONFIG`` (set by our launcher, the Kubeflow training operator, or the user with
 ``strategy.cluster: "tf_config"``). Each becomes the ``TF_CONFIG`` TensorFlow reads.
 """

@@ -1,6 +1,6 @@
 """The engine's command line: ``replica-studio COMMAND ...``, one module per command group.
 
-Each ``*_command`` module names its commands (``COMMANDS``) and registers their parsers with a
+Each command module here names its commands (``COMMANDS``) and registers their parsers with a
 handler (``add_commands``). Exit codes: 0 completed or stopped, 1 failed in training, 2 bad
 config or input. Errors are one line on stderr; ``--debug`` adds the traceback.
 """

@@ -2,10 +2,10 @@
 
 We do not schedule anything ourselves; we write what the user's scheduler runs:
 
-- ``--slurm``: an sbatch script for one run (slurm_script.py): one task per node; ``srun``
+- ``--slurm``: an sbatch script for one run (schedulers/slurm/script.py): one task per node; ``srun``
   starts ``replica-studio worker`` on every node, which builds the cluster from the step's
   ``SLURM_*`` variables in Slurm's node order (rank 0 is the chief and writes the run directory).
-- ``--kubernetes``: plain Kubernetes, no operator (kubernetes_manifest.py): a ConfigMap, a
+- ``--kubernetes``: plain Kubernetes, no operator (schedulers/kubernetes/manifest.py): a ConfigMap, a
   headless Service and an Indexed Job whose pods build ``TF_CONFIG`` from their index.
 - ``--kubeflow``: a ConfigMap holding the run configuration and a Kubeflow ``TFJob``
   (Chief, Worker and, for parameter servers, PS replicas); the training operator sets

@@ -1,7 +1,7 @@
 """``replica-studio submit CONFIG --slurm|--kubernetes``: a new run, submitted from this machine.
 
 ``--kubernetes`` applies a plain Kubernetes manifest with kubectl and keeps a local record of the
-run in the runs folder (kubernetes_submit.py).
+run in the runs folder (engine/schedulers/kubernetes/submit.py).
 ``--slurm`` makes the run directory (its config inside), writes the run's sbatch script there
 (``job.sbatch``, Slurm's output beside it as ``slurm-JOBID.out``) and submits it with
 ``sbatch --parsable`` (engine/schedulers/slurm/submit.py). stdout gets two lines, the job id

@@ -3,7 +3,7 @@
 Started by the local launcher (``train`` with ``strategy.workers``), by hand on each other
 host of a ``strategy.cluster`` list (``--index i``), by ``srun`` in a Slurm allocation, by
 the Kubeflow training operator (TF_CONFIG), or as a pod of a Kubernetes Indexed Job
-(``--cluster kubernetes``: kubernetes.py). TensorFlow's rule for multi-worker checkpoints
+(``--cluster kubernetes``: schedulers/kubernetes/cluster.py). TensorFlow's rule for multi-worker checkpoints
 (Keras's ``distributed_file_utils``): every worker saves, because saving may need a collective;
 only the chief's directory is kept. So the chief writes the real run directory and the others
 a temporary copy of one that they delete when they end.

@@ -1,6 +1,6 @@
-"""Hyperparameter sweeps on Optuna: ``replica-studio sweep`` (docs/sweeps.md).
+"""Hyperparameter sweeps on Optuna: ``replica-studio sweep`` (docs/sweeps.md; the command is engine/commands/sweep.py).
 
-command (the CLI), folder (what a sweep's folder holds), study (the Optuna study), trial_process
+folder (what a sweep's folder holds), study (the Optuna study), trial_process
 (one trial's detached engine process and its events), driver (the loop, and taking a sweep up
 again), status (the trials as rows).
 """

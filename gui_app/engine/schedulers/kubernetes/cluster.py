@@ -1,6 +1,6 @@
 """The cluster of a Kubernetes Indexed Job's pods, from the environment (TensorFlow-free).
 
-No operator sets ``TF_CONFIG`` here: the manifest (kubernetes_manifest.py) gives every pod the
+No operator sets ``TF_CONFIG`` here: the manifest (manifest.py) gives every pod the
 job and service names, the worker count and the port, and Kubernetes adds the pod's
 ``JOB_COMPLETION_INDEX``. Pod ``i`` of an Indexed Job whose ``subdomain`` is a headless service
 is reached as ``JOB-i.SERVICE``, so the worker list is those names in index order (index 0 is

@@ -2,7 +2,7 @@
 
 The run directory is on the cluster's volume; this machine gets a local record of the run, a run
 directory of the same name in the runs folder (``--runs-dir``; gui_app/core/backends/kubernetes.py):
-its config, the manifest (kubernetes_manifest.py) as ``job.yaml`` (applied again after the Job
+its config, the manifest (manifest.py) as ``job.yaml`` (applied again after the Job
 was deleted, it continues the run: ``resume RUN_DIR``), and the Job's name, namespace and kubectl
 context. ``-o FILE`` keeps a copy of the manifest too. ``kubectl apply -f`` sends it to the cluster
 kubectl is set up for (its current context, or ``--namespace``). stdout gets three lines: the job
