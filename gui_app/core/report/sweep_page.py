@@ -1,7 +1,7 @@
 """A sweep folder's report (``replica-studio report SWEEP_DIR``): the sweep's settings, the best
 trial, every trial's varied settings and final figures (the comparison's table:
 gui_app/core/comparison.py, one row per trial) and their curves, the best drawn thickest. The
-trials come in trial order, each named "trial N" (engine/compare_command.read_runs). Parameter
+trials come in trial order, each named "trial N" (engine/commands/compare.read_runs). Parameter
 importance needs Optuna, which the core never loads: ``replica-studio sweep status`` gives it."""
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ class _Attempt:
             elif isinstance(event, RunFinished):
                 self.finished = event
             else:
-                # A window that went away is the writer's to notice: it stops the run (train_command).
+                # A window that went away is the writer's to notice: it stops the run (commands/train.py).
                 self.events.emit(event)
                 if isinstance(event, RunStarted):
                     self.stalls.total_steps = event.total_steps

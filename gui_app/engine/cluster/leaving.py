@@ -19,7 +19,7 @@ exit, on its own:
 
 So each worker that ended its run normally (completed, or stopped by an agreed stop) waits at one
 barrier of the coordination service, where the cluster agrees that every worker is done; then the
-workers other than the chief end at once, without the teardown (engine/exits.exit_now); the chief,
+workers other than the chief end at once, without the teardown (engine/run/exits.exit_now); the chief,
 which hosts the service, waits until their servers are gone (a few milliseconds; at most
 :data:`PEERS_GONE_S`) and ends last. A failure is not this path: it ends as before, so the launcher
 and the logs still name the worker and the error.

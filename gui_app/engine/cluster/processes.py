@@ -52,7 +52,7 @@ class WorkerProcess:
             return "lost its ssh connection (ssh exit 255)"
         if self.host is not None and rc is not None and rc > 128:  # the shell there: 128 + the signal
             rc = 128 - rc
-        if rc is not None and rc == -getattr(signal, "SIGALRM", 0):  # worker_command's join alarm
+        if rc is not None and rc == -getattr(signal, "SIGALRM", 0):  # the worker's join alarm (topology.arm_join_alarm)
             return ("did not form the cluster within strategy.join_timeout_s (the ports answer, but not every "
                     "task joined TensorFlow's cluster: is a replica-studio worker listening on each of them?)")
         if rc is not None and rc < 0:
