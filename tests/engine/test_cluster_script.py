@@ -172,3 +172,16 @@ def test_submit_refuses_a_config_that_is_not_multi_worker(tmp_path):
     done = run_cli("submit", str(path), "--slurm", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 2 and "strategy.name" in done.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_worker_resume_or_start_is_one_word_and_its_old_name_still_works_unlisted():
+    """``--resume-or-start`` was ``--continue``, the control word that un-pauses a run; scripts
+    written before (a job.sbatch submitted again, a kept job.yaml) still say ``--continue``."""
+    from gui_app.engine.commands.cli import build_parser
+
+    parser = build_parser()
+    for flag in ("--resume-or-start", "--continue"):
+        assert parser.parse_args(["worker", "run.json", "--run-dir", "r", flag]).resume_or_start is True
+    assert parser.parse_args(["worker", "run.json"]).resume_or_start is False
+    worker = parser._subparsers._group_actions[0].choices["worker"]
+    assert "--resume-or-start" in worker.format_help() and "--continue" not in worker.format_help()

@@ -81,7 +81,7 @@ def test_manifest_is_a_config_map_a_headless_service_and_an_indexed_job(tmp_path
     assert pod["spec"]["terminationGracePeriodSeconds"] >= 60
     (container,) = pod["spec"]["containers"]
     assert container["command"] == ["replica-studio", "worker", "/config/run.json", "--cluster", "kubernetes",
-                                    "--run-dir", "/runs/20261201-120000-digits-mlp", "--continue",
+                                    "--run-dir", "/runs/20261201-120000-digits-mlp", "--resume-or-start",
                                     "--data-seed", "7", "--events", "jsonl"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert (env["RS_K8S_JOB"], env["RS_K8S_SERVICE"], env["RS_K8S_WORKERS"]) == (name, name, "2")
@@ -267,7 +267,7 @@ def test_submit_applies_the_manifest_and_keeps_a_local_record_of_the_run(tmp_pat
     assert (tmp_path / "applied.yaml").read_text() == Path(local, "job.yaml").read_text()  # kept: resume applies it
     assert docs[2]["metadata"] == {"name": job, "namespace": "ml", "labels": {"replica-studio/job": job}}
     (container,) = docs[2]["spec"]["template"]["spec"]["containers"]
-    assert f"--run-dir {run_dir} --continue" in " ".join(container["command"])
+    assert f"--run-dir {run_dir} --resume-or-start" in " ".join(container["command"])
     record = kubernetes_jobs.read_job(local)
     assert (record.job, record.namespace, record.context, record.pods) == (job, "ml", "", {})
     assert RunConfig.load(Path(local, "config.json")) == RunConfig.load(_config(tmp_path))

@@ -52,9 +52,12 @@ def _add_arguments(p) -> None:
     p.add_argument("--run-dir", help="chief: the run directory to write (default: a new one in --runs-dir)")
     p.add_argument("--runs-dir", help="chief: folder for the new run directory (default: the user data folder)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
-    p.add_argument("--continue", dest="continue_run", action="store_true",
-                   help="with --run-dir on a shared filesystem: continue that run if it has a checkpoint, else start "
+    p.add_argument("--resume-or-start", dest="resume_or_start", action="store_true",
+                   help="with --run-dir on a shared filesystem: resume that run if it has a checkpoint, else start "
                         "it (every worker; a scheduler's script that is submitted again or requeued)")
+    # Its old name: "continue" is the control word that un-pauses a run. Scripts written before
+    # (a job.sbatch submitted again, a kept job.yaml) still say --continue.
+    p.add_argument("--continue", dest="resume_or_start", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--restore-from", help="a non-chief worker: copy this checkpoint folder (the chief's) first")
     p.add_argument("--data-seed", type=int, help="the data order seed every worker must share")
     p.add_argument("--cluster", choices=("slurm", "tf_config", "kubernetes"),
@@ -107,7 +110,7 @@ def _run(args) -> tuple[int, Task | None]:
         if task.tf_config:
             os.environ["TF_CONFIG"] = task.tf_config
         resume, restore_from = args.resume, args.restore_from
-        if args.continue_run and args.run_dir:
+        if args.resume_or_start and args.run_dir:
             if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
                 # A completed run's script submitted again, or requeued by a signal that came too late:
                 # every worker reads the same file and ends before the cluster forms.

@@ -11,7 +11,7 @@ Never; with OnFailure the kubelet restarts the container in place and the Job ne
 exit 2 (a bad config or input, which a restart would repeat) fails the Job at once; a pod
 evicted, preempted or drained (the ``DisruptionTarget`` condition) does not count against
 ``backoffLimit``; anything else is retried, and the new pod continues the run from its last
-checkpoint (``worker --continue`` on the run directory the manifest names, as Slurm's requeue
+checkpoint (``worker --resume-or-start`` on the run directory the manifest names, as Slurm's requeue
 does). With a ``podFailurePolicy`` the Job starts a replacement only once the old pod has ended
 (``podReplacementPolicy: Failed`` is then the only value allowed), so two pods never hold one
 host name. A deleted pod gets SIGTERM: the workers agree to stop with a checkpoint (measured under
@@ -97,7 +97,7 @@ def documents(config: RunConfig, run_name: str, data_seed: int, options: Kuberne
            {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "1"}]
     container = {"name": CONTAINER, "image": options.image,
                  "command": ["replica-studio", "worker", CONFIG_FILE, "--cluster", "kubernetes",
-                             "--run-dir", run_dir(run_name), "--continue", "--data-seed", str(data_seed),
+                             "--run-dir", run_dir(run_name), "--resume-or-start", "--data-seed", str(data_seed),
                              "--events", "jsonl"],
                  "env": env, "ports": [{"name": "grpc", "containerPort": kubernetes.PORT}],
                  "resources": _resources(options),

@@ -15,7 +15,7 @@ The events name the local run directory (``run_dir``), the one this machine can 
   Job no longer runs; its ``stop`` word deletes the Job.
 - ``stop RUN_DIR``: ``kubectl delete job`` with its pods (SIGTERM: the workers agree on a stop
   with a checkpoint on the volume and exit 143), then copies until the chief's run_finished.
-- ``resume RUN_DIR``: applies the kept manifest again (``worker --continue``: the pods go on
+- ``resume RUN_DIR``: applies the kept manifest again (``worker --resume-or-start``: the pods go on
   from the checkpoint); prints the Job's name and the run directory, as ``submit`` does.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ channel (a FIFO on the shared folder reaches no other machine). So:
 
 - ``stop RUN_DIR`` cancels the job (``scancel``: SIGTERM to every worker, which stop together with
   a checkpoint, 0.7 s here) and waits until Slurm no longer runs it.
-- ``resume RUN_DIR`` submits the run's ``job.sbatch`` again (``worker --continue``: every worker
+- ``resume RUN_DIR`` submits the run's ``job.sbatch`` again (``worker --resume-or-start``: every worker
   goes on from the newest checkpoint) and records the new job; it prints the job id and the run
   directory, as ``submit`` does (the window takes the last line). ``--set`` changes the run's
   config.json first, which every worker reads.

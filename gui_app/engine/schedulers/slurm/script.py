@@ -1,7 +1,7 @@
 """The sbatch script of a MultiWorkerMirrored run: one task per node, rank 0 the chief.
 
 The script names its run directory (absolute), so it is one run: submitted again, or requeued by
-Slurm, it continues that run from its last checkpoint (``worker --continue``; every worker
+Slurm, it continues that run from its last checkpoint (``worker --resume-or-start``; every worker
 reads the checkpoint from the shared filesystem). Slurm sends the script USR1 ``signal_s``
 seconds before the time limit (``--signal=B:USR1@S``, also on a preemption with
 ``PreemptMode=REQUEUE``): the script passes it to the workers, which agree to stop with a
@@ -56,7 +56,7 @@ def slurm_script(config: RunConfig, config_path: str, run_dir: str, output: str,
         lines += [f"#SBATCH --signal=B:USR1@{options.signal_s}", "#SBATCH --requeue"]
     lines += [f"#SBATCH {line if line.startswith('-') else '--' + line}" for line in options.extra]
     worker = (f"srun --kill-on-bad-exit=1 $REPLICA_STUDIO worker {shlex.quote(config_path)} --cluster slurm "
-              f'--run-dir "$RUN_DIR" --continue --data-seed {data_seed} --events text')
+              f'--run-dir "$RUN_DIR" --resume-or-start --data-seed {data_seed} --events text')
     header = "\n".join(lines)
     return f"""#!/bin/bash
 # Replica Studio: {config.dataset.name} / {config.model.name} under multi_worker_mirrored on {count} nodes.
