@@ -9,6 +9,7 @@ import argparse
 import shutil
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
@@ -90,6 +91,17 @@ def _say(text: str) -> None:
         pass
 
 
+@dataclass
+class _Run:
+    """What this command holds while it runs: what its failure and its end must close or undo."""
+    extracted: Path | None = None  # a bundle's run, extracted for this command
+    run_dir: Path | None = None
+    created: Path | None = None  # run_dir, when this process made it
+    lock: RunLock | None = None
+    presence: RunPresence | None = None
+    session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
+
+
 def run_command(args, control: Control | None = None, stream=None) -> int:
     """Run one engine command; ``control`` and ``stream`` let tests drive it in-process. With
     ``args.detach`` this process is the detached run (engine/run/detach.py): it stops only when asked."""
@@ -99,110 +111,128 @@ def run_command(args, control: Control | None = None, stream=None) -> int:
         control = Control.listening(args.control == "stdin")
     if not detached:  # the process that started it reads its output: it stops when that one goes away
         events.on_stdout_lost = lambda: control.command("stop", WINDOW_GONE)
-    run_dir: Path | None = None
-    lock: RunLock | None = None
-    presence: RunPresence | None = None
-    created: Path | None = None  # run_dir, when this process made it
-    extracted: Path | None = getattr(args, "extracted", None)  # a bundle's run, extracted for this command
-    session: TrainingSession | None = None  # a run trained in this process (not a cluster's launcher)
+    run = _Run(extracted=getattr(args, "extracted", None))
     try:
-        if args.command == "train":
-            if empty := empty_option(args):  # a script's unset variable: not the default folder, quietly
-                raise ConfigError(empty)
-            config = load_config(args.config, args.allow_public_hosts)
-            runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
-            require_writable(runs_dir)
-            _check_cluster(config, runs_dir)
-            try:
-                run_dir = rundir.create_run_dir(runs_dir, config)
-                created = run_dir
-            except OSError as exc:
-                if is_disk_full(exc):
-                    raise DiskError(disk_full_message(runs_dir)) from None
-                raise ConfigError(f"--runs-dir: cannot create a run directory in {runs_dir}: "
-                                  f"{exc.strerror or exc}") from None
-        else:
-            run_dir = Path(args.run_dir)
-            if not (run_dir / rundir.CONFIG_FILE).is_file():
-                raise ConfigError(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
-            _bundle_only_options(args, extracted)
-            config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
-            if getattr(args, "dataset_path", None):
-                config = with_dataset_path(config, args.dataset_path)
-        lock = RunLock(run_dir).acquire()
+        config = _new_run(args, run) if args.command == "train" else _existing_run(args, run)
+        run_dir = run.run_dir
+        assert run_dir is not None  # both set it
+        run.lock = RunLock(run_dir).acquire()
         if args.command != "evaluate":
-            presence = RunPresence(run_dir, args.command, detached, args.debug).open(control)
+            run.presence = RunPresence(run_dir, args.command, detached, args.debug).open(control)
         if getattr(args, "set", None):
             config = apply_overrides(config, args.set)
         events.attach(run_dir)
-        for warning in presence.warnings if presence else ():
+        for warning in run.presence.warnings if run.presence else ():
             events.emit(Warning(message=warning))
         if args.command == "evaluate":
             return _evaluate(config, run_dir, events)
         if getattr(args, "set", None):
             atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
-        resume = args.command == "resume"
-        if getattr(args, "pause_after_each_epoch", False) and config.strategy.name in (*MULTI_WORKER,
-                                                                                        "parameter_server"):
-            raise ConfigError(f"--pause-after-each-epoch: works for one process's strategies, not "
-                              f"{config.strategy.name!r}")
-        if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
-            from gui_app.engine.cluster.parameter_servers import run_parameter_servers
-
-            session = TrainingSession(config, run_dir, events, control, resume)
-            status, step = run_parameter_servers(session)
-        elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
-            from gui_app.engine.cluster.launcher import run_cluster
-
-            status, step = run_cluster(config, run_dir, events, control, resume=resume)
-        else:
-            session = TrainingSession(config, run_dir, events, control, resume)
-            status, step = session.run([EpochHold(control)] if getattr(args, "pause_after_each_epoch", False)
-                                       else [])
-        message = control.stop_reason if status == "stopped" else None
-        events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step, message=message))
-        events.sync()
-        return EXIT_OK
+        return _train(args, config, run, events, control)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes one line and an exit code
-        if isinstance(exc, KeyboardInterrupt):
-            kind, code, message = "internal", EXIT_FAILED, "interrupted"
-        else:
-            try:
-                kind, code = classify(exc)
-                message = one_line(exc, run_dir, session.batch if session else None)
-            except Exception:  # noqa: BLE001 - the error path must not raise
-                kind, code, message = "internal", EXIT_FAILED, type(exc).__name__
-        if args.debug or kind == "internal":
-            # An internal error is our bug: keep its traceback on stderr for the report.
-            try:
-                traceback.print_exc(file=sys.stderr)
-            except Exception:  # noqa: BLE001 - a closed or broken stderr: nobody is left to tell
-                pass
-        _say(f"replica-studio {args.command}: {message}")
-        # Only a run that trained in this process (or a new one) gets the failure in its history:
-        # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
-        touch_run = lock is not None and (args.command == "train" or (session is not None and session.started))
-        events.emit_final(Error(message=message, kind=kind), durable=touch_run)
-        cluster = exc if isinstance(exc, ClusterFailed) else None
-        step = (cluster.step if cluster else 0) or (session.step_reached() if session else 0)
-        events.emit_final(RunFinished(status="failed", run_dir=str(run_dir) if run_dir else None, step=step,
-                                      message=message, resumable=bool(cluster and cluster.resumable)),
-                          durable=touch_run)
-        if created is not None and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(created):
-            # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
-            events.close()
-            shutil.rmtree(created, ignore_errors=True)
-        elif extracted is not None and (args.command == "evaluate" or not (session and session.started)):
-            # A bundle's failed evaluation, or its resume refused before it trained: no folder left behind.
-            events.close()
-            shutil.rmtree(extracted, ignore_errors=True)
-        return code
+        return _failed(args, exc, run, events)
     finally:
-        if presence is not None:
-            presence.close()
+        if run.presence is not None:
+            run.presence.close()
         events.close()
-        if lock is not None:
-            lock.release()
+        if run.lock is not None:
+            run.lock.release()
+
+
+def _new_run(args, run: _Run) -> RunConfig:
+    """``train``: the config checked, then a new run directory in the runs folder."""
+    if empty := empty_option(args):  # a script's unset variable: not the default folder, quietly
+        raise ConfigError(empty)
+    config = load_config(args.config, args.allow_public_hosts)
+    runs_dir = Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir()
+    require_writable(runs_dir)
+    _check_cluster(config, runs_dir)
+    try:
+        run.run_dir = run.created = rundir.create_run_dir(runs_dir, config)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskError(disk_full_message(runs_dir)) from None
+        raise ConfigError(f"--runs-dir: cannot create a run directory in {runs_dir}: "
+                          f"{exc.strerror or exc}") from None
+    return config
+
+
+def _existing_run(args, run: _Run) -> RunConfig:
+    """``resume`` and ``evaluate``: the run directory named, and its config."""
+    run.run_dir = run_dir = Path(args.run_dir)
+    if not (run_dir / rundir.CONFIG_FILE).is_file():
+        raise ConfigError(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
+    _bundle_only_options(args, run.extracted)
+    config = RunConfig.load(run_dir / rundir.CONFIG_FILE)
+    if getattr(args, "dataset_path", None):
+        config = with_dataset_path(config, args.dataset_path)
+    return config
+
+
+def _train(args, config: RunConfig, run: _Run, events: EventWriter, control: Control) -> int:
+    """``train`` and ``resume``: the run in this process, or the cluster it starts, to its end."""
+    run_dir = run.run_dir
+    assert run_dir is not None
+    resume = args.command == "resume"
+    pause = getattr(args, "pause_after_each_epoch", False)
+    if pause and config.strategy.name in (*MULTI_WORKER, "parameter_server"):
+        raise ConfigError(f"--pause-after-each-epoch: works for one process's strategies, not "
+                          f"{config.strategy.name!r}")
+    if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
+        from gui_app.engine.cluster.parameter_servers import run_parameter_servers
+
+        run.session = TrainingSession(config, run_dir, events, control, resume)
+        status, step = run_parameter_servers(run.session)
+    elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
+        from gui_app.engine.cluster.launcher import run_cluster
+
+        status, step = run_cluster(config, run_dir, events, control, resume=resume)
+    else:
+        run.session = TrainingSession(config, run_dir, events, control, resume)
+        status, step = run.session.run([EpochHold(control)] if pause else [])
+    message = control.stop_reason if status == "stopped" else None
+    events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step, message=message))
+    events.sync()
+    return EXIT_OK
+
+
+def _failed(args, exc: BaseException, run: _Run, events: EventWriter) -> int:
+    """A failure as one line on stderr, an ``error`` and a ``run_finished`` event, and an exit
+    code; a run refused before it trained leaves nothing half-made behind."""
+    session = run.session
+    if isinstance(exc, KeyboardInterrupt):
+        kind, code, message = "internal", EXIT_FAILED, "interrupted"
+    else:
+        try:
+            kind, code = classify(exc)
+            message = one_line(exc, run.run_dir, session.batch if session else None)
+        except Exception:  # noqa: BLE001 - the error path must not raise
+            kind, code, message = "internal", EXIT_FAILED, type(exc).__name__
+    if args.debug or kind == "internal":
+        # An internal error is our bug: keep its traceback on stderr for the report.
+        try:
+            traceback.print_exc(file=sys.stderr)
+        except Exception:  # noqa: BLE001 - a closed or broken stderr: nobody is left to tell
+            pass
+    _say(f"replica-studio {args.command}: {message}")
+    # Only a run that trained in this process (or a new one) gets the failure in its history:
+    # a refused resume or a failed re-evaluation leaves the run as it was (completed stays completed).
+    touch_run = run.lock is not None and (args.command == "train" or (session is not None and session.started))
+    events.emit_final(Error(message=message, kind=kind), durable=touch_run)
+    cluster = exc if isinstance(exc, ClusterFailed) else None
+    step = (cluster.step if cluster else 0) or (session.step_reached() if session else 0)
+    events.emit_final(RunFinished(status="failed", run_dir=str(run.run_dir) if run.run_dir else None, step=step,
+                                  message=message, resumable=bool(cluster and cluster.resumable)),
+                      durable=touch_run)
+    if run.created is not None and code == EXIT_BAD_INPUT and not rundir.has_checkpoint(run.created):
+        # Refused before it trained (bad dataset, disk too small): leave nothing half-made behind.
+        events.close()
+        shutil.rmtree(run.created, ignore_errors=True)
+    elif run.extracted is not None and (args.command == "evaluate" or not (session and session.started)):
+        # A bundle's failed evaluation, or its resume refused before it trained: no folder left behind.
+        events.close()
+        shutil.rmtree(run.extracted, ignore_errors=True)
+    return code
 
 
 def _bundle_only_options(args, extracted: Path | None) -> None:

@@ -18,7 +18,9 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gui_app.core import rundir
 from gui_app.core.batch_split import batch_split
@@ -83,15 +85,25 @@ def run(args) -> int:
     return code
 
 
+@dataclass
+class _Worker:
+    """What this worker holds while it runs: what its failure and its end must close or tell."""
+    chief: bool = True
+    events: EventWriter | None = None
+    reporter: Any = None  # the status reporter to the launcher's stall watch, if it has one
+    run_dir: Path | None = None
+    temp_dir: Path | None = None  # a non-chief's copy of the run directory, deleted at the end
+    session: Any = None  # the TrainingSession, once it exists
+
+
 def _run(args) -> tuple[int, Task | None]:
     """(exit code, this worker's task when its run ended normally and it is to leave the cluster)."""
     from gui_app.engine.cluster.agreement import ClusterControl
-    from gui_app.engine.cluster.run_identity import check_same_run, run_identity
     from gui_app.engine.cluster.status_reports import StepSeen, reporter_from
-    from gui_app.engine.cluster.topology import arm_join_alarm, resolve_task, wait_for_peers
+    from gui_app.engine.cluster.topology import resolve_task
     from gui_app.engine.training.session import TrainingSession
 
-    events, run_dir, temp_dir, session, chief, reporter = None, None, None, None, True, None
+    w = _Worker()
     try:
         cluster = args.cluster
         if cluster == "kubernetes":  # the pod's TF_CONFIG, built from the manifest's environment
@@ -104,54 +116,20 @@ def _run(args) -> tuple[int, Task | None]:
             raise ConfigError(f"strategy.name: the worker command runs multi_worker_mirrored, not "
                               f"{config.strategy.name!r}")
         task = resolve_task(config.strategy, args.index)
-        chief = task.is_chief
-        reporter = reporter_from(getattr(args, "status_to", None), task.index)
-        events = EventWriter(args.events if chief else "none")
+        w.chief = task.is_chief
+        w.reporter = reporter_from(getattr(args, "status_to", None), task.index)
+        w.events = events = EventWriter(args.events if w.chief else "none")
         if task.tf_config:
             os.environ["TF_CONFIG"] = task.tf_config
-        resume, restore_from = args.resume, args.restore_from
-        if args.resume_or_start and args.run_dir:
-            if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
-                # A completed run's script submitted again, or requeued by a signal that came too late:
-                # every worker reads the same file and ends before the cluster forms.
-                print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
-                return EXIT_OK, None
-            resume = rundir.has_checkpoint(args.run_dir)
-            restore_from = str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
-        if chief and args.run_dir:
-            run_dir = Path(args.run_dir)
-            if not rundir.is_run_dir(run_dir):  # a script's first start: the run directory it names
-                run_dir.mkdir(parents=True, exist_ok=True)
-                config.save(run_dir / rundir.CONFIG_FILE)
-        elif chief:
-            run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(),
-                                            config)
-        else:
-            temp_dir = Path(tempfile.mkdtemp(prefix=f"replica-studio-{task.type}{task.index}-"))
-            run_dir = temp_dir / "run"
-            run_dir.mkdir()
-            config.save(run_dir / rundir.CONFIG_FILE)
-            if resume and restore_from and Path(restore_from).is_dir():
-                shutil.copytree(restore_from, run_dir / rundir.CHECKPOINT_DIR)
+        start = _resume_point(args)
+        if start is None:
+            return EXIT_OK, None
+        resume, restore_from = start
+        run_dir = _open_run_dir(args, config, task, w, resume, restore_from)
         if not args.no_events_file:
             events.attach(run_dir)
         control = Control.listening(args.control == "stdin")
-        join = config.strategy.join_timeout_s
-        waited = wait_for_peers(task, join, events.progress) if chief else 0.0
-        limit = join if chief else join + NON_CHIEF_GRACE_S
-        grace = "" if chief else f" plus {NON_CHIEF_GRACE_S} s, as a worker may start before the chief"
-        print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
-              f"{limit:g} s (the join timeout, {join:g} s{grace})", file=sys.stderr, flush=True)
-        arm_join_alarm(limit)
-        started = time.monotonic()
-        built = _build_first(config)
-        reclaim_signals()  # the coordination service replaced our SIGTERM handler
-        check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
-        if hasattr(signal, "alarm"):
-            signal.alarm(0)
-        if chief and task.peers():  # news, not a warning: a log line like the one above
-            print(f"[replica-studio] {task.name}: cluster of {built.num_workers} workers joined in "
-                  f"{waited + time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        built = _form_cluster(task, config, events)
         # The one split rule (core/batch_split.py), the same answer as train, submit and the form,
         # asked here so a split the cluster cannot run ends it before the session starts (the
         # session's prepare asks again and reports a warning).
@@ -161,8 +139,8 @@ def _run(args) -> tuple[int, Task | None]:
             raise ConfigError(split.error)
         # Every worker acts on the same agreed stop, pause and checkpoint (engine/cluster/agreement.py).
         agreed = ClusterControl(control, built.strategy)
-        session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)
-        status, step = session.run([StepSeen(reporter)] if reporter else [])
+        w.session = session = TrainingSession(config, run_dir, events, agreed, resume, data_seed=args.data_seed)
+        status, step = session.run([StepSeen(w.reporter)] if w.reporter else [])
         assert session.state is not None  # run() built it
         # On stderr, so that anyone (the tests) can check that the replicas ended equal.
         print(f"weights sha256 {_digest(session.state.model)} at step {step}", file=sys.stderr, flush=True)
@@ -172,26 +150,91 @@ def _run(args) -> tuple[int, Task | None]:
             return kubernetes.EXIT_STOPPED, task  # the Job starts the pod again, which continues the run
         return EXIT_OK, task
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
-        if isinstance(exc, KeyboardInterrupt):
-            kind, code, message = "internal", EXIT_FAILED, "interrupted"
-        else:
-            kind, code = classify(exc)
-            message = f"cluster: {exc}" if isinstance(exc, JoinTimeout) else one_line(exc)
-        if args.debug or kind == "internal":
-            traceback.print_exc(file=sys.stderr)
-        print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
-        if events is not None:
-            events.emit(Error(message=message, kind=kind))
-            events.emit(RunFinished(status="failed", run_dir=str(run_dir) if chief and run_dir else None,
-                                    step=session.step_reached() if session else 0, message=message))
-        return code, None
+        return _failed(args, exc, w), None
     finally:
-        if reporter is not None:
-            reporter.close()
-        if events is not None:
-            events.close()
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+        if w.reporter is not None:
+            w.reporter.close()
+        if w.events is not None:
+            w.events.close()
+        if w.temp_dir is not None:
+            shutil.rmtree(w.temp_dir, ignore_errors=True)
+
+
+def _resume_point(args) -> tuple[bool, str | None] | None:
+    """(resume, the checkpoint folder a non-chief copies); None when ``--resume-or-start`` finds
+    the run completed: nothing to do, on every worker alike."""
+    if not (args.resume_or_start and args.run_dir):
+        return args.resume, args.restore_from
+    if rundir.is_run_dir(args.run_dir) and rundir.read_run(args.run_dir).status == "completed":
+        # A completed run's script submitted again, or requeued by a signal that came too late:
+        # every worker reads the same file and ends before the cluster forms.
+        print(f"replica-studio worker: {args.run_dir} has completed; nothing to continue", file=sys.stderr)
+        return None
+    return rundir.has_checkpoint(args.run_dir), str(Path(args.run_dir) / rundir.CHECKPOINT_DIR)
+
+
+def _open_run_dir(args, config: RunConfig, task: Task, w: _Worker, resume: bool, restore_from: str | None) -> Path:
+    """The chief's run directory (the one named, or a new one), or a non-chief's temporary copy
+    (``w.temp_dir``, set before anything is written into it, so the end deletes it)."""
+    if w.chief and args.run_dir:
+        w.run_dir = run_dir = Path(args.run_dir)  # named in the failure's run_finished even if it cannot be made
+        if not rundir.is_run_dir(run_dir):  # a script's first start: the run directory it names
+            run_dir.mkdir(parents=True, exist_ok=True)
+            config.save(run_dir / rundir.CONFIG_FILE)
+    elif w.chief:
+        run_dir = rundir.create_run_dir(Path(args.runs_dir) if args.runs_dir else rundir.default_runs_dir(), config)
+    else:
+        w.temp_dir = Path(tempfile.mkdtemp(prefix=f"replica-studio-{task.type}{task.index}-"))
+        run_dir = w.temp_dir / "run"
+        run_dir.mkdir()
+        config.save(run_dir / rundir.CONFIG_FILE)
+        if resume and restore_from and Path(restore_from).is_dir():
+            shutil.copytree(restore_from, run_dir / rundir.CHECKPOINT_DIR)
+    w.run_dir = run_dir
+    return run_dir
+
+
+def _form_cluster(task: Task, config: RunConfig, events: EventWriter):
+    """Wait for the peers (the chief), then form TensorFlow's cluster under the join alarm and
+    check every worker runs this run: the built strategy."""
+    from gui_app.engine.cluster.run_identity import check_same_run, run_identity
+    from gui_app.engine.cluster.topology import arm_join_alarm, wait_for_peers
+
+    chief, join = task.is_chief, config.strategy.join_timeout_s
+    waited = wait_for_peers(task, join, events.progress) if chief else 0.0
+    limit = join if chief else join + NON_CHIEF_GRACE_S
+    grace = "" if chief else f" plus {NON_CHIEF_GRACE_S} s, as a worker may start before the chief"
+    print(f"[replica-studio] {task.name}: forming the cluster; this process ends if that takes more than "
+          f"{limit:g} s (the join timeout, {join:g} s{grace})", file=sys.stderr, flush=True)
+    arm_join_alarm(limit)
+    started = time.monotonic()
+    built = _build_first(config)
+    reclaim_signals()  # the coordination service replaced our SIGTERM handler
+    check_same_run(built.strategy, run_identity(task.cluster, config.to_json()), built.replica_workers)
+    if hasattr(signal, "alarm"):
+        signal.alarm(0)
+    if chief and task.peers():  # news, not a warning: a log line like the one above
+        print(f"[replica-studio] {task.name}: cluster of {built.num_workers} workers joined in "
+              f"{waited + time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    return built
+
+
+def _failed(args, exc: BaseException, w: _Worker) -> int:
+    """A failure as one line on stderr, the chief's ``error`` and ``run_finished`` events, and
+    an exit code."""
+    if isinstance(exc, KeyboardInterrupt):
+        kind, code, message = "internal", EXIT_FAILED, "interrupted"
+    else:
+        kind, code = classify(exc)
+        message = f"cluster: {exc}" if isinstance(exc, JoinTimeout) else one_line(exc)
+    if args.debug or kind == "internal":
+        traceback.print_exc(file=sys.stderr)
+    print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
+    if w.events is not None:
+        w.events.emit(Error(message=message, kind=kind))
+        w.events.emit(RunFinished(status="failed", run_dir=str(w.run_dir) if w.chief and w.run_dir else None,
+                                  step=w.session.step_reached() if w.session else 0, message=message))
+    return code
 
 
 def _build_first(config: RunConfig):
