@@ -10,11 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
 import pytest
 from cluster_helpers import Launched
+from cpu_quota import FifthOfACpu, cgroup_quota_works, compute_bound, diagnosed_straggler, synthetic_npz
 from test_cluster import mw_config
 
 from gui_app.core import rundir
@@ -91,60 +90,17 @@ def test_a_worker_left_frozen_fails_the_run_with_the_stall_in_its_error(tmp_path
     assert found.worker == 1 and found.state == "stopped"
 
 
-CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller
-
-
-def _cgroup_quota_works() -> bool:
-    return (CPU_CGROUPS / "cgroup.procs").is_file() and os.access(CPU_CGROUPS, os.W_OK)
-
-
-def synthetic_npz(path: Path, n: int = 3000) -> Path:
-    """28x28 images of noise: a pass of tens of ms per step, so compute is most of a step here."""
-    rng = np.random.default_rng(0)
-    x = rng.integers(0, 255, (n, 28, 28, 1), dtype=np.uint8)
-    y = rng.integers(0, 10, n).astype(np.int64)
-    np.savez(path, x_train=x, y_train=y, x_test=x[:200], y_test=y[:200])
-    return path
-
-
-@pytest.mark.skipif(not _cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
+@pytest.mark.skipif(not cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
 def test_a_worker_given_a_fifth_of_a_cpu_is_the_straggler(tmp_path):
-    """A CPU quota, not a hog beside it: the scheduler favours a process that wakes from the
-    network over a busy loop, so a pinned hog barely slowed a worker's pass here."""
-    config = mw_config(tmp_path, epochs=2)
-    data = json.loads(config.read_text())
-    data["dataset"] = {"name": "npz", "path": str(synthetic_npz(tmp_path / "noise.npz")), "validation": "none"}
-    data["model"] = {"name": "mnist_cnn"}
-    data["training"]["global_batch_size"] = 128
-    config.write_text(json.dumps(data))
-    group = CPU_CGROUPS / f"replica-studio-test-{os.getpid()}"
-    seen: dict = {}
-
-    def hook(launched, event):
-        if event["type"] == "step" and event["step"] >= 3 and "slowed" not in seen:
-            group.mkdir()
-            (group / "cpu.cfs_period_us").write_text("10000")
-            (group / "cpu.cfs_quota_us").write_text("2000")  # 2 ms of every 10: a fifth of a CPU
-            (group / "cgroup.procs").write_text(str(sorted(launched.worker_pids)[1]))
-            seen["slowed"], seen["at"] = event["step"], time.monotonic()
-        elif event["type"] == "step" and "slowed" in seen and "finding_at" not in seen:
-            run_dir = rundir.list_runs(tmp_path / "runs")[0].path
-            if any(f.kind == "straggler" for f in diagnose(run_dir).findings):
-                seen["finding_at"] = time.monotonic() - seen["at"]
-
-    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=hook)
+    config = compute_bound(mw_config(tmp_path, epochs=2), synthetic_npz(tmp_path / "noise.npz"))
+    quota = FifthOfACpu(tmp_path / "runs", lambda launched: sorted(launched.worker_pids)[1])
+    run = Launched("train", str(config), "--runs-dir", str(tmp_path / "runs"), on_event=quota.hook)
     try:
         code = run.wait()
     finally:
-        if group.exists():
-            group.rmdir()  # its process has ended: the group is empty
+        quota.remove()
     assert code == 0, run.stderr[-3000:]
-    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
-    done = subprocess.run(app_command("diagnose", str(run_dir), "--json"), capture_output=True, text=True,
-                          timeout=60, env=app_env())
-    found = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "straggler"]
-    assert found, done.stdout
-    (straggler,) = found
+    straggler = diagnosed_straggler(tmp_path / "runs", app_env())
     assert straggler["worker"] == 1 and straggler["replica"] == 1 and straggler["cause"] == "compute"
     assert straggler["late_ms"] > 5 and straggler["share"] >= 0.1
-    print(f"straggler named {seen.get('finding_at', float('nan')):.1f} s after the quota: {straggler['message']}")
+    print(f"straggler named {quota.finding_after} s after the quota: {straggler['message']}")

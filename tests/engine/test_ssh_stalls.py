@@ -7,22 +7,19 @@ failure ends the run with the stall in its error; given a fifth of a CPU (a cgro
 ``diagnose`` names it the straggler."""
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
+from cpu_quota import FifthOfACpu, cgroup_quota_works, compute_bound, diagnosed_straggler, synthetic_npz
 from ssh_host import ALIAS, HOST_IP
-from test_cluster_stalls import CPU_CGROUPS, _cgroup_quota_works, synthetic_npz
 from test_ssh_cluster import WORKER_PORT, cluster_config, launch, remote_workers
 
 from gui_app.core import rundir
 from gui_app.core.diagnosis import diagnose
 from gui_app.core.live_runs import read_workers
-from gui_app.identity import app_command
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(sys.platform != "linux", reason="sends SIGSTOP, reads /proc, uses cgroups")]
@@ -93,45 +90,20 @@ def test_a_worker_left_frozen_on_its_host_fails_the_run_with_the_stall_in_its_er
     assert not remote_workers()  # the frozen process ended with its ssh connection
 
 
-@pytest.mark.skipif(not _cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
+@pytest.mark.skipif(not cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
 def test_a_worker_given_a_fifth_of_a_cpu_on_its_host_is_the_straggler(ssh_host, tmp_path):
     data_file = ssh_host.home / f"noise-{tmp_path.name}.npz"  # a path the host's user can read, and root here
     synthetic_npz(data_file).chmod(0o644)
-    config = cluster_config(tmp_path, ALIAS, epochs=2)
-    data = json.loads(config.read_text())
-    data["dataset"] = {"name": "npz", "path": str(data_file), "validation": "none"}
-    data["model"] = {"name": "mnist_cnn"}
-    data["training"]["global_batch_size"] = 128
-    config.write_text(json.dumps(data))
-    group = CPU_CGROUPS / f"replica-studio-test-{os.getpid()}"
-    seen: dict = {}
-
-    def hook(launched, event):
-        if event["type"] == "step" and event["step"] >= 3 and "slowed" not in seen:
-            (pid,) = remote_workers()
-            group.mkdir()
-            (group / "cpu.cfs_period_us").write_text("10000")
-            (group / "cpu.cfs_quota_us").write_text("2000")  # 2 ms of every 10: a fifth of a CPU
-            (group / "cgroup.procs").write_text(str(pid))
-            seen["slowed"], seen["at"] = event["step"], time.monotonic()
-        elif event["type"] == "step" and "slowed" in seen and "finding_at" not in seen:
-            run_dir = rundir.list_runs(tmp_path / "runs")[0].path
-            if any(f.kind == "straggler" for f in diagnose(run_dir).findings):
-                seen["finding_at"] = time.monotonic() - seen["at"]
-
-    run = launch(ssh_host, tmp_path, config, on_event=hook)
+    config = compute_bound(cluster_config(tmp_path, ALIAS, epochs=2), data_file)
+    quota = FifthOfACpu(tmp_path / "runs", lambda launched: remote_workers()[0])
+    run = launch(ssh_host, tmp_path, config, on_event=quota.hook)
     try:
         code = run.wait(timeout=400)
     finally:
-        if group.exists():
-            group.rmdir()  # its process has ended: the group is empty
+        quota.remove()
         data_file.unlink()
     assert code == 0, run.stderr[-3000:]
-    run_dir = rundir.list_runs(tmp_path / "runs")[0].path
-    done = subprocess.run(app_command("diagnose", str(run_dir), "--json"), capture_output=True, text=True,
-                          timeout=60, env=ssh_host.env(tmp_path / "config"))
-    (straggler,) = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "straggler"]
+    straggler = diagnosed_straggler(tmp_path / "runs", ssh_host.env(tmp_path / "config"))
     assert straggler["worker"] == 1 and straggler["replica"] == 1 and straggler["cause"] == "compute"
     assert straggler["late_ms"] > 5 and straggler["share"] >= 0.1
-    print(f"straggler on the host named {seen.get('finding_at', float('nan')):.1f} s after the quota: "
-          f"{straggler['message']}")
+    print(f"straggler on the host named {quota.finding_after} s after the quota: {straggler['message']}")

@@ -8,8 +8,7 @@ import sys
 import threading
 import time
 
-from PySide6.QtCore import QTimer
-
+from gui_gaps import gui_thread_gaps
 from run_dirs import write_run
 
 from gui_app.core.backends import HereBackend
@@ -47,26 +46,14 @@ def test_the_check_after_attach_ends_runs_off_the_gui_thread_with_the_same_outco
     on_gui: list[bool] = []
     still_running = RunProcess(pid=1, host="here", command="train", detached=True, started=0.0)
     _slow_check(monkeypatch, [still_running, None], 1.0, on_gui)  # it goes on the first time, is gone the next
-    gaps, last = [], [time.monotonic()]
-
-    def tick() -> None:
-        now = time.monotonic()
-        gaps.append(now - last[0])
-        last[0] = now
-
-    timer = QTimer(interval=20)
-    timer.timeout.connect(tick)
-    timer.start()
     attachment = Attachment(_attach_gone, run_dir=str(run), from_line=12)
     notices: list[str] = []
     ends: list[tuple[str, str]] = []
     attachment.notice.connect(notices.append)
     attachment.ended.connect(lambda status, message: ends.append((status, message)))
-    try:
+    with gui_thread_gaps() as gaps:
         attachment.start()
         qtbot.waitUntil(lambda: bool(ends), timeout=20_000)
-    finally:
-        timer.stop()
     assert notices[0] == REATTACHING  # the first check: its process still holds the lock, so attach again
     assert ends == [("failed", KILLED_MESSAGE)]  # the second: gone without a word of why
     assert on_gui and not any(on_gui)

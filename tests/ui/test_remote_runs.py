@@ -10,10 +10,10 @@ import pwd
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel
 
 import fake_ssh
+from gui_gaps import gui_thread_gaps
 from run_dirs import listed_status, wait_listed, write_run
 from windows import shown_window
 
@@ -189,26 +189,17 @@ def test_a_slow_host_never_stops_the_gui_thread_and_the_newest_listing_wins(qtbo
     there = write_run(runs_dir.parent / "there", "20261201-100000-digits", "failed")
     printed = json.dumps([run.to_json() for run in list_live_runs(there.parent)])
     fake = fake_ssh.install(tmp_path, monkeypatch, printed, delay_s=2.0)
-    gaps, last = [], [time.monotonic()]
-
-    def tick() -> None:
-        now = time.monotonic()
-        gaps.append(now - last[0])
-        last[0] = now
-
-    timer = QTimer(interval=20)
-    timer.timeout.connect(tick)
-    timer.start()
     supervisor = RunSupervisor()
     state = WindowState(supervisor, runs_dir)
     panel = RunsPanel(state, host=Host("gpu1"))
     qtbot.addWidget(panel)
     try:
-        qtbot.waitUntil(lambda: len(fake.calls()) == 1, timeout=10_000)  # its ssh is under way
-        (first,) = fake.calls()
-        panel.refresh()
-        qtbot.waitUntil(lambda: not _alive(first), timeout=5_000)  # ended by the newer request
-        wait_listed(qtbot, panel)
+        with gui_thread_gaps() as gaps:
+            qtbot.waitUntil(lambda: len(fake.calls()) == 1, timeout=10_000)  # its ssh is under way
+            (first,) = fake.calls()
+            panel.refresh()
+            qtbot.waitUntil(lambda: not _alive(first), timeout=5_000)  # ended by the newer request
+            wait_listed(qtbot, panel)
         assert listed_status(panel, f"gpu1:{there}") == "failed"
         calls = fake.calls()
         assert calls[first] == ["start"] and len(calls) == 2 and calls[max(calls)] == ["start", "end"]
@@ -222,7 +213,6 @@ def test_a_slow_host_never_stops_the_gui_thread_and_the_newest_listing_wins(qtbo
         qtbot.waitUntil(lambda: not _alive(third), timeout=5_000)
         assert fake.calls()[third] == ["start"]
     finally:
-        timer.stop()
         panel.stop_reading()
         supervisor.close()
 
