@@ -414,3 +414,37 @@ def test_a_frozen_pod_is_named_by_the_chiefs_stall_watch_and_the_run_completes_a
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed", errors
     kept = [e.TYPE for e in rundir.read_events(run_dir) if e.TYPE in ("stall", "stall_cleared")]
     assert kept == ["stall", "stall_cleared"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="signals to the pod processes")
+def test_a_pod_left_frozen_fails_the_run_with_the_stall_in_the_chiefs_error(tmp_path):
+    """Left frozen, TensorFlow's heartbeat check ends the cluster (8-11 s after the freeze): the
+    chief's error says what its stall watch saw before it."""
+    pods, run_dir = _pods(tmp_path, epochs=6)
+    procs = _start(pods, tmp_path, 1)
+
+    def freeze(event):
+        if event["type"] == "step" and event["step"] >= 15 and not freeze.done:
+            freeze.done = True
+            procs[1].send_signal(signal.SIGSTOP)
+
+    freeze.done = False
+    try:
+        events = []
+        for line in procs[0].stdout:
+            events.append(json.loads(line))
+            freeze(events[-1])
+        procs[0].wait(timeout=120)
+    finally:
+        procs[1].send_signal(signal.SIGCONT)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    error = (tmp_path / "pod0-1.err").read_text()[-3000:]
+    assert procs[0].returncode != 0 and [e["type"] for e in events].count("stall") == 1, error
+    failed = next(e for e in events if e["type"] == "error")
+    print(failed["message"])
+    assert "; before it: no step has finished" in failed["message"] and "worker 1" in failed["message"]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "failed"
