@@ -368,3 +368,83 @@ def test_pods_of_another_job_of_the_same_name_have_another_run_identity():
     cluster = {"worker": ["rs-x-0.rs-x:2222", "rs-x-1.rs-x:2222"]}
     ours, again = (run_identity(cluster, "{}", {"RS_K8S_JOB_UID": uid}) for uid in ("uid-1", "uid-1"))
     assert ours == again != run_identity(cluster, "{}", {"RS_K8S_JOB_UID": "uid-2"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="signals to the pod processes")
+def test_a_frozen_pod_is_named_by_the_chiefs_stall_watch_and_the_run_completes_after_sigcont(tmp_path):
+    """No launcher in a Job: the chief pod hosts the stall watch (engine/cluster/chief_watch.py) and
+    the other pod reports to its address. Pod 1 frozen with SIGSTOP (a cgroup freeze looks the
+    same from the chief): the chief's ``stall`` names worker 1 "not answering" (its /proc is on
+    another node, as far as the chief knows) and the chief itself running, with its stack; SIGCONT
+    before TensorFlow's heartbeat check ends the cluster: ``stall_cleared``, and the run completes."""
+    pods, run_dir = _pods(tmp_path, epochs=6)
+    procs = _start(pods, tmp_path, 1)
+    seen: dict[str, float] = {}
+
+    def freeze(event):
+        if event["type"] == "step" and event["step"] >= 15 and "stopped" not in seen:
+            seen["stopped"] = time.monotonic()
+            procs[1].send_signal(signal.SIGSTOP)
+        elif event["type"] == "stall" and "continued" not in seen:
+            seen["continued"] = time.monotonic()
+            procs[1].send_signal(signal.SIGCONT)
+
+    try:
+        events = _run(procs, freeze)
+    finally:
+        procs[1].send_signal(signal.SIGCONT)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    errors = [(tmp_path / f"pod{i}-1.err").read_text()[-2000:] for i in range(2)]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    stalls = [e for e in events if e["type"] == "stall"]
+    assert len(stalls) == 1, errors
+    stall = stalls[0]
+    print(f"SIGSTOP to the chief's stall event: {seen['continued'] - seen['stopped']:.2f} s; {json.dumps(stall)}")
+    assert stall["worker"] == 1 and "stopped answering" in stall["reason"]
+    workers = {w["worker"]: w for w in stall["workers"]}
+    assert workers[1]["state"] == "not answering" and 0 <= workers[1]["last_step"] <= stall["since_step"]
+    assert workers[0]["state"] == "running" and workers[0]["pid"] == procs[0].pid
+    assert workers[0]["phase"] in ("training", "agreeing") and workers[0]["stack"]  # it waits in a collective
+    cleared = [e for e in events if e["type"] == "stall_cleared"]
+    assert len(cleared) == 1 and cleared[0]["step"] > stall["since_step"]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed", errors
+    kept = [e.TYPE for e in rundir.read_events(run_dir) if e.TYPE in ("stall", "stall_cleared")]
+    assert kept == ["stall", "stall_cleared"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="signals to the pod processes")
+def test_a_pod_left_frozen_fails_the_run_with_the_stall_in_the_chiefs_error(tmp_path):
+    """Left frozen, TensorFlow's heartbeat check ends the cluster (8-11 s after the freeze): the
+    chief's error says what its stall watch saw before it."""
+    pods, run_dir = _pods(tmp_path, epochs=6)
+    procs = _start(pods, tmp_path, 1)
+
+    def freeze(event):
+        if event["type"] == "step" and event["step"] >= 15 and not freeze.done:
+            freeze.done = True
+            procs[1].send_signal(signal.SIGSTOP)
+
+    freeze.done = False
+    try:
+        events = []
+        for line in procs[0].stdout:
+            events.append(json.loads(line))
+            freeze(events[-1])
+        procs[0].wait(timeout=120)
+    finally:
+        procs[1].send_signal(signal.SIGCONT)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    error = (tmp_path / "pod0-1.err").read_text()[-3000:]
+    assert procs[0].returncode != 0 and [e["type"] for e in events].count("stall") == 1, error
+    failed = next(e for e in events if e["type"] == "error")
+    print(failed["message"])
+    assert "; before it: no step has finished" in failed["message"] and "worker 1" in failed["message"]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "failed"

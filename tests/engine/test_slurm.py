@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import json
+import os
 import pwd
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -172,6 +174,64 @@ def test_scancel_stops_with_a_checkpoint_and_the_same_script_continues_the_run(s
     done = slurm.sbatch(run_dir / "job.sbatch", env=slurm.app_env())  # once more: nothing left to do
     assert slurm.wait_state(done, ("COMPLETED", "FAILED"), timeout=120)["JobState"] == "COMPLETED"
     assert _events(run_dir) == events and "has completed; nothing to continue" in _output(run_dir, done)
+
+
+def _task_pid(run_dir: Path, rank: int) -> int:
+    """The process of task ``rank`` of the job running ``run_dir``: the nodes' namespaces share this
+    machine's process ids, so it is found here by its command line (the Python running ``worker``
+    for that run directory, not srun's) and its ``SLURM_PROCID``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            if (not Path(cmd[0].decode()).name.startswith("python") or b"worker" not in cmd
+                    or str(run_dir).encode() not in cmd):
+                continue
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError, UnicodeDecodeError):
+            continue
+        if f"SLURM_PROCID={rank}".encode() in env:
+            return int(entry.name)
+    raise AssertionError(f"no worker process of rank {rank} for {run_dir}")
+
+
+def test_the_chief_names_a_frozen_worker_on_the_other_node_and_the_run_completes_after_sigcont(slurm, tmp_path):
+    """No launcher under Slurm: the chief (rank 0, node9) hosts the stall watch and node10's worker
+    reports to the chief's address (engine/cluster/chief_watch.py). That worker frozen with SIGSTOP:
+    the chief's ``stall`` names it "not answering" on node10 (no /proc of node10 for the chief) and
+    itself running with its stack; SIGCONT before TensorFlow's heartbeat check ends the cluster:
+    ``stall_cleared``, and the job completes with every step once."""
+    job_id, run_dir = _submit(slurm, _config(tmp_path, epochs=8), tmp_path / "runs")
+    _wait_for_step(run_dir, 25)
+    pid = _task_pid(run_dir, 1)
+    frozen = time.time()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 30
+        stall = None
+        while stall is None and time.monotonic() < deadline:
+            stall = next((e for e in _events(run_dir) if e["type"] == "stall"), None)
+            time.sleep(0.1)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert stall is not None, _output(run_dir, job_id)[-4000:]
+    print(f"SIGSTOP to the chief's stall event: {stall['time'] - frozen:.2f} s; {json.dumps(stall)}")
+    assert stall["worker"] == 1 and "stopped answering" in stall["reason"]
+    workers = {w["worker"]: w for w in stall["workers"]}
+    assert (workers[1]["state"], workers[1]["host"], workers[1]["pid"]) == ("not answering", "node10", pid)
+    # The chief waits for it in a collective: a step's, the agreement's or the validation's.
+    assert workers[0]["state"] == "running" and workers[0]["phase"] in ("training", "agreeing", "evaluating")
+    assert workers[0]["stack"] and workers[0]["os_state"][0] in "RS"
+    job = slurm.wait_state(job_id, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=240)
+    out = _output(run_dir, job_id)
+    assert job["JobState"] == "COMPLETED", out[-4000:]
+    events = _events(run_dir)
+    cleared = [e for e in events if e["type"] == "stall_cleared"]
+    assert len(cleared) == 1 and cleared[0]["step"] > stall["since_step"], out[-4000:]
+    assert [e["type"] for e in events if e["type"] in ("stall", "stall_cleared")] == ["stall", "stall_cleared"]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed"
+    _each_step_once(events)
 
 
 @pytest.fixture

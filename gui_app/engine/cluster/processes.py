@@ -40,6 +40,13 @@ class WorkerProcess:
     def where(self) -> str:
         return f"on {self.host} ({self.address})" if self.host else f"at {self.address}"
 
+    def exit_code(self) -> int | None:
+        """The stall watch's view (stalls.Watched): for a worker on a host, its ssh client's."""
+        return self.proc.poll()
+
+    def local_pid(self) -> int | None:
+        return self.proc.pid if self.host is None else None
+
     @property
     def killed(self) -> bool:
         """Ended by a signal (or, over ssh, its connection lost): a cause, not a peer's victim."""

@@ -1,5 +1,9 @@
-"""The launcher's stall watch over a multi-worker cluster: the workers' status reports
+"""The stall watch over a multi-worker cluster: the workers' status reports
 (engine/cluster/status_reports.py) in, ``stall`` and ``stall_cleared`` events out, while it happens.
+One watch, two hosts: the launcher of a local or SSH-host cluster (engine/cluster/launcher.py), and
+the chief worker of a cluster a scheduler runs, which has no launcher (engine/cluster/chief_watch.py).
+Each hands it the workers as it sees them (:class:`Watched`): the launcher its processes, the chief
+its peers, which it knows only by their reports.
 
 A stall is the clock's: no step has finished for :data:`STALL_FACTOR` times the recent time
 between two step groups, and at least :data:`STALL_MIN_S` -- seconds, well before TensorFlow's
@@ -25,13 +29,14 @@ import socket
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from gui_app.core.events import Stall, StallCleared, WorkerStatus
 from gui_app.core.finding_rules import stall_sentence
 from gui_app.core.ssh import HostError, run_shell
 from gui_app.core.ssh_hosts import Host
-from gui_app.engine.cluster.processes import WorkerProcess
 from gui_app.engine.cluster.status_reports import REPORT_S
 
 STALL_FACTOR = 5.0
@@ -75,13 +80,29 @@ def _state_of(stat: str) -> str | None:
     return f"{code} ({_PROC_STATES.get(code, '?')})"
 
 
-class StatusBoard:
-    """The UDP socket the workers report to, and the last report of each (by worker index)."""
+class Watched(Protocol):
+    """A worker as the watching side sees it."""
 
-    def __init__(self, bind_host: str = "127.0.0.1"):
-        self.token = secrets.token_hex(8)  # a stray or old datagram is not this run's
+    index: int
+    host: str | None  # where it runs when not on this machine (an SSH host, a scheduler's node)
+
+    def exit_code(self) -> int | None:
+        """Its exit status once its process ended; None while it runs, or when this side cannot tell."""
+
+    def local_pid(self) -> int | None:
+        """Its process id when its ``/proc`` is on this machine; None otherwise."""
+
+
+class StatusBoard:
+    """The UDP socket the workers report to, and the last report of each (by worker index).
+    The launcher's takes any free port and a fresh token; a scheduler-run chief's binds the
+    port number of its own gRPC address (UDP: no clash with TensorFlow's TCP server) with the
+    token every worker derives from the run, as the workers cannot be told either."""
+
+    def __init__(self, bind_host: str = "127.0.0.1", port: int = 0, token: str | None = None):
+        self.token = token or secrets.token_hex(8)  # a stray or old datagram is not this run's
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._socket.bind((bind_host, 0))
+        self._socket.bind((bind_host, port))
         self.port = self._socket.getsockname()[1]
         self.reports: dict[int, tuple[float, dict]] = {}  # worker -> (monotonic time received, report)
         self._lock = threading.Lock()
@@ -117,10 +138,10 @@ class StatusBoard:
 
 @dataclass
 class StallWatch:
-    """Applies the rule to the steps the launcher relays and the workers' reports."""
+    """Applies the rule to the steps the run emits and the workers' reports."""
 
     board: StatusBoard
-    workers: list[WorkerProcess]
+    workers: Sequence[Watched]
     hosts: dict[int, Host] = field(default_factory=dict)  # the SSH host of each worker there, by index
     minimum: float = STALL_MIN_S
     stall: Stall | None = None  # the stall now, once told
@@ -152,7 +173,7 @@ class StallWatch:
         now = time.monotonic() if now is None else now
         if self.stall is not None or len(self._groups) < FIRST_GROUPS or paused:
             return None
-        if 0 < self.total_steps <= self._last_step or any(w.proc.poll() == 0 for w in self.workers):
+        if 0 < self.total_steps <= self._last_step or any(w.exit_code() == 0 for w in self.workers):
             return None  # the steps are done: the chief saves and evaluates, the others have ended
         expected = self.expected() or 0.0
         silent = now - self._last_arrival
@@ -174,19 +195,21 @@ class StallWatch:
         self._stall_seen = now
         return self.stall
 
-    def status(self, w: WorkerProcess, now: float) -> WorkerStatus:
+    def status(self, w: Watched, now: float) -> WorkerStatus:
         """Worker ``w`` as this side sees it: its report, its process (``/proc`` when it runs here;
-        on its SSH host, read there when it stopped answering: its pid is the one it reported)."""
+        on its SSH host, read there when it stopped answering: its pid is the one it reported; on
+        a scheduler's other node, nothing: it answers or it does not)."""
         received, report = self.board.latest().get(w.index, (None, {}))
         answering = received is not None and now - received < ANSWER_S
-        here = w.host is None
+        pid_here = w.local_pid()
+        ended = w.exit_code()
         proc_state = None
-        if w.proc.poll() is None:  # for a worker there, proc is its ssh client: its end is the worker's
-            if here:
-                proc_state = os_state(w.proc.pid)
+        if ended is None:  # for a worker on an SSH host its end is its ssh client's
+            if pid_here is not None:
+                proc_state = os_state(pid_here)
             elif not answering and isinstance(report.get("pid"), int) and w.index in self.hosts:
                 proc_state = remote_os_state(self.hosts[w.index], report["pid"])
-        if w.proc.poll() is not None:
+        if ended is not None:
             state = "gone"
         elif proc_state and proc_state[0] in "Tt":
             state = "stopped"
@@ -197,7 +220,7 @@ class StallWatch:
         return WorkerStatus(worker=w.index, state=state, os_state=proc_state, phase=report.get("phase"),
                             last_step=report.get("last_step"), phase_seconds=report.get("phase_seconds"),
                             stack=list(report.get("stack") or []), host=w.host or report.get("host"),
-                            pid=w.proc.pid if here else report.get("pid"))
+                            pid=pid_here if pid_here is not None else report.get("pid"))
 
     def stopped(self) -> list[int]:
         """The workers the stall now found stopped (SIGSTOP, a debugger), here or on their hosts."""

@@ -1,6 +1,7 @@
-"""A worker's status reports to the chief's side of a cluster (the launcher): its phase, the last
+"""A worker's status reports to the chief's side of a cluster (the launcher, or in a cluster a
+scheduler runs the chief worker itself: engine/cluster/chief_watch.py): its phase, the last
 step it finished and, once it has been in one phase for a while, the top of its Python stack.
-The launcher's stall watch (engine/cluster/stalls.py) reads them to tell "the cluster is
+The stall watch (engine/cluster/stalls.py) reads them to tell "the cluster is
 waiting for worker 1, which is stopped" from "the cluster is slow" (docs/diagnose.md).
 
 Out of band and cheap: a daemon thread sends one UDP datagram of a few hundred bytes every

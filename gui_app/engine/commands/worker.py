@@ -90,7 +90,8 @@ class _Worker:
     """What this worker holds while it runs: what its failure and its end must close or tell."""
     chief: bool = True
     events: EventWriter | None = None
-    reporter: Any = None  # the status reporter to the launcher's stall watch, if it has one
+    reporter: Any = None  # the status reporter to the stall watch (the launcher's, or a scheduler-run chief's)
+    watch: Any = None  # a scheduler-run chief's stall watch (engine/cluster/chief_watch.py)
     run_dir: Path | None = None
     temp_dir: Path | None = None  # a non-chief's copy of the run directory, deleted at the end
     session: Any = None  # the TrainingSession, once it exists
@@ -98,6 +99,7 @@ class _Worker:
 
 def _run(args) -> tuple[int, Task | None]:
     """(exit code, this worker's task when its run ended normally and it is to leave the cluster)."""
+    from gui_app.engine.cluster import chief_watch
     from gui_app.engine.cluster.agreement import ClusterControl
     from gui_app.engine.cluster.status_reports import StepSeen, reporter_from
     from gui_app.engine.cluster.topology import resolve_task
@@ -118,7 +120,13 @@ def _run(args) -> tuple[int, Task | None]:
         task = resolve_task(config.strategy, args.index)
         w.chief = task.is_chief
         w.reporter = reporter_from(getattr(args, "status_to", None), task.index)
-        w.events = events = EventWriter(args.events if w.chief else "none")
+        # A cluster a scheduler runs has no launcher: its chief hosts the stall watch.
+        scheduled = (config.strategy.cluster in ("slurm", "tf_config") and w.reporter is None
+                     and chief_watch.wanted(task))
+        if scheduled and not w.chief:
+            w.reporter = chief_watch.reporter_to_chief(task, config.to_json())
+        mode = args.events if w.chief else "none"
+        w.events = events = chief_watch.WatchedEvents(mode) if scheduled and w.chief else EventWriter(mode)
         if task.tf_config:
             os.environ["TF_CONFIG"] = task.tf_config
         start = _resume_point(args)
@@ -129,6 +137,9 @@ def _run(args) -> tuple[int, Task | None]:
         if not args.no_events_file:
             events.attach(run_dir)
         control = Control.listening(args.control == "stdin")
+        if isinstance(events, chief_watch.WatchedEvents):
+            w.watch = _chief_watch(task, config, events, control)
+            w.reporter = w.watch.reporter if w.watch else None
         built = _form_cluster(task, config, events)
         # The one split rule (core/batch_split.py), the same answer as train, submit and the form,
         # asked here so a split the cluster cannot run ends it before the session starts (the
@@ -152,12 +163,26 @@ def _run(args) -> tuple[int, Task | None]:
     except BaseException as exc:  # noqa: BLE001 - one line and an exit code, like the engine
         return _failed(args, exc, w), None
     finally:
+        if w.watch is not None:
+            w.watch.close()
         if w.reporter is not None:
             w.reporter.close()
         if w.events is not None:
             w.events.close()
         if w.temp_dir is not None:
             shutil.rmtree(w.temp_dir, ignore_errors=True)
+
+
+def _chief_watch(task: Task, config: RunConfig, events, control: Control):
+    """The scheduler-run chief's stall watch, or None (and why, on stderr) when its board's port is taken."""
+    from gui_app.engine.cluster.chief_watch import ChiefWatch
+
+    try:
+        return ChiefWatch(task, config.to_json(), events, lambda: control.paused or control.stop_requested)
+    except OSError as exc:
+        print(f"[replica-studio] {task.name}: no stall watch (the status board's UDP port: {exc.strerror or exc})",
+              file=sys.stderr, flush=True)
+        return None
 
 
 def _resume_point(args) -> tuple[bool, str | None] | None:
@@ -227,6 +252,8 @@ def _failed(args, exc: BaseException, w: _Worker) -> int:
     else:
         kind, code = classify(exc)
         message = f"cluster: {exc}" if isinstance(exc, JoinTimeout) else one_line(exc)
+        if w.watch is not None:  # TensorFlow's heartbeat failure after a stall: what the stall saw
+            message += w.watch.context()
     if args.debug or kind == "internal":
         traceback.print_exc(file=sys.stderr)
     print(f"replica-studio worker: {message}", file=sys.stderr, flush=True)
