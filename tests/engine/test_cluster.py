@@ -101,7 +101,9 @@ def test_a_hung_worker_is_named_and_max_restarts_completes_the_run(tmp_path):
     restarts = [w for w in run.of("warning") if w.get("restart")]
     assert len(restarts) == 1, run.of("warning")
     assert "worker 1" in restarts[0]["message"] and "stopped sending heartbeats" in restarts[0]["message"]
-    assert restarts[0]["time"] - state["wall"] < 20
+    # TensorFlow's heartbeat check names it: 8-11 s after the freeze on a quiet machine, 22 s once
+    # with two test sessions beside it (load 5).
+    assert restarts[0]["time"] - state["wall"] < 45
     assert not alive(state["killed"])
     steps = [e["step"] for e in run.of("step")]
     total = run.of("run_started")[0]["total_steps"]

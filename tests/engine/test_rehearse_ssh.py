@@ -69,7 +69,9 @@ def test_a_worker_whose_process_is_not_recorded_fails_in_one_line_and_its_run_is
     process there: one line, exit 1, and the run that was to be interrupted is stopped, not left
     training."""
     add_host(Host(ALIAS, command=ssh_host.command), tmp_path / "config" / "hosts.json")
-    config = cluster_config(tmp_path, ALIAS, epochs=30)  # still training when the wait for the record ends
+    # Still training when the 30 s wait for the record ends, however fast the machine (30 epochs
+    # were done by then once, on a machine running two test sessions); stopped then, so never long.
+    config = cluster_config(tmp_path, ALIAS, epochs=400)
     done = subprocess.run(app_command("rehearse", str(config), "--at", "3", "--worker", "1", "--json",
                                       "--runs-dir", str(tmp_path / "runs")),
                           capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL,
