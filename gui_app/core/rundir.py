@@ -231,20 +231,8 @@ def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> R
     long = read_long_run(run_dir, min_steps)
     if long is None:
         return None
-    view = long.buckets()
-    history = RunHistory()
-    if long.started is not None:
-        history.add([long.started])
-    findings, history.findings = history.findings, coarse.QuietFindings()
-    history.add(coarse.events_of(view))
-    history.findings = findings
-    split = history.timing.history
-    split.clear()
-    for row in coarse.split_rows(view):
-        split.append(row)
+    history = coarse.long_history(long.buckets(), long.started, summarize_events(run_dir).started)
     history.add(long.tail)
-    history.status.started = summarize_events(run_dir).started  # the first run_started's time
-    history.coarse = True
     return _history(run_dir, [], history)
 
 
