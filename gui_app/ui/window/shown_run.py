@@ -8,6 +8,11 @@ comes on screen (or none) it sets :attr:`WindowState.shown_run
 <gui_app.ui.window.window_state.WindowState.shown_run>`, which the title, the Export menu and the
 Try tab follow; the banner over the tabs (the run's diagnosis) draws from the same history.
 ``note(str)`` carries a line for the Log tab (a part of the run that cannot be read or shown).
+
+A long run whose pyramid must be built first (written by a version that kept none, or copied
+here: rundir.history_to_build) is read by Open on a thread of its own (ui/workers/background.py:
+seconds of decoding every line once, which froze the window), and comes on screen when read,
+unless another run (or a live one) came first.
 """
 from __future__ import annotations
 
@@ -18,13 +23,14 @@ from PySide6.QtCore import QObject, Signal
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
 from gui_app.core.hosts import split_run_key
-from gui_app.core.rundir import read_history
+from gui_app.core.rundir import history_to_build, read_history
 from gui_app.ui.tabs.evaluation import EvaluationTab
 from gui_app.ui.tabs.replicas import ReplicasTab
 from gui_app.ui.tabs.training import TrainingTab
 from gui_app.ui.window.finding_banner import FindingBanner
 from gui_app.ui.window.run_progress import RunProgress
 from gui_app.ui.window.window_state import WindowState
+from gui_app.ui.workers.background import Background, Send
 
 
 class ShownRun(QObject):
@@ -37,6 +43,8 @@ class ShownRun(QObject):
         self.training, self.replicas, self.evaluation, self.progress = training, replicas, evaluation, progress
         self.banner = banner  # the run's diagnosis over the tabs (gui_app/ui/window/finding_banner.py)
         evaluation.failed.connect(self.note)
+        self._background = Background(self)
+        self._reading: str | None = None  # the run Open reads off the GUI thread, to show once read
         self._show(RunHistory())
 
     @property
@@ -50,6 +58,7 @@ class ShownRun(QObject):
 
     def clear(self) -> None:
         """Empty charts, progress and evaluation: a new run starts, or none is shown."""
+        self._reading = None
         self.training.set_overlay(None)
         self._show(RunHistory())
         self._state.set_shown_run(None)
@@ -65,6 +74,7 @@ class ShownRun(QObject):
     def show_history(self, run_dir: str | Path, history: RunHistory | None = None) -> bool:
         """Show a run from its files: its events and its evaluation (``history``: read already).
         True if it has one to show."""
+        self._reading = None
         history = history or read_history(run_dir)
         self.training.set_overlay(None)
         self._show(history)
@@ -79,8 +89,27 @@ class ShownRun(QObject):
 
     def open(self, run_dir: str | Path) -> bool:
         """Show a past run (the progress line says which it is and how it ended, from its
-        history). True if it has an evaluation to show."""
-        return self.show_history(run_dir)
+        history). True if it has an evaluation to show; False too for a run read off the GUI
+        thread (its pyramid is built first), which comes on screen once read."""
+        if not history_to_build(run_dir):
+            return self.show_history(run_dir)
+        self.clear()
+        self._reading = str(run_dir)
+        self.say(f"Reading {Path(run_dir).name}: its history is built once from its events…")
+        self._background.run(_read, self._reading, deliver=self._on_read, failed=self._on_read_failed,
+                             name="open-run")
+        return False
+
+    def _on_read(self, read: tuple[str, RunHistory]) -> None:
+        run_dir, history = read
+        if run_dir == self._reading and self._state.is_idle():  # still the run asked for, and no live one
+            self.show_history(run_dir, history)
+
+    def _on_read_failed(self, exc: BaseException) -> None:
+        if self._reading is not None:
+            self.note.emit(f"Cannot read {self._reading}: {exc}")
+            self.say("")
+            self._reading = None
 
     def overlay(self, other_run: str | Path) -> None:
         """Draw another run's training curves over the run on screen, dashed."""
@@ -104,3 +133,8 @@ class ShownRun(QObject):
         for view in (self.training, self.replicas, self.evaluation, self.progress, self.banner):
             if view is not None:
                 view.set_history(history)
+
+
+def _read(send: Send, run_dir: str) -> None:
+    """Open's read of a run whose pyramid is built first (on a background thread: no Qt here)."""
+    send((run_dir, read_history(run_dir)))
