@@ -1,6 +1,7 @@
 """The window attaches to a long run through ``attach --history`` (gui_app/ui/window/run_attach.py):
-its history from the pyramid, then its events, here and on a real SSH host (tests/ssh_host.py);
-the charts are the ones Open draws for that run, with a one-step spike at full zoom-out."""
+its history from the pyramid, then its events, here and on a real SSH host (tests/ssh_host.py,
+where Open reads it so too: gui_app/ui/window/remote_runs.py); the charts are the ones Open
+draws for that run here, with a one-step spike at full zoom-out."""
 from __future__ import annotations
 
 import shutil
@@ -57,8 +58,15 @@ def test_a_long_run_on_a_host_is_followed_from_its_history(qtbot, on_host, ssh_h
         window = MainWindow()
         qtbot.addWidget(window)
         try:
-            _attached(qtbot, window, run_key(ALIAS, str(run)))
+            key = run_key(ALIAS, str(run))
+            _attached(qtbot, window, key)
             assert (run / FOLDER / META_FILE).exists()
+            _same_as_open(window, run)
+            window.shown.clear()  # Open of the host's run: from its pyramid there too
+            window.open_run(key)
+            qtbot.waitUntil(lambda: not window.remote_open.is_reading() and window.state.shown_run == key,
+                            timeout=60_000)
+            window.training_tab.flush()
             _same_as_open(window, run)
         finally:
             window.close()
