@@ -225,7 +225,7 @@ def _engine_figures(variants: dict[str, dict[str, str]], pairs: int, work: Path)
     return figures
 
 
-def _run_figures(form: str, run_dir: Path, sections: set[str]) -> dict[str, list[float]]:
+def _run_figures(form: str, run_dir: Path, sections: set[str], replay: bool = True) -> dict[str, list[float]]:
     """One repeat's figures of one form (every section that reads the synthetic run)."""
     env = common.env()
     out: dict[str, list[float]] = {}
@@ -257,10 +257,11 @@ def _run_figures(form: str, run_dir: Path, sections: set[str]) -> dict[str, list
         seconds, rss, _ = _rusage_run(app_command("compare", str(run_dir), str(run_dir)), env)
         add("compare RUN RUN (s)", seconds)
         add("compare RUN RUN, peak RSS (MB)", rss / MB)
-    if "attach" in sections:
+    if "attach" in sections and replay:
         seconds, rss, sent = _rusage_run(app_command("attach", str(run_dir), "--control", "none"), env)
         add("attach, every line (s)", seconds)
         add("attach, every line: bytes (MB)", sent / MB)
+    if "attach" in sections:
         seconds, rss, sent = _rusage_run(app_command("attach", str(run_dir), "--history", "--control", "none"), env)
         add("attach --history (s)", seconds)
         add("attach --history: bytes before the live tail (MB)", sent / MB)
@@ -320,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-variant", action="append", default=[], metavar="NAME:VAR=VALUE")
     parser.add_argument("--pairs", type=int, default=3, help="engine pairs")
     parser.add_argument("--no-pyramid", action="store_true", help="write the runs without their history/")
-    parser.add_argument("--replays", type=int, default=1, help="ssh: repeats that also replay every line")
+    parser.add_argument("--replays", type=int, default=1,
+                        help="attach, ssh: the repeats that also replay every line (the rest: --history only)")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -358,9 +360,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {form}: its history/ built in {time.monotonic() - started:.0f} s: {kept / MB:.1f} MB",
                       flush=True)
         samples: dict[str, list[float]] = {}
-        for _ in range(args.repeats if sections & {"window", "runs", "compare", "attach"} else 0):
+        for i in range(args.repeats if sections & {"window", "runs", "compare", "attach"} else 0):
             for form in forms:  # interleaved: load from elsewhere hits every form alike
-                for name, values in _run_figures(form, runs[form], sections).items():
+                for name, values in _run_figures(form, runs[form], sections, i < args.replays).items():
                     samples.setdefault(name, []).extend(values)
         if "ssh" in sections:
             samples.update(_ssh_figures(runs, args.repeats, args.replays))

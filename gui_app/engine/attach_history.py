@@ -6,7 +6,11 @@ the link (386 MB for 300,000 steps x 8 replicas in lean lines) and the window fo
 With ``--history`` attach first writes one ``history`` line (gui_app/core/history/wire.py) with
 the buckets Open draws, then the lines after the pyramid's offset (at most its open bucket of
 256 steps, and what the run wrote since its engine last wrote the pyramid's meta), then the live
-tail: the bytes and the window's work no longer grow with the run's length.
+tail: the bytes and the window's work no longer grow with the run's length. The history line
+says the byte its events start at (``offset``): ``attach --from-byte OFFSET --from N`` goes on
+after N of them, which is how the window attaches again after a dropped connection. (A line
+number would do as well, but finding it counts the file's newlines up to the offset: 1.4 s for
+445 MB here, growing with the run.)
 
 The pyramid is the one Open reads (rundir.read_long_run): a run of a version that kept none (or
 whose pyramid is stale) gets it built here first, on the host, unless a process runs it (its
@@ -24,8 +28,6 @@ from typing import NamedTuple
 from gui_app.core import rundir
 from gui_app.core.history import wire
 
-CHUNK = 4 << 20
-
 
 class HistoryStart(NamedTuple):
     line: bytes  # the history line, with its newline
@@ -39,32 +41,24 @@ def history_start(run_dir: Path) -> HistoryStart | None:
     if long is None:
         return None
     offset = long.meta.offset
-    lines = count_lines(run_dir / rundir.EVENTS_FILE, offset)
-    if lines is None:
+    if line_start_problem(run_dir / rundir.EVENTS_FILE, offset):  # the file was replaced meanwhile
         return None
-    value = wire.encode_history(long.buckets(), long.started, rundir.summarize_events(run_dir).started, lines)
+    value = wire.encode_history(long.buckets(), long.started, rundir.summarize_events(run_dir).started, offset)
     return HistoryStart(json.dumps(value, separators=(",", ":")).encode("utf-8") + b"\n", offset)
 
 
-def count_lines(path: Path, end: int) -> int | None:
-    """The lines of ``path`` before byte ``end`` (where a line starts), so that ``attach --from``
-    that number goes on after them: the one part that reads the file up to the offset, at the
-    disk's speed and without decoding (0.2 s for 386 MB from the page cache here). None when
-    ``end`` is not a line's start (the file was replaced meanwhile)."""
+def line_start_problem(path: Path, offset: int) -> str | None:
+    """Why byte ``offset`` of ``path`` is no line's start (None when it is): past the end, or
+    inside a line (a resumed run replaced the file since the offset was read from it)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        count, at = 0, 0
-        while at < end:
-            data = os.pread(fd, min(CHUNK, end - at), at)
-            if not data:
-                return None
-            count += data.count(b"\n")
-            at += len(data)
-        if end and os.pread(fd, 1, end - 1) != b"\n":
-            return None
-        return count
-    finally:
-        os.close(fd)
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if offset < 0 or offset > size:
+                return f"{path} has {size} bytes; got {offset}"
+            if offset:
+                f.seek(offset - 1)
+                if f.read(1) != b"\n":
+                    return f"byte {offset} of {path} does not start a line (the file was replaced since?)"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    return None

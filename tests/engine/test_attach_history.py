@@ -32,7 +32,7 @@ def _attach(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def _folded(stdout: bytes) -> tuple[RunHistory, int, int]:
-    """The history the window folds from attach --history's output, the line its events go on
+    """The history the window folds from attach --history's output, the byte its events go on
     from, and how many event lines followed the history line."""
     first, *lines = stdout.splitlines()
     head = decode_history(json.loads(first))
@@ -41,7 +41,7 @@ def _folded(stdout: bytes) -> tuple[RunHistory, int, int]:
     if head.started is not None:  # the devices its lean step lines refer to, as RunJob does
         decoder.value(encode(head.started))
     history.add([event for event in map(decoder.line, lines) if event is not None])
-    return history, head.line, len(lines)
+    return history, head.offset, len(lines)
 
 
 def _same_as_open(history: RunHistory, run: Path) -> None:
@@ -62,14 +62,19 @@ def test_a_long_runs_history_comes_from_its_pyramid_and_its_events_go_on_after_i
     done = _attach(str(run), "--history")
     assert done.returncode == 0, done.stderr
     assert len(done.stdout) < MAX_BYTES and len(done.stdout) < size / 50, (len(done.stdout), size)
-    history, line, after = _folded(done.stdout)
+    history, offset, after = _folded(done.stdout)
     _same_as_open(history, run)
-    # The events after the history are lines line.. of the file: a re-attachment from there
-    # (--from, as the window attaches again after a dropped connection) writes the same lines.
-    lines = (run / rundir.EVENTS_FILE).read_bytes().splitlines(keepends=True)
-    assert line + after == len(lines) and after < 600
-    again = _attach(str(run), "--from", str(line))
-    assert again.stdout == b"".join(lines[line:]) == b"".join(done.stdout.splitlines(keepends=True)[1:])
+    # The events after the history are the file's from byte offset on: a re-attachment from
+    # there (--from-byte and --from, as the window attaches again after a dropped connection)
+    # writes the same lines, and goes on after the lines it is told were read.
+    data = (run / rundir.EVENTS_FILE).read_bytes()
+    assert data[offset - 1:offset] == b"\n" and data[offset:] == b"".join(done.stdout.splitlines(keepends=True)[1:])
+    assert 0 < after < 600
+    tail = data[offset:].splitlines(keepends=True)
+    again = _attach(str(run), "--from-byte", str(offset), "--from", "5")
+    assert again.returncode == 0 and again.stdout == b"".join(tail[5:])
+    inside = _attach(str(run), "--from-byte", str(offset + 3))
+    assert inside.returncode == 2 and inside.stdout == b"" and "does not start a line" in inside.stderr.decode()
 
 
 def test_an_old_long_run_gets_its_pyramid_built_by_attach(tmp_path):
@@ -86,11 +91,11 @@ def test_a_short_run_is_replayed_whole_and_history_refuses_from_and_text(tmp_pat
     run = write_run(tmp_path / "short", 300)
     done = _attach(str(run), "--history")
     assert done.returncode == 0 and done.stdout == (run / rundir.EVENTS_FILE).read_bytes()
-    for extra in (("--from", "3"), ("--text",)):
+    for extra in (("--from", "3"), ("--from-byte", "0", "--text"), ("--from-byte", "12")):
         refused = _attach(str(run), "--history", *extra)
         assert refused.returncode == 2 and refused.stdout == b""
         assert refused.stderr.decode().strip().splitlines() == [
-            "replica-studio attach: --history: the history comes before line 0; not with --from N or --text"]
+            "replica-studio attach: --history: the history comes before line 0; not with --from, --from-byte or --text"]
 
 
 @pytest.mark.slow

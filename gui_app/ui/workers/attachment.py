@@ -120,6 +120,7 @@ class Attachment(QObject):
         self.host = host
         self.run_dir, self.lines = run_dir, from_line
         self._history_wanted = history
+        self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
@@ -254,7 +255,8 @@ class Attachment(QObject):
 
     def _attach_command(self) -> list[str]:
         # over ssh the first attach goes over the connection the start made; connecting again is short attempts
-        where = ["--history"] if self._history_wanted and self.lines == 0 else ["--from", str(self.lines)]
+        where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
+                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else []))
         return self._command(["attach", self.run_dir, *where],
                              RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
@@ -285,10 +287,11 @@ class Attachment(QObject):
     def _on_history(self, value: dict) -> None:
         """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history:
         the fold Open does on this thread, a few hundred ms for 2,000 buckets of 8 replicas), and
-        the line of events.jsonl its events go on from (a re-attachment says ``--from`` after it)."""
-        line = value.get("line")
-        if isinstance(line, int) and line >= 0:
-            self._from = self.lines = line
+        the byte of events.jsonl its events go on from (a re-attachment says ``--from-byte`` it and
+        ``--from`` the lines read after it)."""
+        offset = value.get("offset")
+        if isinstance(offset, int) and offset >= 0:
+            self._byte, self._from, self.lines = offset, 0, 0
         try:
             head = decode_history(value)
         except ValueError as exc:

@@ -43,6 +43,43 @@ def test_a_long_run_here_is_followed_from_its_history(qtbot, window, runs_dir):
     _same_as_open(window, run)
 
 
+def test_a_dropped_attachment_goes_on_from_the_byte_the_history_ended_at(qtbot, window, runs_dir):
+    """A live long run (its lock held here): attached from its history, the attach process
+    killed, steps written meanwhile; attached again with --from-byte and --from: each step once."""
+    import os
+    import signal
+
+    from pyramid_runs import finished, step_lines
+    from test_detached_window import _attach_pids
+
+    from gui_app.core import run_lock
+    from gui_app.core.events import Step
+
+    window.settings.confirm_close_during_run = False  # a failure below leaves the run followed: no question
+    run = write_long_run(runs_dir / "20260101-000000-digits-live", STEPS, spikes={SPIKE: 50.0}, end=False)
+    live: list[int] = []
+    window.supervisor.events.connect(lambda batch: live.extend(e.step for e in batch if isinstance(e, Step)))
+    with run_lock.RunLock(run):
+        histories: list = []
+        window.supervisor.history.connect(lambda key, history: histories.append(key))
+        assert window.attach.attach(str(run))
+        qtbot.waitUntil(lambda: histories == [str(run)] and bool(live) and live[-1] == STEPS, timeout=60_000)
+        tail = list(live)
+        assert tail == list(range(tail[0], STEPS + 1)) and len(tail) <= 256  # the open bucket's steps
+        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
+            for pid in _attach_pids(str(run)):
+                os.kill(pid, signal.SIGKILL)
+        with open(run / rundir.EVENTS_FILE, "a", encoding="utf-8") as f:
+            f.writelines(step_lines(STEPS + 1, STEPS + 50))
+            f.write(finished(STEPS + 50))
+    with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:  # the run let go of its lock
+        pass
+    assert ended.args[:2] == ["completed", str(run)]
+    assert live == list(range(tail[0], STEPS + 51))  # none lost, none twice across the drop
+    steps = window.shown.history.training.steps.data[:, 0]
+    assert steps[-51:].tolist() == list(range(STEPS, STEPS + 51))
+
+
 @pytest.mark.slow
 def test_a_long_run_on_a_host_is_followed_from_its_history(qtbot, on_host, ssh_host, tmp_path):
     from ssh_host import ALIAS, USER
