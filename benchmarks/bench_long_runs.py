@@ -2,13 +2,16 @@
 list, ``compare``, a re-attachment, and what keeping its history costs the engine.
 
     python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--epochs 100] [--forms old,new] [--repeats 3]
-        [--only lines,window,runs,compare,attach,engine] [--source RUN] [--work DIR] [--keep]
+        [--only lines,window,runs,compare,attach,ssh,engine] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
         [--engine-variant NAME:VAR=VALUE ...] [--pairs 3] [--json OUT]
 
 The runs are synthetic (benchmarks/long_runs.py): a real short run's events repeated to N steps
 x R replicas, in protocol 2's long step lines (``old``, what every run before protocol 3 holds)
 and protocol 3's lean ones (``new``). Each form gets a runs folder of its own holding that one
-run. Sections, every figure a fresh process, repeats interleaved across the forms:
+run, with its history at several resolutions (``history/``) built once after it is written, as
+the engine keeps it while a run goes (timed: what the first reader of an old run pays);
+``--no-pyramid`` leaves it out (every reader but the first then reads a pyramid the first built).
+Sections, every figure a fresh process, repeats interleaved across the forms:
 
 - ``lines``: bytes per step line, the time to decode one (``LineDecoder.line``, as the window
   and ``read_events`` do for every line) and to encode one (``LineEncoder`` and ``json.dumps``, as
@@ -22,17 +25,22 @@ run. Sections, every figure a fresh process, repeats interleaved across the form
 - ``runs``: ``replica-studio runs --runs-dir DIR`` with no ``summary.json`` (cold): wall seconds
   and peak RSS (``wait4``).
 - ``compare``: ``replica-studio compare RUN RUN``: wall seconds and peak RSS.
-- ``attach``: ``replica-studio attach RUN --control none`` of the finished run: seconds and the
-  bytes it writes -- what a re-attachment over SSH carries before the live tail (the SSH test host
-  of tests/ssh_host.py is a pytest fixture in a network namespace; ssh adds its framing only).
+- ``attach``: ``replica-studio attach RUN --control none`` of the finished run (every line: a
+  script's attach) and ``attach RUN --history --control none`` (the window's re-attachment: the
+  history from the pyramid, then the events after it): seconds and the bytes each writes.
+- ``ssh``: the same two over the SSH test host (tests/ssh_host.py's ``running_host``: sshd in a
+  network namespace, as root; the run moved into the host user's home and given to that user):
+  ``attach --host ALIAS RUN --history`` (and ``--replays`` times every line), wall seconds here
+  and the bytes that reached this side.
 - ``engine``: the cost of keeping the history: ``replica-studio train`` of digits (mnist_cnn,
   mirrored over two logical CPUs) under each engine variant, interleaved pairs; the figure is
-  the median of the run's step events' examples/s. Variants: ``lean`` (protocol 3's lines) and
-  ``full`` (protocol 2's, through ``REPLICA_STUDIO_EVENT_LINES=full``); ``--engine-variant
-  NAME:VAR=VALUE`` adds one (e.g. a history writer switched by its own variable).
+  the median of the run's step events' examples/s. Variants: ``lean`` (as the engine runs: the
+  pyramid kept) and ``no history`` (``REPLICA_STUDIO_HISTORY=0``: summary.json only);
+  ``--engine-variant NAME:VAR=VALUE`` adds one (``full:REPLICA_STUDIO_EVENT_LINES=full``: protocol
+  2's long lines).
 
-Disk: 300,000 x 8 is 778 MB old and about 410 MB new; the runs are deleted at the end unless
-``--keep``. Memory: today's readers hold the whole run (the window about 3 x the file).
+Disk: 300,000 x 8 is 778 MB old and about 410 MB new (its history/ a few MB); the runs are
+deleted at the end unless ``--keep``.
 """
 from __future__ import annotations
 
@@ -52,10 +60,12 @@ import common
 import long_runs
 
 from gui_app.core import rundir
-from gui_app.core.event_lines import LINES_ENV, LineDecoder, LineEncoder
+from gui_app.core.event_lines import LineDecoder, LineEncoder
+from gui_app.core.history.pyramid_files import update_pyramid
+from gui_app.engine.run_records import HISTORY_ENV
 from gui_app.identity import app_command
 
-SECTIONS = ("lines", "window", "runs", "compare", "attach", "engine")
+SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine")
 ENGINE_CONFIG = {**long_runs.SOURCE_CONFIG, "training": {"epochs": 2, "global_batch_size": 64, "seed": 1}}
 MB = 1024 * 1024
 
@@ -215,7 +225,7 @@ def _engine_figures(variants: dict[str, dict[str, str]], pairs: int, work: Path)
     return figures
 
 
-def _run_figures(form: str, run_dir: Path, sections: set[str]) -> dict[str, list[float]]:
+def _run_figures(form: str, run_dir: Path, sections: set[str], replay: bool = True) -> dict[str, list[float]]:
     """One repeat's figures of one form (every section that reads the synthetic run)."""
     env = common.env()
     out: dict[str, list[float]] = {}
@@ -247,10 +257,49 @@ def _run_figures(form: str, run_dir: Path, sections: set[str]) -> dict[str, list
         seconds, rss, _ = _rusage_run(app_command("compare", str(run_dir), str(run_dir)), env)
         add("compare RUN RUN (s)", seconds)
         add("compare RUN RUN, peak RSS (MB)", rss / MB)
-    if "attach" in sections:
+    if "attach" in sections and replay:
         seconds, rss, sent = _rusage_run(app_command("attach", str(run_dir), "--control", "none"), env)
-        add("attach (re-attach replay) (s)", seconds)
-        add("attach bytes before the live tail (MB)", sent / MB)
+        add("attach, every line (s)", seconds)
+        add("attach, every line: bytes (MB)", sent / MB)
+    if "attach" in sections:
+        seconds, rss, sent = _rusage_run(app_command("attach", str(run_dir), "--history", "--control", "none"), env)
+        add("attach --history (s)", seconds)
+        add("attach --history: bytes before the live tail (MB)", sent / MB)
+        add("attach --history: peak RSS (MB)", rss / MB)
+    return out
+
+
+def _ssh_figures(runs: dict[str, Path], repeats: int, replays: int) -> dict[str, list[float]]:
+    """Re-attachments over the SSH test host, each run moved into its user's home meanwhile."""
+    sys.path.insert(0, str(common.ROOT / "tests"))
+    from ssh_host import ALIAS, running_host
+
+    from gui_app.core.hosts import Host, add_host
+
+    out: dict[str, list[float]] = {}
+    with running_host() as host, tempfile.TemporaryDirectory() as config:
+        add_host(Host(ALIAS, command=host.command), Path(config) / "hosts.json")
+        env = host.env(config)
+        there = {form: host.home / run.name for form, run in runs.items()}
+        try:
+            for form, run in runs.items():
+                shutil.move(str(run), there[form])
+                subprocess.run(["chown", "-R", f"{host.user}:{host.user}", str(there[form])], check=True)
+            for i in range(repeats):
+                for form, run in there.items():
+                    kinds = [("--history", "attach --host --history")] + ([("", "attach --host, every line")]
+                                                                         if i < replays else [])
+                    for flag, name in kinds:
+                        command = app_command("attach", "--host", ALIAS, str(run), *filter(None, [flag]),
+                                              "--control", "none")
+                        seconds, _, sent = _rusage_run(command, env)
+                        out.setdefault(f"{form}: {name} (s)", []).append(seconds)
+                        out.setdefault(f"{form}: {name}: bytes (MB)", []).append(sent / MB)
+        finally:
+            for form, run in runs.items():
+                if there[form].exists():
+                    shutil.move(str(there[form]), run)
+                    subprocess.run(["chown", "-R", f"{os.getuid()}:{os.getgid()}", str(run)], check=False)
     return out
 
 
@@ -271,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the synthetic runs")
     parser.add_argument("--engine-variant", action="append", default=[], metavar="NAME:VAR=VALUE")
     parser.add_argument("--pairs", type=int, default=3, help="engine pairs")
+    parser.add_argument("--no-pyramid", action="store_true", help="write the runs without their history/")
+    parser.add_argument("--replays", type=int, default=1,
+                        help="attach, ssh: the repeats that also replay every line (the rest: --history only)")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -285,14 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         figures += _line_figures(source, work)
         common.show(figures)
     if "engine" in sections:
-        variants = {"lean": {}, "full": {LINES_ENV: "full"}}
+        variants = {"lean": {}, "no history": {HISTORY_ENV: "0"}}
         for spec in args.engine_variant:
             name, _, assignment = spec.partition(":")
             key, _, value = assignment.partition("=")
             variants.setdefault(name, {})[key] = value
         figures += _engine_figures(variants, args.pairs, work)
         common.show(figures[-len(variants) * 2 + 1:])
-    if sections & {"window", "runs", "compare", "attach"}:
+    if sections & {"window", "runs", "compare", "attach", "ssh"}:
         runs = {}
         for form in forms:
             started = time.monotonic()
@@ -301,11 +353,19 @@ def main(argv: list[str] | None = None) -> int:
             size = (runs[form] / rundir.EVENTS_FILE).stat().st_size
             print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB written in "
                   f"{time.monotonic() - started:.0f} s", flush=True)
+            if not args.no_pyramid:
+                started = time.monotonic()
+                update_pyramid(runs[form], runs[form] / rundir.EVENTS_FILE)
+                kept = sum(f.stat().st_size for f in (runs[form] / rundir.HISTORY_DIR).iterdir())
+                print(f"  {form}: its history/ built in {time.monotonic() - started:.0f} s: {kept / MB:.1f} MB",
+                      flush=True)
         samples: dict[str, list[float]] = {}
-        for _ in range(args.repeats):
+        for i in range(args.repeats if sections & {"window", "runs", "compare", "attach"} else 0):
             for form in forms:  # interleaved: load from elsewhere hits every form alike
-                for name, values in _run_figures(form, runs[form], sections).items():
+                for name, values in _run_figures(form, runs[form], sections, i < args.replays).items():
                     samples.setdefault(name, []).extend(values)
+        if "ssh" in sections:
+            samples.update(_ssh_figures(runs, args.repeats, args.replays))
         label = f"{args.steps:,} x {args.replicas}"
         run_figures = [common.figure(f"{label} {name}", values, None, "lower", "")
                        for name, values in samples.items()]

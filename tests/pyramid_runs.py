@@ -63,9 +63,10 @@ def write_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, float]
 
 
 def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, float] | None = None,
-                   warn_at: int | None = None) -> Path:
+                   warn_at: int | None = None, end: bool = True) -> Path:
     """:func:`write_run` with the pyramid the engine would have kept beside it (each step folded
-    as it is written, as the engine does: faster than decoding the file afterwards)."""
+    as it is written, as the engine does: faster than decoding the file afterwards); ``end``:
+    with its run_finished (else as a run that goes on leaves it)."""
     from gui_app.core.events import decode_line
     from gui_app.engine.run.records import RunRecords
 
@@ -98,6 +99,7 @@ def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, f
                     write(warning + "\n", decode_line(warning))
             else:
                 write(line, decode_line(line))
-        write(finished(steps), decode_line(finished(steps)))
+        if end:
+            write(finished(steps), decode_line(finished(steps)))
     records.close()
     return run

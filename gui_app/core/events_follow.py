@@ -26,8 +26,8 @@ from gui_app.core.rundir import EVENTS_FILE
 
 
 class EventsFollower(LineFollower):
-    def __init__(self, run_dir: str | Path, start_line: int = 0):
-        super().__init__(Path(run_dir) / EVENTS_FILE, start_line)
+    def __init__(self, run_dir: str | Path, start_line: int = 0, start_byte: int = 0):
+        super().__init__(Path(run_dir) / EVENTS_FILE, start_line, start_byte)
         self.events_read = 0  # event lines read so far (handed out or not)
         self.finished = False  # the last run_started read has its run_finished (as history/status.py folds)
 

@@ -48,3 +48,33 @@ def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot,
     around = (x >= SPIKE - 150) & (x <= SPIKE + 150)
     assert np.array_equal(x[around], np.arange(SPIKE - 150, SPIKE + 151))  # one point a step
     assert y[x == SPIKE][0] == 50.0 and np.all(y[around & (x != SPIKE)] < 3.0)
+
+
+def test_an_old_long_run_is_read_off_the_gui_thread_and_shown_once_read(qtbot, window, runs_dir, monkeypatch):
+    """No pyramid yet (a version that kept none): Open builds it on a thread of its own, the
+    window stays responsive, and the run comes on screen once read, as Open of a run that has one."""
+    import threading
+
+    from pyramid_runs import write_run
+
+    from gui_app.core import rundir
+    from gui_app.ui.window import shown_run
+
+    run = write_run(runs_dir / "20260101-000000-digits-old", 30_000, spikes={12_345: 50.0})
+    threads = []
+
+    def read_history(run_dir):
+        threads.append(threading.current_thread())
+        return rundir.read_history(run_dir)
+
+    monkeypatch.setattr(shown_run, "read_history", read_history)
+    assert rundir.history_to_build(run)
+    window.files.open_run(str(run))
+    qtbot.waitUntil(lambda: window.shown.history.coarse, timeout=60_000)
+    assert threads and threads[0] is not threading.main_thread()
+    assert window.state.shown_run == str(run) and not rundir.history_to_build(run)
+    window.training_tab.flush()
+    _, y = window.training_tab._curves[LOSS].getData()
+    assert np.nanmax(y) == 50.0 and len(y) < 5_000
+    np.testing.assert_array_equal(window.shown.history.training.steps.data,
+                                  rundir.read_history(run).training.steps.data)

@@ -159,8 +159,9 @@ class HereBackend(RunBackend):
         return JobWatch(self, every_s)
 
     # ---- its files ------------------------------------------------------------------------------
-    def follow(self, from_line: int = 0) -> EventsFollower:
-        return EventsFollower(self.run_dir, from_line)
+    def follow(self, from_line: int = 0, from_byte: int = 0) -> EventsFollower:
+        """Its events from line ``from_line`` (counted from byte ``from_byte``, a line's start)."""
+        return EventsFollower(self.run_dir, from_line, from_byte)
 
     def log_path(self) -> Path:
         return self.run_dir / rundir.LOG_FILE

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gui_app.core.events import EpochEnd, Event, ReplicaStats, Step
+from gui_app.core.events import EpochEnd, Event, ReplicaStats, RunStarted, Step
 from gui_app.core.gpu_monitor import GpuSample
 from gui_app.core.history.findings import RunFindings
 from gui_app.core.history.pyramid import (
@@ -34,8 +34,29 @@ from gui_app.core.history.pyramid import (
     read_level,
     search,
 )
+from gui_app.core.history.run import RunHistory
 
 MAX_BUCKETS = 2048  # per series over the range shown: 4,096 points, drawn in a few ms
+
+
+def long_history(view: Buckets, started: RunStarted | None, first_started: float | None) -> RunHistory:
+    """A long run's history from its buckets (each bucket's min and max: :func:`events_of`),
+    before the events after the pyramid's offset, which the caller folds as events: what Open
+    shows (rundir.read_long_history) and what ``attach --history`` sends (engine/attach_history.py).
+    ``first_started``: the run's first run_started's time (a resumed run's list says when it began)."""
+    history = RunHistory()
+    if started is not None:
+        history.add([started])
+    findings, history.findings = history.findings, QuietFindings()
+    history.add(events_of(view))
+    history.findings = findings
+    split = history.timing.history
+    split.clear()
+    for row in split_rows(view):
+        split.append(row)
+    history.status.started = first_started
+    history.coarse = True
+    return history
 
 
 class QuietFindings(RunFindings):

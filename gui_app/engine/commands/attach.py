@@ -1,7 +1,7 @@
 """``attach``, ``stop`` and ``runs``: a run seen and controlled from any process of its owner,
 wherever and however it was started (docs/detached.md).
 
-    replica-studio attach RUN_DIR [--from N] [--text]   # its events so far, then live; stdin: control words
+    replica-studio attach RUN_DIR [--from N] [--from-byte B | --history] [--text]   # its events so far, then live
     replica-studio stop RUN_DIR [--timeout S]   # stop with a checkpoint; returns when it has finished
     replica-studio runs [--json] [--runs-dir DIR]
 
@@ -39,6 +39,7 @@ from gui_app.engine.run.event_writer import format_text
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from gui_app.engine.schedulers import scheduled_runs
 from gui_app.engine.schedulers.kubernetes import runs as kubernetes_runs
+from gui_app.engine.attach_history import history_start, line_start_problem
 
 COMMANDS = ("attach", "stop", "runs")
 
@@ -55,7 +56,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                              "from stdin (its end detaches: the run goes on)")
     p.add_argument("run_dir")
     p.add_argument("--from", dest="from_line", type=int, default=0, metavar="N",
-                   help="start at event N (0-based: the lines of RUN_DIR/events.jsonl)")
+                   help="start at event N (0-based: the lines of RUN_DIR/events.jsonl, counted from --from-byte)")
+    p.add_argument("--from-byte", dest="from_byte", type=int, default=0, metavar="B",
+                   help="count --from's lines from byte B of RUN_DIR/events.jsonl (a line's start: the 'offset' "
+                        "of --history's line)")
+    p.add_argument("--history", action="store_true",
+                   help="a long run: first one 'history' line with the run's history from its pyramid (built "
+                        "first for a run that has none), then its events from the byte where the pyramid ends "
+                        "(the window's re-attachment: the bytes do not grow with the run's length); a short "
+                        "run: every line, as without it")
     p.add_argument("--control", choices=("stdin", "none"), default="stdin",
                    help="stdin: send each line of stdin (stop, pause, continue, checkpoint) to the run (default); "
                         "the end of a terminal's or a pipe's input detaches, an empty or closed stdin (/dev/null, "
@@ -95,6 +104,12 @@ def attach(args: argparse.Namespace) -> int:
     if args.from_line < 0:
         _say("attach", f"--from: must be >= 0; got {args.from_line}")
         return EXIT_BAD_INPUT
+    if args.history and (args.from_line or args.from_byte or args.text):
+        _say("attach", "--history: the history comes before line 0; not with --from, --from-byte or --text")
+        return EXIT_BAD_INPUT
+    if args.from_byte and (problem := line_start_problem(run_dir / rundir.EVENTS_FILE, args.from_byte)):
+        _say("attach", f"--from-byte: {problem}")
+        return EXIT_BAD_INPUT
     detached = threading.Event()  # set when this attachment ends and the run goes on
     if args.control == "stdin" and (ends_attachment := stdin_ends_attachment()) is not None:
         threading.Thread(target=_forward_stdin, args=(run_dir, detached, ends_attachment), name="attach-stdin",
@@ -104,8 +119,12 @@ def attach(args: argparse.Namespace) -> int:
     if mirror is not None:
         mirror.start()
     with _detaching_on_signals(detached):
-        follower = backend.follow(args.from_line)
+        start = history_start(run_dir) if args.history else None
+        follower = (backend.follow(0, start.offset) if start is not None
+                    else backend.follow(args.from_line, args.from_byte))
         try:
+            if start is not None and not _write(_Output(sys.stdout.buffer, None), [start.line]):
+                return EXIT_OK  # nobody reads us any more: detach
             return _follow(backend, follower, detached, mirror, _as_text if args.text else None)
         finally:
             follower.close()

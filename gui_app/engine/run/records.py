@@ -9,6 +9,7 @@ disk) switches the cache off and the readers fall back on the events.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from gui_app.core.history.pyramid_files import open_writer
 from gui_app.core.history.pyramid_writer import PyramidWriter
 from gui_app.core.history.status import RunStatus
 
+# "0": no pyramid (summary.json only): the benchmarks' switch for the engine's cost of keeping it
+# (benchmarks/bench_long_runs.py --only engine); readers then build it from the events, once.
+HISTORY_ENV = "REPLICA_STUDIO_HISTORY"
 SUMMARY_EVERY_S = 10.0  # during steps (a rename costs ms here); any other event that changes the status: at once
 
 
@@ -29,7 +33,8 @@ class RunRecords:
         self._inode = inode
         self._pyramid: PyramidWriter | None = None
         try:
-            self._pyramid = open_writer(self.run_dir, self.run_dir / rundir.EVENTS_FILE)
+            if os.environ.get(HISTORY_ENV) != "0":
+                self._pyramid = open_writer(self.run_dir, self.run_dir / rundir.EVENTS_FILE)
         except (OSError, ValueError):  # the run goes on; readers fold the events themselves
             self._pyramid = None
         self._status: RunStatus = rundir.summarize_events(self.run_dir)  # the lines written before

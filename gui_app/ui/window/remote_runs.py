@@ -6,10 +6,11 @@ connection, its command line built once ``ssh -G`` has answered off the GUI thre
 printed is read into rows on the list's reader thread by :func:`host_rows`) and keys each row
 ``HOST:RUN_DIR`` (:func:`remote_key`, scp's notation): a local run's key is its absolute
 path, so the two never collide, and the Host column names the host. Their histories are not
-files here: Open replays the run's events with ``attach RUN_DIR --control none`` there
+files here: Open replays the run's events with ``attach RUN_DIR --history --control none`` there
 (:class:`RemoteOpen`, its ssh command line built off the GUI thread:
-gui_app/ui/workers/host_commands.py), and Attach follows a running one from line 0 (RunAttach), so its charts
-are complete however long the window was away. Resume resumes a stopped, interrupted or failed
+gui_app/ui/workers/host_commands.py; a long run's history comes from its pyramid, a few hundred
+KB, then the events after it), and Attach follows a running one the same way (RunAttach), so its
+charts are complete however long the window was away. Resume resumes a stopped, interrupted or failed
 run there (``resume --host HOST RUN_DIR --detach``, RunActions) and follows it from its first
 event, the run's history with it.
 """
@@ -26,6 +27,8 @@ from gui_app.core.backends.ssh import SshBackend
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Event
 from gui_app.core.history import RunHistory
+from gui_app.core.history.coarse import long_history
+from gui_app.core.history.wire import decode_history
 from gui_app.core.live_runs import RunProcess
 from gui_app.core.rundir import RunInfo
 from gui_app.core.ssh import SSH_FAILED, SSH_MISSING, HostError, explain_failure
@@ -118,6 +121,7 @@ class RemoteOpen(QObject):
         self._state, self._shown = state, shown
         self._job: RunJob | None = None
         self._events: list[Event] = []
+        self._long: RunHistory | None = None  # a long run's history from its pyramid (attach --history)
         self._background = Background(self)
         self._asked = 0  # the Opens asked for: only the latest one's replay starts
 
@@ -128,7 +132,7 @@ class RemoteOpen(QObject):
         if self._job is not None:
             self._job.discard()
         self._job = None
-        self._events = []
+        self._events, self._long = [], None
         self._state.set_status(f"Reading {Path(run_dir).name} from {host.name}…")
         backend = SshBackend(run_dir, host)
         self._asked += 1
@@ -141,14 +145,26 @@ class RemoteOpen(QObject):
             return
         key = run_key(backend.host.name, run_dir)
         try:
-            command = backend.command(app_command, ["attach", run_dir, "--control", "none"])
+            command = backend.command(app_command, ["attach", run_dir, "--history", "--control", "none"])
         except HostError as exc:  # no folder for ssh's shared connections
             self._state.set_status(f"Cannot open {key}: {exc}")
             self.note.emit(f"Cannot open {key}: {exc}")
             return
         job = RunJob(command, parent=self)
+        job.history.connect(self._on_history)
         job.on_result(self._events.append).on_end(lambda _status, message: self._show(job, key, message))
         self._job = job.start()
+
+    def _on_history(self, value: dict) -> None:
+        """A long run's history from its pyramid there, folded as Open folds it here."""
+        if self.sender() is not self._job:  # replaced by a later Open
+            return
+        try:
+            head = decode_history(value)
+        except ValueError as exc:
+            self.note.emit(f"The run's history could not be read ({exc}): its last steps only")
+            return
+        self._long = long_history(head.view, head.started, head.first_started)
 
     def is_reading(self) -> bool:
         return self._background.busy() or (self._job is not None and self._job.is_running())
@@ -157,11 +173,11 @@ class RemoteOpen(QObject):
         if job is not self._job:  # replaced by a later Open
             return
         events, self._events = self._events, []
-        if not events:
+        history, self._long = self._long or RunHistory(), None
+        if not events and not history.coarse:
             self._state.set_status(f"Cannot open {key}: {message}")
             self.note.emit(f"Cannot open {key}: {message}")
             return
-        history = RunHistory()
         history.add(events)
         history.run_dir = key
         self._shown.show_history(key, history)

@@ -17,9 +17,15 @@ Submit: the status line says what the scheduler said in the run list's last read
 (Resources)"), ``attach`` waits while the job is pending, and the charts fill once the workers
 start.
 
+A long run (an events file of rundir.LONG_RUN_BYTES or more) is not read here: ``attach
+--history`` sends its history from its pyramid, then its events from where the pyramid ends
+(gui_app/engine/attach_history.py), and the supervisor's ``history`` signal shows it as Open
+would; its pyramid, when an old run has none, is built by that attach process, not the window.
+
 A run on an SSH host (listed as ``HOST:RUN_DIR``: gui_app.ui.window.remote_runs) has no file
-here: its history comes with ``attach --from 0`` there, through the supervisor, so a window that
-was closed for hours shows the run's charts complete.
+here: its history comes with ``attach --history`` there (every line from 0 for a short run),
+through the supervisor, so a window that was closed for hours shows the run's charts complete,
+and a long run's re-attachment carries a few hundred KB, not its whole events file.
 """
 from __future__ import annotations
 
@@ -27,8 +33,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from gui_app.core.rundir import read_history_so_far
 from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
+from gui_app.core.history import RunHistory
+from gui_app.core.rundir import EVENTS_FILE, LONG_RUN_BYTES, read_history_so_far
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState
@@ -45,6 +52,7 @@ class RunAttach(QObject):
         self._at_launch = True  # the first fill of the run list has not been looked at yet
         runs.attach_requested.connect(self.attach)
         runs.filled.connect(self._on_filled)
+        supervisor.history.connect(self._on_history)
 
     def attach(self, run_dir: str) -> bool:
         """Show the run's history and follow it live; False when the window follows a run
@@ -54,6 +62,12 @@ class RunAttach(QObject):
         host_name, there = split_run_key(run_dir)
         if host_name is not None:
             return self._attach_there(host_name, there)
+        if _is_long(run_dir):
+            self._shown.clear()
+            self.note.emit(f"Following {Path(run_dir).name} (its history, then its events)")
+            self._supervisor.attach(run_dir, None, 0, history=True)
+            self._state.set_tab(TRAINING)
+            return True
         so_far = read_history_so_far(run_dir)
         started = so_far.history.started
         if started is None:
@@ -83,10 +97,14 @@ class RunAttach(QObject):
             self._state.set_status(str(exc))
             return False
         self._shown.clear()
-        self.note.emit(f"Following {Path(run_dir).name} on {host.name} (its events from the first)")
-        self._supervisor.attach(run_dir, None, 0, host=host)
+        self.note.emit(f"Following {Path(run_dir).name} on {host.name} (its history, then its events)")
+        self._supervisor.attach(run_dir, None, 0, host=host, history=True)
         self._state.set_tab(TRAINING)
         return True
+
+    def _on_history(self, run_dir: str, history: RunHistory) -> None:
+        """The attached run's history from its pyramid, before its events."""
+        self._shown.show_history(run_dir, history)
 
     def attach_selected(self) -> None:
         selected = self._state.attachable_selection()
@@ -101,3 +119,11 @@ class RunAttach(QObject):
         running = self._runs.running_runs()
         if running and self._state.is_idle():
             self.attach(running[0])
+
+
+def _is_long(run_dir: str) -> bool:
+    """A run whose history comes from its pyramid (rundir.read_long_run's size rule)."""
+    try:
+        return (Path(run_dir) / EVENTS_FILE).stat().st_size >= LONG_RUN_BYTES
+    except OSError:
+        return False

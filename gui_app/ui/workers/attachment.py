@@ -31,6 +31,8 @@ ssh command lines are built once ``ssh -G`` has answered on a thread of their ow
 GUI thread (gui_app/ui/workers/host_commands.py).
 
     event(Event)      every event after line N, decoded once (RunJob)
+    history(RunHistory)  with ``history=True``, a long run's history from its pyramid
+                      (``attach --history``), before the events after it: folded as Open folds it
     log_line(str)     the run's log, the attach process's stderr
     notice(str)       "following the run again…" (over ssh: "connection to HOST lost,
                       reconnecting…") while it re-attaches; "" once attached again
@@ -52,6 +54,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.history.coarse import long_history
+from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
 from gui_app.core.rundir import EVENTS_FILE
@@ -97,21 +101,26 @@ class DetachedStart(EngineJob):
 
 class Attachment(QObject):
     arrived = Signal(object)  # an event of the run; not "event": that would hide QObject.event()
+    history = Signal(object)  # a RunHistory: a long run's history, before its events (history=True)
     log_line = Signal(str)
     notice = Signal(str)
     ended = Signal(str, str)
 
     def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
-                 run_dir: str = "", from_line: int = 0, host: Host | None = None,
+                 run_dir: str = "", from_line: int = 0, host: Host | None = None, history: bool = False,
                  parent: QObject | None = None) -> None:
         """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
         ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
         run_started (a resume, whose history the window has shown already). ``host``: the SSH
-        host the run is on (``run_dir`` is a path there), None for this computer."""
+        host the run is on (``run_dir`` is a path there), None for this computer. ``history``: the
+        first attach from line 0 asks for a long run's history from its pyramid (``history``),
+        not for every line (``attach --history``: docs/detached.md)."""
         super().__init__(parent)
         self._engine_command, self._start_command = engine_command, list(start_command)
         self.host = host
         self.run_dir, self.lines = run_dir, from_line
+        self._history_wanted = history
+        self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
@@ -230,8 +239,9 @@ class Attachment(QObject):
             return
         if self.remote:
             self._remote_log.follow()  # again after a dropped connection, from where it was
-        self._job = (RunJob(command, parent=self)
-                     .on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
+        job = RunJob(command, parent=self)
+        job.history.connect(self._on_history)
+        self._job = (job.on_result(self._on_event).on_log_line(self.log_line).on_end(self._on_attach_end)
                      .start())
         if self._stopping:
             self._job.send("stop")  # again: the word may have gone with the last attachment
@@ -245,7 +255,9 @@ class Attachment(QObject):
 
     def _attach_command(self) -> list[str]:
         # over ssh the first attach goes over the connection the start made; connecting again is short attempts
-        return self._command(["attach", self.run_dir, "--from", str(self.lines)],
+        where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
+                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else []))
+        return self._command(["attach", self.run_dir, *where],
                              RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
     def _command(self, args: list[str], connect_timeout: int = CONNECT_TIMEOUT_S) -> list[str]:
@@ -271,6 +283,21 @@ class Attachment(QObject):
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
         self.arrived.emit(event)
+
+    def _on_history(self, value: dict) -> None:
+        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history:
+        the fold Open does on this thread, a few hundred ms for 2,000 buckets of 8 replicas), and
+        the byte of events.jsonl its events go on from (a re-attachment says ``--from-byte`` it and
+        ``--from`` the lines read after it)."""
+        offset = value.get("offset")
+        if isinstance(offset, int) and offset >= 0:
+            self._byte, self._from, self.lines = offset, 0, 0
+        try:
+            head = decode_history(value)
+        except ValueError as exc:
+            self.log_line.emit(f"the run's history could not be read ({exc}): the charts show its last steps only")
+            return
+        self.history.emit(long_history(head.view, head.started, head.first_started))
 
     def _on_attach_end(self, status: str, message: str) -> None:
         job, self._job = self._job, None

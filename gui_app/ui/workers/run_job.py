@@ -8,6 +8,8 @@ it after the grace period (docs/architecture.md, "Process model": stop is cooper
 
     result(Event)    every event, as it comes, decoded here once (gui_app.core.events); a line that
                      is no event goes to ``log_line``, and so does a ``warning`` event's message
+    history(dict)    ``attach --history``'s first line (gui_app/core/history/wire.py), not counted
+                     in ``lines_read``: the lines after it go on from the line it names
     ended(str, str)  how the run ended, once, before ``finished``: the status and message of its
                      ``run_finished`` event; else ``interrupted`` when it was killed as asked (the
                      stop's grace period ran out, or :meth:`RunJob.kill`), or ``failed`` with the
@@ -25,11 +27,13 @@ from PySide6.QtCore import QObject, Signal
 from gui_app.core.engine_output import EXIT_OK
 from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Error, RunFinished, RunStarted, Warning
+from gui_app.core.history.wire import TYPE as HISTORY
 from gui_app.ui.workers.engine_job import KILL_WAIT_MS, ServingJob
 
 
 class RunJob(ServingJob):
     ended = Signal(str, str)
+    history = Signal(dict)
     NOT_STARTED = -1  # exit_code of a command that could not be started at all
 
     def __init__(self, command: Sequence[str], parent: QObject | None = None) -> None:
@@ -67,6 +71,11 @@ class RunJob(ServingJob):
                 self._process.wait(KILL_WAIT_MS)
 
     def _on_event(self, value: dict) -> None:
+        if value.get("type") == HISTORY:
+            if isinstance(value.get("started"), dict):  # the devices its lean step lines refer to
+                self._decoder.value(value["started"])
+            self.history.emit(value)
+            return
         self.lines_read += 1
         event = self._decoder.value(value)  # once, where the line enters the window
         if event is None:  # stdout is reserved for events; show strays rather than lose them

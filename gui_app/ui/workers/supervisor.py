@@ -21,6 +21,9 @@ Signals:
                                    order: the first after a quiet spell at once, then batched
                                    every ``batch_ms``
     run_started(RunStarted)        the run_started event, emitted before the batch holding it
+    history(str, RunHistory)       an attached long run's history from its pyramid (``attach(...,
+                                   history=True)``), named as the run list names the run, before
+                                   its run_started and its events
     finished(status, run_dir, msg) completed | stopped | failed | interrupted (killed after the stop
                                    grace period) | detached (the window let go: the run goes on);
                                    ``msg`` explains it
@@ -50,6 +53,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal, Slot
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
 from gui_app.core.ssh_hosts import Host, run_key
+from gui_app.core.history import RunHistory
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.attachment import Attachment
 
@@ -60,6 +64,7 @@ IDLE, STARTING, RUNNING, PAUSED, STOPPING = "idle", "starting", "running", "paus
 class RunSupervisor(QObject):
     events = Signal(list)
     run_started = Signal(object)
+    history = Signal(str, object)
     finished = Signal(str, str, str)
     log_line = Signal(str)
     state_changed = Signal(str)
@@ -75,6 +80,7 @@ class RunSupervisor(QObject):
         queued = Qt.ConnectionType.QueuedConnection
         self._worker.events.connect(self._on_events, queued)
         self._worker.run_started.connect(self._on_run_started, queued)
+        self._worker.history.connect(self.history, queued)
         self._worker.finished.connect(self._on_finished, queued)
         self._worker.log_line.connect(self.log_line, queued)
         self._worker.notice.connect(self.notice, queued)
@@ -128,17 +134,18 @@ class RunSupervisor(QObject):
         self._worker.start(list(command), run_dir, temp_file, from_line, host)
 
     def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
-               host: Host | None = None) -> None:
+               host: Host | None = None, history: bool = False) -> None:
         """Follow a run that is running already (on ``host``, when given): the window has the
         first ``from_line`` lines of its events (the history on screen), ``started`` is its
-        run_started, said again (None: it comes with the events, from line 0)."""
+        run_started, said again (None: it comes with the events, from line 0). ``history``
+        (from line 0): a long run's history comes from its pyramid (the ``history`` signal)."""
         self._check_idle()
         self._set_state(STARTING)
         if started is not None:
             self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start([], str(run_dir), "", from_line, host)
+        self._worker.start([], str(run_dir), "", from_line, host, history)
 
     def follow(self, run_dir: str | Path) -> None:
         """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
@@ -207,6 +214,7 @@ class _RunWorker(QObject):
 
     events = Signal(list)
     run_started = Signal(object)
+    history = Signal(str, object)
     finished = Signal(str, str, str)
     log_line = Signal(str)
     notice = Signal(str)
@@ -227,12 +235,14 @@ class _RunWorker(QObject):
         self._flush_timer.timeout.connect(self._on_batch_due)
         self._flush_soon = False
 
-    def start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None) -> None:
+    def start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None,
+              history: bool = False) -> None:
         """Start (``command``) or attach to (``[]``) a run; see RunSupervisor.start and attach."""
         self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
         self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
-                               host=host, parent=self)
+                               host=host, history=history, parent=self)
+        self._job.history.connect(self._take_history)
         self._job.notice.connect(self.notice)
         self._job.log_line.connect(self.log_line)
         self._job.on_result(self._take_event).on_end(self._on_ended).start()
@@ -263,6 +273,16 @@ class _RunWorker(QObject):
             self._flush()  # keep order: earlier events, then run_started, then this batch
             self.run_started.emit(event)
         self._batch(event)
+
+    def _take_history(self, history: RunHistory) -> None:
+        """A long run's history (attach --history): shown first, then its run_started, then its events."""
+        self._flush()
+        started = history.started
+        if started is not None and self._host is not None and started.run_dir:  # named as _take_event names it
+            started = dataclasses.replace(started, run_dir=self._named(started.run_dir, self._host))
+        self.history.emit(self._run_dir, history)  # the folder attached to (a host's: HOST:PATH)
+        if started is not None:
+            self.run_started.emit(started)
 
     def _batch(self, event: Event) -> None:
         self._pending.append(event)

@@ -1,0 +1,111 @@
+"""The window attaches to a long run through ``attach --history`` (gui_app/ui/window/run_attach.py):
+its history from the pyramid, then its events, here and on a real SSH host (tests/ssh_host.py,
+where Open reads it so too: gui_app/ui/window/remote_runs.py); the charts are the ones Open
+draws for that run here, with a one-step spike at full zoom-out."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from pyramid_runs import write_long_run, write_run
+
+from gui_app.core import rundir
+from gui_app.core.history.pyramid import FOLDER, META_FILE
+from gui_app.core.history.training import LOSS
+
+STEPS, SPIKE = 30_000, 12_345
+
+
+def _attached(qtbot, window, key: str) -> None:
+    histories: list = []
+    window.supervisor.history.connect(lambda run, history: histories.append(run))
+    with qtbot.waitSignal(window.supervisor.finished, timeout=120_000) as finished:
+        assert window.attach.attach(key)
+    assert finished.args[:2] == ["completed", key], finished.args
+    assert histories == [key]  # one history line, from the pyramid
+    window.training_tab.flush()
+
+
+def _same_as_open(window, run) -> None:
+    shown, opened = window.shown.history, rundir.read_history(run)
+    assert shown.coarse and len(shown.training.steps) < 5_000  # not 30,000 points a series
+    np.testing.assert_array_equal(shown.training.steps.data, opened.training.steps.data)
+    np.testing.assert_array_equal(shown.replicas.metrics["loss"].data, opened.replicas.metrics["loss"].data)
+    assert (shown.status.status, shown.status.step) == ("completed", STEPS)
+    _, y = window.training_tab._curves[LOSS].getData()
+    assert np.nanmax(y) == 50.0  # the spike, drawn at full zoom-out
+
+
+def test_a_long_run_here_is_followed_from_its_history(qtbot, window, runs_dir):
+    run = write_long_run(runs_dir / "20260101-000000-digits-long", STEPS, spikes={SPIKE: 50.0})
+    _attached(qtbot, window, str(run))
+    _same_as_open(window, run)
+
+
+def test_a_dropped_attachment_goes_on_from_the_byte_the_history_ended_at(qtbot, window, runs_dir):
+    """A live long run (its lock held here): attached from its history, the attach process
+    killed, steps written meanwhile; attached again with --from-byte and --from: each step once."""
+    import os
+    import signal
+
+    from pyramid_runs import finished, step_lines
+    from test_detached_window import _attach_pids
+
+    from gui_app.core import run_lock
+    from gui_app.core.events import Step
+
+    window.settings.confirm_close_during_run = False  # a failure below leaves the run followed: no question
+    run = write_long_run(runs_dir / "20260101-000000-digits-live", STEPS, spikes={SPIKE: 50.0}, end=False)
+    live: list[int] = []
+    window.supervisor.events.connect(lambda batch: live.extend(e.step for e in batch if isinstance(e, Step)))
+    with run_lock.RunLock(run):
+        histories: list = []
+        window.supervisor.history.connect(lambda key, history: histories.append(key))
+        assert window.attach.attach(str(run))
+        qtbot.waitUntil(lambda: histories == [str(run)] and bool(live) and live[-1] == STEPS, timeout=60_000)
+        tail = list(live)
+        assert tail == list(range(tail[0], STEPS + 1)) and len(tail) <= 256  # the open bucket's steps
+        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
+            for pid in _attach_pids(str(run)):
+                os.kill(pid, signal.SIGKILL)
+        with open(run / rundir.EVENTS_FILE, "a", encoding="utf-8") as f:
+            f.writelines(step_lines(STEPS + 1, STEPS + 50))
+            f.write(finished(STEPS + 50))
+    with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:  # the run let go of its lock
+        pass
+    assert ended.args[:2] == ["completed", str(run)]
+    assert live == list(range(tail[0], STEPS + 51))  # none lost, none twice across the drop
+    steps = window.shown.history.training.steps.data[:, 0]
+    assert steps[-51:].tolist() == list(range(STEPS, STEPS + 51))
+
+
+@pytest.mark.slow
+def test_a_long_run_on_a_host_is_followed_from_its_history(qtbot, on_host, ssh_host, tmp_path):
+    from ssh_host import ALIAS, USER
+
+    from gui_app.core.hosts import run_key
+    from gui_app.ui.window.main_window import MainWindow
+
+    run = ssh_host.home / f"window-{tmp_path.name}" / "20260101-000000-digits-old"
+    try:
+        write_run(run, STEPS, spikes={SPIKE: 50.0})  # an old run: its pyramid is built there
+        for path in [run.parent, run, *run.rglob("*")]:
+            shutil.chown(path, USER, USER)
+        window = MainWindow()
+        qtbot.addWidget(window)
+        try:
+            key = run_key(ALIAS, str(run))
+            _attached(qtbot, window, key)
+            assert (run / FOLDER / META_FILE).exists()
+            _same_as_open(window, run)
+            window.shown.clear()  # Open of the host's run: from its pyramid there too
+            window.open_run(key)
+            qtbot.waitUntil(lambda: not window.remote_open.is_reading() and window.state.shown_run == key,
+                            timeout=60_000)
+            window.training_tab.flush()
+            _same_as_open(window, run)
+        finally:
+            window.close()
+    finally:
+        shutil.rmtree(run.parent, ignore_errors=True)
