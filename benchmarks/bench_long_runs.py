@@ -62,7 +62,7 @@ import long_runs
 from gui_app.core import rundir
 from gui_app.core.event_lines import LineDecoder, LineEncoder
 from gui_app.core.history.pyramid_files import update_pyramid
-from gui_app.engine.run_records import HISTORY_ENV
+from gui_app.engine.run.records import HISTORY_ENV
 from gui_app.identity import app_command
 
 SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine")
@@ -274,7 +274,7 @@ def _ssh_figures(runs: dict[str, Path], repeats: int, replays: int) -> dict[str,
     sys.path.insert(0, str(common.ROOT / "tests"))
     from ssh_host import ALIAS, running_host
 
-    from gui_app.core.hosts import Host, add_host
+    from gui_app.core.ssh_hosts import Host, add_host
 
     out: dict[str, list[float]] = {}
     with running_host() as host, tempfile.TemporaryDirectory() as config:

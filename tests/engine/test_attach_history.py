@@ -1,5 +1,5 @@
 """``attach --history``: a long run's history from its pyramid (one ``history`` line), then its
-events from where the pyramid ends, then live (gui_app/engine/attach_history.py): the bytes are
+events from where the pyramid ends, then live (gui_app/engine/commands/attach_history.py): the bytes are
 bounded whatever the run's length, here and over a real SSH host (tests/ssh_host.py), and the
 history folded from them is the one Open shows."""
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_a_short_run_is_replayed_whole_and_history_refuses_from_and_text(tmp_pat
 def test_over_the_ssh_host_the_bytes_are_bounded_and_the_history_is_opens(ssh_host, tmp_path):
     from ssh_host import ALIAS, USER
 
-    from gui_app.core.hosts import Host, add_host
+    from gui_app.core.ssh_hosts import Host, add_host
 
     config = tmp_path / "config"
     add_host(Host(ALIAS, command=ssh_host.command), config / "hosts.json")

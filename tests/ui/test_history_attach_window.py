@@ -84,7 +84,7 @@ def test_a_dropped_attachment_goes_on_from_the_byte_the_history_ended_at(qtbot, 
 def test_a_long_run_on_a_host_is_followed_from_its_history(qtbot, on_host, ssh_host, tmp_path):
     from ssh_host import ALIAS, USER
 
-    from gui_app.core.hosts import run_key
+    from gui_app.core.ssh_hosts import run_key
     from gui_app.ui.window.main_window import MainWindow
 
     run = ssh_host.home / f"window-{tmp_path.name}" / "20260101-000000-digits-old"

@@ -42,7 +42,7 @@ MAX_BUCKETS = 2048  # per series over the range shown: 4,096 points, drawn in a 
 def long_history(view: Buckets, started: RunStarted | None, first_started: float | None) -> RunHistory:
     """A long run's history from its buckets (each bucket's min and max: :func:`events_of`),
     before the events after the pyramid's offset, which the caller folds as events: what Open
-    shows (rundir.read_long_history) and what ``attach --history`` sends (engine/attach_history.py).
+    shows (rundir.read_long_history) and what ``attach --history`` sends (engine/commands/attach_history.py).
     ``first_started``: the run's first run_started's time (a resumed run's list says when it began)."""
     history = RunHistory()
     if started is not None:

@@ -34,12 +34,12 @@ from gui_app.core.backends import HereBackend, local_backend
 from gui_app.core.events import Error, decode_line
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
+from gui_app.engine.commands.attach_history import history_start, line_start_problem
 from gui_app.engine.run.control_fifo import ChannelError, NotRunning, send
 from gui_app.engine.run.event_writer import format_text
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from gui_app.engine.schedulers import scheduled_runs
 from gui_app.engine.schedulers.kubernetes import runs as kubernetes_runs
-from gui_app.engine.attach_history import history_start, line_start_problem
 
 COMMANDS = ("attach", "stop", "runs")
 

@@ -19,7 +19,7 @@ start.
 
 A long run (an events file of rundir.LONG_RUN_BYTES or more) is not read here: ``attach
 --history`` sends its history from its pyramid, then its events from where the pyramid ends
-(gui_app/engine/attach_history.py), and the supervisor's ``history`` signal shows it as Open
+(gui_app/engine/commands/attach_history.py), and the supervisor's ``history`` signal shows it as Open
 would; its pyramid, when an old run has none, is built by that attach process, not the window.
 
 A run on an SSH host (listed as ``HOST:RUN_DIR``: gui_app.ui.window.remote_runs) has no file
@@ -33,9 +33,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
 from gui_app.core.history import RunHistory
 from gui_app.core.rundir import EVENTS_FILE, LONG_RUN_BYTES, read_history_so_far
+from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState

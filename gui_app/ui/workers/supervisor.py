@@ -52,8 +52,8 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal, Slot
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Continued, Event, Paused, RunFinished, RunStarted
-from gui_app.core.ssh_hosts import Host, run_key
 from gui_app.core.history import RunHistory
+from gui_app.core.ssh_hosts import Host, run_key
 from gui_app.identity import app_command as default_engine_command
 from gui_app.ui.workers.attachment import Attachment
 
