@@ -58,7 +58,7 @@ def test_an_old_long_run_is_read_off_the_gui_thread_and_shown_once_read(qtbot, w
     from pyramid_runs import write_run
 
     from gui_app.core import rundir
-    from gui_app.ui.window import shown_run
+    from gui_app.ui.window import file_actions
 
     run = write_run(runs_dir / "20260101-000000-digits-old", 30_000, spikes={12_345: 50.0})
     threads = []
@@ -67,7 +67,7 @@ def test_an_old_long_run_is_read_off_the_gui_thread_and_shown_once_read(qtbot, w
         threads.append(threading.current_thread())
         return rundir.read_history(run_dir)
 
-    monkeypatch.setattr(shown_run, "read_history", read_history)
+    monkeypatch.setattr(file_actions, "read_history", read_history)
     assert rundir.history_to_build(run)
     window.files.open_run(str(run))
     qtbot.waitUntil(lambda: window.shown.history.coarse, timeout=60_000)
