@@ -9,12 +9,15 @@ the same config; medians of the steady examples/s (the first step group, which t
 """
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_cluster import print_medians, with_and_without
 
 from gui_app.core.cluster_addresses import free_ports, tf_config
 from gui_app.identity import app_command, app_env
@@ -44,15 +47,7 @@ def one_run(config: Path, folder: Path, name: str, reports: bool, batch: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=6)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--model", default="mnist_cnn")
-    args = parser.parse_args()
-    config = {"dataset": {"name": "digits"}, "model": {"name": args.model},
-              "strategy": {"name": "multi_worker_mirrored", "workers": 2},
-              "training": {"epochs": args.epochs, "global_batch_size": args.batch, "seed": 1, "steps_per_call": 10}}
+    args, config = with_and_without(repeats=6)
     speeds: dict[str, list[float]] = {"with": [], "without": []}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.json"
@@ -61,9 +56,7 @@ def main() -> None:
             for name in ("with", "without") if i % 2 == 0 else ("without", "with"):
                 speeds[name].append(one_run(path, Path(tmp), f"{name}{i}", name == "with", args.batch))
                 print(json.dumps({"watch": name, "examples_per_s": round(speeds[name][-1], 1)}), flush=True)
-    on, off = statistics.median(speeds["with"]), statistics.median(speeds["without"])
-    print(json.dumps({"median_with": round(on, 1), "median_without": round(off, 1),
-                      "slower_percent": round(100 * (1 - on / off), 2), "repeats": args.repeats}))
+    print_medians(speeds, args.repeats)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,27 @@ def run_config(config: dict, folder: Path, name: str, env: dict | None = None) -
             "steps_per_s": (last.step - first.step) / (last.time - first.time), "status": events[-1].status}
 
 
+def with_and_without(repeats: int) -> tuple[argparse.Namespace, dict]:
+    """The options of a with/without benchmark over a local 2-worker cluster on digits, and its config."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--model", default="mnist_cnn")
+    args = parser.parse_args()
+    config = {"dataset": {"name": "digits"}, "model": {"name": args.model},
+              "strategy": {"name": "multi_worker_mirrored", "workers": 2},
+              "training": {"epochs": args.epochs, "global_batch_size": args.batch, "seed": 1, "steps_per_call": 10}}
+    return args, config
+
+
+def print_medians(speeds: dict[str, list[float]], repeats: int) -> None:
+    """The medians of examples/s ``with`` and ``without``, and how much slower ``with`` is."""
+    on, off = statistics.median(speeds["with"]), statistics.median(speeds["without"])
+    print(json.dumps({"median_with": round(on, 1), "median_without": round(off, 1),
+                      "slower_percent": round(100 * (1 - on / off), 2), "repeats": repeats}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
