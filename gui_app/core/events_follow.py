@@ -43,3 +43,18 @@ class EventsFollower(LineFollower):
         if kind in ("run_started", "run_finished"):
             self.finished = kind == "run_finished"
         return True
+
+
+
+def last_start_line(run_dir: str | Path) -> int:
+    """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
+    resumed run's own events begin."""
+    try:
+        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
+    except OSError:
+        return 0
+    lines = data.split(b"\n")
+    for index in range(len(lines) - 1, -1, -1):
+        if b'"run_started"' in lines[index]:
+            return index
+    return 0

@@ -46,7 +46,7 @@ from gui_app.ui.colors import ERROR_STYLE
 from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.sweep.figures import METRICS
 from gui_app.ui.sweep.parameter_table import ParameterTable
-from gui_app.ui.workers.attachment import DetachedStart
+from gui_app.ui.workers.detached_start import DetachedStart
 
 METHODS = {"tpe": "TPE (Optuna's default)", "random": "Random", "grid": "Grid"}
 DEFAULT_EPOCHS = 10  # a trial's epochs when the forms say more: a sweep trains trials x this

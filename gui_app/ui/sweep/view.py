@@ -42,7 +42,7 @@ from gui_app.ui.screen_fit import ScreenFit
 from gui_app.ui.sweep.charts import SweepCharts
 from gui_app.ui.sweep.curves import CurveReader
 from gui_app.ui.sweep.figures import DONE, METRICS, finite, outcome
-from gui_app.ui.workers.attachment import DetachedStart
+from gui_app.ui.workers.detached_start import DetachedStart
 from gui_app.ui.workers.engine_job import EXIT_OK, ServingJob
 
 POLL_S = 2

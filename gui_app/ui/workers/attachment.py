@@ -46,7 +46,6 @@ import os
 import signal
 import socket
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -54,6 +53,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.events_follow import last_start_line
 from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
@@ -62,10 +62,9 @@ from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
 from gui_app.core.ssh_hosts import Host
 from gui_app.ui.workers.background import Background, Send
-from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.workers.detached_start import DetachedStart
 from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.log_tail import LogTail
-from gui_app.ui.workers.process import STRAY_PREFIX
 from gui_app.ui.workers.remote_log import RemoteLog
 from gui_app.ui.workers.run_job import RunJob
 
@@ -79,24 +78,6 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
 ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
 NOT_STARTED = RunJob.NOT_STARTED
-
-
-class DetachedStart(EngineJob):
-    """``train --detach`` or ``resume --detach``: its answer is the one line it prints, the run directory."""
-
-    def __init__(self, command: Sequence[str], parent: QObject | None = None) -> None:
-        super().__init__(command, name="the engine", parent=parent)
-        self._process.text_answers = True  # the run directory is the answer, not a line of the run's log
-        self._process.text_line.connect(self._take_text)
-
-    def _take_text(self, text: str) -> None:
-        if self._answer is None:
-            self._take_answer(text)
-        else:  # only the first line answers: anything after it is a stray, for the Log tab
-            self.log_line.emit(f"{STRAY_PREFIX}{text}")
-
-    def _on_start_failed(self, message: str) -> None:
-        super()._on_start_failed(f"cannot start {self.name}: {message}")
 
 
 class Attachment(QObject):
@@ -403,17 +384,3 @@ def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bo
         send(None)
     else:
         send((here.ending(stopping) if here is not None else None,))
-
-
-def last_start_line(run_dir: str | Path) -> int:
-    """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
-    resumed run's own events begin."""
-    try:
-        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
-    except OSError:
-        return 0
-    lines = data.split(b"\n")
-    for index in range(len(lines) - 1, -1, -1):
-        if b'"run_started"' in lines[index]:
-            return index
-    return 0
