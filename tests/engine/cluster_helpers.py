@@ -11,6 +11,10 @@ from pathlib import Path
 
 from gui_app.identity import app_command, app_env
 
+# Where a running worker waits while another is frozen: in a step's collectives, or in the
+# validation pass's when the freeze came at an epoch's end.
+WAITING_PHASES = ("training", "agreeing", "evaluating")
+
 
 def children(pid: int) -> list[int]:
     out = []

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from cluster_helpers import Launched
+from cluster_helpers import WAITING_PHASES, Launched
 from cpu_quota import FifthOfACpu, cgroup_quota_works, compute_bound, diagnosed_straggler, synthetic_npz
 from test_cluster import mw_config
 
@@ -51,7 +51,7 @@ def test_a_frozen_worker_is_named_stopped_and_the_run_completes_after_sigcont(tm
     assert workers[1]["pid"] == seen["pid"]
     # Worker 0 waits for it in a collective: the step group's all-reduce, or the agreement on
     # stop and pause between two groups (engine/cluster/agreement.py), and its stack says which.
-    assert workers[0]["state"] == "running" and workers[0]["phase"] in ("training", "agreeing")
+    assert workers[0]["state"] == "running" and workers[0]["phase"] in WAITING_PHASES
     where = {"training": "loop.py", "agreeing": "agreement.py"}[workers[0]["phase"]]
     assert any(where in line for line in workers[0]["stack"]), workers[0]["stack"]
     cleared = seen["cleared"]

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster_helpers import WAITING_PHASES
 from engine_helpers import run_cli
 
 from gui_app.core import rundir
@@ -408,7 +409,7 @@ def test_a_frozen_pod_is_named_by_the_chiefs_stall_watch_and_the_run_completes_a
     workers = {w["worker"]: w for w in stall["workers"]}
     assert workers[1]["state"] == "not answering" and 0 <= workers[1]["last_step"] <= stall["since_step"]
     assert workers[0]["state"] == "running" and workers[0]["pid"] == procs[0].pid
-    assert workers[0]["phase"] in ("training", "agreeing") and workers[0]["stack"]  # it waits in a collective
+    assert workers[0]["phase"] in WAITING_PHASES and workers[0]["stack"]  # it waits in a collective
     cleared = [e for e in events if e["type"] == "stall_cleared"]
     assert len(cleared) == 1 and cleared[0]["step"] > stall["since_step"]
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed", errors

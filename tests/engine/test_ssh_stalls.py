@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from cluster_helpers import WAITING_PHASES
 from cpu_quota import FifthOfACpu, cgroup_quota_works, compute_bound, diagnosed_straggler, synthetic_npz
 from ssh_host import ALIAS, HOST_IP
 from test_ssh_cluster import WORKER_PORT, cluster_config, launch, remote_workers
@@ -52,7 +53,7 @@ def _check_stall(stall: dict, seen: dict) -> None:
     there = workers[1]
     assert there["state"] == "stopped" and there["os_state"] == "T (stopped)"  # its /proc, read over ssh
     assert there["pid"] == seen["pid"] and there["host"] == ALIAS
-    assert workers[0]["state"] == "running" and workers[0]["phase"] in ("training", "agreeing")
+    assert workers[0]["state"] == "running" and workers[0]["phase"] in WAITING_PHASES
 
 
 def test_a_worker_frozen_on_its_host_is_named_stopped_and_the_run_completes_after_sigcont(ssh_host, tmp_path):
