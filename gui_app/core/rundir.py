@@ -225,22 +225,6 @@ def read_long_run(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> LongR
     return LongRun(meta, run_dir / HISTORY_DIR, started if isinstance(started, RunStarted) else None, tail)
 
 
-def history_to_build(run_dir: str | Path) -> bool:
-    """Whether :func:`read_history` would first build (or catch up) the run's pyramid from its
-    events: a long run written by a version that kept none, or a copy whose pyramid is stale.
-    That decodes every line once (seconds for hundreds of MB), so the window reads such a run
-    off its GUI thread. Cheap: a stat and meta.json."""
-    path = Path(run_dir) / EVENTS_FILE
-    try:
-        stat = path.stat()
-    except OSError:
-        return False
-    if stat.st_size < LONG_RUN_BYTES or run_lock.holder(run_dir) is not None:  # short, or its engine keeps it
-        return False
-    meta = Meta.read(Path(run_dir) / HISTORY_DIR)
-    return meta is None or meta.inode != stat.st_ino or meta.end != stat.st_size
-
-
 def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
     """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
     bucket's min and max: coarse.events_of), then the events after the offset the pyramid

@@ -58,6 +58,7 @@ def test_an_old_long_run_is_read_off_the_gui_thread_and_shown_once_read(qtbot, w
     from pyramid_runs import write_run
 
     from gui_app.core import rundir
+    from gui_app.core.history.pyramid import Meta
     from gui_app.ui.window import file_actions
 
     run = write_run(runs_dir / "20260101-000000-digits-old", 30_000, spikes={12_345: 50.0})
@@ -67,12 +68,16 @@ def test_an_old_long_run_is_read_off_the_gui_thread_and_shown_once_read(qtbot, w
         threads.append(threading.current_thread())
         return rundir.read_history(run_dir)
 
+    def pyramid_end() -> int | None:  # the byte of events.jsonl its pyramid covers (None: no pyramid)
+        meta = Meta.read(run / rundir.HISTORY_DIR)
+        return None if meta is None else meta.end
+
     monkeypatch.setattr(file_actions, "read_history", read_history)
-    assert rundir.history_to_build(run)
+    assert pyramid_end() is None
     window.files.open_run(str(run))
     qtbot.waitUntil(lambda: window.shown.history.coarse, timeout=60_000)
     assert threads and threads[0] is not threading.main_thread()
-    assert window.state.shown_run == str(run) and not rundir.history_to_build(run)
+    assert window.state.shown_run == str(run) and pyramid_end() == (run / rundir.EVENTS_FILE).stat().st_size
     window.training_tab.flush()
     _, y = window.training_tab._curves[LOSS].getData()
     assert np.nanmax(y) == 50.0 and len(y) < 5_000
