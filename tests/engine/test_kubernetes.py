@@ -11,6 +11,7 @@ fields and wrong types are errors.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -180,16 +181,30 @@ def _start(pods, tmp_path, attempt: int) -> list[subprocess.Popen]:
     return procs
 
 
-def _run(procs, on_event=None) -> list[dict]:
-    """The chief's events from its stdout (what ``kubectl logs`` carries), until both pods end."""
+def _run(procs, on_event=None, ending=None, timeout: float = 240) -> list[dict]:
+    """The chief's events from its stdout (what ``kubectl logs`` carries), until the pods of
+    ``ending`` (both when not given) end."""
     events = []
     for line in procs[0].stdout:
         events.append(json.loads(line))
         if on_event:
             on_event(events[-1])
-    for p in procs:
-        p.wait(timeout=240)
+    for p in procs if ending is None else ending:
+        p.wait(timeout=timeout)
     return events
+
+
+@contextlib.contextmanager
+def _second_pod_thawed_at_the_end(procs):
+    """Whatever happened, pod 1 continued (SIGCONT) and any pod still running killed and reaped."""
+    try:
+        yield
+    finally:
+        procs[1].send_signal(signal.SIGCONT)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
 
 
 @pytest.mark.slow
@@ -391,14 +406,8 @@ def test_a_frozen_pod_is_named_by_the_chiefs_stall_watch_and_the_run_completes_a
             seen["continued"] = time.monotonic()
             procs[1].send_signal(signal.SIGCONT)
 
-    try:
+    with _second_pod_thawed_at_the_end(procs):
         events = _run(procs, freeze)
-    finally:
-        procs[1].send_signal(signal.SIGCONT)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     errors = [(tmp_path / f"pod{i}-1.err").read_text()[-2000:] for i in range(2)]
     assert [p.returncode for p in procs] == [0, 0], errors
     stalls = [e for e in events if e["type"] == "stall"]
@@ -431,18 +440,8 @@ def test_a_pod_left_frozen_fails_the_run_with_the_stall_in_the_chiefs_error(tmp_
             procs[1].send_signal(signal.SIGSTOP)
 
     freeze.done = False
-    try:
-        events = []
-        for line in procs[0].stdout:
-            events.append(json.loads(line))
-            freeze(events[-1])
-        procs[0].wait(timeout=120)
-    finally:
-        procs[1].send_signal(signal.SIGCONT)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+    with _second_pod_thawed_at_the_end(procs):
+        events = _run(procs, freeze, ending=procs[:1], timeout=120)  # pod 1 stays frozen until the end
     error = (tmp_path / "pod0-1.err").read_text()[-3000:]
     assert procs[0].returncode != 0 and [e["type"] for e in events].count("stall") == 1, error
     failed = next(e for e in events if e["type"] == "error")
