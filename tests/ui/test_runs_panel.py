@@ -6,6 +6,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer
 
+from gui_gaps import gui_thread_gaps
 from run_dirs import listed_status, write_run
 from stub_run import StubRun
 
@@ -149,13 +150,7 @@ def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir, mo
     garbage collection freeing what earlier tests left (pyqtgraph's plot menus of their windows,
     about 40,000 objects, 0.9-1.6 s; gc_guard.py) may land in the fill, and is not the fill's."""
     runs = cold_runs(runs_dir, 200, steps=600)
-    gaps, last, slices = [], [time.monotonic()], []
-
-    def tick():
-        now = time.monotonic()
-        gaps.append(now - last[0])
-        last[0] = now
-
+    slices = []
     place_rows = RunsPanel._on_batch
 
     def timed(panel, rows):
@@ -164,14 +159,11 @@ def test_a_cold_folder_fills_without_blocking_the_event_loop(qtbot, runs_dir, mo
         slices.append((len(rows), time.perf_counter() - started))
 
     monkeypatch.setattr(RunsPanel, "_on_batch", timed)
-    probe = QTimer(interval=10)
-    probe.timeout.connect(tick)
-    probe.start()
     made: list[RunsPanel] = []
-    state = WindowState(StubRun(), runs_dir)
-    QTimer.singleShot(0, lambda: made.append(RunsPanel(state)))  # built inside the running event loop
-    qtbot.waitUntil(lambda: bool(made) and not made[0].is_filling(), timeout=60_000)
-    probe.stop()
+    with gui_thread_gaps(10) as gaps:  # the probe
+        state = WindowState(StubRun(), runs_dir)
+        QTimer.singleShot(0, lambda: made.append(RunsPanel(state)))  # built inside the running event loop
+        qtbot.waitUntil(lambda: bool(made) and not made[0].is_filling(), timeout=60_000)
     panel = made[0]
     qtbot.addWidget(panel)
     gaps.sort()
