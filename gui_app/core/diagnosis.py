@@ -40,7 +40,7 @@ from gui_app.core.finding_rules import (  # the rules, here with the run's folde
     input_bound,
     straggler,
 )
-from gui_app.core.live_runs import RunProcess, live_process
+from gui_app.core.live_runs import RunProcess, live_process, local_state_code
 
 __all__ = ["CLIMB", "HISTORY_STEPS", "STALL_FACTOR", "STALL_FLOOR_SECONDS", "STEP_WINDOW", "NotARun", "diagnose",
            "cluster_stall", "input_bound", "non_finite", "process_state", "recent_events", "sentences", "stall",
@@ -129,12 +129,8 @@ def process_state(process: RunProcess) -> str | None:
     """The OS state of the run's process from ``/proc`` when it runs on this machine, else None."""
     if process.host != socket.gethostname():
         return None
-    try:
-        stat = Path(f"/proc/{process.pid}/stat").read_text()
-    except OSError:
-        return None
-    code = stat.rsplit(")", 1)[-1].split()[0]  # after the command's name, which may hold spaces
-    return _PROC_STATES.get(code, code)
+    code = local_state_code(process.pid)
+    return None if code is None else _PROC_STATES.get(code, code)
 
 
 def sentences(diagnosis: Diagnosis) -> str:

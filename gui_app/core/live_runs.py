@@ -90,6 +90,24 @@ def read_workers(run_dir: str | Path) -> dict[int, WorkerProcessRecord]:
     return {w.worker: w for w in rows}
 
 
+def state_code(stat: str) -> str | None:
+    """The state letter (``R``, ``S``, ``T``...) of a ``/proc/PID/stat`` line: the field after the
+    command's name, which may itself hold spaces and parentheses; None when the line has none."""
+    try:
+        return stat.rsplit(")", 1)[1].split()[0]
+    except IndexError:
+        return None
+
+
+def local_state_code(pid: int) -> str | None:
+    """:func:`state_code` of process ``pid`` on this machine (Linux), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return state_code(f.read())
+    except OSError:
+        return None
+
+
 def live_process(run_dir: str | Path) -> RunProcess | None:
     """The run's process when one runs it now: the holder of its lock is the process it recorded.
     None when no process holds it, or another command does (evaluate, export)."""

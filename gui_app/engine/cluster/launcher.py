@@ -28,7 +28,7 @@ from gui_app.core.cluster_addresses import free_ports, tf_config
 from gui_app.core.config import RunConfig
 from gui_app.core.event_lines import LineDecoder
 from gui_app.core.events import Error, Event, RunFinished, RunStarted, Step, Warning
-from gui_app.core.live_runs import WorkerProcessRecord, record_workers
+from gui_app.core.live_runs import WorkerProcessRecord, local_state_code, record_workers
 from gui_app.engine.cluster.processes import WorkerProcess, kill_all, start_process
 from gui_app.engine.cluster.ssh_workers import SshCluster, ssh_cluster
 from gui_app.engine.cluster.stalls import StallWatch, StatusBoard
@@ -236,13 +236,7 @@ class _Attempt:
 
 def _is_stopped(proc: subprocess.Popen[str]) -> bool:
     """Alive but stopped (SIGSTOP, a debugger, a frozen container): state T in /proc (Linux)."""
-    if proc.poll() is not None:
-        return False
-    try:
-        with open(f"/proc/{proc.pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-    except (OSError, IndexError):
-        return False
+    return proc.poll() is None and local_state_code(proc.pid) in ("T", "t")
 
 
 def _checkpoint_step(run_dir: Path) -> int:

@@ -35,6 +35,7 @@ from typing import Protocol
 
 from gui_app.core.events import Stall, StallCleared, WorkerStatus
 from gui_app.core.finding_rules import stall_sentence
+from gui_app.core.live_runs import local_state_code, state_code
 from gui_app.core.ssh import HostError, run_shell
 from gui_app.core.ssh_hosts import Host
 from gui_app.engine.cluster.status_reports import REPORT_S
@@ -55,11 +56,7 @@ _PROC_STATES = {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stoppe
 
 def os_state(pid: int) -> str | None:
     """``T (stopped)``: a process's state from ``/proc`` on this machine, None when unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return _state_of(f.read())
-    except OSError:
-        return None
+    return _worded(local_state_code(pid))
 
 
 def remote_os_state(host: Host, pid: int, timeout: float = REMOTE_STATE_S) -> str | None:
@@ -72,12 +69,12 @@ def remote_os_state(host: Host, pid: int, timeout: float = REMOTE_STATE_S) -> st
 
 
 def _state_of(stat: str) -> str | None:
-    """``/proc/PID/stat``'s state letter, after the command name (which may hold spaces and parentheses)."""
-    try:
-        code = stat.rsplit(")", 1)[1].split()[0]
-    except IndexError:
-        return None
-    return f"{code} ({_PROC_STATES.get(code, '?')})"
+    """``/proc/PID/stat``'s state letter, with its word: ``T (stopped)``."""
+    return _worded(state_code(stat))
+
+
+def _worded(code: str | None) -> str | None:
+    return None if code is None else f"{code} ({_PROC_STATES.get(code, '?')})"
 
 
 class Watched(Protocol):
