@@ -8,7 +8,6 @@ A new scheduler adds its module to :data:`RUNS` under its backend's ``kind``."""
 from __future__ import annotations
 
 import argparse
-import sys
 from types import ModuleType
 
 from gui_app.core import rundir
@@ -16,6 +15,7 @@ from gui_app.core.backends import HereBackend
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from gui_app.engine.schedulers.kubernetes import runs as kubernetes_runs
 from gui_app.engine.schedulers.slurm import runs as slurm_runs
+from gui_app.engine.schedulers.tools import say
 
 RUNS: dict[str, ModuleType] = {"slurm": slurm_runs, "kubernetes": kubernetes_runs}
 
@@ -27,7 +27,7 @@ def stop(backend: HereBackend, timeout: float) -> int:
     try:
         job, state = runs.current(backend)
     except OSError as exc:
-        _say(str(exc))
+        say("stop", str(exc))
         return EXIT_BAD_INPUT
     if not state.active:
         info = rundir.read_run(run_dir)
@@ -36,19 +36,15 @@ def stop(backend: HereBackend, timeout: float) -> int:
         return EXIT_OK
     failed = backend.cancel()
     if failed is not None:
-        _say(failed)
+        say("stop", failed)
         return EXIT_BAD_INPUT
     ended, words = runs.wait_stopped(backend, job, timeout)
     if not ended:
-        _say(words)
+        say("stop", words)
         return EXIT_FAILED
     info = rundir.read_run(run_dir)
     print(f"{run_dir}: {info.status} at step {info.step} ({words})", flush=True)
     return EXIT_OK
-
-
-def _say(text: str) -> None:
-    print(f"replica-studio stop: {text}", file=sys.stderr, flush=True)
 
 
 def resume(args: argparse.Namespace, backend: HereBackend) -> int:

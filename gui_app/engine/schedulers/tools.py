@@ -1,11 +1,20 @@
-"""The schedulers' own commands as ``submit`` runs them (``sbatch``, ``kubectl``): found on PATH,
-given a time limit, no stdin, and a refusal told as one line -- the command's own last line on
-stderr, which is where both say why."""
+"""What every scheduler's engine side shares: its own commands as ``submit`` runs them
+(``sbatch``, ``kubectl``): found on PATH, given a time limit, no stdin, and a refusal told as one
+line -- the command's own last line on stderr, which is where both say why; and, for ``stop`` and
+``resume``, the run's job record read from its backend and a refusal said as one line."""
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar, Protocol, TypeVar
+
+from gui_app.core.backends.base import JobState, ScheduledBackend
+
+Job = TypeVar("Job")
+Job_co = TypeVar("Job_co", covariant=True)
 
 
 class SubmitError(Exception):
@@ -35,3 +44,45 @@ def run(program: str, args: list[str], *, hint: str, timeout: float, silent: str
         said = [line for line in done.stderr.splitlines() if line.strip()]
         raise SubmitError(said[-1] if said else f"{program} {args[0]}: exit code {done.returncode}")
     return done.stdout
+
+
+class Recorded(Protocol[Job_co]):
+    """A scheduler's backend (gui_app/core/backends): its record's file and the record it keeps."""
+
+    RECORD: ClassVar[str]
+    run_dir: Path
+
+    def record(self) -> Job_co | None: ...
+
+
+def say(command: str, text: str) -> None:
+    """``command``'s refusal: one line on stderr."""
+    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
+
+
+def record(backend: Recorded[Job]) -> Job:
+    """The run's job as its scheduler's record keeps it; OSError when the record is gone or
+    unreadable (the backend was chosen by it: gone since is a bad run directory)."""
+    job = backend.record()
+    if job is None:
+        raise OSError(f"{backend.run_dir / backend.RECORD}: missing or unreadable")
+    return job
+
+
+Scheduled = TypeVar("Scheduled", bound=ScheduledBackend)
+
+
+def may_resume(backend: Scheduled, current: Callable[[Scheduled], tuple[str, JobState]]) -> bool:
+    """Whether ``resume`` may submit the run again: its record is readable and its job
+    (``current``: its scheduler's module's) no longer runs it, nor has the run completed
+    (:meth:`~gui_app.core.backends.base.ScheduledBackend.resume_refusal`); else it says why not."""
+    try:
+        job, state = current(backend)
+    except OSError as exc:
+        say("resume", str(exc))
+        return False
+    why = backend.resume_refusal(job, state)
+    if why is not None:
+        say("resume", why)
+        return False
+    return True

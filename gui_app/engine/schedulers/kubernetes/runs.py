@@ -24,16 +24,16 @@ import argparse
 import contextlib
 import json
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 from gui_app.core import rundir
 from gui_app.core.backends import kubernetes as kubernetes_jobs
 from gui_app.core.backends.base import UNKNOWN, JobState
-from gui_app.core.backends.kubernetes import MANIFEST_FILE, KubernetesBackend, KubernetesJob
+from gui_app.core.backends.kubernetes import MANIFEST_FILE, KubernetesBackend
 from gui_app.core.line_follow import count_lines
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.kubernetes import submit as kubernetes_submit
 from gui_app.engine.schedulers.tools import SubmitError
 
@@ -78,9 +78,7 @@ class Mirror(threading.Thread):
                 self.error = str(exc)
 
     def _copy(self) -> None:
-        record = kubernetes_jobs.read_job(self.run_dir)
-        if record is None:
-            raise OSError(f"{self.run_dir / kubernetes_jobs.JOB_FILE}: missing or unreadable")
+        record = tools.record(KubernetesBackend(self.run_dir))
         kubectl = kubernetes_submit.kubectl()
         written = [count_lines(self.run_dir / rundir.EVENTS_FILE), count_lines(self.run_dir / rundir.LOG_FILE)]
         chief = (f"batch.kubernetes.io/job-name={record.job},batch.kubernetes.io/job-completion-index=0")
@@ -144,21 +142,10 @@ def _split(raw: str) -> tuple[str, str]:
     return "", raw
 
 
-def _say(command: str, text: str) -> None:
-    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
-
-
-def _record(backend: KubernetesBackend) -> KubernetesJob:
-    record = backend.record()
-    if record is None:  # the backend is decided by its record: gone since is a bad run directory
-        raise OSError(f"{backend.run_dir / kubernetes_jobs.JOB_FILE}: missing or unreadable")
-    return record
-
-
 def current(backend: KubernetesBackend) -> tuple[str, JobState]:
     """The run's Job and what kubectl says of it (OSError: no readable record)."""
-    record = _record(backend)
-    return record.job, kubernetes_jobs.job_state(record)
+    job = tools.record(backend)
+    return job.job, kubernetes_jobs.job_state(job)
 
 
 def wait_stopped(backend: KubernetesBackend, job: str, timeout: float) -> tuple[bool, str]:
@@ -178,26 +165,20 @@ def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:
     """Apply the kept manifest again: the pods continue the run from its checkpoint on the volume."""
     run_dir = Path(args.run_dir).expanduser().absolute()
     if getattr(args, "set", None):
-        _say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
+        tools.say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
+        return EXIT_BAD_INPUT
+    if not tools.may_resume(backend, current):
         return EXIT_BAD_INPUT
     try:
-        record = _record(backend)
-    except OSError as exc:
-        _say("resume", str(exc))
-        return EXIT_BAD_INPUT
-    refusal = backend.resume_refusal(record.job, kubernetes_jobs.job_state(record))
-    if refusal is not None:
-        _say("resume", refusal)
-        return EXIT_BAD_INPUT
-    try:
-        failed = kubernetes_jobs.delete(record, wait=True)  # a Job that ended is still there: apply would keep it
+        job = tools.record(backend)
+        failed = kubernetes_jobs.delete(job, wait=True)  # a Job that ended is still there: apply would keep it
         if failed is not None:
             raise SubmitError(failed)
-        kubernetes_submit.apply(run_dir / MANIFEST_FILE, record.job, record.kubectl_args())
-        kubernetes_jobs.record_job(run_dir, record.job, record.namespace, record.context)
+        kubernetes_submit.apply(run_dir / MANIFEST_FILE, job.job, job.kubectl_args())
+        kubernetes_jobs.record_job(run_dir, job.job, job.namespace, job.context)
     except (SubmitError, OSError) as exc:
-        _say("resume", str(exc))
+        tools.say("resume", str(exc))
         return EXIT_BAD_INPUT
-    print(record.job)
+    print(job.job)
     print(run_dir, flush=True)
     return EXIT_OK

@@ -14,44 +14,26 @@ channel (a FIFO on the shared folder reaches no other machine). So:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.backends import slurm as slurm_jobs
 from gui_app.core.backends.base import JobState
-from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend, SlurmJob
+from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.slurm.submit import sbatch
 from gui_app.engine.schedulers.tools import SubmitError
 
 POLL_SECONDS = 0.5  # squeue asks slurmctld: twice a second while a stop is waited for
 
 
-def _say(command: str, text: str) -> None:
-    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
-
-
-def _job(backend: SlurmBackend) -> SlurmJob:
-    job = backend.record()
-    if job is None:  # the backend is decided by its record: gone since is a bad run directory
-        raise OSError(f"{backend.run_dir / slurm_jobs.JOB_FILE}: missing or unreadable")
-    return job
-
-
 def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
     run_dir = Path(args.run_dir).expanduser().absolute()
-    try:
-        job = _job(backend)
-    except OSError as exc:
-        _say("resume", str(exc))
-        return EXIT_BAD_INPUT
-    refusal = backend.resume_refusal(job.job_id, slurm_jobs.job_states([job.job_id])[job.job_id])
-    if refusal is not None:
-        _say("resume", refusal)
+    if not tools.may_resume(backend, current):
         return EXIT_BAD_INPUT
     try:
         if getattr(args, "set", None):
@@ -60,7 +42,7 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
         job_id = sbatch(run_dir / SCRIPT_FILE)
         slurm_jobs.record_job(run_dir, job_id)
     except (ConfigError, SubmitError, OSError) as exc:
-        _say("resume", str(exc))
+        tools.say("resume", str(exc))
         return EXIT_BAD_INPUT
     print(job_id)
     print(run_dir, flush=True)
@@ -69,7 +51,7 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
 
 def current(backend: SlurmBackend) -> tuple[str, JobState]:
     """The run's job and what Slurm says of it (OSError: no readable record)."""
-    job_id = _job(backend).job_id
+    job_id = tools.record(backend).job_id
     return job_id, slurm_jobs.job_states([job_id])[job_id]
 
 
