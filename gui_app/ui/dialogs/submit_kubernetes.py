@@ -13,28 +13,24 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QLineEdit, QSpinBox, QWidget
 
 from gui_app.core.config import RunConfig
-from gui_app.ui.dialogs.job_dialog import JobDialog
-from gui_app.ui.dialogs.submit_slurm import SubmitJob
-from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.dialogs.submit import SubmitDialog
 
 STRATEGIES = ("multi_worker_mirrored",)  # the plain manifest's (parameter servers need Kubeflow's operator)
 DEFAULT_IMAGE, DEFAULT_PVC = "replica-studio:latest", "replica-studio-runs"  # KubernetesOptions' defaults
 
 
-class SubmitKubernetesDialog(JobDialog):
+class SubmitKubernetesDialog(SubmitDialog):
     submitted = Signal(str, str)  # job name, the run's local record
 
     starting_text = "Applying…"
+    scheduler, worker_runs_in, program, done_text = "Kubernetes", "pod", "kubectl", "Applied"
 
     def __init__(self, config: RunConfig, runs_dir: str, parent: QWidget | None,
                  engine_command: Callable[..., list[str]]) -> None:
-        super().__init__(parent, engine_command, run_label="Submit")
-        self._config, self._runs_dir = config, runs_dir
-        self.setWindowTitle("Submit to Kubernetes")
-        self.setMinimumWidth(520)
+        super().__init__(config, runs_dir, parent, engine_command)
         self.image, self.namespace, self.pvc = QLineEdit(DEFAULT_IMAGE), QLineEdit(), QLineEdit(DEFAULT_PVC)
         self.image.setToolTip("A container image with replica-studio installed; every worker runs it")
         self.namespace.setPlaceholderText("kubectl's current namespace")
@@ -45,22 +41,11 @@ class SubmitKubernetesDialog(JobDialog):
         self.memory.setPlaceholderText("the namespace's default (a quantity: 8Gi)")
         self.gpus = QSpinBox(minimum=0, maximum=64)
         self.gpus.setSpecialValueText("none")
-        form = QFormLayout()
-        workers = config.strategy.workers
-        form.addRow("Run", QLabel(f"{config.dataset.name} / {config.model.name}, {config.strategy.name}, "
-                                  f"{workers} worker{'s' if workers != 1 else ''} (one pod each)", wordWrap=True))
-        form.addRow("Image", self.image)
-        form.addRow("Namespace", self.namespace)
-        form.addRow("Runs volume (PVC)", self.pvc)
-        form.addRow("GPUs per worker", self.gpus)
-        form.addRow("CPUs per worker", self.cpus)
-        form.addRow("Memory per worker", self.memory)
-        form.addRow("", QLabel(f"kubectl applies it to the cluster of its current context. The run directory is "
-                               f"on the volume; the run's record and its events as followed go into {runs_dir}.",
-                               wordWrap=True))
-        self._inputs = (self.image, self.namespace, self.pvc, self.gpus, self.cpus, self.memory)
-        self.form_area.addLayout(form)
-        self.succeeded.connect(self._on_submitted)
+        self._add_form((("Image", self.image), ("Namespace", self.namespace), ("Runs volume (PVC)", self.pvc),
+                        ("GPUs per worker", self.gpus), ("CPUs per worker", self.cpus),
+                        ("Memory per worker", self.memory)),
+                       f"kubectl applies it to the cluster of its current context. The run directory is on the "
+                       f"volume; the run's record and its events as followed go into {runs_dir}.")
 
     def arguments(self, config_path: str) -> list[str]:
         """The ``submit`` command line the form says."""
@@ -70,13 +55,6 @@ class SubmitKubernetesDialog(JobDialog):
             if field.text().strip():
                 args += [flag, field.text().strip()]
         return [*args, "--gpus-per-pod", str(self.gpus.value())] if self.gpus.value() else args
-
-    def _make_job(self) -> EngineJob:
-        command = self._engine_command(*self.arguments(str(self._config_file(self._config))))
-        return SubmitJob(command, parent=self, name="kubectl")
-
-    def _show_result(self, result: tuple[str, str]) -> None:
-        self._show_status(f"Applied job {result[0]}: {result[1]}")
 
     def _on_submitted(self, result: tuple[str, str]) -> None:
         self.submitted.emit(result[0], result[1])

@@ -13,41 +13,24 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QLineEdit, QPlainTextEdit, QSpinBox, QWidget
 
 from gui_app.core.backends.slurm import SIGNAL_S
 from gui_app.core.config import RunConfig
-from gui_app.ui.dialogs.job_dialog import JobDialog
-from gui_app.ui.workers.engine_job import EngineJob
+from gui_app.ui.dialogs.submit import SubmitDialog
 
 STRATEGIES = ("multi_worker_mirrored", "parameter_server")  # what a Slurm job can run
 
 
-class SubmitJob(EngineJob):
-    """``submit``: its answer is the first and the last line it prints, the job and the run directory."""
-
-    def __init__(self, command: list[str], parent: QWidget, name: str = "sbatch") -> None:
-        super().__init__(command, name=name, read=lambda lines: (lines[0], lines[-1]), parent=parent)
-        self._lines: list[str] = []
-        self._process.text_line.connect(self._take_line)
-
-    def _take_line(self, line: str) -> None:
-        self._lines.append(line)
-        if len(self._lines) >= 2:
-            self._take_answer(self._lines)
-
-
-class SubmitSlurmDialog(JobDialog):
+class SubmitSlurmDialog(SubmitDialog):
     submitted = Signal(str, str, str)  # job id, run directory, login node ("" for this machine)
 
     starting_text = "Submitting…"
+    scheduler, worker_runs_in, program, done_text = "Slurm", "node", "sbatch", "Submitted"
 
     def __init__(self, config: RunConfig, runs_dir: str, parent: QWidget | None,
                  engine_command: Callable[..., list[str]]) -> None:
-        super().__init__(parent, engine_command, run_label="Submit")
-        self._config, self._runs_dir = config, runs_dir
-        self.setWindowTitle("Submit to Slurm")
-        self.setMinimumWidth(520)
+        super().__init__(config, runs_dir, parent, engine_command)
         self.partition, self.time_limit, self.account = QLineEdit(), QLineEdit(), QLineEdit()
         self.partition.setPlaceholderText("the cluster's default")
         self.time_limit.setPlaceholderText("the partition's limit (minutes, H:MM:SS or D-HH:MM)")
@@ -64,24 +47,12 @@ class SubmitSlurmDialog(JobDialog):
         self.extra.setFixedHeight(self.fontMetrics().height() * 4)
         self.login = QLineEdit()
         self.login.setPlaceholderText("empty: sbatch on this machine; else an SSH host (a login node)")
-        form = QFormLayout()
-        workers = config.strategy.workers
-        form.addRow("Run", QLabel(f"{config.dataset.name} / {config.model.name}, {config.strategy.name}, "
-                                  f"{workers} worker{'s' if workers != 1 else ''} (one node each)", wordWrap=True))
-        form.addRow("Partition", self.partition)
-        form.addRow("Time limit", self.time_limit)
-        form.addRow("Account", self.account)
-        form.addRow("CPUs per task", self.cpus)
-        form.addRow("GPUs per node", self.gpus)
-        form.addRow("Warning before the limit", self.signal_s)
-        form.addRow("More #SBATCH lines", self.extra)
-        form.addRow("Login node", self.login)
-        form.addRow("", QLabel(f"The run directory goes into {runs_dir} (on a login node: its runs folder); every "
-                               "node must see it.", wordWrap=True))
-        self._inputs = (self.partition, self.time_limit, self.account, self.cpus, self.gpus, self.signal_s,
-                        self.extra, self.login)
-        self.form_area.addLayout(form)
-        self.succeeded.connect(self._on_submitted)
+        self._add_form((("Partition", self.partition), ("Time limit", self.time_limit), ("Account", self.account),
+                        ("CPUs per task", self.cpus), ("GPUs per node", self.gpus),
+                        ("Warning before the limit", self.signal_s), ("More #SBATCH lines", self.extra),
+                        ("Login node", self.login)),
+                       f"The run directory goes into {runs_dir} (on a login node: its runs folder); every node "
+                       "must see it.")
 
     def arguments(self, config_path: str) -> list[str]:
         """The ``submit`` command line the form says."""
@@ -96,12 +67,6 @@ class SubmitSlurmDialog(JobDialog):
         args += [f"--sbatch={line.strip()}" for line in self.extra.toPlainText().splitlines() if line.strip()]
         host = self.login.text().strip()
         return [*args, "--host", host] if host else [*args, "--runs-dir", self._runs_dir]
-
-    def _make_job(self) -> EngineJob:
-        return SubmitJob(self._engine_command(*self.arguments(str(self._config_file(self._config)))), parent=self)
-
-    def _show_result(self, result: tuple[str, str]) -> None:
-        self._show_status(f"Submitted job {result[0]}: {result[1]}")
 
     def _on_submitted(self, result: tuple[str, str]) -> None:
         self.submitted.emit(result[0], result[1], self.login.text().strip())
