@@ -26,12 +26,10 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
-    QToolButton,
     QWidget,
 )
 
@@ -41,7 +39,7 @@ from gui_app.core.formats import DEFAULT_CHECK, FORMATS, default_file_name, form
 from gui_app.core.rundir import MODEL_FILE
 from gui_app.identity import app_command
 from gui_app.ui.colors import ERROR_COLOR
-from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.dialogs.job_dialog import JobDialog, browse_row
 from gui_app.ui.screen_fit import largest_size
 from gui_app.ui.workers.engine_job import EngineJob
 
@@ -68,19 +66,14 @@ class ExportDialog(JobDialog):
         self._format.setCurrentIndex(list(FORMATS).index(get_format(fmt).name))
         self._output = QLineEdit(str(Path(folder or Path.home()) / default_file_name(get_format(fmt),
                                                                                         self._run_dir.name)))
-        browse = QToolButton()
-        browse.setText("Browse…")
-        browse.clicked.connect(self._on_browse)
-        path_row = QHBoxLayout()
-        path_row.addWidget(self._output, 1)
-        path_row.addWidget(browse)
         self._check = QSpinBox(minimum=0, maximum=100_000, value=DEFAULT_CHECK, suffix=" test images")
         self._check.setSpecialValueText("off")
         self._check.setToolTip("Load the file back in its own runtime and compare it with the trained model "
                                "on this many test images")
+        row, browse = browse_row(self._output, self._on_browse)
         form = QFormLayout()
         form.addRow("Format", self._format)
-        form.addRow("Save to", path_row)
+        form.addRow("Save to", row)
         form.addRow("Parity check", self._check)
         self._inputs = (self._format, self._output, browse, self._check)
         trained = (self._run_dir / MODEL_FILE).is_file() if trained is None else trained

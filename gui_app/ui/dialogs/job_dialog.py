@@ -25,7 +25,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Progress
@@ -38,6 +49,18 @@ if TYPE_CHECKING:
     from gui_app.ui.config.config_panel import ConfigPanel
 
 PROGRESS_STEPS = 1000  # the bar's maximum: fine enough for a smooth bar, whole numbers for Qt
+
+
+def browse_row(path: QLineEdit, on_browse: Callable[[], None]) -> tuple[QHBoxLayout, QToolButton]:
+    """A form's path field with its "Browse…" button beside it (``on_browse`` opens the file
+    dialog): the row, and the button (an input, disabled with the field while a job runs)."""
+    browse = QToolButton()
+    browse.setText("Browse…")
+    browse.clicked.connect(on_browse)
+    row = QHBoxLayout()
+    row.addWidget(path, 1)
+    row.addWidget(browse)
+    return row, browse
 
 
 class JobDialog(QDialog):

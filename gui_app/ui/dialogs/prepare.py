@@ -24,19 +24,17 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
-    QToolButton,
     QWidget,
 )
 
 from gui_app.core.answers import Prepared, reader
 from gui_app.core.config import DatasetConfig, RunConfig
 from gui_app.identity import app_command
-from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.dialogs.job_dialog import JobDialog, browse_row
 from gui_app.ui.workers.engine_job import EngineJob
 
 if TYPE_CHECKING:
@@ -57,14 +55,9 @@ class PrepareDialog(JobDialog):
         source = dataset.path or dataset.tfds_name or dataset.name
         default = Path(folder or Path.home()) / f"{Path(str(source)).name or dataset.name}-tfrecord"
         self._output = QLineEdit(str(default))
-        browse = QToolButton()
-        browse.setText("Browse…")
-        browse.clicked.connect(self._on_browse)
-        row = QHBoxLayout()
-        row.addWidget(self._output, 1)
-        row.addWidget(browse)
         self._shards = QSpinBox(minimum=0, maximum=100_000)
         self._shards.setSpecialValueText("automatic (about 100 MB each)")
+        row, browse = browse_row(self._output, self._on_browse)
         form = QFormLayout()
         form.addRow("Dataset", QLabel(f"{dataset.name}: {source}", wordWrap=True))
         form.addRow("Write to", row)

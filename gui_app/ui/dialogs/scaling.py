@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QFrame,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -41,7 +40,6 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -54,7 +52,7 @@ from gui_app.core.config import RunConfig
 from gui_app.identity import app_command
 from gui_app.ui.charts.canvas import ChartCanvas
 from gui_app.ui.charts.plot import REPLICA_COLORS, make_plot, style_plot, theme_colors
-from gui_app.ui.dialogs.job_dialog import JobDialog
+from gui_app.ui.dialogs.job_dialog import JobDialog, browse_row
 from gui_app.ui.workers.engine_job import EngineJob
 
 if TYPE_CHECKING:
@@ -100,12 +98,7 @@ class ScalingDialog(JobDialog):
         for box in self._strategies.values():
             boxes.addWidget(box)
         self._folder = QLineEdit(str(folder or Path.home() / "replica-studio-scaling"))
-        browse = QToolButton()
-        browse.setText("Browse…")
-        browse.clicked.connect(self._on_browse)
-        folder_row = QHBoxLayout()
-        folder_row.addWidget(self._folder, 1)
-        folder_row.addWidget(browse)
+        row, browse = browse_row(self._folder, self._on_browse)
         form = QFormLayout()
         form.addRow("Strategies", boxes)
         form.addRow("Up to", self._replicas)
@@ -113,7 +106,7 @@ class ScalingDialog(JobDialog):
         form.addRow("Warm-up (not timed)", self._warmup)
         form.addRow("", self._eval)
         form.addRow("", self._options)
-        form.addRow("Save the report in", folder_row)
+        form.addRow("Save the report in", row)
         self._inputs = (self._replicas, self._steps, self._warmup, self._eval, self._options, self._folder, browse,
                         *self._strategies.values())
         self.form_area.addLayout(form)
