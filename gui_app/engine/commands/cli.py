@@ -13,36 +13,36 @@ from pathlib import Path
 
 from gui_app import __version__
 from gui_app.core.backends import local_backend
-from gui_app.engine.commands import attach as attach_command
-from gui_app.engine.commands import bundle as bundle_command
-from gui_app.engine.commands import cluster_script as script_command
-from gui_app.engine.commands import compare as compare_command
-from gui_app.engine.commands import devices as devices_command
-from gui_app.engine.commands import diagnose as diagnose_command
-from gui_app.engine.commands import export as export_command
-from gui_app.engine.commands import export_run as mlflow_command
-from gui_app.engine.commands import hosts as hosts_command
-from gui_app.engine.commands import inspect as inspect_command
-from gui_app.engine.commands import log as log_command
-from gui_app.engine.commands import on_host as remote_command
-from gui_app.engine.commands import predict as predict_command
-from gui_app.engine.commands import preflight as preflight_command
-from gui_app.engine.commands import prepare as prepare_command
-from gui_app.engine.commands import rehearse as rehearse_command
-from gui_app.engine.commands import report as report_command
-from gui_app.engine.commands import scaling as scaling_command
-from gui_app.engine.commands import submit as submit_command
-from gui_app.engine.commands import sweep as sweep_command
-from gui_app.engine.commands import train as train_command
-from gui_app.engine.commands import worker as worker_command
+from gui_app.engine.commands import (
+    attach,
+    bundle,
+    cluster_script,
+    compare,
+    devices,
+    diagnose,
+    export,
+    export_run,
+    hosts,
+    inspect,
+    log,
+    on_host,
+    predict,
+    preflight,
+    prepare,
+    rehearse,
+    report,
+    scaling,
+    submit,
+    sweep,
+    train,
+    worker,
+)
 from gui_app.engine.commands.reporting import empty_option
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, RUN_COMMANDS
 from gui_app.engine.schedulers import scheduled_runs
 
-_MODULES = (train_command, attach_command, log_command, inspect_command, devices_command, scaling_command,
-            export_command, predict_command, prepare_command, worker_command, script_command, submit_command,
-            hosts_command, sweep_command, compare_command, diagnose_command, report_command,
-            bundle_command, preflight_command, mlflow_command, rehearse_command)
+_MODULES = (train, attach, log, inspect, devices, scaling, export, predict, prepare, worker, cluster_script, submit,
+            hosts, sweep, compare, diagnose, report, bundle, preflight, export_run, rehearse)
 SUBCOMMANDS: tuple[str, ...] = tuple(name for module in _MODULES for name in module.COMMANDS)
 
 
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _MODULES:
         module.add_commands(sub)
-    remote_command.add_host_option(sub)  # --host on the commands that can run on an SSH host
+    on_host.add_host_option(sub)  # --host on the commands that can run on an SSH host
     return parser
 
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.on_host(args)
     if args.command in ("resume", "evaluate") and Path(args.run_dir).expanduser().is_file():
         # A run bundle: checked and extracted into the folder the command writes (before --detach forks)
-        refused = bundle_command.extract_for_command(args)
+        refused = bundle.extract_for_command(args)
         if refused is not None:
             return refused
     if args.command == "resume" and (backend := local_backend(Path(args.run_dir).expanduser().absolute())).resubmits():

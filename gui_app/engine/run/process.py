@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from gui_app.core.events_follow import EventsFollower
-from gui_app.engine.run import control_fifo as control_channel
+from gui_app.engine.run import control_fifo
 from gui_app.engine.run.exits import EXIT_FAILED, EXIT_OK, exit_now
 from gui_app.identity import app_command, app_env
 
@@ -95,8 +95,8 @@ def follow(run_dir: str | Path, events: Path | None = None, start_line: int = 0)
 def send(run_dir: str | Path, word: str) -> bool:
     """Send a control word to the run here; False when no process runs it (any more)."""
     try:
-        control_channel.send(run_dir, word)
-    except control_channel.NotRunning:
+        control_fifo.send(run_dir, word)
+    except control_fifo.NotRunning:
         return False
     return True
 
@@ -108,7 +108,7 @@ def stop(run_dir: str | Path, host: str | None = None) -> bool:
     if host is None:
         try:
             return send(run_dir, "stop")
-        except control_channel.ChannelError:
+        except control_fifo.ChannelError:
             return False
     stopping = subprocess.Popen(app_command("stop", str(run_dir), "--host", host), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=app_env(),

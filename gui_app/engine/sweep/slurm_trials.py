@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.backends.base import UNKNOWN, ask
 from gui_app.core.backends.slurm import SCRIPT_FILE, SIGNAL_S, SlurmJobState
 from gui_app.core.batch_split import scheduled_split
@@ -44,9 +44,9 @@ def check_commands() -> None:
                           "runs on a Slurm login node")
 
 
-def check_trial(config: RunConfig, slurm: SweepSlurm) -> None:
+def check_trial(config: RunConfig, settings: SweepSlurm) -> None:
     """What ``submit --slurm`` refuses of a run (its batch split over the nodes), before any job."""
-    scheduled_split(config, slurm_script.nodes(config), slurm.gpus_per_node).warnings()
+    scheduled_split(config, slurm_script.nodes(config), settings.gpus_per_node).warnings()
 
 
 def job_name(folder: SweepFolder, number: int) -> str:
@@ -54,15 +54,15 @@ def job_name(folder: SweepFolder, number: int) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", f"rs-sweep-{folder.path.name}-trial-{number}")[:200]
 
 
-def _options(slurm: SweepSlurm, name: str) -> slurm_script.SlurmOptions:
+def _options(settings: SweepSlurm, name: str) -> slurm_script.SlurmOptions:
     return slurm_script.SlurmOptions(
-        partition=slurm.partition, time=slurm.time, account=slurm.account, cpus_per_task=slurm.cpus_per_task,
-        gpus_per_node=slurm.gpus_per_node,
-        signal_s=SIGNAL_S if slurm.signal_seconds is None else slurm.signal_seconds,
-        extra=(*slurm.sbatch, f"--job-name={name}"))  # (the last --job-name line is the one sbatch takes)
+        partition=settings.partition, time=settings.time, account=settings.account,
+        cpus_per_task=settings.cpus_per_task, gpus_per_node=settings.gpus_per_node,
+        signal_s=SIGNAL_S if settings.signal_seconds is None else settings.signal_seconds,
+        extra=(*settings.sbatch, f"--job-name={name}"))  # (the last --job-name line is the one sbatch takes)
 
 
-def prepare(folder: SweepFolder, number: int, record: TrialRecord, config_path: Path, slurm: SweepSlurm) -> Path:
+def prepare(folder: SweepFolder, number: int, record: TrialRecord, config_path: Path, settings: SweepSlurm) -> Path:
     """Make trial ``number``'s run directory and its script; the caller records it, then submits."""
     config = RunConfig.load(config_path)
     seed = config.training.seed if config.training.seed is not None else random.randrange(2**31)
@@ -70,7 +70,7 @@ def prepare(folder: SweepFolder, number: int, record: TrialRecord, config_path: 
     script = run_dir / SCRIPT_FILE
     script.write_text(slurm_script.slurm_script(
         config, str(run_dir / rundir.CONFIG_FILE), str(run_dir), str(run_dir / "slurm-%j.out"), seed,
-        _options(slurm, job_name(folder, number)), str(script)), encoding="utf-8")
+        _options(settings, job_name(folder, number)), str(script)), encoding="utf-8")
     script.chmod(0o755)
     record.run_dir = str(run_dir)
     return run_dir
@@ -81,7 +81,7 @@ def submit(record: TrialRecord) -> str:
     or starts it); records and returns the job id. SubmitError: one line why not."""
     assert record.run_dir is not None
     job_id = sbatch(Path(record.run_dir) / SCRIPT_FILE)
-    slurm_jobs.record_job(record.run_dir, job_id)
+    slurm.record_job(record.run_dir, job_id)
     record.job = job_id
     return job_id
 
@@ -91,13 +91,13 @@ def find_job(folder: SweepFolder, number: int, record: TrialRecord) -> str | Non
     the run directory's record, else Slurm's job of the trial's name."""
     if record.run_dir is None:
         return None
-    job = slurm_jobs.read_job(record.run_dir)
+    job = slurm.read_job(record.run_dir)
     if job is not None:
         return job.job_id
-    said = ask(["squeue", "-h", "--name", job_name(folder, number), "-o", "%i"], slurm_jobs.ASK_TIMEOUT_S) or ""
+    said = ask(["squeue", "-h", "--name", job_name(folder, number), "-o", "%i"], slurm.ASK_TIMEOUT_S) or ""
     ids = said.split()
     if ids:
-        slurm_jobs.record_job(record.run_dir, ids[-1])
+        slurm.record_job(record.run_dir, ids[-1])
         return ids[-1]
     return None
 
@@ -110,12 +110,12 @@ def was_submitted(record: TrialRecord) -> bool:
 def cancel(record: TrialRecord) -> str | None:
     """``scancel`` the trial's job: its workers stop together with a checkpoint. None once Slurm
     took it (or there is no job), else the one line why not."""
-    return None if record.job is None else slurm_jobs.cancel(record.job)
+    return None if record.job is None else slurm.cancel(record.job)
 
 
 def running_jobs(records: list[TrialRecord]) -> list[str]:
     """The jobs of ``records`` Slurm may still run (one squeue call)."""
-    states = slurm_jobs.job_states(r.job for r in records if r.job)
+    states = slurm.job_states(r.job for r in records if r.job)
     return [job for job, state in states.items() if state.active]
 
 
@@ -123,7 +123,7 @@ def cancel_active(records: list[TrialRecord]) -> list[str]:
     """``sweep stop`` with no sweep process: ``scancel`` each trial's job Slurm still runs; the
     lines of those it refused."""
     jobs = running_jobs(records)
-    return [line for job in jobs if (line := slurm_jobs.cancel(job)) is not None]
+    return [line for job in jobs if (line := slurm.cancel(job)) is not None]
 
 
 class JobStates:
@@ -135,12 +135,12 @@ class JobStates:
 
     def refresh(self, job_ids: list[str], now: bool = False) -> None:
         if job_ids and (now or time.monotonic() - self.asked >= STATES_EVERY_S):
-            self.states.update(slurm_jobs.job_states(job_ids))
+            self.states.update(slurm.job_states(job_ids))
             self.asked = time.monotonic()
 
     def state(self, job_id: str) -> SlurmJobState:
         if job_id not in self.states:
-            self.states.update(slurm_jobs.job_states([job_id]))
+            self.states.update(slurm.job_states([job_id]))
         return self.states.get(job_id, SlurmJobState(UNKNOWN))
 
     def alive(self, record: TrialRecord, run_finished: bool) -> bool:

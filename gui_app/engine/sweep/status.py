@@ -9,7 +9,7 @@ from typing import Any
 import optuna
 
 from gui_app.core.answers import SweepStatus, SweepTrial, encode
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.backends.base import JobState
 from gui_app.engine.sweep.folder import SweepFolder, TrialRecord
 from gui_app.engine.sweep.trial_process import TrialRun, live_pid, trial_run
@@ -20,7 +20,7 @@ STATES = ("running", "completed", "pruned", "failed", "stopped")
 
 def trial_rows(folder: SweepFolder, study: optuna.Study, metric: str) -> list[SweepTrial]:
     records = folder.records()
-    jobs = slurm_jobs.job_states(r.job for r in records.values() if r.job)  # (one squeue call; none without jobs)
+    jobs = slurm.job_states(r.job for r in records.values() if r.job)  # (one squeue call; none without jobs)
     rows = []
     for frozen in study.get_trials(deepcopy=False):
         record = records.get(frozen.number, TrialRecord())

@@ -33,8 +33,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from gui_app.core.backends import kubernetes as kubernetes_jobs
-from gui_app.core.backends import scheduled_jobs
+from gui_app.core.backends import kubernetes, scheduled_jobs
 from gui_app.core.backends.ssh import SshBackend
 from gui_app.core.live_runs import RunProcess, live_process, read_process
 from gui_app.core.rundir import RunInfo, default_sweeps_dir, read_run, run_dirs
@@ -70,7 +69,7 @@ def read_row(path: Path) -> tuple[RunInfo, bool, RunProcess | None, str]:
     live = live_process(path)
     recorded = live or read_process(path)
     host = recorded.host if recorded is not None and recorded.host != socket.gethostname() else ""
-    return info, info.resumable or kubernetes_jobs.resumable(path, info.status), live, host
+    return info, info.resumable or kubernetes.resumable(path, info.status), live, host
 
 
 def _fill(send: Send, latest: _Latest, generation: int, runs_dir: str, host: Host | None,

@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import kubernetes
 from gui_app.core.backends.base import UNKNOWN, JobState
 from gui_app.core.backends.kubernetes import MANIFEST_FILE, KubernetesBackend
 from gui_app.core.line_follow import count_lines
@@ -98,7 +98,7 @@ class Mirror(threading.Thread):
                         continue
                     if pod not in record.pods:  # a pod not followed before: its output goes after what is here
                         record.pods[pod] = list(written)
-                        kubernetes_jobs.write_job(self.run_dir, record)
+                        kubernetes.write_job(self.run_dir, record)
                     event = self._event(text)
                     line = json.dumps(event) + "\n" if event is not None else None
                     kind = 0 if event is not None else 1
@@ -111,10 +111,10 @@ class Mirror(threading.Thread):
                         written[kind] += 1
                     counts[kind] += 1
                 self._proc.wait()
-                record = kubernetes_jobs.read_job(self.run_dir) or record  # a resume applies the Job again
-                state = kubernetes_jobs.job_state(record)
+                record = kubernetes.read_job(self.run_dir) or record  # a resume applies the Job again
+                state = kubernetes.job_state(record)
                 # deleted (Stop) and its chief has said how the run ended: no pod comes after it
-                if self._closed.is_set() or not state.active or (finished and state.reason == kubernetes_jobs.DELETING):
+                if self._closed.is_set() or not state.active or (finished and state.reason == kubernetes.DELETING):
                     if state.state != UNKNOWN:
                         self.error = ""  # what kubectl said while the pod started is no reason
                     return
@@ -145,7 +145,7 @@ def _split(raw: str) -> tuple[str, str]:
 def current(backend: KubernetesBackend) -> tuple[str, JobState]:
     """The run's Job and what kubectl says of it (OSError: no readable record)."""
     job = tools.record(backend)
-    return job.job, kubernetes_jobs.job_state(job)
+    return job.job, kubernetes.job_state(job)
 
 
 def wait_stopped(backend: KubernetesBackend, job: str, timeout: float) -> tuple[bool, str]:
@@ -171,11 +171,11 @@ def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:
         return EXIT_BAD_INPUT
     try:
         job = tools.record(backend)
-        failed = kubernetes_jobs.delete(job, wait=True)  # a Job that ended is still there: apply would keep it
+        failed = kubernetes.delete(job, wait=True)  # a Job that ended is still there: apply would keep it
         if failed is not None:
             raise SubmitError(failed)
         kubernetes_submit.apply(run_dir / MANIFEST_FILE, job.job, job.kubectl_args())
-        kubernetes_jobs.record_job(run_dir, job.job, job.namespace, job.context)
+        kubernetes.record_job(run_dir, job.job, job.namespace, job.context)
     except (SubmitError, OSError) as exc:
         tools.say("resume", str(exc))
         return EXIT_BAD_INPUT

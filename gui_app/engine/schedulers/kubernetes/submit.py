@@ -19,10 +19,10 @@ import subprocess
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import kubernetes
 from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
-from gui_app.engine.schedulers import tools as scheduler_command
+from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.kubernetes import manifest as kubernetes_manifest
 from gui_app.engine.schedulers.kubernetes.manifest import KubernetesOptions
 from gui_app.engine.schedulers.tools import SubmitError
@@ -33,7 +33,7 @@ KUBECTL_HINT = "install it and set up its context for the cluster"
 
 
 def kubectl() -> str:
-    return scheduler_command.find("kubectl", KUBECTL_HINT)
+    return tools.find("kubectl", KUBECTL_HINT)
 
 
 def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
@@ -50,13 +50,13 @@ def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
     try:
         name = local.name  # the run directory on the volume has the record's name
         text = kubernetes_manifest.manifest(config, name, seed, options)
-        (local / kubernetes_jobs.MANIFEST_FILE).write_text(text, encoding="utf-8")
+        (local / kubernetes.MANIFEST_FILE).write_text(text, encoding="utf-8")
         if output:
             Path(output).write_text(text, encoding="utf-8")
         job = kubernetes_manifest.job_name(name)
-        where = kubernetes_jobs.KubernetesJob(job, options.namespace or "", kubernetes_jobs.current_context())
-        apply(local / kubernetes_jobs.MANIFEST_FILE, job, where.kubectl_args())
-        kubernetes_jobs.record_job(local, job, where.namespace, where.context)
+        where = kubernetes.KubernetesJob(job, options.namespace or "", kubernetes.current_context())
+        apply(local / kubernetes.MANIFEST_FILE, job, where.kubectl_args())
+        kubernetes.record_job(local, job, where.namespace, where.context)
         return job, kubernetes_manifest.run_dir(name), local
     except BaseException:
         shutil.rmtree(local, ignore_errors=True)
@@ -65,7 +65,7 @@ def submit(config_path: str, options: KubernetesOptions, runs_dir: Path,
 
 def apply(manifest: Path, job: str, where: list[str]) -> None:
     """``kubectl apply -f MANIFEST``; SubmitError unless it created (or started again) the Job."""
-    applied = scheduler_command.run("kubectl", ["apply", "-f", str(manifest), *where], timeout=APPLY_TIMEOUT_S,
+    applied = tools.run("kubectl", ["apply", "-f", str(manifest), *where], timeout=APPLY_TIMEOUT_S,
                                     hint=KUBECTL_HINT, silent="is the cluster reachable?")
     if f"job.batch/{job} created" not in applied:
         raise SubmitError(f"kubectl apply: did not create job.batch/{job} ({applied.strip()!r})")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from gui_app.core import atomic_io, rundir
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.backends.base import JobState
 from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend
 from gui_app.core.config import ConfigError, RunConfig
@@ -40,7 +40,7 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
             config = apply_overrides(RunConfig.load(run_dir / rundir.CONFIG_FILE), args.set)
             atomic_io.write_text(run_dir / rundir.CONFIG_FILE, config.to_json() + "\n")
         job_id = sbatch(run_dir / SCRIPT_FILE)
-        slurm_jobs.record_job(run_dir, job_id)
+        slurm.record_job(run_dir, job_id)
     except (ConfigError, SubmitError, OSError) as exc:
         tools.say("resume", str(exc))
         return EXIT_BAD_INPUT
@@ -52,14 +52,14 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
 def current(backend: SlurmBackend) -> tuple[str, JobState]:
     """The run's job and what Slurm says of it (OSError: no readable record)."""
     job_id = tools.record(backend).job_id
-    return job_id, slurm_jobs.job_states([job_id])[job_id]
+    return job_id, slurm.job_states([job_id])[job_id]
 
 
 def wait_stopped(backend: SlurmBackend, job_id: str, timeout: float) -> tuple[bool, str]:
     """After scancel: wait until Slurm no longer runs the job. (True, how the job ended) or
     (False, the line that says it still runs)."""
     deadline = time.monotonic() + timeout
-    while (state := slurm_jobs.job_states([job_id])[job_id]).active:
+    while (state := slurm.job_states([job_id])[job_id]).active:
         if time.monotonic() >= deadline:
             return False, (f"Slurm job {job_id} is still {state.describe()} {timeout:g} s after scancel; "
                            f"Slurm kills its processes after the cluster's KillWait")

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 from gui_app.core import rundir
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.backends.slurm import SCRIPT_FILE
 from gui_app.core.batch_split import scheduled_split
 from gui_app.core.config import RunConfig
-from gui_app.engine.schedulers import tools as scheduler_command
+from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.slurm import script as slurm_script
 from gui_app.identity import app_command, app_env
 
@@ -36,7 +36,7 @@ def submit(config_path: str, runs_dir: Path, options: slurm_script.SlurmOptions)
                           encoding="utf-8")
         script.chmod(0o755)
         job_id = sbatch(script)
-        slurm_jobs.record_job(run_dir, job_id)
+        slurm.record_job(run_dir, job_id)
         return job_id, run_dir
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -53,7 +53,7 @@ def sbatch(script: Path) -> str:
     replica-studio: No such file or directory" (docs/cluster.md)."""
     own = " ".join(app_command())  # the script splits it on spaces (a path with a space cannot be said)
     env = app_env({"REPLICA_STUDIO": os.environ.get("REPLICA_STUDIO") or own})
-    said = scheduler_command.run("sbatch", ["--parsable", str(script)], hint="is this a Slurm login node?",
+    said = tools.run("sbatch", ["--parsable", str(script)], hint="is this a Slurm login node?",
                                  timeout=SUBMIT_TIMEOUT_S, silent="is slurmctld running?", cwd=script.parent,
                                  env=env)
     return said.strip().split(";")[0]  # --parsable: "JOBID" or "JOBID;CLUSTER"
