@@ -1,6 +1,6 @@
 """Fake ``sbatch``, ``squeue``, ``scontrol``, ``sacct`` and ``scancel`` on PATH that print what
 the real ones print (Slurm 22.05 of tests/slurm_cluster.py, recorded in
-tests/core/test_slurm_jobs.py), over a job table the test sets: ``FakeSlurm.set(job, state,
+tests/core/test_slurm_backend.py), over a job table the test sets: ``FakeSlurm.set(job, state,
 reason)``. sbatch queues a PENDING job and runs nothing (the ``REPLICA_STUDIO`` it was given, which
 the job would run, goes to ``job_commands``); scancel marks it CANCELLED, or a running job
 COMPLETING after :meth:`FakeSlurm.hold_running_jobs` (as while its processes stop; the test then

@@ -19,7 +19,7 @@ from gui_app.core import events as ev
 from gui_app.core.bundle import write_bundle
 from gui_app.core.mlflow_run import IDENTITY_TAG
 from gui_app.core.overrides import flatten
-from gui_app.engine.commands import export_run as mlflow_command
+from gui_app.engine.commands import export_run
 from gui_app.engine.commands.cli import build_parser
 from gui_app.identity import app_command, app_env
 
@@ -51,7 +51,7 @@ def _client(store: Path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=store.as_uri())
-    experiment = client.get_experiment_by_name(mlflow_command.DEFAULT_EXPERIMENT)
+    experiment = client.get_experiment_by_name(export_run.DEFAULT_EXPERIMENT)
     assert experiment is not None
     return client, client.search_runs([experiment.experiment_id])
 
@@ -185,11 +185,11 @@ def test_the_command_without_mlflow_in_its_environment(run, tmp_path):
     done = subprocess.run(app_command("export-run", str(run), "--mlflow", str(tmp_path / "mlruns")), env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines() == ["replica-studio export-run: " + mlflow_command.INSTALL_HINT]
+    assert done.stderr.splitlines() == ["replica-studio export-run: " + export_run.INSTALL_HINT]
 
 
 def test_a_folder_becomes_a_file_uri_and_a_uri_is_kept(tmp_path):
-    assert mlflow_command.tracking_uri(str(tmp_path / "store")) == (tmp_path / "store").as_uri()
+    assert export_run.tracking_uri(str(tmp_path / "store")) == (tmp_path / "store").as_uri()
     assert (tmp_path / "store").is_dir()
-    assert mlflow_command.tracking_uri("http://mlflow.example:5000") == "http://mlflow.example:5000"
-    assert mlflow_command.tracking_uri("file:///srv/mlruns") == "file:///srv/mlruns"
+    assert export_run.tracking_uri("http://mlflow.example:5000") == "http://mlflow.example:5000"
+    assert export_run.tracking_uri("file:///srv/mlruns") == "file:///srv/mlruns"

@@ -6,9 +6,16 @@ from __future__ import annotations
 import pytest
 
 from gui_app.core import run_lock, rundir
-from gui_app.core.backends import HereBackend, KubernetesBackend, SlurmBackend, SshBackend, backend_for, scheduled_jobs
-from gui_app.core.backends import kubernetes as kubernetes_jobs
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import (
+    HereBackend,
+    KubernetesBackend,
+    SlurmBackend,
+    SshBackend,
+    backend_for,
+    kubernetes,
+    scheduled_jobs,
+    slurm,
+)
 from gui_app.core.backends.base import JobWatch
 from gui_app.core.ssh_hosts import Host
 from tests.fake_slurm import FakeSlurm
@@ -29,39 +36,39 @@ def _run(folder, name="run"):
 
 
 def test_each_run_has_one_backend_by_its_record_or_its_host(tmp_path):
-    here, slurm, kube = _run(tmp_path, "here"), _run(tmp_path, "slurm"), _run(tmp_path, "kube")
-    slurm_jobs.record_job(slurm, "7")
-    kubernetes_jobs.record_job(kube, "replica-abc", namespace="ml")
+    here, slurm_run, kube_run = _run(tmp_path, "here"), _run(tmp_path, "slurm"), _run(tmp_path, "kube")
+    slurm.record_job(slurm_run, "7")
+    kubernetes.record_job(kube_run, "replica-abc", namespace="ml")
     assert type(backend_for(here)) is HereBackend
-    assert type(backend_for(slurm)) is SlurmBackend and backend_for(slurm).scheduled
-    assert type(backend_for(kube)) is KubernetesBackend
+    assert type(backend_for(slurm_run)) is SlurmBackend and backend_for(slurm_run).scheduled
+    assert type(backend_for(kube_run)) is KubernetesBackend
     remote = backend_for("/data/runs/x", Host("user@gpu1"))
     assert isinstance(remote, SshBackend) and remote.remote and not remote.scheduled
     assert remote.command(lambda *args: ["never", *args], ["attach", "/data/runs/x"])[0] == "ssh"
     engine = backend_for(here).command(lambda *args: ["engine", *args], ["log", str(here)])
     assert engine == ["engine", "log", str(here)]
-    (slurm / slurm_jobs.JOB_FILE).write_text("{half")  # an unreadable record is no scheduler's
-    assert type(backend_for(slurm)) is HereBackend
+    (slurm_run / slurm.JOB_FILE).write_text("{half")  # an unreadable record is no scheduler's
+    assert type(backend_for(slurm_run)) is HereBackend
 
 
 def test_a_slurm_run_logs_into_its_jobs_output_and_stops_through_scancel_unless_a_process_here_holds_it(
         tmp_path, fake):
     run_dir = _run(tmp_path)
-    slurm_jobs.record_job(run_dir, "9")
+    slurm.record_job(run_dir, "9")
     backend = backend_for(run_dir)
     assert backend.log_path() == run_dir / "slurm-9.out"
     assert not backend.resubmits() and not backend.by_scheduler()  # no script: not a job of submit --slurm
-    (run_dir / slurm_jobs.SCRIPT_FILE).write_text("#!/bin/sh\n")
+    (run_dir / slurm.SCRIPT_FILE).write_text("#!/bin/sh\n")
     assert backend.resubmits() and backend.by_scheduler()
     with run_lock.RunLock(run_dir):
         assert not backend.by_scheduler()  # a process here reads its control channel
     fake.set("9", "RUNNING")
-    assert backend.job() == ("9", slurm_jobs.SlurmJobState("RUNNING")) and backend.active()
+    assert backend.job() == ("9", slurm.SlurmJobState("RUNNING")) and backend.active()
     assert backend.cancel() is None and fake.state("9") == "CANCELLED"
     assert not backend.active()
     assert backend.ending(stopping=True) == ("stopped", "Slurm job 9 was cancelled")
     assert backend.ending(stopping=False)[0] == "failed"
-    assert scheduled_jobs([run_dir, tmp_path / "other"]) == {str(run_dir): ("9", slurm_jobs.SlurmJobState("CANCELLED"))}
+    assert scheduled_jobs([run_dir, tmp_path / "other"]) == {str(run_dir): ("9", slurm.SlurmJobState("CANCELLED"))}
 
 
 def test_a_run_here_has_its_engine_log_no_job_and_no_scheduler_to_stop_it(tmp_path):
@@ -76,12 +83,12 @@ def test_a_run_here_has_its_engine_log_no_job_and_no_scheduler_to_stop_it(tmp_pa
 
 
 def test_only_a_slurm_run_is_watched_by_its_follower(tmp_path, fake):
-    slurm, kube = _run(tmp_path, "slurm_run"), _run(tmp_path, "kube")
-    slurm_jobs.record_job(slurm, "3")
-    kubernetes_jobs.record_job(kube, "replica-x")
+    slurm_run, kube_run = _run(tmp_path, "slurm_run"), _run(tmp_path, "kube")
+    slurm.record_job(slurm_run, "3")
+    kubernetes.record_job(kube_run, "replica-x")
     fake.set("3", "PENDING", "Resources")
-    assert JobWatch(backend_for(slurm), every_s=60).active()
-    assert not JobWatch(backend_for(kube), every_s=60).active()  # its copy of the chief's output tells
+    assert JobWatch(backend_for(slurm_run), every_s=60).active()
+    assert not JobWatch(backend_for(kube_run), every_s=60).active()  # its copy of the chief's output tells
     assert not JobWatch(backend_for(_run(tmp_path, "here")), every_s=60).active()
     assert len(fake.calls("squeue")) == 1
 

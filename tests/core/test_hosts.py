@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_app.core import ssh
-from gui_app.core import ssh_hosts as hosts
+from gui_app.core import ssh, ssh_hosts
 from gui_app.core.ssh_hosts import Host, HostsFileError
 
 # ---- the hosts file ---------------------------------------------------------------------------
@@ -24,21 +23,21 @@ from gui_app.core.ssh_hosts import Host, HostsFileError
 
 def test_hosts_are_kept_in_a_versioned_file_in_the_config_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("REPLICA_STUDIO_CONFIG_DIR", str(tmp_path / "config"))
-    assert hosts.load_hosts() == {}
-    assert hosts.add_host(Host("gpu1")) is False
-    assert hosts.add_host(Host("me@gpu2", port=2222, command="conda run -n tf replica-studio",
+    assert ssh_hosts.load_hosts() == {}
+    assert ssh_hosts.add_host(Host("gpu1")) is False
+    assert ssh_hosts.add_host(Host("me@gpu2", port=2222, command="conda run -n tf replica-studio",
                                runs_dir="/data/r")) is False
-    assert hosts.add_host(Host("gpu1", command="~/venv/bin/replica-studio")) is True  # replaced in place
+    assert ssh_hosts.add_host(Host("gpu1", command="~/venv/bin/replica-studio")) is True  # replaced in place
     data = json.loads((tmp_path / "config" / "hosts.json").read_text())
     assert data == {"schema_version": 1, "hosts": [
         {"name": "gpu1", "port": None, "command": "~/venv/bin/replica-studio", "runs_dir": None},
         {"name": "me@gpu2", "port": 2222, "command": "conda run -n tf replica-studio", "runs_dir": "/data/r"}]}
-    assert hosts.find_host("me@gpu2").port == 2222
-    assert hosts.find_host("other") == Host("other")  # not stored: ssh's own idea of it, with the defaults
-    assert hosts.remove_host("gpu1").command == "~/venv/bin/replica-studio"
-    assert list(hosts.load_hosts()) == ["me@gpu2"]
+    assert ssh_hosts.find_host("me@gpu2").port == 2222
+    assert ssh_hosts.find_host("other") == Host("other")  # not stored: ssh's own idea of it, with the defaults
+    assert ssh_hosts.remove_host("gpu1").command == "~/venv/bin/replica-studio"
+    assert list(ssh_hosts.load_hosts()) == ["me@gpu2"]
     with pytest.raises(HostsFileError, match="gpu1: no such host"):
-        hosts.remove_host("gpu1")
+        ssh_hosts.remove_host("gpu1")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -51,7 +50,7 @@ def test_an_unreadable_hosts_file_is_named_and_left_as_it_was(tmp_path, text, me
     path = tmp_path / "hosts.json"
     path.write_text(text)
     with pytest.raises(HostsFileError, match=message) as caught:
-        hosts.add_host(Host("gpu1"), path)
+        ssh_hosts.add_host(Host("gpu1"), path)
     assert str(path) in str(caught.value)
     assert path.read_text() == text
 

@@ -26,7 +26,7 @@ from cluster_helpers import WAITING_PHASES
 from engine_helpers import run_cli
 
 from gui_app.core import rundir
-from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends.kubernetes import read_job, record_job
 from gui_app.core.cluster_addresses import free_ports
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.events import Step
@@ -284,7 +284,7 @@ def test_submit_applies_the_manifest_and_keeps_a_local_record_of_the_run(tmp_pat
     assert docs[2]["metadata"] == {"name": job, "namespace": "ml", "labels": {"replica-studio/job": job}}
     (container,) = docs[2]["spec"]["template"]["spec"]["containers"]
     assert f"--run-dir {run_dir} --resume-or-start" in " ".join(container["command"])
-    record = kubernetes_jobs.read_job(local)
+    record = read_job(local)
     assert (record.job, record.namespace, record.context, record.pods) == (job, "ml", "", {})
     assert RunConfig.load(Path(local, "config.json")) == RunConfig.load(_config(tmp_path))
 
@@ -330,7 +330,7 @@ if [ "$1" = get ]; then sed 's/^{{/{{"metadata": {{"name": "rs-x"}}, /' {tmp_pat
     monkeypatch.setenv("PATH", env["PATH"])
     local = tmp_path / "run"
     local.mkdir()
-    kubernetes_jobs.record_job(local, "rs-x", "ml")
+    record_job(local, "rs-x", "ml")
     return local
 
 
@@ -373,7 +373,7 @@ def test_the_local_copy_gets_each_line_of_each_chief_pod_once(tmp_path, monkeypa
     assert [e.get("step") for e in follow()] == [None, 1, 2, 2, 3]
     assert follow()[-1]["step"] == 3 and len(follow()) == 5
     assert (local / "engine.log").read_text().count("forming the cluster") == 2  # once per pod
-    assert kubernetes_jobs.read_job(local).pods == {"rs-x-0-a": [0, 0], "rs-x-0-b": [4, 1]}
+    assert read_job(local).pods == {"rs-x-0-a": [0, 0], "rs-x-0-b": [4, 1]}
 
 
 def test_pods_of_another_job_of_the_same_name_have_another_run_identity():

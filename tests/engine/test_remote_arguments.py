@@ -88,7 +88,7 @@ def test_a_preview_that_cannot_come_back_is_a_warning_and_the_answer_stands(monk
     import contextlib
 
     from gui_app.core.ssh import HostError
-    from gui_app.engine.commands import on_host as remote_command
+    from gui_app.engine.commands import on_host
 
     class Session:
         detached_here = False
@@ -106,10 +106,10 @@ def test_a_preview_that_cannot_come_back_is_a_warning_and_the_answer_stands(monk
     def folders(host, count):
         yield [f"/tmp/x/{i}" for i in range(count)]
 
-    monkeypatch.setattr(remote_command, "check_app", lambda host: "0.1.0")
-    monkeypatch.setattr(remote_command, "remote_folders", folders)
-    monkeypatch.setattr(remote_command, "_Session", Session)
-    monkeypatch.setattr(remote_command, "_bring_back", bring_back)
+    monkeypatch.setattr(on_host, "check_app", lambda host: "0.1.0")
+    monkeypatch.setattr(on_host, "remote_folders", folders)
+    monkeypatch.setattr(on_host, "_Session", Session)
+    monkeypatch.setattr(on_host, "_bring_back", bring_back)
     config = tmp_path / "c.json"
     config.write_text("{}")
     parser = build_parser()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import run_cli
 
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.identity import app_command, app_env
 from tests.fake_slurm import FakeSlurm
 
@@ -49,7 +49,7 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
 
 def test_submit_records_the_job_in_the_run_directory(tmp_path, fake):
     job_id, run_dir = _submit(tmp_path, fake)
-    job = slurm_jobs.read_job(run_dir)
+    job = slurm.read_job(run_dir)
     assert job_id == "41" and job is not None and job.job_id == "41" and job.earlier == ()
     assert fake.calls("sbatch") == [["sbatch", "--parsable", str(run_dir / "job.sbatch")]]
 
@@ -119,7 +119,7 @@ def test_resume_submits_the_script_again_and_records_the_new_job(tmp_path, fake)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["42", str(run_dir)]  # the window takes the last line
     assert fake.calls("sbatch")[-1] == ["sbatch", "--parsable", str(run_dir / "job.sbatch")]
-    job = slurm_jobs.read_job(run_dir)
+    job = slurm.read_job(run_dir)
     assert job is not None and (job.job_id, job.earlier) == ("42", ("41",))
     assert json.loads((run_dir / "config.json").read_text())["training"]["epochs"] == 3
 
@@ -132,7 +132,7 @@ def test_a_refused_resubmission_is_one_line(tmp_path, fake):
     assert done.returncode == 2
     assert done.stderr.strip() == ("replica-studio resume: sbatch: error: Batch job submission failed: Invalid "
                                    "partition name specified")
-    assert slurm_jobs.read_job(run_dir).job_id == "41"
+    assert slurm.read_job(run_dir).job_id == "41"
 
 
 def test_runs_lists_slurm_runs_by_their_jobs_with_one_squeue_call(tmp_path, fake):

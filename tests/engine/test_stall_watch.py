@@ -15,7 +15,7 @@ import pytest
 from engine_helpers import until
 
 from gui_app.core.events import Stall, WorkerStatus
-from gui_app.engine.cluster import stalls as cluster_stalls
+from gui_app.engine.cluster import stalls
 from gui_app.engine.cluster.processes import WorkerProcess
 from gui_app.engine.cluster.stalls import StallWatch, StatusBoard, culprit
 from gui_app.engine.cluster.status_reports import StatusReporter, parse_address, phase_of
@@ -104,7 +104,7 @@ def test_a_stopped_worker_is_named_and_the_next_step_clears_the_stall(board):
                          for w in (0, 1)}
         assert watch.check(False, now=t + 1.0) is None  # under the 2 s floor
         os.kill(workers[1].proc.pid, signal.SIGSTOP)
-        until(lambda: cluster_stalls.os_state(workers[1].proc.pid) == "T (stopped)", 10, "stopped")
+        until(lambda: stalls.os_state(workers[1].proc.pid) == "T (stopped)", 10, "stopped")
         assert watch.check(True, now=t + 3.0) is None  # paused: never a stall
         stall = watch.check(False, now=t + 3.0)
         assert stall is not None and (stall.worker, stall.since_step) == (1, 20)
@@ -169,7 +169,7 @@ def test_a_worker_on_a_host_that_stopped_answering_has_its_proc_read_there(board
         asked.append((host.name, pid))
         return "T (stopped)"
 
-    monkeypatch.setattr(cluster_stalls, "remote_os_state", read_there)
+    monkeypatch.setattr(stalls, "remote_os_state", read_there)
     workers = [_sleeper(0), _sleeper(1)]
     workers[1].host = "gpu2"
     try:
@@ -190,6 +190,6 @@ def test_a_worker_on_a_host_that_stopped_answering_has_its_proc_read_there(board
 
 
 def test_the_state_of_a_proc_stat_line():
-    assert cluster_stalls._state_of("4037 (python3 (x) y) T 1 2 3") == "T (stopped)"
-    assert cluster_stalls._state_of("4037 (sleep) S 1") == "S (sleeping)"
-    assert cluster_stalls._state_of("") is None
+    assert stalls._state_of("4037 (python3 (x) y) T 1 2 3") == "T (stopped)"
+    assert stalls._state_of("4037 (sleep) S 1") == "S (sleeping)"
+    assert stalls._state_of("") is None

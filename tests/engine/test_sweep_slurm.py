@@ -18,7 +18,7 @@ import pytest
 from slurm_cluster import SlurmCluster, running_slurm
 
 from gui_app.core import rundir
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends.slurm import read_job
 from gui_app.identity import app_command
 
 pytestmark = pytest.mark.slow
@@ -122,7 +122,7 @@ def test_trials_run_as_jobs_on_both_nodes_one_is_pruned_and_a_killed_sweep_loses
     runs = sorted(p for p in (sweep_dir / "runs").iterdir() if p.is_dir())
     assert len(runs) == 4
     records = json.loads((sweep_dir / "trials.json").read_text())
-    jobs = {number: slurm_jobs.read_job(record["run_dir"]) for number, record in records.items()}
+    jobs = {number: read_job(record["run_dir"]) for number, record in records.items()}
     assert all(job is not None and job.earlier == () and job.job_id == records[n]["job"] for n, job in jobs.items())
     assert len({job.job_id for job in jobs.values() if job}) == 4
     nodes = Counter()
@@ -175,7 +175,7 @@ def test_sweep_stop_cancels_the_jobs_with_a_checkpoint_and_resume_continues_them
     assert done.stdout.splitlines()[-1].startswith("sweep completed: 2 trials (2 completed"), done.stdout
     records = json.loads((sweep_dir / "trials.json").read_text())
     for number, record in records.items():
-        job = slurm_jobs.read_job(record["run_dir"])
+        job = read_job(record["run_dir"])
         assert job is not None and job.earlier == (first_jobs[number],)  # submitted again, once
         assert rundir.read_run(record["run_dir"]).status == "completed"
         _each_step_once(Path(record["run_dir"]))  # continued from its checkpoint, no step twice

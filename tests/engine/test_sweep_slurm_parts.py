@@ -10,7 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.sweep_config import SweepConfig
 from gui_app.engine.commands.cli import main as cli_main
 from gui_app.engine.sweep import study as studies
@@ -114,7 +114,7 @@ def test_a_sweep_started_again_takes_up_its_jobs_by_id_and_submits_only_what_no_
     assert said[:2] == ["trial 0 is Slurm job 41 (pending (Priority)): following it again",
                         "trial 2 is Slurm job 43 (running): following it again"]
     assert again._start_next() and len(fake.calls("sbatch")) == 4  # trial 1, submitted again
-    assert slurm_jobs.read_job(again.records[1].run_dir).earlier == ("42",)
+    assert slurm.read_job(again.records[1].run_dir).earlier == ("42",)
     assert said[-1].startswith("trial 1 submitted again as Slurm job 44")
     assert not again._start_next()  # the budget is spent: 3 trials, 3 run directories
     assert len(list(folder.runs_dir.iterdir())) == 3

@@ -20,14 +20,14 @@ def main(argv: list[str]) -> int:
     from gui_app.core.gpu_monitor import GpuMonitor
     from gui_app.engine.commands.cli import main as engine_main
     from gui_app.engine.run.exits import RUN_COMMANDS, exit_now
-    from gui_app.engine.training import controller as runner
+    from gui_app.engine.training import controller
 
     class StartedMonitor(GpuMonitor):
         def __init__(self) -> None:
             super().__init__(interval_s=0.2)
             self.start()
 
-    runner.GpuMonitor = StartedMonitor
+    controller.GpuMonitor = StartedMonitor
     code = engine_main(argv)
     if argv and argv[0] in RUN_COMMANDS:
         exit_now(code)  # as python -m gui_app.engine does: skip TensorFlow's teardown

@@ -15,7 +15,7 @@ import pytest
 from run_dirs import listed_status, wait_listed, write_run
 from windows import real_engine, shown_window
 
-from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import kubernetes
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.ui.window import kubernetes_actions
 from tests.fake_kubectl import FakeKubectl
@@ -84,8 +84,8 @@ def test_the_form_becomes_submits_arguments_and_kubectls_refusal_is_shown_inline
 
 def _kubernetes_run(runs_dir, name: str, job: str, status: str | None, **kwargs):
     run = write_run(runs_dir, name, status, checkpoint=False, **kwargs)
-    (run / kubernetes_jobs.MANIFEST_FILE).write_text("---\n{}\n")
-    kubernetes_jobs.record_job(run, job, "ml")
+    (run / kubernetes.MANIFEST_FILE).write_text("---\n{}\n")
+    kubernetes.record_job(run, job, "ml")
     return run
 
 
@@ -142,7 +142,7 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
     with qtbot.waitSignal(window.supervisor.state_changed, timeout=60_000):  # idle -> starting: following it
         dialog.start()
     (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
-    record = kubernetes_jobs.read_job(run_dir)
+    record = kubernetes.read_job(run_dir)
     assert fake.calls("apply") == [["apply", "-f", str(run_dir / "job.yaml"), "--context", "fake-cluster"]]
     with qtbot.waitSignal(window.supervisor.run_started, timeout=240_000):
         qtbot.waitUntil(lambda: seen.add(listed_status(window.runs, run_dir) or "") or "running" in seen,
@@ -173,7 +173,7 @@ def test_submit_follow_stop_and_resume_a_two_worker_run_from_the_window(qtbot, w
     assert sorted(steps) == list(range(1, total + 1)) and set(steps.values()) == {1}
     assert 0 < stopped_at < total
     assert [e["status"] for e in events if e["type"] == "run_finished"] == ["stopped", "completed"]
-    assert len(kubernetes_jobs.read_job(run_dir).pods) == 2  # the chief pod of each apply
+    assert len(kubernetes.read_job(run_dir).pods) == 2  # the chief pod of each apply
     wait_listed(qtbot, window.runs)
     assert listed_status(window.runs, run_dir) == "completed"
 
@@ -198,7 +198,7 @@ def test_closing_the_window_leaves_the_job_running_and_the_next_window_follows_i
         qtbot.waitUntil(lambda: first.shown.history.status.step >= 2, timeout=120_000)
     (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
     copied = (run_dir / "events.jsonl").read_text().count("\n")
-    assert fake.calls("delete") == [] and kubernetes_jobs.job_active(run_dir)  # the Job runs on
+    assert fake.calls("delete") == [] and kubernetes.job_active(run_dir)  # the Job runs on
     with shown_window(qtbot, engine_command=engine) as second:
         with qtbot.waitSignal(second.supervisor.finished, timeout=600_000) as finished:
             pass  # it attaches to the running run at launch, once its run list is read
@@ -208,4 +208,4 @@ def test_closing_the_window_leaves_the_job_running_and_the_next_window_follows_i
         assert second.shown.history.status.step == total
     steps = Counter(e["step"] for e in events if e["type"] == "step")
     assert sorted(steps) == list(range(1, total + 1)) and set(steps.values()) == {1}
-    assert len(events) > copied and len(kubernetes_jobs.read_job(run_dir).pods) == 1  # one chief, followed twice
+    assert len(events) > copied and len(kubernetes.read_job(run_dir).pods) == 1  # one chief, followed twice

@@ -12,7 +12,7 @@ from run_dirs import listed_status, wait_listed, write_run
 from windows import real_engine, shown_window
 
 from gui_app.core import events as ev
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.config import RunConfig, StrategyConfig, TrainingConfig
 from gui_app.identity import app_command
 from gui_app.ui.window.run_rows import PATH_ROLE
@@ -40,7 +40,7 @@ def shown_status(panel, run_dir) -> str:
 def _slurm_run(runs_dir, name: str, job_id: str, status: str | None, **kwargs):
     run = write_run(runs_dir, name, status, **kwargs)
     (run / "job.sbatch").write_text("#!/bin/bash\n")
-    slurm_jobs.record_job(run, job_id)
+    slurm.record_job(run, job_id)
     return run
 
 
@@ -141,7 +141,7 @@ def test_submit_follow_stop_and_resume_from_the_window(qtbot, window, fake, runs
     with qtbot.waitSignal(window.supervisor.state_changed, timeout=20_000):
         window.window_actions.resume_run.trigger()
     qtbot.waitUntil(lambda: len(fake.calls("sbatch")) == 2, timeout=20_000)
-    qtbot.waitUntil(lambda: slurm_jobs.read_job(run_dir).job_id == "42", timeout=10_000)
+    qtbot.waitUntil(lambda: slurm.read_job(run_dir).job_id == "42", timeout=10_000)
     with qtbot.waitSignal(window.supervisor.finished, timeout=30_000) as finished:
         window.window_actions.stop.trigger()
     assert finished.args[0] == "stopped" and fake.calls("scancel")[-1] == ["scancel", "42"]
@@ -155,7 +155,7 @@ def _pending_run(runs_dir, name: str, job_id: str):
     run.mkdir(parents=True)
     CONFIG.save(run / "config.json")
     (run / "job.sbatch").write_text("#!/bin/bash\n")
-    slurm_jobs.record_job(run, job_id)
+    slurm.record_job(run, job_id)
     return run
 
 
@@ -204,8 +204,8 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
 
     from gui_app.core import rundir
 
-    with running_slurm() as slurm:
-        for key, value in slurm.env.items():
+    with running_slurm() as cluster:
+        for key, value in cluster.env.items():
             monkeypatch.setenv(key, value)
         monkeypatch.setenv("REPLICA_STUDIO", " ".join(app_command()))  # the workers run this checkout
         monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -220,7 +220,7 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         with qtbot.waitSignal(window.supervisor.state_changed, timeout=60_000):
             dialog.start()
         (run_dir,) = [p for p in runs_dir.iterdir() if p.is_dir()]
-        job = slurm_jobs.read_job(run_dir)
+        job = slurm.read_job(run_dir)
         with qtbot.waitSignal(window.supervisor.run_started, timeout=240_000):
             qtbot.waitUntil(lambda: seen.add(shown_status(window.runs, run_dir)) or "running" in seen, timeout=60_000)
         print(f"the run list showed: {sorted(seen)}")
@@ -236,14 +236,14 @@ def test_on_a_real_slurm_submit_watch_stop_and_resume_from_the_window(qtbot, win
         assert finished.args[0] == "stopped", finished.args
         assert rundir.has_checkpoint(run_dir)
         stopped_at = rundir.read_run(run_dir).step
-        assert slurm.job(job.job_id)["JobState"] == "CANCELLED"
+        assert cluster.job(job.job_id)["JobState"] == "CANCELLED"
         wait_listed(qtbot, window.runs)
         window.runs.select(run_dir)
         qtbot.waitUntil(window.window_actions.resume_run.isEnabled, timeout=30_000)
         with qtbot.waitSignal(window.supervisor.finished, timeout=600_000) as finished:
             window.window_actions.resume_run.trigger()
         assert finished.args[0] == "completed", finished.args
-        resumed = slurm_jobs.read_job(run_dir)
+        resumed = slurm.read_job(run_dir)
         assert resumed.earlier == (job.job_id,) and resumed.job_id != job.job_id
         events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
         steps = Counter(e["step"] for e in events if e["type"] == "step")

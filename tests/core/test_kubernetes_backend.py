@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gui_app.core.backends import kubernetes as kubernetes_jobs
+from gui_app.core.backends import kubernetes
 from gui_app.core.backends.kubernetes import KubernetesJob, parse_jobs
 
 
@@ -48,16 +48,16 @@ def test_a_deleted_job_whose_pods_still_stop_is_running_until_it_is_gone():
 
 
 def test_the_record_keeps_its_pods_when_applied_again(tmp_path):
-    assert kubernetes_jobs.read_job(tmp_path) is None
-    kubernetes_jobs.record_job(tmp_path, "rs-a", "ml", "prod")
-    record = kubernetes_jobs.read_job(tmp_path)
+    assert kubernetes.read_job(tmp_path) is None
+    kubernetes.record_job(tmp_path, "rs-a", "ml", "prod")
+    record = kubernetes.read_job(tmp_path)
     record.pods["rs-a-0-xyz"] = [0, 0]
-    kubernetes_jobs.write_job(tmp_path, record)
-    again = kubernetes_jobs.record_job(tmp_path, "rs-a", "ml", "prod")
+    kubernetes.write_job(tmp_path, record)
+    again = kubernetes.record_job(tmp_path, "rs-a", "ml", "prod")
     assert again.pods == {"rs-a-0-xyz": [0, 0]} and again.kubectl_args() == ["--context", "prod", "-n", "ml"]
-    assert kubernetes_jobs.resumable(tmp_path, "stopped") and not kubernetes_jobs.resumable(tmp_path, "completed")
-    (tmp_path / kubernetes_jobs.JOB_FILE).write_text("{")
-    assert kubernetes_jobs.read_job(tmp_path) is None
+    assert kubernetes.resumable(tmp_path, "stopped") and not kubernetes.resumable(tmp_path, "completed")
+    (tmp_path / kubernetes.JOB_FILE).write_text("{")
+    assert kubernetes.read_job(tmp_path) is None
 
 
 def _kubectl(tmp_path, monkeypatch, body: str) -> None:
@@ -76,9 +76,9 @@ def test_one_kubectl_call_per_namespace_and_a_job_not_listed_is_deleted(tmp_path
     for name, namespace in (("rs-a", "ml"), ("rs-b", "ml"), ("rs-c", "")):
         run = tmp_path / name
         run.mkdir()
-        kubernetes_jobs.record_job(run, name, namespace)
+        kubernetes.record_job(run, name, namespace)
         runs.append(run)
-    states = kubernetes_jobs.read_states([*runs, tmp_path / "not-kubernetes"])
+    states = kubernetes.read_states([*runs, tmp_path / "not-kubernetes"])
     assert {path: (job, s.state) for path, (job, s) in states.items()} == {
         str(runs[0]): ("rs-a", "RUNNING"), str(runs[1]): ("rs-b", "DELETED"), str(runs[2]): ("rs-c", "DELETED")}
     assert sorted((tmp_path / "calls").read_text().splitlines()) == [
@@ -89,12 +89,12 @@ def test_one_kubectl_call_per_namespace_and_a_job_not_listed_is_deleted(tmp_path
 def test_kubectl_failing_or_missing_leaves_the_state_unknown(tmp_path, monkeypatch):
     _kubectl(tmp_path, monkeypatch, 'echo "The connection to the server localhost:8080 was refused" >&2; exit 1')
     record = KubernetesJob("rs-a", "ml")
-    assert kubernetes_jobs.job_state(record).state == "UNKNOWN"
-    assert kubernetes_jobs.delete(record) == "The connection to the server localhost:8080 was refused"
+    assert kubernetes.job_state(record).state == "UNKNOWN"
+    assert kubernetes.delete(record) == "The connection to the server localhost:8080 was refused"
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert kubernetes_jobs.job_state(record).describe() == "unknown"
-    assert kubernetes_jobs.delete(record) == "kubectl: not found on PATH"
-    assert kubernetes_jobs.current_context() == ""
+    assert kubernetes.job_state(record).describe() == "unknown"
+    assert kubernetes.delete(record) == "kubectl: not found on PATH"
+    assert kubernetes.current_context() == ""
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a fake kubectl in bash")
@@ -112,7 +112,7 @@ def test_runs_lists_a_kubernetes_run_by_its_job(tmp_path, monkeypatch):
         (run / "events.jsonl").write_text(json.dumps(
             {"type": "run_started", "time": 1, "run_dir": str(run), "config": {}, "total_steps": 100}) + "\n"
             + json.dumps({"type": "step", "time": 2, "step": 7, "loss": 1.0}) + "\n")
-        kubernetes_jobs.record_job(run, name, "ml")
+        kubernetes.record_job(run, name, "ml")
     found = {run.info.path.name: run for run in list_live_runs(runs_dir)}
     assert {name: (run.status, run.to_json()["kubernetes_job"], run.to_json()["slurm_job"])
             for name, run in found.items()} == {"rs-a": ("running", "rs-a", None),

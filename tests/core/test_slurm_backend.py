@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gui_app.core.backends import slurm as slurm_jobs
+from gui_app.core.backends import slurm
 from gui_app.core.backends.slurm import SlurmJobState as JobState
 from gui_app.core.backends.slurm import parse_sacct, parse_scontrol, parse_squeue
 from tests.fake_slurm import FakeSlurm
@@ -55,19 +55,19 @@ def test_states_read_for_people():
     assert JobState("RUNNING").describe() == "running"
     assert JobState("REQUEUE_HOLD").describe() == "requeue hold"
     assert JobState("PENDING", "Priority").active and JobState("REQUEUED").active
-    assert not JobState("CANCELLED").active and not JobState(slurm_jobs.UNKNOWN).active
+    assert not JobState("CANCELLED").active and not JobState(slurm.UNKNOWN).active
 
 
 def test_the_record_keeps_the_jobs_a_run_was_submitted_as(tmp_path):
-    assert slurm_jobs.read_job(tmp_path) is None
-    slurm_jobs.record_job(tmp_path, "12")
-    slurm_jobs.record_job(tmp_path, "12")  # the same job again (a requeue keeps its id)
-    job = slurm_jobs.record_job(tmp_path, "15")
+    assert slurm.read_job(tmp_path) is None
+    slurm.record_job(tmp_path, "12")
+    slurm.record_job(tmp_path, "12")  # the same job again (a requeue keeps its id)
+    job = slurm.record_job(tmp_path, "15")
     assert (job.job_id, job.earlier) == ("15", ("12",))
-    assert slurm_jobs.read_job(tmp_path) == job
-    assert json.loads((tmp_path / slurm_jobs.JOB_FILE).read_text())["job_id"] == "15"
-    (tmp_path / slurm_jobs.JOB_FILE).write_text("{half")
-    assert slurm_jobs.read_job(tmp_path) is None
+    assert slurm.read_job(tmp_path) == job
+    assert json.loads((tmp_path / slurm.JOB_FILE).read_text())["job_id"] == "15"
+    (tmp_path / slurm.JOB_FILE).write_text("{half")
+    assert slurm.read_job(tmp_path) is None
 
 
 @pytest.fixture
@@ -81,23 +81,23 @@ def test_one_squeue_call_for_many_jobs_then_scontrol_then_sacct(fake):
     fake.set("1", "RUNNING")
     fake.set("2", "PENDING", "Resources")
     fake.set("3", "CANCELLED")
-    states = slurm_jobs.job_states(["1", "2", "3", "4"])
+    states = slurm.job_states(["1", "2", "3", "4"])
     assert states == {"1": JobState("RUNNING"), "2": JobState("PENDING", "Resources"), "3": JobState("CANCELLED"),
-                      "4": JobState(slurm_jobs.UNKNOWN)}
+                      "4": JobState(slurm.UNKNOWN)}
     assert [call[0] for call in fake.calls()] == ["squeue", "scontrol", "scontrol", "sacct"]
     assert fake.calls("squeue")[0][1:] == ["-h", "-j", "1,2,3,4", "-o", "%i|%T|%r"]
 
 
 def test_no_slurm_commands_leave_every_job_unknown(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert slurm_jobs.job_states(["5"]) == {"5": JobState(slurm_jobs.UNKNOWN)}
-    assert slurm_jobs.job_states([]) == {}
-    assert "scancel: not found" in slurm_jobs.cancel("5")
+    assert slurm.job_states(["5"]) == {"5": JobState(slurm.UNKNOWN)}
+    assert slurm.job_states([]) == {}
+    assert "scancel: not found" in slurm.cancel("5")
 
 
 def test_cancel_asks_scancel(fake):
     fake.set("9", "RUNNING")
-    assert slurm_jobs.cancel("9") is None
+    assert slurm.cancel("9") is None
     assert fake.state("9") == "CANCELLED"
 
 
