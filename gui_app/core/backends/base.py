@@ -61,31 +61,35 @@ def run_status(events_status: str, state: JobState | None) -> str:
     return events_status
 
 
-def ask(command: list[str], timeout: float, *, any_exit: bool = False) -> str | None:
-    """A scheduler command's stdout; None when it is missing, does not answer, or fails (unless
-    ``any_exit``: squeue and sacct exit 1 and still say something on stdout)."""
+def _run(command: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """Run a scheduler command found on PATH, no stdin; None when it is not there
+    (subprocess.TimeoutExpired when it does not answer within ``timeout`` seconds)."""
     program = shutil.which(command[0])
     if program is None:
         return None
+    return subprocess.run([program, *command[1:]], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def ask(command: list[str], timeout: float, *, any_exit: bool = False) -> str | None:
+    """A scheduler command's stdout; None when it is missing, does not answer, or fails (unless
+    ``any_exit``: squeue and sacct exit 1 and still say something on stdout)."""
     try:
-        done = subprocess.run([program, *command[1:]], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        done = _run(command, timeout)
     except (subprocess.TimeoutExpired, OSError):
         return None
-    return done.stdout if any_exit or done.returncode == 0 else None
+    return done.stdout if done is not None and (any_exit or done.returncode == 0) else None
 
 
 def tell(command: list[str], timeout: float, *, name: str, missing: str, no_answer: str) -> str | None:
     """Run a scheduler command that changes something (scancel, kubectl delete): None once it
     took it, else the one line why not (its last line on stderr)."""
-    program = shutil.which(command[0])
-    if program is None:
-        return missing
     try:
-        done = subprocess.run([program, *command[1:]], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        done = _run(command, timeout)
     except subprocess.TimeoutExpired:
         return no_answer
+    if done is None:
+        return missing
     said = [line for line in done.stderr.splitlines() if line.strip()]
     return None if done.returncode == 0 else (said[-1] if said else f"{name}: exit code {done.returncode}")
 
