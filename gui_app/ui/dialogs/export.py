@@ -23,12 +23,10 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
     QSpinBox,
     QWidget,
 )
@@ -89,10 +87,7 @@ class ExportDialog(JobDialog):
         self.result_area.addWidget(self._report)
         self.result_area.addStretch(1)
 
-        self._open_button = QPushButton("Open folder")
-        self._open_button.setEnabled(False)
-        self._open_button.clicked.connect(self._on_open_folder)
-        self._buttons.addButton(self._open_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self._open_button = self._add_result_button("Open folder", self._on_open_folder)
         self._format.currentIndexChanged.connect(self._on_format_changed)
         # A result speaks of the format, file and check it was made with: it goes when one changes.
         self._output.textChanged.connect(self._on_inputs_changed)
@@ -141,11 +136,6 @@ class ExportDialog(JobDialog):
         if job.killed:  # it did not unwind in time: clear its hidden temporaries
             _remove_partials(self.output_path())
         return "Cancelled: nothing was saved."
-
-    def _set_running(self, running: bool) -> None:
-        super()._set_running(running)
-        if running:
-            self._open_button.setEnabled(False)
 
     # ---- slots ----------------------------------------------------------------------------
     def _on_format_changed(self) -> None:

@@ -80,6 +80,7 @@ class JobDialog(QDialog):
         self._job: EngineJob | None = None
         self._close_when_done = False
         self._inputs: tuple[QWidget, ...] = ()  # the form's fields, disabled while a job runs
+        self._result_buttons: list[QPushButton] = []  # about the last result: off while the next job runs
         self._tmp: tempfile.TemporaryDirectory | None = None  # config files for the engine to read
         self.screen_fit = ScreenFit(self)  # never taller than a laptop screen with its title bar
 
@@ -196,9 +197,22 @@ class JobDialog(QDialog):
             super().reject()
 
     # ---- helpers -------------------------------------------------------------------------------------
+    def _add_result_button(self, text: str, slot: Callable[[], None]) -> QPushButton:
+        """A button about the last result ("Open folder", "Train on these shards"), beside Run: off
+        until :meth:`_show_result` turns it on, and off again while the next job runs."""
+        button = QPushButton(text)
+        button.setEnabled(False)
+        button.clicked.connect(slot)
+        self._buttons.addButton(button, QDialogButtonBox.ButtonRole.ActionRole)
+        self._result_buttons.append(button)
+        return button
+
     def _set_running(self, running: bool) -> None:
         for widget in (*self._inputs, self._run_button):
             widget.setEnabled(not running)
+        if running:  # a result turns its buttons on again
+            for button in self._result_buttons:
+                button.setEnabled(False)
         self._close_button.setEnabled(True)
         self._close_button.setText("Cancel" if running else "Close")
 

@@ -21,12 +21,10 @@ from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
     QSpinBox,
     QWidget,
 )
@@ -65,10 +63,7 @@ class PrepareDialog(JobDialog):
         self._inputs = (self._output, browse, self._shards)
         self.form_area.addLayout(form)
 
-        self._use = QPushButton("Train on these shards")
-        self._use.setEnabled(False)
-        self._use.clicked.connect(self._on_use)
-        self._buttons.addButton(self._use, QDialogButtonBox.ButtonRole.ActionRole)
+        self._use = self._add_result_button("Train on these shards", self._on_use)
 
     @classmethod
     def for_forms(cls, forms: ConfigPanel, parent: QWidget,
@@ -116,11 +111,6 @@ class PrepareDialog(JobDialog):
 
     def _cancelled(self, job: EngineJob) -> str:
         return "Cancelled: the output folder may hold partial shards."
-
-    def _set_running(self, running: bool) -> None:
-        super()._set_running(running)
-        if running:
-            self._use.setEnabled(False)
 
     # ---- buttons ---------------------------------------------------------------------------
     def _on_browse(self) -> None:
