@@ -171,14 +171,14 @@ def test_diagnose_answers_follow_their_class(tmp_path, capsys):
 
 def test_hosts_fetch_answers_with_its_class_and_refuses_a_missing_folder(tmp_path, capsys, monkeypatch):
     from gui_app.core.answers import Fetched
-    from gui_app.engine.commands import hosts as hosts_command
+    from gui_app.engine.commands import hosts
     from gui_app.engine.commands.cli import build_parser
 
     there = tmp_path / "there"
     there.mkdir()
     (there / "misclassified.npz").write_bytes(b"npz")
     # The copy itself is ssh_files.fetch (tests/core/test_ssh_files.py): a local copy here.
-    monkeypatch.setattr(hosts_command, "fetch", lambda host, path, folder: (folder / Path(path).name).write_bytes(
+    monkeypatch.setattr(hosts, "fetch", lambda host, path, folder: (folder / Path(path).name).write_bytes(
         Path(path).read_bytes()))
     here = tmp_path / "here"
     here.mkdir()

@@ -21,7 +21,7 @@ from gui_app.core.cluster_addresses import free_ports
 from gui_app.core.events import RunStarted, Step
 from gui_app.engine.cluster import chief_watch
 from gui_app.engine.cluster.topology import Task
-from gui_app.engine.commands import worker as worker_command
+from gui_app.engine.commands import worker
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 
@@ -58,8 +58,8 @@ def test_the_chief_names_a_worker_that_stopped_answering_and_the_next_step_clear
         assert seen[1]["host"] == "127.0.0.1" and seen[1]["phase"] == "starting"
         assert seen[0]["state"] == "running" and seen[0]["pid"] == os.getpid() and seen[0]["os_state"][0] in "RS"
         # TensorFlow's heartbeat failure meanwhile: the chief's error says what the stall saw.
-        w = worker_command._Worker(chief=True, events=events, watch=watch)
-        worker_command._failed(argparse.Namespace(debug=False),
+        w = worker._Worker(chief=True, events=events, watch=watch)
+        worker._failed(argparse.Namespace(debug=False),
                                ConnectionError("UnavailableError: worker 1 stopped sending heartbeats"), w)
         error = next(e for e in _events(stream) if e["type"] == "error")
         assert "; before it: " in error["message"] and "worker 1" in error["message"]
@@ -90,7 +90,7 @@ def test_a_taken_port_leaves_the_run_without_a_watch_and_says_so(capsys):
     first = chief_watch.ChiefWatch(_task(0, ports), CONFIG, chief_watch.WatchedEvents("none"), lambda: False)
     try:
         control = argparse.Namespace(paused=False, stop_requested=False)
-        assert worker_command._chief_watch(_task(0, ports), _Config(), chief_watch.WatchedEvents("none"),
+        assert worker._chief_watch(_task(0, ports), _Config(), chief_watch.WatchedEvents("none"),
                                            control) is None
         assert "no stall watch (the status board's UDP port" in capsys.readouterr().err
     finally:

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from reference_run import write_test_pngs
 
-from gui_app.engine.commands import export as export_command
-from gui_app.engine.commands import predict as predict_command
+from gui_app.engine.commands import export, predict
 from gui_app.engine.export import FORMATS, read_card
 from gui_app.engine.export import exporter as exporter_module
 from gui_app.identity import app_command, app_env
@@ -29,13 +28,13 @@ def cli(*argv: str) -> int:
 def test_the_commands_register_on_any_parser():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
-    export_command.add_commands(sub)
-    predict_command.add_commands(sub)
+    export.add_commands(sub)
+    predict.add_commands(sub)
     args = parser.parse_args(["predict", "run", "a.png", "--top", "3"])
-    assert args.handler is predict_command.run and args.top == 3 and not args.serve
+    assert args.handler is predict.run and args.top == 3 and not args.serve
     args = parser.parse_args(["predict", "--serve", "run"])
     assert args.serve and args.model == "run" and args.images == []
-    assert parser.parse_args(["export", "run", "--format", "onnx", "-o", "m.onnx"]).handler is export_command.run
+    assert parser.parse_args(["export", "run", "--format", "onnx", "-o", "m.onnx"]).handler is export.run
 
 
 def test_export_prints_the_parity_figures_and_writes_file_and_card(trained_run, tmp_path, capsys):
@@ -142,7 +141,7 @@ def test_an_unexpected_error_is_one_line_without_traceback(trained_run, tmp_path
     def broken(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'tf2onnx.tfonnx'")
 
-    monkeypatch.setattr(export_command, "export_run", broken)
+    monkeypatch.setattr(export, "export_run", broken)
     assert cli("export", str(trained_run), "--format", "onnx", "--output", str(tmp_path / "m.onnx")) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
