@@ -49,7 +49,6 @@ from gui_app.core.history.pyramid import Meta
 from gui_app.core.history.pyramid_files import events_from, steps_between, update_pyramid
 from gui_app.core.run_summary import EVENTS_FILE, summarize_events
 from gui_app.core.run_summary import SUMMARY_FILE as SUMMARY_FILE  # the run folder's names are all here
-from gui_app.core.run_summary import write_summary as write_summary
 
 RUNS_DIR_ENV = "REPLICA_STUDIO_RUNS_DIR"
 SWEEPS_DIR_ENV = "REPLICA_STUDIO_SWEEPS_DIR"

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from gui_app.core import rundir
+from gui_app.core import run_summary, rundir
 from gui_app.core.events import Event, Step
 from gui_app.core.history.pyramid_files import open_writer
 from gui_app.core.history.pyramid_writer import PyramidWriter
@@ -77,7 +77,7 @@ class RunRecords:
     def _write_summary(self, now: float) -> None:
         self._written = now
         if self._end:
-            rundir.write_summary(self.run_dir, self._status, self._end, self._inode)
+            run_summary.write_summary(self.run_dir, self._status, self._end, self._inode)
 
     def _drop_pyramid(self) -> None:
         pyramid, self._pyramid = self._pyramid, None
