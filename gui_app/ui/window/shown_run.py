@@ -70,8 +70,11 @@ class ShownRun(QObject):
         self._show(history)
         for problem in history.problems:
             self.note.emit(problem)
+        # Drawn now where on screen; a hidden tab draws when it is shown (its redraw is pending):
+        # the Replicas tab's first draw of 8 replicas made 16 curves the Open did not show.
         for chart in (self.training, self.replicas):
-            chart.flush()
+            if chart.isVisible():
+                chart.flush()
         # A host's run's folder is not here: a completed run has saved its model there.
         on_host = split_run_key(str(run_dir))[0] is not None
         self._state.set_shown_run(run_dir, history.status.status == "completed" if on_host else None)
