@@ -38,7 +38,9 @@ def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot,
     history = window.training_tab.history
     assert history.status.step == STEPS and history.status.status == "completed"
     assert len(history.training.steps) < 5_000  # not 200,000 points a series
-    assert elapsed < 3.0, elapsed  # the events file is 130 MB: folding it took over 20 s
+    # Issue 30's target for Open (2 s). Measured here 0.14 s at load 7.5 on 2 cores (0.37 s with
+    # a Step made and folded per bucket point); folding the 130 MB events file took over 20 s.
+    assert elapsed < 2.0, elapsed
     assert grown < 100 << 20, grown
     x, y = window.training_tab._curves[LOSS].getData()
     view = window.training_tab.loss_plot.getViewBox().viewRange()[0]
