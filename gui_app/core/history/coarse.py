@@ -183,18 +183,10 @@ def _append_buckets(history: RunHistory, view: Buckets) -> None:
     column = {name: finite[:, i] for name, i in shape.index.items()}
     x = steps.astype(float)
 
-    training = history.training
-    loss, accuracy = column["loss"], 100.0 * column["accuracy"]
-    loss_ema = [training._loss_ema.update(v) for v in loss.tolist()]
-    accuracy_ema = [training._accuracy_ema.update(v) for v in accuracy.tolist()]
-    training.steps.extend(np.column_stack([x, loss, accuracy, column["learning_rate"], loss_ema, accuracy_ema]))
-    last = stats[:, :, LAST]
-    val_loss, val_accuracy = (np.where(np.isfinite(v), v, np.nan) for v in
-                              (last[:, shape.index["val_loss"]], 100.0 * last[:, shape.index["val_accuracy"]]))
-    has_val = ~(np.isnan(val_loss) & np.isnan(val_accuracy))
-    if has_val.any():
-        training.validation.extend(np.column_stack([records["last_step"][has_val].astype(float),
-                                                    val_loss[has_val], val_accuracy[has_val]]))
+    history.training.extend(x, column["loss"], column["accuracy"], column["learning_rate"])
+    last = np.where(np.isfinite(stats[:, :, LAST]), stats[:, :, LAST], np.nan)
+    history.training.extend_validation(records["last_step"].astype(float), last[:, shape.index["val_loss"]],
+                                       last[:, shape.index["val_accuracy"]])
 
     replicas = history.replicas
     if shape.replicas:
