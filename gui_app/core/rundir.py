@@ -226,7 +226,7 @@ def read_long_run(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> LongR
 
 def read_long_history(run_dir: str | Path, min_steps: int = LONG_RUN_STEPS) -> RunHistory | None:
     """A long run in bounded memory: its pyramid's coarse buckets over the whole run (each
-    bucket's min and max: coarse.events_of), then the events after the offset the pyramid
+    bucket's min and max: coarse.fold_buckets), then the events after the offset the pyramid
     covers, folded as events. None for a run to read whole (see :func:`read_long_run`)."""
     long = read_long_run(run_dir, min_steps)
     if long is None:
@@ -250,11 +250,10 @@ def read_detail(run_dir: str | Path, first: int, last: int) -> RunHistory | None
     if long.started is not None:
         history.add([long.started])
     if last - first < DETAIL_STEPS:
-        events: list[Event] = [e for e, _, _ in steps_between(Path(run_dir) / EVENTS_FILE, first, last)]
+        history.add([e for e, _, _ in steps_between(Path(run_dir) / EVENTS_FILE, first, last)])
     else:
-        events = [*coarse.events_of(coarse.buckets(long.folder, long.meta, first, last)),
-                  *(e for e in long.tail if isinstance(e, Step) and first <= e.step <= last)]
-    history.add(events)
+        coarse.fold_buckets(history, coarse.buckets(long.folder, long.meta, first, last))
+        history.add([e for e in long.tail if isinstance(e, Step) and first <= e.step <= last])
     return history
 
 

@@ -73,3 +73,62 @@ def test_compare_and_the_report_read_a_long_run_from_its_pyramid(tmp_path):
     record = read_record(run)
     assert record.messages == [("warning", "slow disk at step 5000")]
     assert record.duration == run_duration(events) and record.examples_per_sec == 6400.0
+
+
+def _buckets(count: int, replicas: int = 3, gpus: tuple[int, ...] = (0, 2), seed: int = 1) -> coarse.Buckets:
+    """Made-up buckets of every kind: buckets of one step, figures never measured (N == 0), an
+    infinite loss, a validation point in some buckets, replicas and GPUs."""
+    from gui_app.core.history import pyramid
+
+    columns = [*pyramid.BASE_COLUMNS,
+               *(pyramid.replica_column(r, f) for r in range(replicas) for f in pyramid.REPLICA_FIGURES),
+               *(pyramid.gpu_column(g, f) for g in gpus for f in pyramid.GPU_FIGURES)]
+    rng = np.random.default_rng(seed)
+    records = np.zeros(count, pyramid.record_dtype(len(columns)))
+    sizes = rng.choice([1, 256, 256, 3], count)
+    records["first_step"] = np.cumsum(np.concatenate([[1], sizes[:-1]])) + np.arange(count)  # gaps between some
+    records["last_step"] = records["first_step"] + sizes - 1
+    records["steps"] = sizes
+    records["t0"] = 100.0 + records["first_step"] * 0.05
+    records["t1"] = 100.0 + records["last_step"] * 0.05
+    stats = rng.uniform(0.0, 2.0, (count, len(columns), pyramid.STATS)).astype(np.float32)
+    stats[:, :, pyramid.N] = rng.choice([0, 1, 5, 5, 5], (count, len(columns)))
+    stats[:, columns.index("val_loss"), pyramid.N] = rng.choice([0, 0, 0, 1], count)
+    stats[7, columns.index("loss"), pyramid.MAX] = np.inf
+    # No timings in the last buckets: the windows of recent steps keep points from before them.
+    stats[-coarse.EDGE_BUCKETS - 10:, [columns.index("step_time"), columns.index("input_wait")], pyramid.N] = 0
+    records["stats"] = stats
+    return coarse.Buckets(columns, records)
+
+
+def test_the_buckets_fold_at_once_into_the_series_that_their_events_fold_into():
+    """fold_buckets appends most buckets as arrays: every series a chart draws, and every window
+    of recent steps, is what folding events_of's events one by one gives."""
+    import pyramid_runs
+
+    from gui_app.core.events import decode_line
+    from gui_app.core.history import RunHistory
+
+    view = _buckets(600)
+    histories = []
+    for fold in (lambda h: h.add(coarse.events_of(view)), lambda h: coarse.fold_buckets(h, view)):
+        history = RunHistory()
+        history.add([decode_line(pyramid_runs.started(300_000, replicas=4).encode())])
+        fold(history)
+        histories.append(history)
+    slow, fast = histories
+    for series in ("training.steps", "training.validation", "replicas.steps", "gpus.steps", "gpus.utilization",
+                   *(f"replicas.metrics.{name}" for name in slow.replicas.metrics)):
+        a, b = slow, fast
+        for part in series.split("."):
+            a, b = (a[part], b[part]) if isinstance(a, dict) else (getattr(a, part), getattr(b, part))
+        np.testing.assert_array_equal(a.data, b.data, err_msg=series)
+    assert len(slow.training.steps) > 900 and len(slow.training.validation) > 50
+    assert slow.replicas.devices == fast.replicas.devices and slow.replicas.workers == fast.replicas.workers
+    assert slow.gpus.indices == fast.gpus.indices == [0, 2] and slow.gpus.latest == fast.gpus.latest
+    assert list(slow.timing._recent) == list(fast.timing._recent) and slow.timing.shares() == fast.timing.shares()
+    assert list(slow.input_wait._steps) == list(fast.input_wait._steps)
+    assert list(slow.progress._times) == list(fast.progress._times)
+    assert (slow.progress.step, slow.progress.latest, slow.status) == (fast.progress.step, fast.progress.latest,
+                                                                        fast.status)
+    assert slow.training.summary() == fast.training.summary()

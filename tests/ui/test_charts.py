@@ -308,6 +308,24 @@ def test_replica_resume_continues_and_reset_empties(replica):
     assert replica.slowest_label.text() == "Replicas: waiting for the first step"
 
 
+def test_another_run_keeps_the_replica_curves_it_has_replicas_for(replica):
+    """Opening a run after another keeps the curves of as many replicas as it has (making them
+    again was most of the Replicas tab's cost of an Open) and drops the others, legend and all."""
+    first = RunHistory()
+    first.add([run_started(3)] + [step(n, speeds=(1000.0, 800.0, 900.0)) for n in range(1, 11)])
+    replica.set_history(first)
+    replica.flush()
+    kept = list(replica._loss_curves)
+    assert len(kept) == 3
+    second = RunHistory()
+    second.add([run_started(2)] + [step(n) for n in range(1, 6)])
+    replica.set_history(second)
+    replica.flush()
+    assert replica._loss_curves == kept[:2] and replica.loss_plot.listDataItems() == kept[:2]
+    assert [label.text for _, label in replica.loss_plot.legend.items] == [replica._replica_name(r) for r in (0, 1)]
+    assert xy(kept[0])[0].tolist() == [1, 2, 3, 4, 5]  # the new run's steps, none of the old run's
+
+
 def test_replica_charts_buffer_a_long_run(replica):
     replica.history.add([run_started(2)])
     for first in range(1, 20_001, 1000):

@@ -75,7 +75,9 @@ def test_shows_the_matrix_table_and_summary(view):
     assert table_column(view, 2) == pytest.approx([row["precision"] for row in event["per_class"]])
     assert view.table.model().index(0, 2).data() == f"{event['per_class'][0]['precision']:.3f}"
     assert "0.2500" in view._summary.text() and f"{100 * event['accuracy']:.2f}%" in view._summary.text()
-    assert len(view.heatmap._texts) == 100  # counts written in the cells
+    assert view.heatmap._texts == []  # the counts are written when the map is first on screen
+    view.show()
+    assert len(view.heatmap._texts) == 100 and view.heatmap._texts[3].toPlainText() == str(matrix[0, 3])
 
 
 def test_per_class_is_derived_when_the_event_has_none(view):

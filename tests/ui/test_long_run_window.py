@@ -9,6 +9,7 @@ import numpy as np
 from pyramid_runs import write_long_run
 from run_dirs import wait_listed
 
+from gui_app.core import rundir
 from gui_app.core.history.training import LOSS
 
 STEPS, SPIKE = 200_000, 123_457
@@ -19,7 +20,11 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot, window, runs_dir):
+def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot, window, runs_dir, monkeypatch):
+    from gui_app.ui.charts import zoom_detail
+
+    reads = []
+    monkeypatch.setattr(zoom_detail, "read_detail", lambda *args: reads.append(args) or rundir.read_detail(*args))
     run = write_long_run(runs_dir / "20260101-000000-digits-long", STEPS, spikes={SPIKE: 50.0})
     window.runs.refresh()
     wait_listed(qtbot, window.runs)
@@ -33,12 +38,16 @@ def test_a_long_run_opens_in_bounded_time_and_memory_with_its_spike_drawn(qtbot,
     history = window.training_tab.history
     assert history.status.step == STEPS and history.status.status == "completed"
     assert len(history.training.steps) < 5_000  # not 200,000 points a series
-    assert elapsed < 3.0, elapsed  # the events file is 130 MB: folding it took over 20 s
+    # Issue 30's target for Open (2 s). Measured here 0.14 s at load 7.5 on 2 cores (0.37 s with
+    # a Step made and folded per bucket point); folding the 130 MB events file took over 20 s.
+    assert elapsed < 2.0, elapsed
     assert grown < 100 << 20, grown
     x, y = window.training_tab._curves[LOSS].getData()
     view = window.training_tab.loss_plot.getViewBox().viewRange()[0]
     assert view[0] <= 1 and view[1] >= STEPS  # the whole run is in view
     assert np.nanmax(y) == 50.0 and abs(x[np.nanargmax(y)] - SPIKE) <= 1024  # within a pixel or two
+    qtbot.wait(zoom_detail.SETTLE_MS + 200)
+    assert reads == [] and not window.training_tab.zoom_detail.busy()  # the whole run in view: nothing finer to read
 
     # Zoomed in on the spike: the steps in view are read again, every one of them (off the GUI thread).
     window.training_tab.loss_plot.setXRange(SPIKE - 200, SPIKE + 200, padding=0)

@@ -62,6 +62,15 @@ class GrowableArray:
         if len(self._pending) >= PENDING_ROWS:
             self._flush()
 
+    def extend(self, rows: np.ndarray) -> None:
+        """Append ``[n, columns]`` rows at once (a long run's buckets: rundir.read_long_history)."""
+        self._flush()
+        end = self._n + len(rows)
+        if end > len(self._buf):
+            self._reserve(max(2 * len(self._buf), end))
+        self._buf[self._n:end] = rows
+        self._n = end
+
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` rows."""
         self._flush()

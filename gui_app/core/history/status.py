@@ -79,6 +79,15 @@ class StepProgress:
         while len(times) > 2 and times[-1][0] - times[0][0] > RATE_WINDOW_S:
             times.popleft()
 
+    def add_times(self, times: list[float], steps: list[int]) -> None:
+        """The rate window's part of :meth:`add_step` for many steps at once (a long run's
+        buckets, gui_app/core/history/coarse.py): the rest of each step is the next one's."""
+        window = self._times
+        for pair in zip(times, steps):
+            window.append(pair)
+            while len(window) > 2 and window[-1][0] - window[0][0] > RATE_WINDOW_S:
+                window.popleft()
+
     def evaluated(self) -> None:
         self.latest = "evaluated"
 

@@ -55,6 +55,21 @@ class TrainingSeries:
                            self._loss_ema.update(loss), self._accuracy_ema.update(accuracy)))
         return True
 
+    def extend(self, steps: np.ndarray, loss: np.ndarray, accuracy: np.ndarray, learning_rate: np.ndarray) -> None:
+        """:meth:`add_step` of many steps at once, all after the last point (a long run's buckets,
+        gui_app/core/history/coarse.py); figures as floats, NaN where not measured."""
+        accuracy = 100.0 * accuracy
+        loss_ema = [self._loss_ema.update(v) for v in loss.tolist()]
+        accuracy_ema = [self._accuracy_ema.update(v) for v in accuracy.tolist()]
+        self.steps.extend(np.column_stack([steps, loss, accuracy, learning_rate, loss_ema, accuracy_ema]))
+
+    def extend_validation(self, steps: np.ndarray, val_loss: np.ndarray, val_accuracy: np.ndarray) -> None:
+        """:meth:`add_epoch` of many validation points at once, all after the last one."""
+        val_accuracy = 100.0 * val_accuracy
+        keep = ~(np.isnan(val_loss) & np.isnan(val_accuracy))
+        if keep.any():
+            self.validation.extend(np.column_stack([steps[keep], val_loss[keep], val_accuracy[keep]]))
+
     def add_epoch(self, event: EpochEnd) -> bool:
         step = float(event.step)
         val_loss = number(event.val_loss)

@@ -45,42 +45,66 @@ class ConfusionHeatmap(ChartCanvas):
         self.matrix: np.ndarray | None = None
         self._names: list[str] = []
         self._texts: list[pg.TextItem] = []
+        self._share = np.zeros((0, 0))  # the matrix's rows as shares of the true class
+        self._cells_written = True  # the counts in the cells are those of ``matrix``
         self.plot.vb.sigResized.connect(self._fit_labels)
         self.plot.vb.sigRangeChanged.connect(self._fit_labels)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
     def set_matrix(self, matrix: np.ndarray | None, names: list[str]) -> None:
         n = 0 if matrix is None else len(matrix)
-        reuse = n <= TEXT_CELLS_LIMIT and len(self._texts) == n * n > 0
-        if not reuse:  # a new size: new cell labels (creating 100 TextItems took 70 ms)
-            for text in self._texts:
-                self.plot.removeItem(text)
-            self._texts.clear()
         self.matrix, self._names = matrix, names
         self.hover.setText("")
         if matrix is None:
+            self._remove_cells()
             self.image.clear()
             for axis in ("left", "bottom"):
                 self.plot.getAxis(axis).setTicks([[]])
             return
         totals = matrix.sum(axis=1, keepdims=True)
-        share = np.divide(matrix, totals, out=np.zeros(matrix.shape), where=totals > 0)
-        self.image.setImage(share, levels=(0, 1))
+        self._share = np.divide(matrix, totals, out=np.zeros(matrix.shape), where=totals > 0)
+        self.image.setImage(self._share, levels=(0, 1))
         self.image.setRect(0, 0, n, n)
         self.plot.setMouseEnabled(x=n > TEXT_CELLS_LIMIT, y=n > TEXT_CELLS_LIMIT)  # zoom only big ones
         self.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
-        if n <= TEXT_CELLS_LIMIT:
-            for (row, col), count in np.ndenumerate(matrix):
-                # Light text on the dark (low) end of viridis, dark text on the bright end.
-                color = "#111111" if share[row, col] > 0.6 else "#f0f0f0"
-                if reuse:
-                    self._texts[row * n + col].setText(str(count), color=color)
-                    continue
-                text = pg.TextItem(str(count), color=color, anchor=(0.5, 0.5))
-                text.setPos(col + 0.5, row + 0.5)
-                self.plot.addItem(text)
-                self._texts.append(text)
+        # The counts are written when the map is on screen: an Open shows the Training tab, and
+        # the first 100 cell labels of a window cost it 0.1-0.2 s there.
+        self._cells_written = False
+        if self.isVisible():
+            self._write_cells()
         self._fit_labels()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not self._cells_written:
+            self._write_cells()
+            self._fit_labels()
+
+    def _remove_cells(self) -> None:
+        for text in self._texts:
+            self.plot.removeItem(text)
+        self._texts.clear()
+
+    def _write_cells(self) -> None:
+        """The count in each cell (while there are few enough classes), made once per size."""
+        self._cells_written = True
+        matrix = self.matrix
+        n = 0 if matrix is None else len(matrix)
+        reuse = n <= TEXT_CELLS_LIMIT and len(self._texts) == n * n > 0
+        if not reuse:  # a new size: new cell labels (creating 100 TextItems took 70 ms)
+            self._remove_cells()
+        if matrix is None or n > TEXT_CELLS_LIMIT:
+            return
+        for (row, col), count in np.ndenumerate(matrix):
+            # Light text on the dark (low) end of viridis, dark text on the bright end.
+            color = "#111111" if self._share[row, col] > 0.6 else "#f0f0f0"
+            if reuse:
+                self._texts[row * n + col].setText(str(count), color=color)
+                continue
+            text = pg.TextItem(str(count), color=color, anchor=(0.5, 0.5))
+            text.setPos(col + 0.5, row + 0.5)
+            self.plot.addItem(text)
+            self._texts.append(text)
 
     def _fit_labels(self, *_) -> None:
         """Ticks every k classes so names do not overlap; cell text only when it fits."""

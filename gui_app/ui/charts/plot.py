@@ -60,6 +60,11 @@ class ChartPanel(QWidget):
         self._stale = False
         self._redraw()
 
+    def flush_pending(self) -> None:
+        """:meth:`flush` if a redraw is waiting (for its timer, or for the chart to be shown)."""
+        if self._throttle.pending() or self._stale:
+            self.flush()
+
     def _on_redraw_timer(self) -> None:
         # A chart in a hidden tab costs nothing: it is redrawn when it is shown.
         if self.isVisible():

@@ -36,6 +36,10 @@ class RedrawThrottle(QObject):
             since_ms = 1000.0 * (time.perf_counter() - self._last)
             self._timer.start(int(max(0.0, self._interval_ms - since_ms)))
 
+    def pending(self) -> bool:
+        """A redraw was asked for and has not run yet."""
+        return self._dirty
+
     def cancel(self) -> None:
         self._timer.stop()
         self._dirty = False

@@ -18,6 +18,8 @@ import numpy as np
 import pyqtgraph as pg
 
 from gui_app.core.history import RunHistory
+from gui_app.core.history.buffers import GrowableArray
+from gui_app.core.history.training import STEP
 from gui_app.core.rundir import read_detail
 from gui_app.ui.workers.background import Background, Send
 
@@ -41,6 +43,7 @@ class ZoomDetail(QObject):
         self._timer.timeout.connect(self._fetch)
         self._view.sigXRangeChanged.connect(self._on_range_changed)
         self._run_dir: str | None = None
+        self._steps: GrowableArray | None = None  # the history's steps (its first and last)
         self._generation = 0
         self.detail: tuple[int, int, RunHistory] | None = None
 
@@ -49,6 +52,7 @@ class ZoomDetail(QObject):
         self._generation += 1
         self.detail = None
         self._run_dir = history.run_dir if history.coarse else None
+        self._steps = history.training.steps
         self._timer.stop()
 
     def busy(self) -> bool:
@@ -74,6 +78,14 @@ class ZoomDetail(QObject):
         lo, hi = self._view.viewRange()[0]
         first, last = max(int(math.floor(lo)), 0), max(int(math.ceil(hi)), 0)
         if self.detail is not None and self.detail[:2] == (first, last):
+            return
+        steps = self._steps.column(STEP) if self._steps is not None else None
+        if steps is not None and len(steps) and first <= steps[0] and last >= steps[-1]:
+            # The whole run in view: what the history holds already (an Open's own range, as it
+            # spans the run's planned steps, read a second time the whole pyramid).
+            if self.detail is not None:
+                self.detail = None
+                self._on_ready()
             return
         generation = self._generation
         self._background.run(_read, self._run_dir, first, last, name="ZoomDetail",

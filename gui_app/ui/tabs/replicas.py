@@ -150,10 +150,10 @@ class ReplicasTab(ChartPanel, RunView):
     def _history_replaced(self) -> None:
         follow_data((self.loss_plot, self.grad_plot))
         self.speed_plot.getViewBox().held_top = None
-        for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
-            for curve in curves:
-                plot.removeItem(curve)
-            curves.clear()
+        self._drop_curves(self.history.replicas.replicas)  # an empty history (a new run): all of them
+        for curves in (self._loss_curves, self._grad_curves):
+            for curve in curves:  # the others are kept for this run: made again, they cost 5 ms each
+                curve.setData([], [])
         self._drawn_devices = None
 
     def _history_changed(self, changed: int) -> None:
@@ -232,10 +232,20 @@ class ReplicasTab(ChartPanel, RunView):
         self._draw_memory()
 
     def _sync_curves(self) -> None:
-        """One curve per replica in each line chart, created once."""
-        for r in range(len(self._loss_curves), self.history.replicas.replicas):
+        """One curve per replica in each line chart, created once (and dropped when a run with
+        fewer replicas comes on screen: the legend names the run's replicas only)."""
+        count = self.history.replicas.replicas
+        self._drop_curves(count)
+        for r in range(len(self._loss_curves), count):
             self._loss_curves.append(make_curve(self.loss_plot, self._color(r), self._replica_name(r)))
             self._grad_curves.append(make_curve(self.grad_plot, self._color(r)))
+
+    def _drop_curves(self, keep: int) -> None:
+        """Remove the curves of replicas ``keep`` and up (their legend entries with them)."""
+        for plot, curves in ((self.loss_plot, self._loss_curves), (self.grad_plot, self._grad_curves)):
+            for curve in curves[keep:]:
+                plot.removeItem(curve)
+            del curves[keep:]
 
     def _color(self, r: int):
         workers = self.history.replicas.workers

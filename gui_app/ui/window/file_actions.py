@@ -90,6 +90,7 @@ class FileActions(QObject):
         tab = self._state.tab
         if not ((tab == EVALUATION and has_evaluation) or (tab == TRY and self._state.model_run())):
             self._state.set_tab(TRAINING)
+        self._shown.draw_shown()
         self.add_recent(str(runs[0]))
 
     def _on_read_failed(self, exc: BaseException) -> None:

@@ -70,12 +70,19 @@ class ShownRun(QObject):
         self._show(history)
         for problem in history.problems:
             self.note.emit(problem)
-        for chart in (self.training, self.replicas):
-            chart.flush()
+        self.draw_shown()
         # A host's run's folder is not here: a completed run has saved its model there.
         on_host = split_run_key(str(run_dir))[0] is not None
         self._state.set_shown_run(run_dir, history.status.status == "completed" if on_host else None)
         return self.has_evaluation()
+
+    def draw_shown(self) -> None:
+        """Draw now the charts on screen that wait for a redraw; a hidden tab draws when it is
+        shown (the Replicas tab's first draw of 8 replicas made 16 curves an Open did not show),
+        and a tab brought to the front draws before its first paint, not after it."""
+        for chart in (self.training, self.replicas):
+            if chart.isVisible():
+                chart.flush_pending()
 
     def overlay(self, other_run: str | Path, history: RunHistory | None = None) -> None:
         """Draw another run's training curves over the run on screen, dashed (``history``: read already)."""
