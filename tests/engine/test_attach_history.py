@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pyramid_runs import write_long_run, write_run
+from pyramid_runs import resume_replaces, write_long_run, write_run
 
 from gui_app.core import rundir
 from gui_app.core.event_lines import LineDecoder
@@ -77,27 +77,6 @@ def test_a_long_runs_history_comes_from_its_pyramid_and_its_events_go_on_after_i
     assert inside.returncode == 2 and inside.stdout == b"" and "does not start a line" in inside.stderr.decode()
 
 
-def resume_replaces(run: Path, checkpoint: int, new_steps: int) -> list[bytes]:
-    """What a resume from ``checkpoint`` does to the events file (a new file of its lines up to
-    the checkpoint: gui_app/core/events_file.py), then its run_started and ``new_steps`` steps,
-    with the pyramid its engine keeps; the lines it appended."""
-    from pyramid_runs import finished, started, step_lines
-
-    from gui_app.core.events_file import EventsFile
-    from gui_app.core.history.pyramid_files import update_pyramid
-
-    events = EventsFile(run / rundir.EVENTS_FILE)
-    events.keep_history_until(checkpoint)
-    appended = [line.encode() for line in [started(STEPS, 4, start_step=checkpoint, resumed=True),
-                                           *step_lines(checkpoint + 1, checkpoint + new_steps, 4),
-                                           finished(checkpoint + new_steps)]]
-    for line in appended:
-        events.append(line)
-    events.close()
-    assert update_pyramid(run, run / rundir.EVENTS_FILE) is not None  # as the resumed engine keeps it
-    return appended
-
-
 def test_a_reattachment_by_byte_to_a_file_a_resume_replaced_exits_3_without_a_line(tmp_path):
     """The window had the history and N lines after its byte; the run was resumed meanwhile from
     an earlier checkpoint: the byte still starts a line of the new file, but the N lines after it
@@ -107,7 +86,7 @@ def test_a_reattachment_by_byte_to_a_file_a_resume_replaced_exits_3_without_a_li
     head = decode_history(json.loads(done.stdout.splitlines()[0]))
     after = len(done.stdout.splitlines()) - 1
     assert head.inode == (run / rundir.EVENTS_FILE).stat().st_ino and after > 20
-    appended = resume_replaces(run, STEPS - 20, 30)
+    appended = resume_replaces(run, STEPS - 20, 30, replicas=4)
     data = (run / rundir.EVENTS_FILE).read_bytes()
     assert data[head.offset - 1:head.offset] == b"\n"  # the byte alone does not tell
     blind = _attach(str(run), "--from-byte", str(head.offset), "--from", str(after))

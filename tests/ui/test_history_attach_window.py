@@ -109,3 +109,48 @@ def test_a_long_run_on_a_host_is_followed_from_its_history(qtbot, on_host, ssh_h
             window.close()
     finally:
         shutil.rmtree(run.parent, ignore_errors=True)
+
+
+def test_a_reattachment_after_a_resume_replaced_the_file_reads_its_history_again(qtbot, window, runs_dir, tmp_path):
+    """A live long run attached from its history, the attach process killed, and meanwhile the
+    run resumed from an earlier checkpoint (its file replaced: the steps after it dropped, the byte
+    the history ended at a line's start still) and gone on to its end: attached again, the window
+    is told the file is another (attach --inode), asks for the history again, and shows what Open
+    shows of the new file, each step once."""
+    import os
+    import signal
+
+    from pyramid_runs import resume_replaces
+    from test_detached_window import _attach_pids
+
+    from gui_app.core import run_lock
+    from gui_app.core.events import Step
+
+    window.settings.confirm_close_during_run = False
+    run = write_long_run(runs_dir / "20260101-000000-digits-resumed", STEPS, end=False)
+    # the resumed run's files, made beside it beforehand: swapped in within the re-attachment's back-off
+    resumed = tmp_path / "resumed"
+    shutil.copytree(run, resumed)
+    resume_replaces(resumed, STEPS - 100, 150)
+    live: list[int] = []
+    window.supervisor.events.connect(lambda batch: live.extend(e.step for e in batch if isinstance(e, Step)))
+    histories: list = []
+    window.supervisor.history.connect(lambda key, history: histories.append(key))
+    with run_lock.RunLock(run):
+        assert window.attach.attach(str(run))
+        qtbot.waitUntil(lambda: histories == [str(run)] and bool(live) and live[-1] == STEPS, timeout=60_000)
+        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
+            for pid in _attach_pids(str(run)):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(run / FOLDER)
+        os.replace(resumed / FOLDER, run / FOLDER)
+        os.replace(resumed / rundir.EVENTS_FILE, run / rundir.EVENTS_FILE)  # a new inode, as a resume's
+        qtbot.waitUntil(lambda: len(histories) == 2, timeout=30_000)
+    with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:
+        pass
+    assert ended.args[:2] == ["completed", str(run)]
+    window.training_tab.flush()
+    shown, opened = window.shown.history, rundir.read_history(run)
+    assert shown.status.step == STEPS + 50
+    np.testing.assert_array_equal(shown.training.steps.data, opened.training.steps.data)
+    np.testing.assert_array_equal(shown.replicas.metrics["loss"].data, opened.replicas.metrics["loss"].data)

@@ -46,6 +46,7 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -53,6 +54,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
+from gui_app.core.history import RunHistory
 from gui_app.core.events_follow import last_start_line
 from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
@@ -77,6 +79,9 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
 ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
+# attach --inode exits 3 when the events file is not the one its byte and lines were counted in (a
+# resume replaced it): the history is asked for again, and replaces what the window shows
+ATTACH_REPLACED = 3
 NOT_STARTED = RunJob.NOT_STARTED
 
 
@@ -102,6 +107,8 @@ class Attachment(QObject):
         self.run_dir, self.lines = run_dir, from_line
         self._history_wanted = history
         self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
+        self._inode = 0  # the inode of the events file ``_byte`` is a byte of (--history's line says it)
+        self._reset = False  # the next attach's lines replace what was shown (its file was replaced)
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
@@ -185,12 +192,28 @@ class Attachment(QObject):
         self.run_dir = self.run_dir or str(answer).strip()
         self.backend = backend = backend_for(self.run_dir, self.host)
         if not isinstance(backend, HereBackend):
-            self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
+            if self.lines < 0:  # its file is not here: its history comes from there, as a first attach's does
+                self.lines, self._history_wanted = 0, True
+            self._attach_started()
+        elif self.lines < 0:
+            # After every line (a Slurm or Kubernetes job was only queued: its start takes seconds), or
+            # from the resume's run_started: both read the whole file, hundreds of MB for a long run,
+            # so on a thread, not the GUI thread.
+            self._background.run(_start_line, self.run_dir, backend.scheduled, deliver=self._on_start_line,
+                                 name="start-line")
         else:
-            if self.lines < 0:  # a Slurm or Kubernetes job was only queued (its start takes seconds): after every line
-                self.lines = count_lines(backend.run_dir / EVENTS_FILE) if backend.scheduled else last_start_line(
-                    self.run_dir)
             self._log.follow(backend, from_end=self.lines > 0)
+            self._attach_started()
+
+    def _on_start_line(self, line: int) -> None:
+        if self._done:  # it let go while the file was read
+            return
+        self.lines = line
+        if isinstance(self.backend, HereBackend):
+            self._log.follow(self.backend, from_end=self.lines > 0)
+        self._attach_started()
+
+    def _attach_started(self) -> None:
         if not self._detaching:
             self._attach()
 
@@ -237,7 +260,8 @@ class Attachment(QObject):
     def _attach_command(self) -> list[str]:
         # over ssh the first attach goes over the connection the start made; connecting again is short attempts
         where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
-                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else []))
+                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else [])
+                 + (["--inode", str(self._inode)] if self._byte and self._inode else []))
         return self._command(["attach", self.run_dir, *where],
                              RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
@@ -257,6 +281,9 @@ class Attachment(QObject):
             self.notice.emit(notice)
 
     def _on_event(self, event: Event) -> None:
+        if self._reset:  # its replaced file came without a history line (a short run): all its lines, from none
+            self._reset = False
+            self.history.emit(RunHistory())
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
         if self._notice:  # attached again: its first event says so
             self._delay = BACKOFF_FIRST_S
@@ -268,11 +295,13 @@ class Attachment(QObject):
     def _on_history(self, value: dict) -> None:
         """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history:
         the fold Open does on this thread, a few hundred ms for 2,000 buckets of 8 replicas), and
-        the byte of events.jsonl its events go on from (a re-attachment says ``--from-byte`` it and
-        ``--from`` the lines read after it)."""
-        offset = value.get("offset")
+        the byte of events.jsonl its events go on from and the file's inode (a re-attachment says
+        ``--from-byte`` it, ``--from`` the lines read after it and ``--inode`` the file)."""
+        self._reset = False  # it replaces what was shown
+        offset, inode = value.get("offset"), value.get("inode")
         if isinstance(offset, int) and offset >= 0:
             self._byte, self._from, self.lines = offset, 0, 0
+            self._inode = inode if isinstance(inode, int) and inode > 0 else 0
         try:
             head = decode_history(value)
         except ValueError as exc:
@@ -291,6 +320,8 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
+        elif job.exit_code == ATTACH_REPLACED and self._byte:
+            self._history_again()
         elif self.remote and job.exit_code not in (SSH_FAILED, None):
             # attach there ended on its own: the run's process is gone (1), a bad run directory
             # (2), or no app there (127); its line says which
@@ -304,6 +335,16 @@ class Attachment(QObject):
                                  deliver=self._on_run_checked, name="run-check")
         else:  # killed, or its connection dropped: the run may go on
             self._reattach_later()
+
+    def _history_again(self) -> None:
+        """The run's events file was replaced since the byte was counted (it was resumed, its steps
+        after the checkpoint dropped): no byte or line count of the old file says where its lines
+        go on. Its history is asked for again (``attach --history``), and what it sends replaces
+        what the window shows: each event once, none lost."""
+        self.log_line.emit("the run's events file was replaced (the run was resumed?): its history is read again")
+        self._byte = self._inode = self.lines = 0
+        self._history_wanted = self._reset = True
+        self._attach()
 
     def _on_run_checked(self, gone: tuple[tuple[str, str] | None] | None) -> None:
         """:func:`run_check`'s answer: None while the run may go on, else its backend's ending."""
@@ -373,6 +414,11 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
+
+
+def _start_line(send: Send, run_dir: str, scheduled: bool) -> None:
+    """On a Background thread: the line a resumed run's attach starts at (see ``_on_started``)."""
+    send(count_lines(Path(run_dir) / EVENTS_FILE) if scheduled else last_start_line(run_dir))
 
 
 def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:

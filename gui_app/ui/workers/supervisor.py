@@ -112,9 +112,10 @@ class RunSupervisor(QObject):
         sets = [word for override in overrides for word in ("--set", override)]
         where = [] if host is None else ["--host", host.name]
         # Here the window shows the run's history before and follows the resumed run from its
-        # run_started (-1); a host's run has its history there: followed from its first event.
+        # run_started (-1); a host's run has its history there: it comes as a first attach to it
+        # does (``attach --history``), so the bytes over ssh do not grow with the run's length.
         self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, *where), run_dir=str(run_dir),
-                   from_line=-1 if host is None else 0, host=host)
+                   from_line=-1 if host is None else 0, host=host, history=host is not None)
 
     def start_resume_bundle(self, bundle: str | Path, runs_dir: str | Path, overrides: Sequence[str] = ()) -> None:
         """Resume the run of a run bundle: the engine checks it and extracts it into a new run
@@ -124,14 +125,16 @@ class RunSupervisor(QObject):
         self.start(self._engine_command("resume", str(bundle), "--runs-dir", str(runs_dir), "--detach", *sets))
 
     def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
-              host: Host | None = None) -> None:
+              host: Host | None = None, history: bool = False) -> None:
         """Start a run with ``command``, an engine command that starts it detached and prints its
         run directory, then follow it (``attach``) from line ``from_line`` of its events (-1: from
         the start's own run_started). ``run_dir``: the run's folder when it is known before;
-        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on. One run at a time."""
+        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on; ``history``
+        (from line 0): a long run's history comes from its pyramid (the ``history`` signal). One
+        run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start(list(command), run_dir, temp_file, from_line, host)
+        self._worker.start(list(command), run_dir, temp_file, from_line, host, history)
 
     def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
                host: Host | None = None, history: bool = False) -> None:
