@@ -154,3 +154,55 @@ def test_a_reattachment_after_a_resume_replaced_the_file_reads_its_history_again
     assert shown.status.step == STEPS + 50
     np.testing.assert_array_equal(shown.training.steps.data, opened.training.steps.data)
     np.testing.assert_array_equal(shown.replicas.metrics["loss"].data, opened.replicas.metrics["loss"].data)
+
+
+def test_a_run_of_some_mb_is_read_off_the_gui_thread_then_followed(qtbot, window, runs_dir, monkeypatch):
+    """A live run below the long-run size (no pyramid: its events are read and folded as Open
+    does: 0.8-1.4 s for these 6.7 MB here) but above what the GUI thread reads itself
+    (file_actions.READ_HERE_BYTES): read on a thread, the window's timers keep running, then
+    followed from the line after what was read. The read is made 1.5 s slower (a loaded
+    machine, a slow disk) so the GUI thread's gap tells it apart from showing the charts."""
+    import threading
+    import time
+
+    from gui_gaps import gui_thread_gaps
+    from pyramid_runs import finished, step_lines
+
+    from gui_app.core import run_lock
+    from gui_app.ui.window import run_attach
+    from gui_app.ui.window.file_actions import READ_HERE_BYTES
+
+    on_gui: list[bool] = []
+    read = run_attach.read_history_so_far
+
+    def slow_read(run_dir):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        time.sleep(1.5)
+        return read(run_dir)
+
+    monkeypatch.setattr(run_attach, "read_history_so_far", slow_read)
+
+    window.settings.confirm_close_during_run = False
+    steps = 12_000
+    run = write_run(runs_dir / "20260101-000000-digits-mid", steps, end=False)
+    size = (run / rundir.EVENTS_FILE).stat().st_size
+    assert READ_HERE_BYTES * 8 < size < rundir.LONG_RUN_BYTES, size
+    with run_lock.RunLock(run):
+        with gui_thread_gaps() as gaps:
+            asked = time.monotonic()
+            assert window.attach.attach(str(run))
+            qtbot.waitUntil(lambda: window.shown.history.status.step == steps, timeout=60_000)
+            took = time.monotonic() - asked
+            qtbot.wait(60)  # a tick after the last of it: a freeze to the end is a gap too
+        with open(run / rundir.EVENTS_FILE, "a", encoding="utf-8") as f:
+            f.writelines(step_lines(steps + 1, steps + 5))
+            f.write(finished(steps + 5))
+    with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:
+        pass
+    assert ended.args[:2] == ["completed", str(run)], ended.args
+    window.training_tab.flush()
+    shown = window.shown.history
+    assert shown.training.steps.data[:, 0].tolist() == list(range(1, steps + 6))  # each step once
+    print(f"attach of {size / 1e6:.1f} MB: history shown after {took:.2f} s, largest GUI gap {max(gaps) * 1000:.0f} ms")
+    assert on_gui == [False]
+    assert max(gaps) < 1.0, (max(gaps), took)  # on the GUI thread: one gap of the read and more (2.3-3 s)

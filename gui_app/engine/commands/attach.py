@@ -1,7 +1,7 @@
 """``attach``, ``stop`` and ``runs``: a run seen and controlled from any process of its owner,
 wherever and however it was started (docs/detached.md).
 
-    replica-studio attach RUN_DIR [--from N] [--from-byte B] [--inode I | --history] [--text]   # its events so far, then live
+    replica-studio attach RUN_DIR [--from N] [--from-byte B] [--inode I | --history] [--text]   # its events, then live
     replica-studio stop RUN_DIR [--timeout S]   # stop with a checkpoint; returns when it has finished
     replica-studio runs [--json] [--runs-dir DIR]
 

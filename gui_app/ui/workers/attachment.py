@@ -54,8 +54,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
-from gui_app.core.history import RunHistory
 from gui_app.core.events_follow import last_start_line
+from gui_app.core.history import RunHistory
 from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
