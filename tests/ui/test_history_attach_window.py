@@ -206,3 +206,32 @@ def test_a_run_of_some_mb_is_read_off_the_gui_thread_then_followed(qtbot, window
     print(f"attach of {size / 1e6:.1f} MB: history shown after {took:.2f} s, largest GUI gap {max(gaps) * 1000:.0f} ms")
     assert on_gui == [False]
     assert max(gaps) < 1.0, (max(gaps), took)  # on the GUI thread: one gap of the read and more (2.3-3 s)
+
+
+def test_a_long_runs_history_is_folded_off_the_gui_thread_before_its_events(qtbot, window, runs_dir, monkeypatch):
+    """The history line is folded on a thread (made 1.5 s slow here: up to ~1 s for 2,000 buckets
+    of 8 replicas on a loaded machine); the events after it, and the run's end, wait for it, so
+    the charts are Open's, its run_finished folded last."""
+    import threading
+    import time
+
+    from gui_gaps import gui_thread_gaps
+
+    from gui_app.ui.workers import attachment as attachment_module
+
+    on_gui: list[bool] = []
+    fold = attachment_module.long_history
+
+    def slow_fold(*args):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        time.sleep(1.5)
+        return fold(*args)
+
+    monkeypatch.setattr(attachment_module, "long_history", slow_fold)
+    run = write_long_run(runs_dir / "20260101-000000-digits-long", STEPS, spikes={SPIKE: 50.0})
+    with gui_thread_gaps() as gaps:
+        _attached(qtbot, window, str(run))
+        qtbot.wait(60)
+    _same_as_open(window, run)
+    assert on_gui == [False]
+    assert max(gaps) < 1.0, max(gaps)

@@ -10,7 +10,9 @@ processes -- closing, crashing, a ``kill -9`` -- reaches the run.
 
 The attachment counts the lines of ``events.jsonl`` it has (``N``), so when ``attach`` ends
 while the run still runs (killed, or its connection dropped) it attaches again from line ``N``,
-after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two ends apart by the
+after 0.5 s doubling to 10 s: no step lost, none shown twice. After a history line the lines are
+counted from its byte, in the file of its inode (``--from-byte B --from N --inode I``); when a
+resume replaced the file meanwhile, attach exits 3 and the history is asked for again. It tells the two ends apart by the
 run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
 line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
 stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
@@ -32,7 +34,10 @@ GUI thread (gui_app/ui/workers/host_commands.py).
 
     event(Event)      every event after line N, decoded once (RunJob)
     history(RunHistory)  with ``history=True``, a long run's history from its pyramid
-                      (``attach --history``), before the events after it: folded as Open folds it
+                      (``attach --history``), before the events after it: folded as Open folds it,
+                      on a Background thread (the events after it wait); again when a
+                      re-attachment finds the run's events file replaced (a resume elsewhere),
+                      replacing what was shown (an empty one before a short run's every line)
     log_line(str)     the run's log, the attach process's stderr
     notice(str)       "following the run again…" (over ssh: "connection to HOST lost,
                       reconnecting…") while it re-attaches; "" once attached again
@@ -83,6 +88,8 @@ ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
 # resume replaced it): the history is asked for again, and replaces what the window shows
 ATTACH_REPLACED = 3
 NOT_STARTED = RunJob.NOT_STARTED
+# what the window is told, held in order while a history is folded on a thread (Attachment._out)
+_EVENT, _HISTORY, _LOG, _END, _FOLDING = "event", "history", "log", "end", "folding"
 
 
 class Attachment(QObject):
@@ -109,6 +116,7 @@ class Attachment(QObject):
         self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
         self._inode = 0  # the inode of the events file ``_byte`` is a byte of (--history's line says it)
         self._reset = False  # the next attach's lines replace what was shown (its file was replaced)
+        self._held: list[list[Any]] = []  # [kind, value]s waiting for a history folded on a thread
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
@@ -283,31 +291,61 @@ class Attachment(QObject):
     def _on_event(self, event: Event) -> None:
         if self._reset:  # its replaced file came without a history line (a short run): all its lines, from none
             self._reset = False
-            self.history.emit(RunHistory())
+            self._out(_HISTORY, RunHistory())
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
         if self._notice:  # attached again: its first event says so
             self._delay = BACKOFF_FIRST_S
             self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
-        self.arrived.emit(event)
+        self._out(_EVENT, event)
 
     def _on_history(self, value: dict) -> None:
-        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history:
-        the fold Open does on this thread, a few hundred ms for 2,000 buckets of 8 replicas), and
-        the byte of events.jsonl its events go on from and the file's inode (a re-attachment says
-        ``--from-byte`` it, ``--from`` the lines read after it and ``--inode`` the file)."""
+        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history,
+        folded on a Background thread: up to ~1 s for 2,000 buckets of 8 replicas, which froze the
+        window on this one), and the byte of events.jsonl its events go on from and the file's
+        inode (a re-attachment says ``--from-byte`` it, ``--from`` the lines read after it and
+        ``--inode`` the file). The events that come meanwhile, and the end, wait for it."""
         self._reset = False  # it replaces what was shown
         offset, inode = value.get("offset"), value.get("inode")
         if isinstance(offset, int) and offset >= 0:
             self._byte, self._from, self.lines = offset, 0, 0
             self._inode = inode if isinstance(inode, int) and inode > 0 else 0
-        try:
-            head = decode_history(value)
-        except ValueError as exc:
-            self.log_line.emit(f"the run's history could not be read ({exc}): the charts show its last steps only")
-            return
-        self.history.emit(long_history(head.view, head.started, head.first_started))
+        item: list[Any] = [_FOLDING, None]
+        self._held.append(item)
+
+        def folded(result: tuple[str, Any]) -> None:
+            item[:] = result
+            self._release()
+
+        self._background.run(_fold_history, value, deliver=folded, name="history-fold",
+                             failed=lambda exc: folded((_LOG, f"the run's history could not be read ({exc}): "
+                                                                "the charts show its last steps only")))
+
+    # ---- what the window is told, in order --------------------------------------------------------
+    def _out(self, kind: str, value: Any) -> None:
+        """Tell the window now, or after the history folded before it (held in order)."""
+        if self._held:
+            self._held.append([kind, value])
+        else:
+            self._tell(kind, value)
+
+    def _release(self) -> None:
+        """What waited for a history folded on a thread, up to the next one still folding."""
+        while self._held and self._held[0][0] != _FOLDING and not self._done:
+            kind, value = self._held.pop(0)
+            self._tell(kind, value)
+
+    def _tell(self, kind: str, value: Any) -> None:
+        if kind == _EVENT:
+            self.arrived.emit(value)
+        elif kind == _HISTORY:
+            self.history.emit(value)
+        elif kind == _LOG:
+            self.log_line.emit(value)
+        else:  # _END: the last thing held
+            self._held.clear()
+            self._finish(*value)
 
     def _on_attach_end(self, status: str, message: str) -> None:
         job, self._job = self._job, None
@@ -403,6 +441,11 @@ class Attachment(QObject):
     def _finish(self, status: str, message: str) -> None:
         if self._done:
             return
+        if self._held and status != DETACHED:  # after the history being folded and the events after it
+            if not any(kind == _END for kind, _ in self._held):
+                self._held.append([_END, (status, message)])
+            return
+        self._held.clear()  # letting go: nothing more is shown
         self._done = True
         self._retry.stop()
         self._kill_timer.stop()
@@ -414,6 +457,16 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
+
+
+def _fold_history(send: Send, value: dict) -> None:
+    """On a Background thread: a ``history`` line folded as Open folds a long run's pyramid."""
+    try:
+        head = decode_history(value)
+    except ValueError as exc:
+        send((_LOG, f"the run's history could not be read ({exc}): the charts show its last steps only"))
+        return
+    send((_HISTORY, long_history(head.view, head.started, head.first_started)))
 
 
 def _start_line(send: Send, run_dir: str, scheduled: bool) -> None:
