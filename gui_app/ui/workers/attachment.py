@@ -12,10 +12,10 @@ The attachment counts the lines of ``events.jsonl`` it has (``N``), so when ``at
 while the run still runs (killed, or its connection dropped) it attaches again from line ``N``,
 after 0.5 s doubling to 10 s: no step lost, none shown twice. After a history line the lines are
 counted from its byte, in the file of its inode (``--from-byte B --from N --inode I``); when a
-resume replaced the file meanwhile, attach exits 3 and the history is asked for again. It tells the two ends apart by the
-run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
-line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
-stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
+resume replaced the file meanwhile, attach exits 3 and the history is asked for again. It tells
+the two ends apart by the run's lock (gui_app/core/live_runs.py): a run whose process is gone
+is over, and its own error line (the last line of ``RUN_DIR/engine.log`` that states an error)
+says why, as a run's stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
 A run submitted to Slurm (gui_app/core/backends/slurm.py) goes on while its job is active, and its
 job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
 local record (gui_app/core/backends/kubernetes.py): ``attach`` copies the chief's output into it.
