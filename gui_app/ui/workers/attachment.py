@@ -266,7 +266,8 @@ class Attachment(QObject):
             QTimer.singleShot(held_ms, self, lambda: self._reattached(job))
 
     def _attach_command(self) -> list[str]:
-        # over ssh the first attach goes over the connection the start made; connecting again is short attempts
+        # over ssh the first attach goes over the connection the start made; connecting again is short attempts.
+        # --inode only when the history line said one: an attach that writes it reads it (an older host's does neither)
         where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
                  else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else [])
                  + (["--inode", str(self._inode)] if self._byte and self._inode else []))
