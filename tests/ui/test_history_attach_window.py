@@ -235,3 +235,45 @@ def test_a_long_runs_history_is_folded_off_the_gui_thread_before_its_events(qtbo
     _same_as_open(window, run)
     assert on_gui == [False]
     assert max(gaps) < 1.0, max(gaps)
+
+
+def test_a_short_runs_reattachment_after_a_resume_replaced_its_file_replays_it_once(qtbot, window, runs_dir,
+                                                                                     tmp_path):
+    """A short live run (read here, then ``attach --from N --inode I``), the attach killed and the
+    run resumed meanwhile from 30 steps back: its N lines are other lines of the new file (the
+    step at N again, the resumed run_started skipped). The window is told (exit 3), shows no
+    charts and then every line of the new file, each step once."""
+    import os
+    import signal
+
+    from pyramid_runs import resume_replaces
+    from test_detached_window import _attach_pids
+
+    from gui_app.core import run_lock
+    from gui_app.core.events import Step
+
+    window.settings.confirm_close_during_run = False
+    steps = 300
+    run = write_run(runs_dir / "20260101-000000-digits-short", steps, end=False)
+    resumed = tmp_path / "resumed"
+    shutil.copytree(run, resumed)
+    resume_replaces(resumed, steps - 30, 50)
+    live: list[int] = []
+    window.supervisor.events.connect(lambda batch: live.extend(e.step for e in batch if isinstance(e, Step)))
+    histories: list = []
+    window.supervisor.history.connect(lambda key, history: histories.append((key, history.status.step)))
+    with run_lock.RunLock(run):
+        assert window.attach.attach(str(run))
+        qtbot.waitUntil(lambda: bool(_attach_pids(str(run))), timeout=30_000)
+        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
+            for pid in _attach_pids(str(run)):
+                os.kill(pid, signal.SIGKILL)
+        os.replace(resumed / rundir.EVENTS_FILE, run / rundir.EVENTS_FILE)  # a new inode, as a resume's
+        qtbot.waitUntil(lambda: bool(live) and live[-1] == steps + 20, timeout=30_000)
+    with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:
+        pass
+    assert ended.args[0] == "completed"  # (named by the replayed run_started, whose run_dir is made up here)
+    assert live == list(range(1, steps + 21))  # the new file's steps, each once (was: 300 again, 301...)
+    assert histories == [(str(run), 0)]  # nothing shown, before every line of the new file
+    window.training_tab.flush()
+    assert window.shown.history.training.steps.data[:, 0].tolist() == list(range(1, steps + 21))

@@ -104,7 +104,7 @@ class RunAttach(QObject):
             return self._follow_job(run_dir)
         self._shown.show_history(run_dir, so_far.history)
         self.note.emit(f"Following {Path(run_dir).name} (from line {so_far.lines} of its events)")
-        self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused)
+        self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused, inode=so_far.inode)
         self._state.set_tab(TRAINING)
         return True
 

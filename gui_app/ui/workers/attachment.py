@@ -101,20 +101,21 @@ class Attachment(QObject):
 
     def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
                  run_dir: str = "", from_line: int = 0, host: Host | None = None, history: bool = False,
-                 parent: QObject | None = None) -> None:
+                 inode: int = 0, parent: QObject | None = None) -> None:
         """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
         ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
         run_started (a resume, whose history the window has shown already). ``host``: the SSH
         host the run is on (``run_dir`` is a path there), None for this computer. ``history``: the
         first attach from line 0 asks for a long run's history from its pyramid (``history``),
-        not for every line (``attach --history``: docs/detached.md)."""
+        not for every line (``attach --history``: docs/detached.md). ``inode``: of the events file
+        ``from_line`` was counted in (0: not known), passed as ``attach --inode``."""
         super().__init__(parent)
         self._engine_command, self._start_command = engine_command, list(start_command)
         self.host = host
         self.run_dir, self.lines = run_dir, from_line
         self._history_wanted = history
         self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
-        self._inode = 0  # the inode of the events file ``_byte`` is a byte of (--history's line says it)
+        self._inode = inode  # of the events file ``lines`` (and ``_byte``) count in: --history's line says it
         self._reset = False  # the next attach's lines replace what was shown (its file was replaced)
         self._held: list[list[Any]] = []  # [kind, value]s waiting for a history folded on a thread
         # where the run lives, decided once its directory is known (a start answers it)
@@ -267,10 +268,11 @@ class Attachment(QObject):
 
     def _attach_command(self) -> list[str]:
         # over ssh the first attach goes over the connection the start made; connecting again is short attempts.
-        # --inode only when the history line said one: an attach that writes it reads it (an older host's does neither)
+        # --inode only when the history line said one (an attach that writes it reads it; an older
+        # host's does neither) or the window read the file here
         where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
                  else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else [])
-                 + (["--inode", str(self._inode)] if self._byte and self._inode else []))
+                 + (["--inode", str(self._inode)] if self._inode else []))
         return self._command(["attach", self.run_dir, *where],
                              RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
@@ -359,7 +361,7 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
-        elif job.exit_code == ATTACH_REPLACED and self._byte:
+        elif job.exit_code == ATTACH_REPLACED:
             self._history_again()
         elif self.remote and job.exit_code not in (SSH_FAILED, None):
             # attach there ended on its own: the run's process is gone (1), a bad run directory
@@ -376,9 +378,9 @@ class Attachment(QObject):
             self._reattach_later()
 
     def _history_again(self) -> None:
-        """The run's events file was replaced since the byte was counted (it was resumed, its steps
-        after the checkpoint dropped): no byte or line count of the old file says where its lines
-        go on. Its history is asked for again (``attach --history``), and what it sends replaces
+        """The run's events file was replaced since its lines were counted (it was resumed, its
+        steps after the checkpoint dropped): no byte or line count of the old file says where its
+        lines go on. Its history is asked for again (``attach --history``), and what it sends replaces
         what the window shows: each event once, none lost."""
         self.log_line.emit("the run's events file was replaced (the run was resumed?): its history is read again")
         self._byte = self._inode = self.lines = 0

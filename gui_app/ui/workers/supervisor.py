@@ -137,18 +137,20 @@ class RunSupervisor(QObject):
         self._worker.start(list(command), run_dir, temp_file, from_line, host, history)
 
     def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
-               host: Host | None = None, history: bool = False) -> None:
+               host: Host | None = None, history: bool = False, inode: int = 0) -> None:
         """Follow a run that is running already (on ``host``, when given): the window has the
         first ``from_line`` lines of its events (the history on screen), ``started`` is its
         run_started, said again (None: it comes with the events, from line 0). ``history``
-        (from line 0): a long run's history comes from its pyramid (the ``history`` signal)."""
+        (from line 0): a long run's history comes from its pyramid (the ``history`` signal). ``inode``:
+        of the events file the ``from_line`` lines were read from (0: not known), so a re-attachment
+        after a resume replaced it reads the history again (Attachment)."""
         self._check_idle()
         self._set_state(STARTING)
         if started is not None:
             self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start([], str(run_dir), "", from_line, host, history)
+        self._worker.start([], str(run_dir), "", from_line, host, history, inode)
 
     def follow(self, run_dir: str | Path) -> None:
         """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
@@ -239,12 +241,12 @@ class _RunWorker(QObject):
         self._flush_soon = False
 
     def start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None,
-              history: bool = False) -> None:
+              history: bool = False, inode: int = 0) -> None:
         """Start (``command``) or attach to (``[]``) a run; see RunSupervisor.start and attach."""
         self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
         self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
-                               host=host, history=history, parent=self)
+                               host=host, history=history, inode=inode, parent=self)
         self._job.history.connect(self._take_history)
         self._job.notice.connect(self.notice)
         self._job.log_line.connect(self.log_line)
