@@ -103,3 +103,22 @@ def write_long_run(run: Path, steps: int, replicas: int = 2, spikes: dict[int, f
             write(finished(steps), decode_line(finished(steps)))
     records.close()
     return run
+
+
+def resume_replaces(run: Path, checkpoint: int, new_steps: int, replicas: int = 2) -> list[bytes]:
+    """What a resume from ``checkpoint`` does to the events file (a new file of its lines up to
+    the checkpoint: gui_app/core/events_file.py), then its run_started, ``new_steps`` steps and
+    its run_finished, with the pyramid its engine keeps; the lines it appended."""
+    from gui_app.core.events_file import EventsFile
+    from gui_app.core.history.pyramid_files import update_pyramid
+
+    events = EventsFile(run / rundir.EVENTS_FILE)
+    events.keep_history_until(checkpoint)
+    total = checkpoint + new_steps
+    appended = [line.encode() for line in [started(total, replicas, start_step=checkpoint, resumed=True),
+                                           *step_lines(checkpoint + 1, total, replicas), finished(total)]]
+    for line in appended:
+        events.append(line)
+    events.close()
+    assert update_pyramid(run, run / rundir.EVENTS_FILE) is not None  # as the resumed engine keeps it
+    return appended

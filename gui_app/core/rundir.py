@@ -261,19 +261,22 @@ class HistorySoFar(NamedTuple):
     history: RunHistory
     lines: int  # the complete lines of events.jsonl it holds
     paused: bool  # the run's last word was a pause
+    inode: int = 0  # the inode of the events.jsonl read (a resume replaces the file: ``attach --inode``)
 
 
 def read_history_so_far(run_dir: str | Path) -> HistorySoFar:
     """:func:`read_history` of the complete lines of ``events.jsonl`` as it is now, and how many
     lines that is: ``attach --from`` that line goes on where the history ends, each line once."""
     try:
-        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
+        with open(Path(run_dir) / EVENTS_FILE, "rb") as f:
+            inode = os.fstat(f.fileno()).st_ino  # of the very file read
+            data = f.read()
     except FileNotFoundError:
-        data = b""
+        data, inode = b"", 0
     lines = data[:data.rfind(b"\n") + 1].splitlines()
     events = [event for event in map(LineDecoder().line, lines) if event is not None]
     last_word = next((e for e in reversed(events) if isinstance(e, (Paused, Continued, RunStarted))), None)
-    return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused))
+    return HistorySoFar(_history(run_dir, dedupe_points(events)), len(lines), isinstance(last_word, Paused), inode)
 
 
 def _history(run_dir: str | Path, events: list[Event], history: RunHistory | None = None) -> RunHistory:

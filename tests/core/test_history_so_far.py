@@ -23,7 +23,9 @@ def test_only_complete_lines_are_read_and_counted(tmp_path):
     assert so_far.history.started is not None and so_far.history.started.total_steps == 10
     with (tmp_path / EVENTS_FILE).open("a") as f:
         f.write(_line(ev.Continued(time=6.0, step=3))[20:])
-    assert read_history_so_far(tmp_path)[1:] == (6, False)
+    again = read_history_so_far(tmp_path)
+    assert (again.lines, again.paused) == (6, False)
+    assert again.inode == (tmp_path / EVENTS_FILE).stat().st_ino  # the file read (attach --inode)
 
 
 def test_a_run_without_events_has_none(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pyramid_runs import write_long_run, write_run
+from pyramid_runs import resume_replaces, write_long_run, write_run
 
 from gui_app.core import rundir
 from gui_app.core.event_lines import LineDecoder
@@ -77,6 +77,34 @@ def test_a_long_runs_history_comes_from_its_pyramid_and_its_events_go_on_after_i
     assert inside.returncode == 2 and inside.stdout == b"" and "does not start a line" in inside.stderr.decode()
 
 
+def test_a_reattachment_by_byte_to_a_file_a_resume_replaced_exits_3_without_a_line(tmp_path):
+    """The window had the history and N lines after its byte; the run was resumed meanwhile from
+    an earlier checkpoint: the byte still starts a line of the new file, but the N lines after it
+    are other lines. With the history line's inode, attach says so (3) and writes nothing."""
+    run = write_long_run(tmp_path / "run", STEPS, replicas=4)
+    done = _attach(str(run), "--history")
+    head = decode_history(json.loads(done.stdout.splitlines()[0]))
+    after = len(done.stdout.splitlines()) - 1
+    assert head.inode == (run / rundir.EVENTS_FILE).stat().st_ino and after > 20
+    appended = resume_replaces(run, STEPS - 20, 30, replicas=4)
+    data = (run / rundir.EVENTS_FILE).read_bytes()
+    assert data[head.offset - 1:head.offset] == b"\n"  # the byte alone does not tell
+    blind = _attach(str(run), "--from-byte", str(head.offset), "--from", str(after))
+    assert blind.returncode == 0 and blind.stdout.splitlines(keepends=True) != appended  # lines lost
+    again = _attach(str(run), "--from-byte", str(head.offset), "--from", str(after), "--inode", str(head.inode))
+    assert again.returncode == 3 and again.stdout == b"", again.stderr
+    assert again.stderr.decode().strip().splitlines() == [
+        f"replica-studio attach: --inode: the events file was replaced since (inode "
+        f"{(run / rundir.EVENTS_FILE).stat().st_ino}, not {head.inode}: the run was resumed?)"]
+    fresh = _attach(str(run), "--history")  # the window's way on: the new file's history, then its events
+    history, offset, _ = _folded(fresh.stdout)
+    assert fresh.stdout.splitlines(keepends=True)[1:] == data[offset:].splitlines(keepends=True)
+    assert history.status.step == STEPS + 10
+    same = _attach(str(run), "--from-byte", str(offset), "--inode", str(decode_history(
+        json.loads(fresh.stdout.splitlines()[0])).inode))
+    assert same.returncode == 0 and same.stdout == data[offset:]
+
+
 def test_an_old_long_run_gets_its_pyramid_built_by_attach(tmp_path):
     run = write_run(tmp_path / "old", STEPS, spikes={SPIKE: 50.0})  # as a version that kept none wrote it
     assert not (run / FOLDER / META_FILE).exists()
@@ -95,7 +123,8 @@ def test_a_short_run_is_replayed_whole_and_history_refuses_from_and_text(tmp_pat
         refused = _attach(str(run), "--history", *extra)
         assert refused.returncode == 2 and refused.stdout == b""
         assert refused.stderr.decode().strip().splitlines() == [
-            "replica-studio attach: --history: the history comes before line 0; not with --from, --from-byte or --text"]
+            "replica-studio attach: --history: the history comes before line 0; not with --from, --from-byte, --inode "
+            "or --text"]
 
 
 @pytest.mark.slow

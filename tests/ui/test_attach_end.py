@@ -73,3 +73,33 @@ def test_letting_go_while_the_run_is_checked_ends_once_as_detached(qtbot, runs_d
     release.set()
     qtbot.waitUntil(lambda: not attachment._background.busy(), timeout=10_000)
     assert ends == [DETACHED]
+
+
+def test_a_resumes_start_line_is_found_off_the_gui_thread(qtbot, runs_dir, monkeypatch):
+    """A resume here is followed from its own run_started: finding that line reads the whole
+    events file (hundreds of MB for a long run), on a thread, not the GUI thread."""
+    run = write_run(runs_dir, "20261201-090000-digits", None)
+    on_gui: list[bool] = []
+
+    def slow_last_start_line(_run_dir):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        time.sleep(1.0)
+        return 7
+
+    monkeypatch.setattr(attachment_module, "last_start_line", slow_last_start_line)
+    asked: list[tuple[str, ...]] = []
+
+    def engine_command(*args: str) -> list[str]:
+        asked.append(args)
+        return ATTACH_SAYS_GONE
+
+    started = [sys.executable, "-c", f"print({str(run)!r})"]  # resume --detach answers the run
+    attachment = Attachment(engine_command, start_command=started, run_dir=str(run), from_line=-1)
+    with gui_thread_gaps() as gaps:
+        attachment.start()
+        qtbot.waitUntil(lambda: bool(asked), timeout=20_000)
+        qtbot.wait(60)
+    attachment.detach()
+    assert asked[0] == ("attach", str(run), "--from", "7")
+    assert on_gui == [False]
+    assert max(gaps) < 0.7, max(gaps)

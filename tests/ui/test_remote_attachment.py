@@ -30,3 +30,29 @@ def test_ssh_exit_255_is_a_lost_connection_tried_again(qtbot, tmp_path, monkeypa
     assert commands[-1][-1].endswith("attach /home/me/runs/a --from 12")  # from the last line it has, each time
     attachment.detach()
     assert ends == [(DETACHED, "the run goes on in the background")]
+
+
+def test_a_run_resumed_on_a_host_is_followed_from_its_history_not_from_line_0(qtbot, tmp_path, monkeypatch):
+    """Resumed there, the run's history comes as a first attach's does (attach --history: its
+    pyramid and the lines after it), not as every line of its events file over ssh."""
+    import sys
+
+    from gui_app.ui.workers.supervisor import RunSupervisor
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    host = Host("rs-no-such-host.invalid")
+    started = [sys.executable, "-c", "print('/home/me/runs/a')"]  # resume --detach --host answers the run
+
+    def engine_command(*args: str) -> list[str]:
+        return started if args[0] == "resume" else _never_local(*args)
+
+    supervisor = RunSupervisor(engine_command)
+    supervisor.start_resume("/home/me/runs/a", host=host)
+    attachment = supervisor._worker._job
+    commands: list[list[str]] = []
+    original = attachment._attach_command
+    attachment._attach_command = lambda: commands.append(original()) or commands[-1]
+    qtbot.waitUntil(lambda: len(commands) >= 2, timeout=20_000)  # the first, then one after ssh's 255
+    assert commands[0][-1].endswith("attach /home/me/runs/a --history")
+    assert commands[1][-1].endswith("attach /home/me/runs/a --history")  # nothing came yet: the history still
+    supervisor.close()

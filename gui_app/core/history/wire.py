@@ -5,7 +5,8 @@ and the window folds them as Open folds them (coarse.long_history): the same cur
 The line holds the buckets Open would draw (coarse.buckets over the whole run), the run's latest
 ``run_started`` (the devices its lean step lines refer to), the first one's time, and ``offset``:
 the byte of ``events.jsonl`` the events that follow it start at (``attach --from-byte OFFSET
---from N`` goes on after N of them). The records travel as they are on disk (pyramid.record_dtype), minus
+--from N`` goes on after N of them), and ``inode``, the file's (``attach --inode INODE`` says when
+a resumed run has replaced it since). The records travel as they are on disk (pyramid.record_dtype), minus
 what no reader of a view uses (each column's first value), compressed with zlib after a byte
 shuffle (each float's bytes grouped with the same byte of its neighbours: neighbouring buckets
 share exponents and high bytes), in base64.
@@ -41,16 +42,20 @@ class HistoryHead:
     started: RunStarted | None
     first_started: float | None
     offset: int
+    inode: int = 0  # the events file's inode ``offset`` was counted in (0: not said)
 
 
-def encode_history(view: Buckets, started: RunStarted | None, first_started: float | None, offset: int) -> dict:
-    """The ``history`` line's JSON object."""
+def encode_history(view: Buckets, started: RunStarted | None, first_started: float | None, offset: int,
+                   inode: int = 0) -> dict:
+    """The ``history`` line's JSON object; ``inode``: the events file's, the one ``offset`` is a
+    byte of (a resumed run replaces the file: ``attach --inode`` tells the two apart)."""
     records = view.records.copy()
     records["stats"][:, :, FIRST] = 0.0  # unused by the views: zeros cost nothing compressed
     raw = records.tobytes()
     width = records.dtype.itemsize
     shuffled = np.frombuffer(raw, np.uint8).reshape(-1, width).T.tobytes() if len(records) else b""
-    return {"type": TYPE, "version": VERSION, "offset": offset, "columns": view.columns, "count": len(records),
+    return {"type": TYPE, "version": VERSION, "offset": offset, "inode": inode, "columns": view.columns,
+            "count": len(records),
             "records": base64.b64encode(zlib.compress(shuffled, LEVEL)).decode("ascii"),
             "started": encode(started) if started is not None else None, "first_started": first_started}
 
@@ -61,7 +66,7 @@ def decode_history(value: dict[str, Any]) -> HistoryHead:
         raise ValueError(f"not a history line of version {VERSION}")
     try:
         columns = [str(name) for name in value["columns"]]
-        count, offset = int(value["count"]), int(value["offset"])
+        count, offset, inode = int(value["count"]), int(value["offset"]), int(value.get("inode") or 0)
         dtype = record_dtype(len(columns))
         data = zlib.decompress(base64.b64decode(value["records"]))
         if len(data) != count * dtype.itemsize:
@@ -75,4 +80,4 @@ def decode_history(value: dict[str, Any]) -> HistoryHead:
         raise ValueError(f"a damaged history line: {exc}") from None
     if started is not None and not isinstance(started, RunStarted):
         raise ValueError("a damaged history line: its run_started is not one")
-    return HistoryHead(Buckets(columns, records), started, first_started, offset)
+    return HistoryHead(Buckets(columns, records), started, first_started, offset, inode)

@@ -1,7 +1,7 @@
 """``attach``, ``stop`` and ``runs``: a run seen and controlled from any process of its owner,
 wherever and however it was started (docs/detached.md).
 
-    replica-studio attach RUN_DIR [--from N] [--from-byte B | --history] [--text]   # its events so far, then live
+    replica-studio attach RUN_DIR [--from N] [--from-byte B] [--inode I | --history] [--text]   # its events, then live
     replica-studio stop RUN_DIR [--timeout S]   # stop with a checkpoint; returns when it has finished
     replica-studio runs [--json] [--runs-dir DIR]
 
@@ -34,7 +34,7 @@ from gui_app.core.backends import HereBackend, local_backend
 from gui_app.core.events import Error, decode_line
 from gui_app.core.events_follow import EventsFollower
 from gui_app.core.live_runs import list_live_runs, live_process
-from gui_app.engine.commands.attach_history import history_start, line_start_problem
+from gui_app.engine.commands.attach_history import history_start, line_start_problem, not_the_file
 from gui_app.engine.run.control_fifo import ChannelError, NotRunning, send
 from gui_app.engine.run.event_writer import format_text
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
@@ -48,6 +48,9 @@ COMMANDS = ("attach", "stop", "runs")
 # read of nothing 50 times a second while idle.
 POLL_SECONDS = 0.02
 LIVE_CHECK_SECONDS = 0.25  # how often an idle attach asks whether the run's process is still there
+# attach --inode: the events file is not the one --from and --from-byte were counted in (a resumed
+# run replaced it): nothing was written, and the reader asks for the history again (docs/detached.md)
+EXIT_REPLACED = 3
 STOP_TIMEOUT_SECONDS = 300.0  # a stop takes a step group and a checkpoint: seconds, a big model's minutes
 
 
@@ -60,6 +63,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--from-byte", dest="from_byte", type=int, default=0, metavar="B",
                    help="count --from's lines from byte B of RUN_DIR/events.jsonl (a line's start: the 'offset' "
                         "of --history's line)")
+    p.add_argument("--inode", type=int, default=0, metavar="I",
+                   help="the inode of RUN_DIR/events.jsonl that --from and --from-byte were counted in (the "
+                        "'inode' of --history's line): when the file is another one (a resumed run replaced it), "
+                        "exit 3 without writing a line")
     p.add_argument("--history", action="store_true",
                    help="a long run: first one 'history' line with the run's history from its pyramid (built "
                         "first for a run that has none), then its events from the byte where the pyramid ends "
@@ -104,10 +111,14 @@ def attach(args: argparse.Namespace) -> int:
     if args.from_line < 0:
         _say("attach", f"--from: must be >= 0; got {args.from_line}")
         return EXIT_BAD_INPUT
-    if args.history and (args.from_line or args.from_byte or args.text):
-        _say("attach", "--history: the history comes before line 0; not with --from, --from-byte or --text")
+    if args.history and (args.from_line or args.from_byte or args.inode or args.text):
+        _say("attach", "--history: the history comes before line 0; not with --from, --from-byte, --inode or --text")
         return EXIT_BAD_INPUT
-    if args.from_byte and (problem := line_start_problem(run_dir / rundir.EVENTS_FILE, args.from_byte)):
+    events = run_dir / rundir.EVENTS_FILE
+    if args.inode and (problem := not_the_file(events, args.inode)):
+        _say("attach", f"--inode: {problem}")
+        return EXIT_REPLACED
+    if args.from_byte and (problem := line_start_problem(events, args.from_byte)):
         _say("attach", f"--from-byte: {problem}")
         return EXIT_BAD_INPUT
     detached = threading.Event()  # set when this attachment ends and the run goes on
@@ -123,6 +134,10 @@ def attach(args: argparse.Namespace) -> int:
         follower = (backend.follow(0, start.offset) if start is not None
                     else backend.follow(args.from_line, args.from_byte))
         try:
+            # the file read is the one checked above, unless a resume replaced it in between
+            if args.inode and (fd := follower.open()) is not None and (problem := not_the_file(fd, args.inode)):
+                _say("attach", f"--inode: {problem}")
+                return EXIT_REPLACED
             if start is not None and not _write(_Output(sys.stdout.buffer, None), [start.line]):
                 return EXIT_OK  # nobody reads us any more: detach
             return _follow(backend, follower, detached, mirror, _as_text if args.text else None)

@@ -8,7 +8,10 @@ the buckets Open draws, then the lines after the pyramid's offset (at most its o
 256 steps, and what the run wrote since its engine last wrote the pyramid's meta), then the live
 tail: the bytes and the window's work no longer grow with the run's length. The history line
 says the byte its events start at (``offset``): ``attach --from-byte OFFSET --from N`` goes on
-after N of them, which is how the window attaches again after a dropped connection. (A line
+after N of them, which is how the window attaches again after a dropped connection; it says the
+file's inode too, which that attach passes as ``--inode``: a run resumed meanwhile has a new file
+(its lines after the checkpoint dropped), where the byte and the count point at other lines, and
+attach then exits 3 without a line, so the window asks for the history again. (A line
 number would do as well, but finding it counts the file's newlines up to the offset: 1.4 s for
 445 MB here, growing with the run.)
 
@@ -32,6 +35,7 @@ from gui_app.core.history import wire
 class HistoryStart(NamedTuple):
     line: bytes  # the history line, with its newline
     offset: int  # where the events that follow it start in events.jsonl
+    inode: int  # events.jsonl's, the file ``offset`` is a byte of
 
 
 def history_start(run_dir: Path) -> HistoryStart | None:
@@ -40,11 +44,26 @@ def history_start(run_dir: Path) -> HistoryStart | None:
     long = rundir.read_long_run(run_dir)
     if long is None:
         return None
-    offset = long.meta.offset
-    if line_start_problem(run_dir / rundir.EVENTS_FILE, offset):  # the file was replaced meanwhile
+    offset, inode = long.meta.offset, long.meta.inode
+    path = run_dir / rundir.EVENTS_FILE
+    if not_the_file(path, inode) or line_start_problem(path, offset):  # the file was replaced meanwhile
         return None
-    value = wire.encode_history(long.buckets(), long.started, rundir.summarize_events(run_dir).started, offset)
-    return HistoryStart(json.dumps(value, separators=(",", ":")).encode("utf-8") + b"\n", offset)
+    value = wire.encode_history(long.buckets(), long.started, rundir.summarize_events(run_dir).started, offset,
+                                inode)
+    return HistoryStart(json.dumps(value, separators=(",", ":")).encode("utf-8") + b"\n", offset, inode)
+
+
+def not_the_file(path: Path | int, inode: int) -> str | None:
+    """Why ``path`` (or an open descriptor of it) is not the events file whose inode was
+    ``inode`` (None when it is): a resumed run replaced it by a new file (gui_app/core/events_file.py),
+    in which a byte and a line count of the old one point at other lines."""
+    try:
+        found = os.fstat(path).st_ino if isinstance(path, int) else os.stat(path).st_ino
+    except OSError as exc:
+        return f"cannot read the events file: {exc.strerror or exc}"
+    if found != inode:
+        return f"the events file was replaced since (inode {found}, not {inode}: the run was resumed?)"
+    return None
 
 
 def line_start_problem(path: Path, offset: int) -> str | None:

@@ -7,7 +7,9 @@ charts fill from the run's history, read from ``events.jsonl`` in this process a
 run (gui_app.core.rundir.read_history_so_far), and ``attach --from N`` goes on after the N lines
 read: replaying a long run through ``attach`` instead would send every line through a pipe, a
 JSON decode on the supervisor's thread and the window's batches (tens of thousands of lines for
-a day-long run), where the file read is one fold of the same lines with nothing in between.
+a day-long run), where the file read is one fold of the same lines with nothing in between. An
+events file of more than file_actions.READ_HERE_BYTES is read and folded on a Background thread,
+as Open reads one (6 MB: over a second), and followed once read (the latest attach asked for).
 From then on the supervisor follows it as it follows a run it started: Stop, Pause and Continue
 act on it, and the window's run state is the run's.
 
@@ -34,11 +36,13 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.history import RunHistory
-from gui_app.core.rundir import EVENTS_FILE, LONG_RUN_BYTES, read_history_so_far
+from gui_app.core.rundir import EVENTS_FILE, LONG_RUN_BYTES, HistorySoFar, read_history_so_far
 from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
+from gui_app.ui.window.file_actions import READ_HERE_BYTES
 from gui_app.ui.window.runs_panel import RunsPanel
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import TRAINING, WindowState
+from gui_app.ui.workers.background import Background, Send
 from gui_app.ui.workers.supervisor import RunSupervisor
 
 
@@ -50,6 +54,8 @@ class RunAttach(QObject):
         super().__init__(parent)
         self._state, self._supervisor, self._shown, self._runs = state, supervisor, shown, runs
         self._at_launch = True  # the first fill of the run list has not been looked at yet
+        self._background = Background(self)
+        self._asked = 0  # the attaches asked for: only the latest one's read is followed
         runs.attach_requested.connect(self.attach)
         runs.filled.connect(self._on_filled)
         supervisor.history.connect(self._on_history)
@@ -59,6 +65,7 @@ class RunAttach(QObject):
         already or the run has not started (no run_started yet) and no scheduler's job will start it."""
         if not self._state.is_idle():
             return False
+        self._asked += 1  # a read under way for an earlier attach is not followed
         host_name, there = split_run_key(run_dir)
         if host_name is not None:
             return self._attach_there(host_name, there)
@@ -68,13 +75,36 @@ class RunAttach(QObject):
             self._supervisor.attach(run_dir, None, 0, history=True)
             self._state.set_tab(TRAINING)
             return True
-        so_far = read_history_so_far(run_dir)
+        if _events_bytes(run_dir) > READ_HERE_BYTES:  # read on a thread: the window does not freeze
+            self._state.set_status(f"Reading {Path(run_dir).name}…")
+            self._background.run(_read_so_far, self._asked, run_dir, deliver=self._on_read,
+                                 failed=self._on_read_failed, name="attach-read")
+            return True
+        return self._follow_read(run_dir, read_history_so_far(run_dir))
+
+    def is_reading(self) -> bool:
+        """A run's history is being read before it is followed."""
+        return self._background.busy()
+
+    def _on_read(self, read: tuple[int, str, HistorySoFar]) -> None:
+        asked, run_dir, so_far = read
+        if asked != self._asked or not self._state.is_idle():  # another attach, or a run started meanwhile
+            return
+        self._state.set_status("")
+        if not self._follow_read(run_dir, so_far):
+            self._state.set_status(f"{Path(run_dir).name} has not started: nothing to follow")
+
+    def _on_read_failed(self, exc: BaseException) -> None:
+        self._state.set_status(f"Cannot read the run: {exc}")  # its folder went away meanwhile
+
+    def _follow_read(self, run_dir: str, so_far: HistorySoFar) -> bool:
+        """Show the history read and follow the run from the line after it."""
         started = so_far.history.started
         if started is None:
             return self._follow_job(run_dir)
         self._shown.show_history(run_dir, so_far.history)
         self.note.emit(f"Following {Path(run_dir).name} (from line {so_far.lines} of its events)")
-        self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused)
+        self._supervisor.attach(run_dir, started, so_far.lines, paused=so_far.paused, inode=so_far.inode)
         self._state.set_tab(TRAINING)
         return True
 
@@ -119,6 +149,17 @@ class RunAttach(QObject):
         running = self._runs.running_runs()
         if running and self._state.is_idle():
             self.attach(running[0])
+
+
+def _read_so_far(send: Send, asked: int, run_dir: str) -> None:
+    send((asked, run_dir, read_history_so_far(run_dir)))
+
+
+def _events_bytes(run_dir: str) -> int:
+    try:
+        return (Path(run_dir) / EVENTS_FILE).stat().st_size
+    except OSError:
+        return 0
 
 
 def _is_long(run_dir: str) -> bool:

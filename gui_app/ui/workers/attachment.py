@@ -10,10 +10,12 @@ processes -- closing, crashing, a ``kill -9`` -- reaches the run.
 
 The attachment counts the lines of ``events.jsonl`` it has (``N``), so when ``attach`` ends
 while the run still runs (killed, or its connection dropped) it attaches again from line ``N``,
-after 0.5 s doubling to 10 s: no step lost, none shown twice. It tells the two ends apart by the
-run's lock (gui_app/core/live_runs.py): a run whose process is gone is over, and its own error
-line (the last line of ``RUN_DIR/engine.log`` that states an error) says why, as a run's
-stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
+after 0.5 s doubling to 10 s: no step lost, none shown twice. After a history line the lines are
+counted from its byte, in the file of its inode (``--from-byte B --from N --inode I``); when a
+resume replaced the file meanwhile, attach exits 3 and the history is asked for again. It tells
+the two ends apart by the run's lock (gui_app/core/live_runs.py): a run whose process is gone
+is over, and its own error line (the last line of ``RUN_DIR/engine.log`` that states an error)
+says why, as a run's stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
 A run submitted to Slurm (gui_app/core/backends/slurm.py) goes on while its job is active, and its
 job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
 local record (gui_app/core/backends/kubernetes.py): ``attach`` copies the chief's output into it.
@@ -32,7 +34,10 @@ GUI thread (gui_app/ui/workers/host_commands.py).
 
     event(Event)      every event after line N, decoded once (RunJob)
     history(RunHistory)  with ``history=True``, a long run's history from its pyramid
-                      (``attach --history``), before the events after it: folded as Open folds it
+                      (``attach --history``), before the events after it: folded as Open folds it,
+                      on a Background thread (the events after it wait); again when a
+                      re-attachment finds the run's events file replaced (a resume elsewhere),
+                      replacing what was shown (an empty one before a short run's every line)
     log_line(str)     the run's log, the attach process's stderr
     notice(str)       "following the run again…" (over ssh: "connection to HOST lost,
                       reconnecting…") while it re-attaches; "" once attached again
@@ -46,6 +51,7 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -54,6 +60,7 @@ from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
 from gui_app.core.events_follow import last_start_line
+from gui_app.core.history import RunHistory
 from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
@@ -77,7 +84,12 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
 ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
+# attach --inode exits 3 when the events file is not the one its byte and lines were counted in (a
+# resume replaced it): the history is asked for again, and replaces what the window shows
+ATTACH_REPLACED = 3
 NOT_STARTED = RunJob.NOT_STARTED
+# what the window is told, held in order while a history is folded on a thread (Attachment._out)
+_EVENT, _HISTORY, _LOG, _END, _FOLDING = "event", "history", "log", "end", "folding"
 
 
 class Attachment(QObject):
@@ -89,19 +101,23 @@ class Attachment(QObject):
 
     def __init__(self, engine_command: Callable[..., list[str]], *, start_command: Sequence[str] = (),
                  run_dir: str = "", from_line: int = 0, host: Host | None = None, history: bool = False,
-                 parent: QObject | None = None) -> None:
+                 inode: int = 0, parent: QObject | None = None) -> None:
         """``start_command``: the detached start, or none to attach to ``run_dir`` at once.
         ``from_line``: the lines of its events.jsonl the window has; -1: none before the start's own
         run_started (a resume, whose history the window has shown already). ``host``: the SSH
         host the run is on (``run_dir`` is a path there), None for this computer. ``history``: the
         first attach from line 0 asks for a long run's history from its pyramid (``history``),
-        not for every line (``attach --history``: docs/detached.md)."""
+        not for every line (``attach --history``: docs/detached.md). ``inode``: of the events file
+        ``from_line`` was counted in (0: not known), passed as ``attach --inode``."""
         super().__init__(parent)
         self._engine_command, self._start_command = engine_command, list(start_command)
         self.host = host
         self.run_dir, self.lines = run_dir, from_line
         self._history_wanted = history
         self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
+        self._inode = inode  # of the events file ``lines`` (and ``_byte``) count in: --history's line says it
+        self._reset = False  # the next attach's lines replace what was shown (its file was replaced)
+        self._held: list[list[Any]] = []  # [kind, value]s waiting for a history folded on a thread
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
@@ -185,12 +201,28 @@ class Attachment(QObject):
         self.run_dir = self.run_dir or str(answer).strip()
         self.backend = backend = backend_for(self.run_dir, self.host)
         if not isinstance(backend, HereBackend):
-            self.lines = max(self.lines, 0)  # a remote resume is not offered: its file is not here
+            if self.lines < 0:  # its file is not here: its history comes from there, as a first attach's does
+                self.lines, self._history_wanted = 0, True
+            self._attach_started()
+        elif self.lines < 0:
+            # After every line (a Slurm or Kubernetes job was only queued: its start takes seconds), or
+            # from the resume's run_started: both read the whole file, hundreds of MB for a long run,
+            # so on a thread, not the GUI thread.
+            self._background.run(_start_line, self.run_dir, backend.scheduled, deliver=self._on_start_line,
+                                 name="start-line")
         else:
-            if self.lines < 0:  # a Slurm or Kubernetes job was only queued (its start takes seconds): after every line
-                self.lines = count_lines(backend.run_dir / EVENTS_FILE) if backend.scheduled else last_start_line(
-                    self.run_dir)
             self._log.follow(backend, from_end=self.lines > 0)
+            self._attach_started()
+
+    def _on_start_line(self, line: int) -> None:
+        if self._done:  # it let go while the file was read
+            return
+        self.lines = line
+        if isinstance(self.backend, HereBackend):
+            self._log.follow(self.backend, from_end=self.lines > 0)
+        self._attach_started()
+
+    def _attach_started(self) -> None:
         if not self._detaching:
             self._attach()
 
@@ -235,9 +267,12 @@ class Attachment(QObject):
             QTimer.singleShot(held_ms, self, lambda: self._reattached(job))
 
     def _attach_command(self) -> list[str]:
-        # over ssh the first attach goes over the connection the start made; connecting again is short attempts
+        # over ssh the first attach goes over the connection the start made; connecting again is short attempts.
+        # --inode only when the history line said one (an attach that writes it reads it; an older
+        # host's does neither) or the window read the file here
         where = (["--history"] if self._history_wanted and self.lines == 0 and not self._byte
-                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else []))
+                 else ["--from", str(self.lines)] + (["--from-byte", str(self._byte)] if self._byte else [])
+                 + (["--inode", str(self._inode)] if self._inode else []))
         return self._command(["attach", self.run_dir, *where],
                              RECONNECT_TIMEOUT_S if self._notice else CONNECT_TIMEOUT_S)
 
@@ -257,28 +292,63 @@ class Attachment(QObject):
             self.notice.emit(notice)
 
     def _on_event(self, event: Event) -> None:
+        if self._reset:  # its replaced file came without a history line (a short run): all its lines, from none
+            self._reset = False
+            self._out(_HISTORY, RunHistory())
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
         if self._notice:  # attached again: its first event says so
             self._delay = BACKOFF_FIRST_S
             self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
-        self.arrived.emit(event)
+        self._out(_EVENT, event)
 
     def _on_history(self, value: dict) -> None:
-        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history:
-        the fold Open does on this thread, a few hundred ms for 2,000 buckets of 8 replicas), and
-        the byte of events.jsonl its events go on from (a re-attachment says ``--from-byte`` it and
-        ``--from`` the lines read after it)."""
-        offset = value.get("offset")
+        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history,
+        folded on a Background thread: up to ~1 s for 2,000 buckets of 8 replicas, which froze the
+        window on this one), and the byte of events.jsonl its events go on from and the file's
+        inode (a re-attachment says ``--from-byte`` it, ``--from`` the lines read after it and
+        ``--inode`` the file). The events that come meanwhile, and the end, wait for it."""
+        self._reset = False  # it replaces what was shown
+        offset, inode = value.get("offset"), value.get("inode")
         if isinstance(offset, int) and offset >= 0:
             self._byte, self._from, self.lines = offset, 0, 0
-        try:
-            head = decode_history(value)
-        except ValueError as exc:
-            self.log_line.emit(f"the run's history could not be read ({exc}): the charts show its last steps only")
-            return
-        self.history.emit(long_history(head.view, head.started, head.first_started))
+            self._inode = inode if isinstance(inode, int) and inode > 0 else 0
+        item: list[Any] = [_FOLDING, None]
+        self._held.append(item)
+
+        def folded(result: tuple[str, Any]) -> None:
+            item[:] = result
+            self._release()
+
+        self._background.run(_fold_history, value, deliver=folded, name="history-fold",
+                             failed=lambda exc: folded((_LOG, f"the run's history could not be read ({exc}): "
+                                                                "the charts show its last steps only")))
+
+    # ---- what the window is told, in order --------------------------------------------------------
+    def _out(self, kind: str, value: Any) -> None:
+        """Tell the window now, or after the history folded before it (held in order)."""
+        if self._held:
+            self._held.append([kind, value])
+        else:
+            self._tell(kind, value)
+
+    def _release(self) -> None:
+        """What waited for a history folded on a thread, up to the next one still folding."""
+        while self._held and self._held[0][0] != _FOLDING and not self._done:
+            kind, value = self._held.pop(0)
+            self._tell(kind, value)
+
+    def _tell(self, kind: str, value: Any) -> None:
+        if kind == _EVENT:
+            self.arrived.emit(value)
+        elif kind == _HISTORY:
+            self.history.emit(value)
+        elif kind == _LOG:
+            self.log_line.emit(value)
+        else:  # _END: the last thing held
+            self._held.clear()
+            self._finish(*value)
 
     def _on_attach_end(self, status: str, message: str) -> None:
         job, self._job = self._job, None
@@ -291,6 +361,8 @@ class Attachment(QObject):
             self._finish(status, message)
         elif self._detaching:
             self._finish(DETACHED, DETACHED_REASON)
+        elif job.exit_code == ATTACH_REPLACED:
+            self._history_again()
         elif self.remote and job.exit_code not in (SSH_FAILED, None):
             # attach there ended on its own: the run's process is gone (1), a bad run directory
             # (2), or no app there (127); its line says which
@@ -304,6 +376,16 @@ class Attachment(QObject):
                                  deliver=self._on_run_checked, name="run-check")
         else:  # killed, or its connection dropped: the run may go on
             self._reattach_later()
+
+    def _history_again(self) -> None:
+        """The run's events file was replaced since its lines were counted (it was resumed, its
+        steps after the checkpoint dropped): no byte or line count of the old file says where its
+        lines go on. Its history is asked for again (``attach --history``), and what it sends replaces
+        what the window shows: each event once, none lost."""
+        self.log_line.emit("the run's events file was replaced (the run was resumed?): its history is read again")
+        self._byte = self._inode = self.lines = 0
+        self._history_wanted = self._reset = True
+        self._attach()
 
     def _on_run_checked(self, gone: tuple[tuple[str, str] | None] | None) -> None:
         """:func:`run_check`'s answer: None while the run may go on, else its backend's ending."""
@@ -362,6 +444,11 @@ class Attachment(QObject):
     def _finish(self, status: str, message: str) -> None:
         if self._done:
             return
+        if self._held and status != DETACHED:  # after the history being folded and the events after it
+            if not any(kind == _END for kind, _ in self._held):
+                self._held.append([_END, (status, message)])
+            return
+        self._held.clear()  # letting go: nothing more is shown
         self._done = True
         self._retry.stop()
         self._kill_timer.stop()
@@ -373,6 +460,21 @@ class Attachment(QObject):
             self.ended.emit(status, message)
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
+
+
+def _fold_history(send: Send, value: dict) -> None:
+    """On a Background thread: a ``history`` line folded as Open folds a long run's pyramid."""
+    try:
+        head = decode_history(value)
+    except ValueError as exc:
+        send((_LOG, f"the run's history could not be read ({exc}): the charts show its last steps only"))
+        return
+    send((_HISTORY, long_history(head.view, head.started, head.first_started)))
+
+
+def _start_line(send: Send, run_dir: str, scheduled: bool) -> None:
+    """On a Background thread: the line a resumed run's attach starts at (see ``_on_started``)."""
+    send(count_lines(Path(run_dir) / EVENTS_FILE) if scheduled else last_start_line(run_dir))
 
 
 def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:

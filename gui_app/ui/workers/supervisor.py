@@ -112,9 +112,10 @@ class RunSupervisor(QObject):
         sets = [word for override in overrides for word in ("--set", override)]
         where = [] if host is None else ["--host", host.name]
         # Here the window shows the run's history before and follows the resumed run from its
-        # run_started (-1); a host's run has its history there: followed from its first event.
+        # run_started (-1); a host's run has its history there: it comes as a first attach to it
+        # does (``attach --history``), so the bytes over ssh do not grow with the run's length.
         self.start(self._engine_command("resume", str(run_dir), "--detach", *sets, *where), run_dir=str(run_dir),
-                   from_line=-1 if host is None else 0, host=host)
+                   from_line=-1 if host is None else 0, host=host, history=host is not None)
 
     def start_resume_bundle(self, bundle: str | Path, runs_dir: str | Path, overrides: Sequence[str] = ()) -> None:
         """Resume the run of a run bundle: the engine checks it and extracts it into a new run
@@ -124,28 +125,32 @@ class RunSupervisor(QObject):
         self.start(self._engine_command("resume", str(bundle), "--runs-dir", str(runs_dir), "--detach", *sets))
 
     def start(self, command: Sequence[str], *, run_dir: str = "", temp_file: str = "", from_line: int = 0,
-              host: Host | None = None) -> None:
+              host: Host | None = None, history: bool = False) -> None:
         """Start a run with ``command``, an engine command that starts it detached and prints its
         run directory, then follow it (``attach``) from line ``from_line`` of its events (-1: from
         the start's own run_started). ``run_dir``: the run's folder when it is known before;
-        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on. One run at a time."""
+        ``temp_file``: deleted when the run ends; ``host``: the SSH host it runs on; ``history``
+        (from line 0): a long run's history comes from its pyramid (the ``history`` signal). One
+        run at a time."""
         self._check_idle()
         self._set_state(STARTING)
-        self._worker.start(list(command), run_dir, temp_file, from_line, host)
+        self._worker.start(list(command), run_dir, temp_file, from_line, host, history)
 
     def attach(self, run_dir: str | Path, started: RunStarted | None, from_line: int, paused: bool = False,
-               host: Host | None = None, history: bool = False) -> None:
+               host: Host | None = None, history: bool = False, inode: int = 0) -> None:
         """Follow a run that is running already (on ``host``, when given): the window has the
         first ``from_line`` lines of its events (the history on screen), ``started`` is its
         run_started, said again (None: it comes with the events, from line 0). ``history``
-        (from line 0): a long run's history comes from its pyramid (the ``history`` signal)."""
+        (from line 0): a long run's history comes from its pyramid (the ``history`` signal). ``inode``:
+        of the events file the ``from_line`` lines were read from (0: not known), so a re-attachment
+        after a resume replaced it reads the history again (Attachment)."""
         self._check_idle()
         self._set_state(STARTING)
         if started is not None:
             self._on_run_started(started)
         if paused:
             self._set_state(PAUSED)
-        self._worker.start([], str(run_dir), "", from_line, host, history)
+        self._worker.start([], str(run_dir), "", from_line, host, history, inode)
 
     def follow(self, run_dir: str | Path) -> None:
         """Follow a run from its first event once it starts: a run submitted to Slurm, whose job
@@ -236,12 +241,12 @@ class _RunWorker(QObject):
         self._flush_soon = False
 
     def start(self, command: list, run_dir: str, temp_file: str, from_line: int, host: Host | None,
-              history: bool = False) -> None:
+              history: bool = False, inode: int = 0) -> None:
         """Start (``command``) or attach to (``[]``) a run; see RunSupervisor.start and attach."""
         self._run_dir, self._temp_file, self._pending = run_dir and self._named(run_dir, host), temp_file, []
         self._host = host
         self._job = Attachment(self._engine_command, start_command=command, run_dir=run_dir, from_line=from_line,
-                               host=host, history=history, parent=self)
+                               host=host, history=history, inode=inode, parent=self)
         self._job.history.connect(self._take_history)
         self._job.notice.connect(self.notice)
         self._job.log_line.connect(self.log_line)
