@@ -103,3 +103,20 @@ def test_a_resumes_start_line_is_found_off_the_gui_thread(qtbot, runs_dir, monke
     assert asked[0] == ("attach", str(run), "--from", "7")
     assert on_gui == [False]
     assert max(gaps) < 0.7, max(gaps)
+
+
+def test_attaching_after_a_finished_runs_last_line_ends_with_its_status_not_a_loop(qtbot, runs_dir, fake_engine):
+    """The window read a run's file (run_finished included) and then attached after its last line:
+    attach (the real command) says the run has finished (0) without a line to send. The attachment
+    takes the ending from the run's events, once, instead of attaching again and again."""
+    run = write_run(runs_dir, "20261201-090000-digits", "stopped", message="stopped by the user")
+    lines = len((run / "events.jsonl").read_bytes().splitlines())
+    attachment = Attachment(fake_engine, run_dir=str(run), from_line=lines)
+    notices: list[str] = []
+    ends: list[tuple[str, str]] = []
+    attachment.notice.connect(notices.append)
+    attachment.ended.connect(lambda status, message: ends.append((status, message)))
+    attachment.start()
+    qtbot.waitUntil(lambda: bool(ends), timeout=20_000)
+    assert ends == [("stopped", "stopped by the user")]
+    assert REATTACHING not in notices

@@ -65,6 +65,7 @@ from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
 from gui_app.core.live_runs import live_process
+from gui_app.core.run_summary import summarize_events
 from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
 from gui_app.core.ssh_hosts import Host
@@ -387,12 +388,15 @@ class Attachment(QObject):
         self._history_wanted = self._reset = True
         self._attach()
 
-    def _on_run_checked(self, gone: tuple[tuple[str, str] | None] | None) -> None:
-        """:func:`run_check`'s answer: None while the run may go on, else its backend's ending."""
+    def _on_run_checked(self, gone: tuple[tuple[str, str] | None, tuple[str, str] | None] | None) -> None:
+        """:func:`run_check`'s answer: None while the run may go on, else its backend's ending
+        and how its events say it finished."""
         if self._done:  # it let go (the window closes) while the run was checked
             return
         if gone is None:
             self._reattach_later()
+        elif gone[0] is None and gone[1] is not None:  # its events end with run_finished
+            self._finish(*gone[1])
         else:
             self._finish(*self._gone(gone[0]))
 
@@ -414,9 +418,11 @@ class Attachment(QObject):
         self._delay = min(self._delay * 2, BACKOFF_MAX_S)
 
     def _run_gone(self, code: int | None) -> bool:
-        """attach said the run's process is gone. For a resubmitted Slurm job that ended before its
-        run started, attach (from after the last run's run_finished) says the run has finished: 0."""
-        return code == ATTACH_RUN_GONE or (code == EXIT_OK and self.backend is not None and self.backend.scheduled)
+        """attach said the run's process is gone (1), or that the run has finished without sending
+        its run_finished (0): it came before line N (the window read it from the file before it
+        attached; a resubmitted Slurm job that ended before its run started). Either way its files
+        say how it ended; attaching again would only hear the same."""
+        return code == ATTACH_RUN_GONE or (code == EXIT_OK and isinstance(self.backend, HereBackend))
 
     def _gone(self, ending: tuple[str, str] | None) -> tuple[str, str]:
         """Why a run whose process is gone without run_finished ended (``ending``: its scheduler's
@@ -480,9 +486,18 @@ def _start_line(send: Send, run_dir: str, scheduled: bool) -> None:
 def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:
     """On a Background thread, once ``attach`` said the run's process is gone: sends None when
     the run may still go on (a process holds its lock, or its scheduler's job is active), else
-    ``(ending,)``, what its scheduler says of the end (None: nothing; see ``_gone``)."""
+    ``(ending, finished)``: what its scheduler says of the end (None: nothing; see ``_gone``), and
+    the status and message of the run_finished its events end with (None: they end without one)."""
     here = backend if isinstance(backend, HereBackend) else None
     if live_process(run_dir) is not None or (here is not None and here.job_active()):
         send(None)
-    else:
-        send((here.ending(stopping) if here is not None else None,))
+        return
+    finished = None
+    if here is not None:
+        try:
+            status = summarize_events(run_dir)  # summary.json's offset: only the lines after it are read
+        except OSError:
+            status = None
+        if status is not None and status.status not in ("new", "interrupted"):
+            finished = (status.status, status.message or "")
+    send((here.ending(stopping) if here is not None else None, finished))
