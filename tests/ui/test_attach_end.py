@@ -13,7 +13,7 @@ from run_dirs import write_run
 
 from gui_app.core.backends import HereBackend
 from gui_app.core.live_runs import RunProcess
-from gui_app.ui.workers import attachment as attachment_module
+from gui_app.ui.workers import attach_reads
 from gui_app.ui.workers.attachment import DETACHED, KILLED_MESSAGE, REATTACHING, Attachment
 
 ATTACH_SAYS_GONE = [sys.executable, "-c", "import sys; sys.exit(1)"]  # attach's exit 1: the process is gone
@@ -37,7 +37,7 @@ def _slow_check(monkeypatch, answers: list[RunProcess | None], delay_s: float,
         on_gui.append(threading.current_thread() is threading.main_thread())
         return False
 
-    monkeypatch.setattr(attachment_module, "live_process", live_process)
+    monkeypatch.setattr(attach_reads, "live_process", live_process)
     monkeypatch.setattr(HereBackend, "job_active", job_active)
 
 
@@ -86,7 +86,7 @@ def test_a_resumes_start_line_is_found_off_the_gui_thread(qtbot, runs_dir, monke
         time.sleep(1.0)
         return 7
 
-    monkeypatch.setattr(attachment_module, "last_start_line", slow_last_start_line)
+    monkeypatch.setattr(attach_reads, "last_start_line", slow_last_start_line)
     asked: list[tuple[str, ...]] = []
 
     def engine_command(*args: str) -> list[str]:

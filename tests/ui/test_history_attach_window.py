@@ -217,17 +217,17 @@ def test_a_long_runs_history_is_folded_off_the_gui_thread_before_its_events(qtbo
 
     from gui_gaps import gui_thread_gaps
 
-    from gui_app.ui.workers import attachment as attachment_module
+    from gui_app.ui.workers import attach_reads
 
     on_gui: list[bool] = []
-    fold = attachment_module.long_history
+    fold = attach_reads.long_history
 
     def slow_fold(*args):
         on_gui.append(threading.current_thread() is threading.main_thread())
         time.sleep(1.5)
         return fold(*args)
 
-    monkeypatch.setattr(attachment_module, "long_history", slow_fold)
+    monkeypatch.setattr(attach_reads, "long_history", slow_fold)
     run = write_long_run(runs_dir / "20260101-000000-digits-long", STEPS, spikes={SPIKE: 50.0})
     with gui_thread_gaps() as gaps:
         _attached(qtbot, window, str(run))

@@ -5,7 +5,8 @@ back-off until the window lets go. (Against a real sshd: tests/ui/test_remote_wi
 from __future__ import annotations
 
 from gui_app.core.ssh_hosts import Host
-from gui_app.ui.workers.attachment import BACKOFF_FIRST_S, CONNECTION_LOST, DETACHED, Attachment
+from gui_app.ui.workers.attach_reads import BACKOFF_FIRST_S
+from gui_app.ui.workers.attachment import CONNECTION_LOST, DETACHED, Attachment
 
 
 def _never_local(*args: str) -> list[str]:

@@ -1,43 +1,27 @@
-"""Attachment: the window's hold on a run that lives on its own (docs/detached.md).
+"""Attachment: the window's hold on a run that lives on its own (docs/detached.md, "In the
+window"; a run on an SSH host: docs/hosts.md, "In the window").
 
-Every run the window trains is detached: a short job starts it (``train CONFIG --detach``,
-``resume RUN_DIR --detach``: :class:`DetachedStart`, whose answer is the run directory, or the
-run's own error line), then ``attach RUN_DIR --from N`` follows it as a
-:class:`~gui_app.ui.workers.run_job.RunJob`: the run's events as JSON lines on its stdout, control
-words (stop, pause, continue, checkpoint) on its stdin, which it forwards to the run's channel.
-So the window's process is never the run's parent, and nothing the window does to its own
-processes -- closing, crashing, a ``kill -9`` -- reaches the run.
+A short job starts the run (``train CONFIG --detach``, ``resume RUN_DIR --detach``:
+:class:`DetachedStart`, whose answer is the run directory or the run's own error line), then
+``attach RUN_DIR --from N`` follows it as a :class:`~gui_app.ui.workers.run_job.RunJob`: events
+on its stdout, control words on its stdin. The window's process is never the run's parent, so
+nothing the window does to its own processes -- closing, crashing, a ``kill -9`` -- reaches it.
 
-The attachment counts the lines of ``events.jsonl`` it has (``N``), so when ``attach`` ends
-while the run still runs (killed, or its connection dropped) it attaches again from line ``N``,
-after 0.5 s doubling to 10 s: no step lost, none shown twice. After a history line the lines are
-counted from its byte, in the file of its inode (``--from-byte B --from N --inode I``); when a
-resume replaced the file meanwhile, attach exits 3 and the history is asked for again. It tells
-the two ends apart by the run's lock (gui_app/core/live_runs.py): a run whose process is gone
-is over, and its own error line (the last line of ``RUN_DIR/engine.log`` that states an error)
-says why, as a run's stderr did when the window was its parent. The run's ``engine.log`` is followed for the Log tab.
-A run submitted to Slurm (gui_app/core/backends/slurm.py) goes on while its job is active, and its
-job's output (``slurm-JOBID.out``) is its log. A run applied to Kubernetes is followed through its
-local record (gui_app/core/backends/kubernetes.py): ``attach`` copies the chief's output into it.
+It counts the lines it has (``N``; after a history line, from its byte, in the file of its inode:
+``--from-byte B --from N --inode I``), so when ``attach`` ends while the run goes on it attaches
+again from there, after 0.5 s doubling to 10 s: no step lost, none shown twice; attach's exit 3
+(a resume replaced the file) asks for the history again. Whether the run goes on is its lock's
+word (gui_app/core/live_runs.py) or its scheduler's (gui_app/core/backends/), asked on a thread;
+a run gone without run_finished failed with its own error line (the last of ``engine.log``).
+On an SSH host, ``attach`` there runs over the system ``ssh``, not ``attach --host``: ssh's exit
+255 then says the connection failed (the run goes on: "connection to HOST lost, reconnecting…",
+for as long as it takes), attach's 1 that the run's process is gone; its log comes from ``log
+--follow`` there (:class:`~gui_app.ui.workers.remote_log.RemoteLog`), before ``ended``.
 
-A run on an SSH host (``host``: docs/hosts.md) is followed by ``attach`` there, run over the
-system ``ssh`` (gui_app.core.ssh.remote_argv), not through ``attach --host``: that command folds
-ssh's failures into its exit 2, which a bad run directory also exits with, while here ssh's own
-exit 255 says the connection failed (docs/architecture.md, "OpenSSH facts"), and attach's 1 that
-the run's process is gone. On 255 (or the ssh client killed) the run goes on there, and the
-attachment says "connection to HOST lost, reconnecting…" and attaches again with the same
-back-off, for as long as it takes (a laptop asleep for hours). There is no lock or log to read
-here: the run's end comes from attach there, and its log is followed with ``log --follow`` there
-(:class:`~gui_app.ui.workers.remote_log.RemoteLog`), whose last lines come before ``ended``. Their
-ssh command lines are built once ``ssh -G`` has answered on a thread of their own, never on the
-GUI thread (gui_app/ui/workers/host_commands.py).
-
-    event(Event)      every event after line N, decoded once (RunJob)
-    history(RunHistory)  with ``history=True``, a long run's history from its pyramid
-                      (``attach --history``), before the events after it: folded as Open folds it,
-                      on a Background thread (the events after it wait); again when a
-                      re-attachment finds the run's events file replaced (a resume elsewhere),
-                      replacing what was shown (an empty one before a short run's every line)
+    arrived(Event)    every event after line N, decoded once (RunJob)
+    history(RunHistory)  a long run's history from its pyramid (``history=True``: ``attach
+                      --history``), folded on a thread as Open folds it, before the events after
+                      it; again, replacing what was shown, when a resume replaced the file
     log_line(str)     the run's log, the attach process's stderr
     notice(str)       "following the run again…" (over ssh: "connection to HOST lost,
                       reconnecting…") while it re-attaches; "" once attached again
@@ -47,11 +31,6 @@ GUI thread (gui_app/ui/workers/host_commands.py).
 """
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -59,17 +38,11 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gui_app.core.backends import HereBackend, RunBackend, backend_for
 from gui_app.core.engine_output import EXIT_OK, error_line
 from gui_app.core.events import Event, RunFinished, RunStarted
-from gui_app.core.events_follow import last_start_line
 from gui_app.core.history import RunHistory
-from gui_app.core.history.coarse import long_history
-from gui_app.core.history.wire import decode_history
-from gui_app.core.line_follow import count_lines
-from gui_app.core.live_runs import live_process
-from gui_app.core.run_summary import summarize_events
-from gui_app.core.rundir import EVENTS_FILE
 from gui_app.core.ssh import CONNECT_TIMEOUT_S, RECONNECT_TIMEOUT_S, SSH_FAILED, HostError
 from gui_app.core.ssh_hosts import Host
-from gui_app.ui.workers.background import Background, Send
+from gui_app.ui.workers import attach_reads
+from gui_app.ui.workers.background import Background
 from gui_app.ui.workers.detached_start import DetachedStart
 from gui_app.ui.workers.host_commands import when_prepared
 from gui_app.ui.workers.log_tail import LogTail
@@ -81,7 +54,6 @@ DETACHED_REASON = "the run goes on in the background"
 KILLED_MESSAGE = "the engine process crashed or was killed (out of memory?)"
 REATTACHING = "following the run again…"
 CONNECTION_LOST = "connection to {host} lost, reconnecting…"
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 10.0
 # attach exits 1 once the run's process is gone and every line is out, 2 on a bad run directory
 # (docs/detached.md); any other end of attach (a kill, a dropped connection: 255) is not the run's.
 ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
@@ -89,8 +61,6 @@ ATTACH_RUN_GONE, ATTACH_BAD_INPUT = 1, 2
 # resume replaced it): the history is asked for again, and replaces what the window shows
 ATTACH_REPLACED = 3
 NOT_STARTED = RunJob.NOT_STARTED
-# what the window is told, held in order while a history is folded on a thread (Attachment._out)
-_EVENT, _HISTORY, _LOG, _END, _FOLDING = "event", "history", "log", "end", "folding"
 
 
 class Attachment(QObject):
@@ -118,14 +88,13 @@ class Attachment(QObject):
         self._byte = 0  # the byte of events.jsonl ``lines`` are counted from (--history's offset)
         self._inode = inode  # of the events file ``lines`` (and ``_byte``) count in: --history's line says it
         self._reset = False  # the next attach's lines replace what was shown (its file was replaced)
-        self._held: list[list[Any]] = []  # [kind, value]s waiting for a history folded on a thread
+        self._order = attach_reads.InOrder(self._tell)  # what comes while a history is folded on a thread waits for it
         # where the run lives, decided once its directory is known (a start answers it)
         self.backend: RunBackend | None = backend_for(run_dir, host) if run_dir else None
         self._starter: DetachedStart | None = None
         self._job: RunJob | None = None
         self._from = 0  # the line the current attach started at
-        self._delay = BACKOFF_FIRST_S
-        self._attempt = 0.0  # when the current attach started (time.monotonic)
+        self._backoff = attach_reads.Backoff()
         self._retry = QTimer(self, singleShot=True)
         self._retry.timeout.connect(self._attach)
         self._kill_timer = QTimer(self, singleShot=True)
@@ -209,7 +178,7 @@ class Attachment(QObject):
             # After every line (a Slurm or Kubernetes job was only queued: its start takes seconds), or
             # from the resume's run_started: both read the whole file, hundreds of MB for a long run,
             # so on a thread, not the GUI thread.
-            self._background.run(_start_line, self.run_dir, backend.scheduled, deliver=self._on_start_line,
+            self._background.run(attach_reads.start_line, self.run_dir, backend.scheduled, deliver=self._on_start_line,
                                  name="start-line")
         else:
             self._log.follow(backend, from_end=self.lines > 0)
@@ -235,7 +204,7 @@ class Attachment(QObject):
     def _attach(self) -> None:
         if self._done:
             return
-        self._attempt = time.monotonic()
+        self._backoff.attempt()
         if self.remote:  # its ssh command lines are built once ssh -G has answered, off the GUI thread
             self.backend = self.backend or backend_for(self.run_dir, self.host)
             when_prepared(self._background, self.backend, self._attach_now)
@@ -284,7 +253,7 @@ class Attachment(QObject):
 
     def _reattached(self, job: RunJob) -> None:
         if job is self._job and job.is_running():
-            self._delay = BACKOFF_FIRST_S
+            self._backoff.reset()
             self._say("")
 
     def _say(self, notice: str) -> None:
@@ -295,60 +264,38 @@ class Attachment(QObject):
     def _on_event(self, event: Event) -> None:
         if self._reset:  # its replaced file came without a history line (a short run): all its lines, from none
             self._reset = False
-            self._out(_HISTORY, RunHistory())
+            self._order.out(attach_reads.HISTORY, RunHistory())
         self.lines = self._from + self._job.lines_read if self._job is not None else self.lines + 1
         if self._notice:  # attached again: its first event says so
-            self._delay = BACKOFF_FIRST_S
+            self._backoff.reset()
             self._say("")
         if isinstance(event, (RunStarted, RunFinished)) and event.run_dir:
             self.run_dir = self.run_dir or event.run_dir
-        self._out(_EVENT, event)
+        self._order.out(attach_reads.EVENT, event)
 
     def _on_history(self, value: dict) -> None:
-        """``attach --history``'s first line: the run's history as Open shows it (coarse.long_history,
-        folded on a Background thread: up to ~1 s for 2,000 buckets of 8 replicas, which froze the
-        window on this one), and the byte of events.jsonl its events go on from and the file's
-        inode (a re-attachment says ``--from-byte`` it, ``--from`` the lines read after it and
-        ``--inode`` the file). The events that come meanwhile, and the end, wait for it."""
+        """``attach --history``'s first line: the history as Open shows it, folded on a thread (up
+        to ~1 s for 2,000 buckets of 8 replicas; the events and the end wait for it), the byte of
+        events.jsonl its events go on from and the file's inode (``--from-byte``, ``--inode``)."""
         self._reset = False  # it replaces what was shown
         offset, inode = value.get("offset"), value.get("inode")
         if isinstance(offset, int) and offset >= 0:
             self._byte, self._from, self.lines = offset, 0, 0
             self._inode = inode if isinstance(inode, int) and inode > 0 else 0
-        item: list[Any] = [_FOLDING, None]
-        self._held.append(item)
-
-        def folded(result: tuple[str, Any]) -> None:
-            item[:] = result
-            self._release()
-
-        self._background.run(_fold_history, value, deliver=folded, name="history-fold",
-                             failed=lambda exc: folded((_LOG, f"the run's history could not be read ({exc}): "
-                                                                "the charts show its last steps only")))
+        folded = self._order.later()
+        self._background.run(attach_reads.fold_history, value, deliver=folded, name="history-fold",
+                             failed=lambda exc: folded((attach_reads.LOG, attach_reads.HISTORY_UNREADABLE.format(exc))))
 
     # ---- what the window is told, in order --------------------------------------------------------
-    def _out(self, kind: str, value: Any) -> None:
-        """Tell the window now, or after the history folded before it (held in order)."""
-        if self._held:
-            self._held.append([kind, value])
-        else:
-            self._tell(kind, value)
-
-    def _release(self) -> None:
-        """What waited for a history folded on a thread, up to the next one still folding."""
-        while self._held and self._held[0][0] != _FOLDING and not self._done:
-            kind, value = self._held.pop(0)
-            self._tell(kind, value)
-
     def _tell(self, kind: str, value: Any) -> None:
-        if kind == _EVENT:
+        if kind == attach_reads.EVENT:
             self.arrived.emit(value)
-        elif kind == _HISTORY:
+        elif kind == attach_reads.HISTORY:
             self.history.emit(value)
-        elif kind == _LOG:
+        elif kind == attach_reads.LOG:
             self.log_line.emit(value)
-        else:  # _END: the last thing held
-            self._held.clear()
+        else:  # END: the last thing held
+            self._order.clear()
             self._finish(*value)
 
     def _on_attach_end(self, status: str, message: str) -> None:
@@ -373,16 +320,14 @@ class Attachment(QObject):
         elif self._run_gone(job.exit_code):
             # Whether it has really ended is its lock's word and its scheduler's (squeue, kubectl:
             # processes that may take seconds): asked on a thread, answered in _on_run_checked.
-            self._background.run(run_check, self.run_dir, self.backend, self._stopping,
+            self._background.run(attach_reads.run_check, self.run_dir, self.backend, self._stopping,
                                  deliver=self._on_run_checked, name="run-check")
         else:  # killed, or its connection dropped: the run may go on
             self._reattach_later()
 
     def _history_again(self) -> None:
-        """The run's events file was replaced since its lines were counted (it was resumed, its
-        steps after the checkpoint dropped): no byte or line count of the old file says where its
-        lines go on. Its history is asked for again (``attach --history``), and what it sends replaces
-        what the window shows: each event once, none lost."""
+        """The run's events file was replaced since its lines were counted (a resume): no count of
+        the old file says where it goes on. Its history, asked for again, replaces what was shown."""
         self.log_line.emit("the run's events file was replaced (the run was resumed?): its history is read again")
         self._byte = self._inode = self.lines = 0
         self._history_wanted = self._reset = True
@@ -405,17 +350,7 @@ class Attachment(QObject):
         self._retry_later()
 
     def _retry_later(self) -> None:
-        """Attach again after the back-off. Over ssh it counts from the attempt's start, and grows
-        only when the attempt failed at once (refused, no route): one that hung in ssh's connect
-        while the network was down has waited already, so connects follow one another and one
-        is under way when the link comes back. Measured, 75 s outage: 8.7-11 s from "link up" to
-        attached when the back-off was waited out after each hung attempt."""
-        elapsed = time.monotonic() - self._attempt if self.remote else 0.0
-        if elapsed >= self._delay:
-            self._retry.start(0)
-            return
-        self._retry.start(int((self._delay - elapsed) * 1000))
-        self._delay = min(self._delay * 2, BACKOFF_MAX_S)
+        self._retry.start(self._backoff.next_ms(counts_attempt=self.remote))
 
     def _run_gone(self, code: int | None) -> bool:
         """attach said the run's process is gone (1), or that the run has finished without sending
@@ -440,21 +375,16 @@ class Attachment(QObject):
         """The run did not stop within the grace period: end its process (here; a run on another
         machine is left to its own stop)."""
         self._killed = True
-        process = live_process(self.run_dir) if isinstance(self.backend, HereBackend) else None
-        if process is not None and process.host == socket.gethostname():
-            try:
-                os.kill(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if isinstance(self.backend, HereBackend):
+            attach_reads.kill_here(self.run_dir)
 
     def _finish(self, status: str, message: str) -> None:
         if self._done:
             return
-        if self._held and status != DETACHED:  # after the history being folded and the events after it
-            if not any(kind == _END for kind, _ in self._held):
-                self._held.append([_END, (status, message)])
+        if self._order and status != DETACHED:  # after the history being folded and the events after it
+            self._order.end_later((status, message))
             return
-        self._held.clear()  # letting go: nothing more is shown
+        self._order.clear()  # letting go: nothing more is shown
         self._done = True
         self._retry.stop()
         self._kill_timer.stop()
@@ -467,37 +397,3 @@ class Attachment(QObject):
         else:
             self._remote_log.end(lambda: self.ended.emit(status, message))
 
-
-def _fold_history(send: Send, value: dict) -> None:
-    """On a Background thread: a ``history`` line folded as Open folds a long run's pyramid."""
-    try:
-        head = decode_history(value)
-    except ValueError as exc:
-        send((_LOG, f"the run's history could not be read ({exc}): the charts show its last steps only"))
-        return
-    send((_HISTORY, long_history(head.view, head.started, head.first_started)))
-
-
-def _start_line(send: Send, run_dir: str, scheduled: bool) -> None:
-    """On a Background thread: the line a resumed run's attach starts at (see ``_on_started``)."""
-    send(count_lines(Path(run_dir) / EVENTS_FILE) if scheduled else last_start_line(run_dir))
-
-
-def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:
-    """On a Background thread, once ``attach`` said the run's process is gone: sends None when
-    the run may still go on (a process holds its lock, or its scheduler's job is active), else
-    ``(ending, finished)``: what its scheduler says of the end (None: nothing; see ``_gone``), and
-    the status and message of the run_finished its events end with (None: they end without one)."""
-    here = backend if isinstance(backend, HereBackend) else None
-    if live_process(run_dir) is not None or (here is not None and here.job_active()):
-        send(None)
-        return
-    finished = None
-    if here is not None:
-        try:
-            status = summarize_events(run_dir)  # summary.json's offset: only the lines after it are read
-        except OSError:
-            status = None
-        if status is not None and status.status not in ("new", "interrupted"):
-            finished = (status.status, status.message or "")
-    send((here.ending(stopping) if here is not None else None, finished))
