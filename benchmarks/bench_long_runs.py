@@ -23,7 +23,8 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   Idle: five 20 ms timers in a row each fired within 10 ms of when due; the time is when the
   first of them was started. Device detection is not started (another process, on the same cores).
 - ``runs``: ``replica-studio runs --runs-dir DIR`` with no ``summary.json`` (cold): wall seconds
-  and peak RSS (``wait4``).
+  and peak RSS (``ru_maxrss`` of that process alone: ``common.peak_run`` forks it from a small
+  wrapper; a child of this process would report at least this process's RSS).
 - ``compare``: ``replica-studio compare RUN RUN``: wall seconds and peak RSS.
 - ``attach``: ``replica-studio attach RUN --control none`` of the finished run (every line: a
   script's attach) and ``attach RUN --history --control none`` (the window's re-attachment: the
@@ -135,23 +136,13 @@ def window_child(runs_dir: str, run_name: str, started: float) -> None:
 
 # ---- measured from here ------------------------------------------------------------------------
 def _rusage_run(command: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS bytes, stdout bytes) of one process, from ``wait4``."""
-    with tempfile.TemporaryFile() as errors:
-        started = time.monotonic()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, stdin=subprocess.DEVNULL,
-                                env=env, cwd=str(common.ROOT))
-        out = 0
-        assert proc.stdout is not None
-        while chunk := proc.stdout.read(1 << 20):
-            out += len(chunk)
-        _, status, usage = os.wait4(proc.pid, 0)
-        errors.seek(0)
-        err = errors.read()
-    seconds = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"bench_long_runs: {' '.join(command)} failed ({proc.returncode}): {err[-2000:]!r}")
-    return seconds, usage.ru_maxrss * 1024, out
+    """(wall seconds, peak RSS bytes, stdout bytes) of one process: ``common.peak_run``, whose
+    wrapper forks it (this process's own ``wait4`` would report at least this process's RSS)."""
+    try:
+        seconds, peak, out, _ = common.peak_run(command, env)
+    except RuntimeError as e:
+        raise SystemExit(f"bench_long_runs: {e}") from None
+    return seconds, peak, out
 
 
 def _cold(run_dir: Path) -> None:
