@@ -3,6 +3,7 @@ list, ``compare``, a re-attachment, and what keeping its history costs the engin
 
     python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--epochs 100] [--forms old,new] [--repeats 3]
         [--only lines,window,runs,compare,attach,ssh,engine] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
+        [--reuse]
         [--engine-variant NAME:VAR=VALUE ...] [--pairs 3] [--json OUT]
 
 The runs are synthetic (benchmarks/long_runs.py): a real short run's events repeated to N steps
@@ -41,7 +42,9 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   2's long lines).
 
 Disk: 300,000 x 8 is 778 MB old and about 410 MB new (its history/ a few MB); the runs are
-deleted at the end unless ``--keep``.
+deleted at the end unless ``--keep``. ``--reuse`` reads the runs an earlier ``--keep`` (or
+``long_runs.py`` into ``WORK/FORM``) left in ``--work`` rather than writing them again: a
+1,000,000 x 32 run is written once and its sections measured one invocation at a time.
 """
 from __future__ import annotations
 
@@ -309,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="the real short run to repeat (default: trained now)")
     parser.add_argument("--work", help="where the runs are written (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the synthetic runs")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the runs a --keep left in --work (STEPSxREPLICAS-FORM) instead of writing them; "
+                             "keeps them")
     parser.add_argument("--engine-variant", action="append", default=[], metavar="NAME:VAR=VALUE")
     parser.add_argument("--pairs", type=int, default=3, help="engine pairs")
     parser.add_argument("--no-pyramid", action="store_true", help="write the runs without their history/")
@@ -319,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = set(args.only.split(","))
     if not sections <= set(SECTIONS):
         parser.error(f"--only: choose from {', '.join(SECTIONS)}")
+    if args.reuse and not args.work:
+        parser.error("--reuse needs --work")
     forms = args.forms.split(",")
     work = Path(args.work or tempfile.mkdtemp(prefix="long-runs-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -339,11 +347,15 @@ def main(argv: list[str] | None = None) -> int:
         runs = {}
         for form in forms:
             started = time.monotonic()
-            runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form,
-                                             epochs=args.epochs)
+            existing = work / form / f"{args.steps}x{args.replicas}-{form}"
+            if args.reuse and (existing / rundir.EVENTS_FILE).is_file():
+                runs[form], done = existing, "reused"
+            else:
+                runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form,
+                                                 epochs=args.epochs)
+                done = f"written in {time.monotonic() - started:.0f} s"
             size = (runs[form] / rundir.EVENTS_FILE).stat().st_size
-            print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB written in "
-                  f"{time.monotonic() - started:.0f} s", flush=True)
+            print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB {done}", flush=True)
             if not args.no_pyramid:
                 started = time.monotonic()
                 update_pyramid(runs[form], runs[form] / rundir.EVENTS_FILE)
@@ -362,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                        for name, values in samples.items()]
         common.show(run_figures)
         figures += run_figures
-        if not args.keep:
+        if not args.keep and not args.reuse:
             for form in forms:
                 shutil.rmtree(work / form, ignore_errors=True)
     if not args.work and not args.keep:
