@@ -2,7 +2,7 @@
 list, ``compare``, a re-attachment, and what keeping its history costs the engine.
 
     python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--epochs 100] [--forms old,new] [--repeats 3]
-        [--only lines,window,runs,compare,attach,ssh,engine] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
+        [--only lines,window,runs,compare,attach,ssh,engine,records] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
         [--reuse]
         [--engine-variant NAME:VAR=VALUE ...] [--pairs 3] [--json OUT]
 
@@ -43,6 +43,13 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   ``--engine-variant NAME:VAR=VALUE`` adds one (``full:REPLICA_STUDIO_EVENT_LINES=full``: protocol
   2's long lines).
 
+- ``records``: the engine's own per-step work for a run this wide, in this process: its line
+  (``LineEncoder.encode`` and ``json.dumps``, as ``EventWriter.emit``) and its records
+  (``RunRecords.add``: the pyramid and the summary, as the engine feeds them each event), with
+  the history kept and without it (``REPLICA_STUDIO_HISTORY=0``), in microseconds per step, from
+  the run's first ``RECORD_STEPS`` steps fed to a fresh run folder; set against a step's time
+  this is the engine's overhead (``engine`` measures it end to end, at two replicas).
+
 Disk: 300,000 x 8 is 778 MB old and about 410 MB new (its history/ a few MB); the runs are
 deleted at the end unless ``--keep``. ``--reuse`` reads the runs an earlier ``--keep`` (or
 ``long_runs.py`` into ``WORK/FORM``) left in ``--work`` rather than writing them again: a
@@ -71,7 +78,7 @@ from gui_app.core.history.pyramid_files import update_pyramid
 from gui_app.engine.run.records import HISTORY_ENV
 from gui_app.identity import app_command
 
-SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine")
+SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine", "records")
 ENGINE_CONFIG = {**long_runs.SOURCE_CONFIG, "training": {"epochs": 2, "global_batch_size": 64, "seed": 1}}
 MB = 1024 * 1024
 
@@ -227,6 +234,51 @@ def _engine_figures(variants: dict[str, dict[str, str]], pairs: int, work: Path)
     return figures
 
 
+RECORD_STEPS = 16_384  # 64 finest buckets: the records' NumPy work every 256 steps is in it
+
+
+def _record_figures(form: str, run_dir: Path, work: Path, repeats: int) -> dict[str, list[float]]:
+    """The engine's per-step work on ``run_dir``'s first steps (see ``records`` above), interleaved."""
+    from gui_app.core.history.pyramid_files import events_from
+    from gui_app.engine.run.records import RunRecords
+
+    items = []
+    with open(run_dir / rundir.EVENTS_FILE, "rb") as f:
+        for event, start, end in events_from(f, 0):
+            items.append((event, start, end))
+            if getattr(event, "step", 0) >= RECORD_STEPS:
+                break
+    steps = sum(1 for event, _, _ in items if type(event).__name__ == "Step")
+    out: dict[str, list[float]] = {}
+    encoder = LineEncoder(long_runs.FORMS[form])
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for event, _, _ in items:
+            json.dumps(encoder.encode(event), separators=(",", ":"))
+        out.setdefault(f"{form}: engine per step: its line, encode + dumps (us)", []).append(
+            (time.perf_counter() - t) / steps * 1e6)
+        for name, history in (("history kept", "1"), ("no history", "0")):
+            folder = Path(tempfile.mkdtemp(dir=work))
+            (folder / rundir.EVENTS_FILE).write_bytes(b"")
+            old = os.environ.get(HISTORY_ENV)
+            os.environ[HISTORY_ENV] = history
+            try:
+                records = RunRecords(folder, (folder / rundir.EVENTS_FILE).stat().st_ino)
+                t = time.perf_counter()
+                for event, start, end in items:
+                    records.add(event, start, end)
+                records.close()
+                seconds = time.perf_counter() - t
+            finally:
+                if old is None:
+                    os.environ.pop(HISTORY_ENV)
+                else:
+                    os.environ[HISTORY_ENV] = old
+                shutil.rmtree(folder, ignore_errors=True)
+            out.setdefault(f"{form}: engine per step: RunRecords.add, {name} (us)", []).append(seconds / steps * 1e6)
+    return out
+
+
 def _run_figures(form: str, run_dir: Path, sections: set[str], replay: bool = True) -> dict[str, list[float]]:
     """One repeat's figures of one form (every section that reads the synthetic run)."""
     env = common.env()
@@ -352,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             variants.setdefault(name, {})[key] = value
         figures += _engine_figures(variants, args.pairs, work)
         common.show(figures[-len(variants) * 2 + 1:])
-    if sections & {"window", "runs", "compare", "attach", "ssh"}:
+    if sections & {"window", "runs", "compare", "attach", "ssh", "records"}:
         runs = {}
         for form in forms:
             started = time.monotonic()
@@ -378,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
                     samples.setdefault(name, []).extend(values)
         if "ssh" in sections:
             samples.update(_ssh_figures(runs, args.repeats, args.replays))
+        if "records" in sections:
+            for form in forms:
+                samples.update(_record_figures(form, runs[form], work, args.repeats))
         label = f"{args.steps:,} x {args.replicas}"
         run_figures = [common.figure(f"{label} {name}", values, None, "lower", "")
                        for name, values in samples.items()]
