@@ -42,7 +42,6 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   pyramid kept) and ``no history`` (``REPLICA_STUDIO_HISTORY=0``: summary.json only);
   ``--engine-variant NAME:VAR=VALUE`` adds one (``full:REPLICA_STUDIO_EVENT_LINES=full``: protocol
   2's long lines).
-
 - ``records``: the engine's own per-step work for a run this wide, in this process: its line
   (``LineEncoder.encode`` and ``json.dumps``, as ``EventWriter.emit``) and its records
   (``RunRecords.add``: the pyramid and the summary, as the engine feeds them each event), with
@@ -239,6 +238,7 @@ RECORD_STEPS = 16_384  # 64 finest buckets: the records' NumPy work every 256 st
 
 def _record_figures(form: str, run_dir: Path, work: Path, repeats: int) -> dict[str, list[float]]:
     """The engine's per-step work on ``run_dir``'s first steps (see ``records`` above), interleaved."""
+    from gui_app.core.events import Step
     from gui_app.core.history.pyramid_files import events_from
     from gui_app.engine.run.records import RunRecords
 
@@ -248,7 +248,7 @@ def _record_figures(form: str, run_dir: Path, work: Path, repeats: int) -> dict[
             items.append((event, start, end))
             if getattr(event, "step", 0) >= RECORD_STEPS:
                 break
-    steps = sum(1 for event, _, _ in items if type(event).__name__ == "Step")
+    steps = sum(1 for event, _, _ in items if isinstance(event, Step))
     out: dict[str, list[float]] = {}
     encoder = LineEncoder(long_runs.FORMS[form])
     for _ in range(repeats):
