@@ -2,7 +2,8 @@
 list, ``compare``, a re-attachment, and what keeping its history costs the engine.
 
     python benchmarks/bench_long_runs.py [--steps 300000] [--replicas 8] [--epochs 100] [--forms old,new] [--repeats 3]
-        [--only lines,window,runs,compare,attach,ssh,engine] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
+        [--only lines,window,runs,compare,attach,ssh,engine,records] [--no-pyramid] [--source RUN] [--work DIR] [--keep]
+        [--reuse]
         [--engine-variant NAME:VAR=VALUE ...] [--pairs 3] [--json OUT]
 
 The runs are synthetic (benchmarks/long_runs.py): a real short run's events repeated to N steps
@@ -22,8 +23,11 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   (``itemDoubleClicked``, the real open path): seconds to idle again, and the window's peak RSS.
   Idle: five 20 ms timers in a row each fired within 10 ms of when due; the time is when the
   first of them was started. Device detection is not started (another process, on the same cores).
+  The open is done when the run is shown (its Background read over, the training charts holding
+  its steps): the idle streak counts only ticks where that holds.
 - ``runs``: ``replica-studio runs --runs-dir DIR`` with no ``summary.json`` (cold): wall seconds
-  and peak RSS (``wait4``).
+  and peak RSS (``ru_maxrss`` of that process alone: ``common.peak_run`` forks it from a small
+  wrapper; a child of this process would report at least this process's RSS).
 - ``compare``: ``replica-studio compare RUN RUN``: wall seconds and peak RSS.
 - ``attach``: ``replica-studio attach RUN --control none`` of the finished run (every line: a
   script's attach) and ``attach RUN --history --control none`` (the window's re-attachment: the
@@ -38,9 +42,17 @@ Sections, every figure a fresh process, repeats interleaved across the forms:
   pyramid kept) and ``no history`` (``REPLICA_STUDIO_HISTORY=0``: summary.json only);
   ``--engine-variant NAME:VAR=VALUE`` adds one (``full:REPLICA_STUDIO_EVENT_LINES=full``: protocol
   2's long lines).
+- ``records``: the engine's own per-step work for a run this wide, in this process: its line
+  (``LineEncoder.encode`` and ``json.dumps``, as ``EventWriter.emit``) and its records
+  (``RunRecords.add``: the pyramid and the summary, as the engine feeds them each event), with
+  the history kept and without it (``REPLICA_STUDIO_HISTORY=0``), in microseconds per step, from
+  the run's first ``RECORD_STEPS`` steps fed to a fresh run folder; set against a step's time
+  this is the engine's overhead (``engine`` measures it end to end, at two replicas).
 
 Disk: 300,000 x 8 is 778 MB old and about 410 MB new (its history/ a few MB); the runs are
-deleted at the end unless ``--keep``.
+deleted at the end unless ``--keep``. ``--reuse`` reads the runs an earlier ``--keep`` (or
+``long_runs.py`` into ``WORK/FORM``) left in ``--work`` rather than writing them again: a
+1,000,000 x 32 run is written once and its sections measured one invocation at a time.
 """
 from __future__ import annotations
 
@@ -65,7 +77,7 @@ from gui_app.core.history.pyramid_files import update_pyramid
 from gui_app.engine.run.records import HISTORY_ENV
 from gui_app.identity import app_command
 
-SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine")
+SECTIONS = ("lines", "window", "runs", "compare", "attach", "ssh", "engine", "records")
 ENGINE_CONFIG = {**long_runs.SOURCE_CONFIG, "training": {"epochs": 2, "global_batch_size": 64, "seed": 1}}
 MB = 1024 * 1024
 
@@ -78,20 +90,22 @@ def _status(key: str) -> int:
 
 def _until_idle(condition=lambda: True, interval: float = 0.02, late: float = 0.01, ticks: int = 5,
                 timeout: float = 1800) -> float:
-    """The monotonic time the event loop became idle (see the module's docstring) and ``condition`` held."""
+    """The monotonic time the event loop became idle (see the module's docstring) with ``condition``
+    holding: a tick where it does not hold starts the streak again, so work that a thread finishes
+    while the loop idles (the Open of a big run reads it on a Background thread) is waited for."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     loop, state = QEventLoop(), {"streak": 0, "since": 0.0, "due": 0.0, "end": time.monotonic() + timeout}
 
     def tick() -> None:
         now = time.monotonic()
-        if now - state["due"] <= late:
+        if now - state["due"] <= late and condition():
             if state["streak"] == 0:
                 state["since"] = state["due"] - interval
             state["streak"] += 1
         else:
             state["streak"] = 0
-        if (state["streak"] >= ticks and condition()) or now > state["end"]:
+        if state["streak"] >= ticks or now > state["end"]:
             loop.quit()
             return
         state["due"] = time.monotonic() + interval
@@ -126,7 +140,11 @@ def window_child(runs_dir: str, run_name: str, started: float) -> None:
     tree.setCurrentItem(item)
     clicked = time.monotonic()
     tree.itemDoubleClicked.emit(item, 0)
-    idle = _until_idle()
+
+    def shown() -> bool:  # a big run is read on a Background thread, then shown
+        return not window.files.is_reading() and len(window.training_tab.history.training.steps) > 0
+
+    idle = _until_idle(shown)
     steps = len(window.training_tab.history.training.steps)
     out.update(open_s=idle - clicked, open_rss=_status("VmRSS"), peak_rss=_status("VmHWM"), steps_shown=steps)
     print(json.dumps(out), flush=True)
@@ -135,23 +153,13 @@ def window_child(runs_dir: str, run_name: str, started: float) -> None:
 
 # ---- measured from here ------------------------------------------------------------------------
 def _rusage_run(command: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS bytes, stdout bytes) of one process, from ``wait4``."""
-    with tempfile.TemporaryFile() as errors:
-        started = time.monotonic()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, stdin=subprocess.DEVNULL,
-                                env=env, cwd=str(common.ROOT))
-        out = 0
-        assert proc.stdout is not None
-        while chunk := proc.stdout.read(1 << 20):
-            out += len(chunk)
-        _, status, usage = os.wait4(proc.pid, 0)
-        errors.seek(0)
-        err = errors.read()
-    seconds = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"bench_long_runs: {' '.join(command)} failed ({proc.returncode}): {err[-2000:]!r}")
-    return seconds, usage.ru_maxrss * 1024, out
+    """(wall seconds, peak RSS bytes, stdout bytes) of one process: ``common.peak_run``, whose
+    wrapper forks it (this process's own ``wait4`` would report at least this process's RSS)."""
+    try:
+        seconds, peak, out, _ = common.peak_run(command, env)
+    except RuntimeError as e:
+        raise SystemExit(f"bench_long_runs: {e}") from None
+    return seconds, peak, out
 
 
 def _cold(run_dir: Path) -> None:
@@ -225,6 +233,52 @@ def _engine_figures(variants: dict[str, dict[str, str]], pairs: int, work: Path)
     return figures
 
 
+RECORD_STEPS = 16_384  # 64 finest buckets: the records' NumPy work every 256 steps is in it
+
+
+def _record_figures(form: str, run_dir: Path, work: Path, repeats: int) -> dict[str, list[float]]:
+    """The engine's per-step work on ``run_dir``'s first steps (see ``records`` above), interleaved."""
+    from gui_app.core.events import Step
+    from gui_app.core.history.pyramid_files import events_from
+    from gui_app.engine.run.records import RunRecords
+
+    items = []
+    with open(run_dir / rundir.EVENTS_FILE, "rb") as f:
+        for event, start, end in events_from(f, 0):
+            items.append((event, start, end))
+            if getattr(event, "step", 0) >= RECORD_STEPS:
+                break
+    steps = sum(1 for event, _, _ in items if isinstance(event, Step))
+    out: dict[str, list[float]] = {}
+    encoder = LineEncoder(long_runs.FORMS[form])
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for event, _, _ in items:
+            json.dumps(encoder.encode(event), separators=(",", ":"))
+        out.setdefault(f"{form}: engine per step: its line, encode + dumps (us)", []).append(
+            (time.perf_counter() - t) / steps * 1e6)
+        for name, history in (("history kept", "1"), ("no history", "0")):
+            folder = Path(tempfile.mkdtemp(dir=work))
+            (folder / rundir.EVENTS_FILE).write_bytes(b"")
+            old = os.environ.get(HISTORY_ENV)
+            os.environ[HISTORY_ENV] = history
+            try:
+                records = RunRecords(folder, (folder / rundir.EVENTS_FILE).stat().st_ino)
+                t = time.perf_counter()
+                for event, start, end in items:
+                    records.add(event, start, end)
+                records.close()
+                seconds = time.perf_counter() - t
+            finally:
+                if old is None:
+                    os.environ.pop(HISTORY_ENV)
+                else:
+                    os.environ[HISTORY_ENV] = old
+                shutil.rmtree(folder, ignore_errors=True)
+            out.setdefault(f"{form}: engine per step: RunRecords.add, {name} (us)", []).append(seconds / steps * 1e6)
+    return out
+
+
 def _run_figures(form: str, run_dir: Path, sections: set[str], replay: bool = True) -> dict[str, list[float]]:
     """One repeat's figures of one form (every section that reads the synthetic run)."""
     env = common.env()
@@ -248,6 +302,7 @@ def _run_figures(form: str, run_dir: Path, sections: set[str], replay: bool = Tr
             add("window peak RSS during launch (MB)", report["launch_peak_rss"] / MB)
             add("open to idle after double-click (s)", report["open_s"])
             add("window peak RSS (MB)", report["peak_rss"] / MB)
+            add("open: steps in the training charts' history", report["steps_shown"])
     if "runs" in sections:
         _cold(run_dir)
         seconds, rss, _ = _rusage_run(app_command("runs", "--runs-dir", str(run_dir.parent)), env)
@@ -318,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="the real short run to repeat (default: trained now)")
     parser.add_argument("--work", help="where the runs are written (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the synthetic runs")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the runs a --keep left in --work (STEPSxREPLICAS-FORM) instead of writing them; "
+                             "keeps them")
     parser.add_argument("--engine-variant", action="append", default=[], metavar="NAME:VAR=VALUE")
     parser.add_argument("--pairs", type=int, default=3, help="engine pairs")
     parser.add_argument("--no-pyramid", action="store_true", help="write the runs without their history/")
@@ -328,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = set(args.only.split(","))
     if not sections <= set(SECTIONS):
         parser.error(f"--only: choose from {', '.join(SECTIONS)}")
+    if args.reuse and not args.work:
+        parser.error("--reuse needs --work")
     forms = args.forms.split(",")
     work = Path(args.work or tempfile.mkdtemp(prefix="long-runs-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -344,15 +404,19 @@ def main(argv: list[str] | None = None) -> int:
             variants.setdefault(name, {})[key] = value
         figures += _engine_figures(variants, args.pairs, work)
         common.show(figures[-len(variants) * 2 + 1:])
-    if sections & {"window", "runs", "compare", "attach", "ssh"}:
+    if sections & {"window", "runs", "compare", "attach", "ssh", "records"}:
         runs = {}
         for form in forms:
             started = time.monotonic()
-            runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form,
-                                             epochs=args.epochs)
+            existing = work / form / f"{args.steps}x{args.replicas}-{form}"
+            if args.reuse and (existing / rundir.EVENTS_FILE).is_file():
+                runs[form], done = existing, "reused"
+            else:
+                runs[form] = long_runs.write_run(source, work / form, args.steps, args.replicas, form,
+                                                 epochs=args.epochs)
+                done = f"written in {time.monotonic() - started:.0f} s"
             size = (runs[form] / rundir.EVENTS_FILE).stat().st_size
-            print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB written in "
-                  f"{time.monotonic() - started:.0f} s", flush=True)
+            print(f"  {form}: {args.steps:,} x {args.replicas}: {size / MB:,.0f} MB {done}", flush=True)
             if not args.no_pyramid:
                 started = time.monotonic()
                 update_pyramid(runs[form], runs[form] / rundir.EVENTS_FILE)
@@ -366,12 +430,15 @@ def main(argv: list[str] | None = None) -> int:
                     samples.setdefault(name, []).extend(values)
         if "ssh" in sections:
             samples.update(_ssh_figures(runs, args.repeats, args.replays))
+        if "records" in sections:
+            for form in forms:
+                samples.update(_record_figures(form, runs[form], work, args.repeats))
         label = f"{args.steps:,} x {args.replicas}"
         run_figures = [common.figure(f"{label} {name}", values, None, "lower", "")
                        for name, values in samples.items()]
         common.show(run_figures)
         figures += run_figures
-        if not args.keep:
+        if not args.keep and not args.reuse:
             for form in forms:
                 shutil.rmtree(work / form, ignore_errors=True)
     if not args.work and not args.keep:

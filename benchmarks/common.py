@@ -41,6 +41,56 @@ def timed(command: list[str], environment: dict[str, str], timeout: float = 1800
     return seconds, done.stdout
 
 
+# The measured process is forked by this small wrapper, not by the benchmark: on Linux a child's
+# ``ru_maxrss`` starts from the RSS of the process it was forked from (exec keeps the larger of the
+# old image's peak and the new one's), so a child of a 300 MB benchmark reports at least 300 MB
+# whatever it used itself. ``python -I -S`` importing only os, sys and time is about 10 MB, below
+# any process measured here. The wrapper's last stderr line: the mark, wall seconds from fork to
+# exit and the child's peak RSS in KiB (Linux's unit).
+_PEAK_MARK = "PEAK-RSS-OF-CHILD"
+_PEAK_WRAPPER = f"""
+import os, sys, time
+started = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write("\\n{_PEAK_MARK} %.6f %d\\n" % (time.monotonic() - started, usage.ru_maxrss))
+sys.stderr.flush()
+os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+"""
+
+
+def peak_run(command: list[str], environment: dict[str, str], timeout: float = 3600,
+             cwd: str | None = None) -> tuple[float, int, int, bytes]:
+    """(wall seconds, peak RSS bytes of that process alone, stdout bytes, its stderr) of
+    ``command``, run by the small wrapper above whose only child it is. Stdout is counted, not kept."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen([PYTHON, "-I", "-S", "-c", _PEAK_WRAPPER, *command], stdout=subprocess.PIPE,
+                                stderr=errors, stdin=subprocess.DEVNULL, env=environment, cwd=cwd or str(ROOT))
+        out = 0
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(1 << 20):
+            out += len(chunk)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        errors.seek(0)
+        err = errors.read()
+    rest, _, last = err.rstrip().rpartition(b"\n")
+    words = last.split()
+    if proc.returncode != 0 or len(words) != 3 or words[0] != _PEAK_MARK.encode():
+        raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}): {err[-3000:]!r}")
+    return float(words[1]), int(words[2]) * 1024, out, rest
+
+
 def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
