@@ -19,10 +19,14 @@ events' own folding. TensorFlow-free.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import BinaryIO
 
 from gui_app.core.line_follow import LineFollower
 from gui_app.core.rundir import EVENTS_FILE
+
+_CHUNK = 1 << 20
 
 
 class EventsFollower(LineFollower):
@@ -48,13 +52,32 @@ class EventsFollower(LineFollower):
 
 def last_start_line(run_dir: str | Path) -> int:
     """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
-    resumed run's own events begin."""
+    resumed run's own events begin. Read in chunks from the end, then its newlines counted up to
+    there: memory stays a few MB for a file of GBs (a week-long run's)."""
     try:
-        data = (Path(run_dir) / EVENTS_FILE).read_bytes()
+        with open(Path(run_dir) / EVENTS_FILE, "rb") as f:
+            at = _last_at(f, b'"run_started"')
+            if at < 0:
+                return 0
+            f.seek(0)
+            newlines, left = 0, at
+            while left > 0 and (chunk := f.read(min(_CHUNK, left))):
+                newlines += chunk.count(b"\n")
+                left -= len(chunk)
+            return newlines
     except OSError:
         return 0
-    lines = data.split(b"\n")
-    for index in range(len(lines) - 1, -1, -1):
-        if b'"run_started"' in lines[index]:
-            return index
-    return 0
+
+
+def _last_at(f: BinaryIO, needle: bytes) -> int:
+    """The byte where ``needle`` last stands in the file (-1: nowhere), read backwards in chunks."""
+    end, carry = f.seek(0, os.SEEK_END), b""
+    while end > 0:
+        start = max(0, end - _CHUNK)
+        f.seek(start)
+        data = f.read(end - start) + carry
+        found = data.rfind(needle)
+        if found >= 0:
+            return start + found
+        carry, end = data[:len(needle) - 1], start  # a needle across the chunks' edge
+    return -1

@@ -70,13 +70,15 @@ class LineFollower:
         cache of its fold) or wants the file's tail only."""
         self._offset, self._pending = byte, b""
 
-    def read(self) -> list[bytes]:
-        """The lines written since the last call, each with its newline (none yet: [])."""
+    def read(self, max_bytes: int | None = None) -> list[bytes]:
+        """The lines written since the last call, each with its newline (none yet: []); with
+        ``max_bytes``, a first part of them, about that many bytes (the next call goes on): a
+        reader that writes them on holds a few MB, not a file of GBs."""
         if self.open() is None:
             return []
-        out = self._read_new()
+        out = self._read_new(max_bytes)
         if not out and self._replaced():
-            out = self._read_new()
+            out = self._read_new(max_bytes)
         return out
 
     def read_ends(self) -> list[tuple[bytes, int]]:
@@ -100,11 +102,12 @@ class LineFollower:
         """Whether a complete line past ``start_line`` is handed out (a subclass filters and folds here)."""
         return True
 
-    def _read_new(self) -> list[bytes]:
+    def _read_new(self, max_bytes: int | None = None) -> list[bytes]:
         if self._pending and os.pread(self._fd, len(self._pending), self._offset) != self._pending:
             self._pending = b""  # the torn line was cut off (and maybe something else written there)
         out: list[bytes] = []
-        while True:
+        size = 0  # of the lines handed out: lines skipped (before start_line) do not count
+        while max_bytes is None or size < max_bytes:
             data = os.pread(self._fd, _CHUNK, self._offset + len(self._pending))
             if not data:
                 return out
@@ -117,6 +120,8 @@ class LineFollower:
                     self.lines_read += 1
                     if self.keep(line) and self.lines_read > self.start_line:
                         out.append(line)
+                        size += len(line)
+        return out
 
     def _replaced(self) -> bool:
         """Switch to a new file renamed over the one being read; True when it did."""

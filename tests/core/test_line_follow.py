@@ -71,3 +71,41 @@ def test_a_reader_looks_at_the_open_file_then_skips_to_a_line_it_has_not_read(tm
         assert fd is not None and os.fstat(fd).st_ino == path.stat().st_ino and follower.open() == fd
         follower.skip_to(len(b"cached\n"))
         assert follower.read() == [b"new\n"] and follower.offset == len(b"cached\nnew\n")
+
+
+def test_max_bytes_hands_out_a_file_in_parts_that_join_to_the_whole(tmp_path):
+    """attach replays a file of GBs: each read holds about max_bytes of lines, not the file; lines
+    skipped before start_line do not count toward it (skipping stays one read)."""
+    path = tmp_path / "events.jsonl"
+    lines = [b"%07d %s\n" % (i, b"x" * 90) for i in range(60_000)]  # 100 bytes a line, ~6 MB
+    path.write_bytes(b"".join(lines))
+    with LineFollower(path, start_line=20_000) as follower:
+        parts = []
+        while part := follower.read(max_bytes=1 << 20):
+            parts.append(part)
+        assert b"".join(b"".join(p) for p in parts) == b"".join(lines[20_000:])
+        sizes = [sum(map(len, p)) for p in parts]
+        assert len(parts) >= 3 and max(sizes) <= (1 << 20) + (1 << 20)  # whole 1 MB chunks, past the limit by one at most
+        assert follower.lines_read == 60_000 and follower.offset == path.stat().st_size
+
+
+def test_the_last_run_started_line_is_found_across_chunks_without_reading_the_file_whole(tmp_path):
+    from gui_app.core import events_follow
+
+    run = tmp_path / "run"
+    run.mkdir()
+    step = b'{"type": "step", "step": 1, "pad": "' + b"y" * 200 + b'"}\n'
+    started = b'{"type": "run_started"}\n'
+    body = started + step * 6_000 + started + step * 9_000  # ~3.2 MB: the second run_started in the first MB
+    (run / "events.jsonl").write_bytes(body)
+    assert events_follow.last_start_line(run) == 6_001
+    (run / "events.jsonl").write_bytes(step * 10 + started)
+    assert events_follow.last_start_line(run) == 10
+    (run / "events.jsonl").write_bytes(step * 10)
+    assert events_follow.last_start_line(run) == 0
+    assert events_follow.last_start_line(tmp_path / "none") == 0
+    # a needle across the edge of two chunks read backwards
+    pad = events_follow._CHUNK - 5
+    (run / "events.jsonl").write_bytes(b"\n" * 3 + b"a" * (pad - 3) + started + step * 5)
+    size = (run / "events.jsonl").stat().st_size
+    assert (size - (pad + 5)) < events_follow._CHUNK and events_follow.last_start_line(run) == 3

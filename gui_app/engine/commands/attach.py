@@ -48,6 +48,7 @@ COMMANDS = ("attach", "stop", "runs")
 # read of nothing 50 times a second while idle.
 POLL_SECONDS = 0.02
 LIVE_CHECK_SECONDS = 0.25  # how often an idle attach asks whether the run's process is still there
+READ_BYTES = 8 << 20  # the lines written on at a time: a replay of a file of GBs holds this much, not the file
 # attach --inode: the events file is not the one --from and --from-byte were counted in (a resumed
 # run replaced it): nothing was written, and the reader asks for the history again (docs/detached.md)
 EXIT_REPLACED = 3
@@ -157,7 +158,7 @@ def _follow(backend: HereBackend, follower: EventsFollower, detached: threading.
     next_check = 0.0
     run_dir, job = backend.run_dir, backend.job_watch()
     while not detached.is_set():
-        lines = follower.read()
+        lines = follower.read(READ_BYTES)
         if lines:
             if not _write(out, lines):
                 return EXIT_OK  # nobody reads us any more: detach
@@ -166,7 +167,7 @@ def _follow(backend: HereBackend, follower: EventsFollower, detached: threading.
         if now >= next_check:
             running = mirror.is_alive() if mirror is not None else run_lock.holder(run_dir) is not None
             if not running and not job.active():
-                lines = follower.read()  # what it wrote before it let go of the run
+                lines = follower.read(READ_BYTES)  # what it wrote before it let go of the run
                 if lines:
                     if not _write(out, lines):
                         return EXIT_OK
