@@ -85,7 +85,7 @@ def test_max_bytes_hands_out_a_file_in_parts_that_join_to_the_whole(tmp_path):
             parts.append(part)
         assert b"".join(b"".join(p) for p in parts) == b"".join(lines[20_000:])
         sizes = [sum(map(len, p)) for p in parts]
-        assert len(parts) >= 3 and max(sizes) <= (1 << 20) + (1 << 20)  # whole 1 MB chunks, past the limit by one at most
+        assert len(parts) >= 3 and max(sizes) <= (1 << 20) + (1 << 20)  # whole chunks: one past the limit at most
         assert follower.lines_read == 60_000 and follower.offset == path.stat().st_size
 
 
