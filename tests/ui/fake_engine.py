@@ -171,7 +171,8 @@ class CheckpointFiles:
         return path
 
     def restore(self, path: str) -> SimpleNamespace:
-        """An empty file (what the tests' made-up runs hold) is the step of its name."""
+        """An empty file (what the tests' made-up runs hold) is the step of its name; one that is
+        not JSON is damaged (the real restore skips it and says so)."""
         text = Path(path + ".index").read_text()
         saved = json.loads(text) if text else {"step": checkpoint_step(path), "data_seed": self.seed.value}
         self.step.value, self.seed.value = int(saved["step"]), int(saved["data_seed"])
