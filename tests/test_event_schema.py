@@ -83,7 +83,8 @@ def test_the_fake_engine_fails_as_the_real_one_does(tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({**CONFIG, "dataset": {"name": "npz", "path": str(tmp_path / "missing.npz")}}))
     done = subprocess.run([sys.executable, str(FAKE_ENGINE), "train", str(config), "--runs-dir", str(tmp_path / "r"),
-                           "--events", "jsonl"], capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+                           "--events", "jsonl"],
+                          capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     events = _lines(done.stdout)
     assert done.returncode == 2 and stream_problems(events) == []
     assert [e["type"] for e in events] == ["error", "run_finished"]
