@@ -53,8 +53,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 # (after the line above: the checkout first on the path)
-from gui_app.core.config import RunConfig  # noqa: E402
-from gui_app.core.image_files import source_images  # noqa: E402  (as the real inspect reports them)
 from gui_app.engine.run.exits import RUN_COMMANDS, exit_now  # noqa: E402
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
@@ -76,6 +74,9 @@ def detect() -> dict:
 
 # ---- the tools: small fakes ------------------------------------------------------------------------
 def inspect(config_path, samples_path):
+    from gui_app.core.config import RunConfig
+    from gui_app.core.image_files import source_images  # as the real inspect reports them
+
     config = RunConfig.load(config_path)
     sys.modules.setdefault("fake_engine", sys.modules["__main__"])
     from fake_training import input_refusal

@@ -77,9 +77,9 @@ def input_refusal(config: RunConfig) -> str | None:
     from gui_app.engine.datasets import DatasetError, load_dataset
     from gui_app.engine.training.models import keras_file_refusal
 
-    if config.dataset.name in NUMPY_DATASETS and (config.dataset.path or config.dataset.name == "digits"):
+    if config.dataset.name in NUMPY_DATASETS and config.dataset.path:  # a file of the user's (no download)
         try:
-            load_dataset(config.dataset, None)  # local files only (no download)
+            load_dataset(config.dataset, None)
         except DatasetError as exc:
             return str(exc)
     if config.model.name == "keras_file" and config.model.path:
