@@ -4,13 +4,14 @@
 parser, ``--detach`` (engine/run/detach.py), the run directory's name, lock, ``process.json``,
 control channel and ``engine.log``, the event writer, the restore of the newest checkpoint, the
 checkpoints' schedule, the NaN guard, ``eval.json``, the failures' lines and exit codes -- with
-one seam replaced: the training session's two TensorFlow parts (``TrainingSession.set_up`` and
-``.controller``, engine/training/session.py). :class:`FakeSession` builds the input, model and
-checkpoint state from small stand-ins, and gives the real run controller a step runner that
-computes each step's figures instead of training (Lightning's BoringModel: a fake model, the real
-plumbing). Its checkpoints are ``checkpoints/ckpt-N.index`` files holding the step and the data
-seed, so that ``resume`` restores through the real ``context.restore_latest``. Nothing imports
-TensorFlow (~6 s); tests/test_event_schema.py checks the events against the protocol's schema.
+one seam replaced: the session that trains (``new_session`` in engine/commands/train.py). Its
+stand-in, ``FakeSession`` in tests/ui/fake_training.py, keeps the real ``TrainingSession.run`` and
+replaces its two TensorFlow parts (``set_up``: the input, the model and its checkpoint state;
+``controller``: the real run controller and actions over a step runner that computes each step's
+figures instead of training -- Lightning's BoringModel: a fake model, the real plumbing). Its
+checkpoints are ``checkpoints/ckpt-N.index`` files holding the step and the data seed, so that
+``resume`` restores through the real ``context.restore_latest``. Nothing imports TensorFlow (~6 s);
+tests/test_event_schema.py checks the events against the protocol's schema.
 
 ``FAKE_ENGINE_MODE`` picks a behaviour (each "after step 3" counts the steps of this process):
 
