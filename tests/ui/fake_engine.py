@@ -35,10 +35,10 @@ tests/test_event_schema.py checks the events against the protocol's schema.
 epochs), ``FAKE_ENGINE_STEP_SECONDS`` how long each takes (default 0). A bad dataset or model file
 is refused by the real loaders' checks (numpy only), the way the real engine refuses it.
 
-``devices`` is the real command over a fake device detection (one GPU in ``gpu`` mode);
-``inspect``, ``scaling``, ``prepare`` and ``rehearse`` stay small fakes (the real ones build
-models); ``sweep`` is tests/ui/fake_sweep.py. Every other command (``attach``, ``stop``, ``runs``,
-...) is the real one. Tests run it from any folder: it puts its own checkout first on the path.
+``devices`` (one GPU in ``gpu`` mode), ``inspect``, ``scaling``, ``prepare`` and ``rehearse``
+stay small fakes of TensorFlow's commands, their answers shaped like the real ones; ``sweep`` is
+tests/ui/fake_sweep.py. Every other command (``attach``, ``stop``, ``runs``, ...) is the real one.
+Tests run it from any folder: it puts its own checkout first on the path.
 """
 from __future__ import annotations
 
@@ -49,12 +49,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 # (after the line above: the checkout first on the path)
-from gui_app.engine.run.exits import RUN_COMMANDS, exit_now  # noqa: E402
+from gui_app.engine.run.exits import RUN_COMMANDS, exit_now  # noqa: E402  (5 ms: no numpy)
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 CLASSES = [str(i) for i in range(10)]
@@ -62,26 +60,45 @@ TEST_EXAMPLES = 50
 VERSIONS = {"tensorflow": "2.21.0", "keras": "3.15.1", "python": platform.python_version()}
 
 
-# ---- devices: the real command over a fake detection ---------------------------------------------
-def detect() -> dict:
+def input_refusal(config) -> str | None:
+    """The real engine's line for a dataset or model file it refuses before TensorFlow starts."""
+    from gui_app.engine.datasets import DatasetError, load_dataset
+    from gui_app.engine.training.context import NUMPY_DATASETS
+    from gui_app.engine.training.models import keras_file_refusal
+
+    if config.dataset.name in NUMPY_DATASETS and config.dataset.path:  # a file of the user's (no download)
+        try:
+            load_dataset(config.dataset, None)
+        except DatasetError as exc:
+            return str(exc)
+    if config.model.name == "keras_file" and config.model.path:
+        return keras_file_refusal(config.model.path)
+    return None
+
+
+# ---- devices: what the real command prints, without its command line --------------------------------
+def devices(argv) -> int:
+    """``devices --json``: the real command's answer (engine/commands/devices.py: ``devices.detect()``
+    and NVML's samples, none here) for a fake machine, one GPU in ``gpu`` mode. The real command line
+    costs ~70 ms of CPU more to start, and every window the UI tests open asks for the devices once."""
     gpus = []
     if MODE == "gpu":
         gpus = [{"name": "GPU:0", "description": "NVIDIA Fake 4090", "memory_bytes": 24 * 2**30,
                  "compute_capability": [8, 9]}]
     logical = [{"name": "/device:CPU:0", "type": "CPU"}] + [{"name": "/device:GPU:0", "type": "GPU"} for _ in gpus]
-    return {**VERSIONS, "gpus": gpus, "cpu": {"name": "CPU:0", "description": "Fake CPU", "cores": 2},
-            "logical_devices": logical, "nccl_available": False, "cuda_build": bool(gpus)}
+    print(json.dumps({**VERSIONS, "gpus": gpus, "cpu": {"name": "CPU:0", "description": "Fake CPU", "cores": 2},
+                      "logical_devices": logical, "nccl_available": False, "cuda_build": bool(gpus), "nvml": None}))
+    return 0
 
 
 # ---- the tools: small fakes ------------------------------------------------------------------------
 def inspect(config_path, samples_path):
+    import numpy as np
+
     from gui_app.core.config import RunConfig
     from gui_app.core.image_files import source_images  # as the real inspect reports them
 
     config = RunConfig.load(config_path)
-    sys.modules.setdefault("fake_engine", sys.modules["__main__"])
-    from fake_training import input_refusal
-
     problem = input_refusal(config)
     if problem:
         sys.stderr.write("W0000 tensorflow: some warning an engine prints first\n")
@@ -204,16 +221,13 @@ def main(argv):
         from fake_sweep import sweep
 
         return sweep(argv)
-    fakes = {"scaling": scaling, "prepare": prepare, "rehearse": rehearse,
+    fakes = {"scaling": scaling, "prepare": prepare, "rehearse": rehearse, "devices": devices,
              "inspect": lambda argv: inspect(argv[1], argv[argv.index("--samples") + 1])}
     if command in fakes:
         return fakes[command](argv)
     from gui_app.engine.commands import train as train_command
     from gui_app.engine.commands.cli import main as engine_main
-    from gui_app.engine.training import devices
 
-    devices.configure_runtime = lambda runtime: []
-    devices.detect = detect
     if command in RUN_COMMANDS:  # (the training modules only where a run trains, as in the engine)
         sys.modules.setdefault("fake_engine", sys.modules["__main__"])  # its constants, not a second copy
         from fake_training import FakeSession

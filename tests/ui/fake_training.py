@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from fake_engine import CLASSES, MODE, TEST_EXAMPLES, VERSIONS
+from fake_engine import CLASSES, MODE, TEST_EXAMPLES, VERSIONS, input_refusal
 
 from gui_app.core.config import RunConfig
 from gui_app.core.rundir import CHECKPOINT_DIR
@@ -23,7 +23,7 @@ from gui_app.engine.training.actions.base import Action, StepGroup
 from gui_app.engine.training.actions.checkpoints import Checkpoints
 from gui_app.engine.training.actions.nan_guard import NanGuard
 from gui_app.engine.training.actions.run_events import RunEvents
-from gui_app.engine.training.context import NUMPY_DATASETS, ModelState, RunContext
+from gui_app.engine.training.context import ModelState, RunContext
 from gui_app.engine.training.controller import RunController
 from gui_app.engine.training.evaluation import EvalResult
 from gui_app.engine.training.loop import STATS
@@ -70,21 +70,6 @@ class FakeSession(TrainingSession):
 
     def versions(self) -> dict[str, str]:
         return VERSIONS
-
-
-def input_refusal(config: RunConfig) -> str | None:
-    """The real engine's line for a dataset or model file it refuses before TensorFlow starts."""
-    from gui_app.engine.datasets import DatasetError, load_dataset
-    from gui_app.engine.training.models import keras_file_refusal
-
-    if config.dataset.name in NUMPY_DATASETS and config.dataset.path:  # a file of the user's (no download)
-        try:
-            load_dataset(config.dataset, None)
-        except DatasetError as exc:
-            return str(exc)
-    if config.model.name == "keras_file" and config.model.path:
-        return keras_file_refusal(config.model.path)
-    return None
 
 
 class Counter:
