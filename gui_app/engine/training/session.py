@@ -60,7 +60,7 @@ class TrainingSession:
             self.events.emit(Warning(message=warning))
         return self.controller(ctx, state, actions).run(self.run_dir, self.events), state.steps_done()
 
-    # The two parts that are TensorFlow's: what the UI tests' fake engine (tests/ui/fake_engine.py)
+    # The parts that are TensorFlow's: what the UI tests' fake engine (tests/ui/fake_training.py)
     # replaces, so that everything around them (the command line, detaching, the run directory,
     # the restore, the events, the checkpoints' schedule, the failures) is the real code.
     def set_up(self) -> tuple[RunContext, ModelState]:
@@ -81,6 +81,7 @@ class TrainingSession:
                              standard_actions(ctx, state, self.run_dir, self.events, self.control, actions))
 
     def versions(self) -> dict[str, str]:
+        """TensorFlow's, Keras's and Python's versions, for ``run_started``."""
         from gui_app.engine.training.context import versions
 
         return versions()
