@@ -37,7 +37,8 @@ is refused by the real loaders' checks (numpy only), the way the real engine ref
 
 ``devices`` (one GPU in ``gpu`` mode), ``inspect``, ``scaling``, ``prepare`` and ``rehearse``
 stay small fakes of TensorFlow's commands, their answers shaped like the real ones; ``sweep`` is
-tests/ui/fake_sweep.py. Every other command (``attach``, ``stop``, ``runs``, ...) is the real one.
+tests/ui/fake_sweep.py. Every other command (``attach``, ``stop``, ``runs``, ...) is the real one
+(``evaluate`` too, which loads TensorFlow: no UI test runs it).
 Tests run it from any folder: it puts its own checkout first on the path.
 """
 from __future__ import annotations
