@@ -70,8 +70,9 @@ def test_the_real_engine_fails_by_the_protocol(tmp_path):
 def test_the_fake_engine_follows_the_same_protocol(tmp_path, mode, words):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(CONFIG))
-    done = subprocess.run([sys.executable, str(FAKE_ENGINE), "train", str(config), "--runs-dir", str(tmp_path)],
-                          input=words, capture_output=True, text=True, timeout=30,
+    control = ["--control", "stdin"] if words else []
+    done = subprocess.run([sys.executable, str(FAKE_ENGINE), "train", str(config), "--runs-dir", str(tmp_path),
+                           "--events", "jsonl", *control], input=words, capture_output=True, text=True, timeout=30,
                           env={"FAKE_ENGINE_MODE": mode, "PATH": "/usr/bin:/bin"})
     events = _lines(done.stdout)
     assert done.returncode == 0 and stream_problems(events) == []
@@ -81,7 +82,8 @@ def test_the_fake_engine_follows_the_same_protocol(tmp_path, mode, words):
 def test_the_fake_engine_fails_as_the_real_one_does(tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({**CONFIG, "dataset": {"name": "npz", "path": str(tmp_path / "missing.npz")}}))
-    done = subprocess.run([sys.executable, str(FAKE_ENGINE), "train", str(config), "--runs-dir", str(tmp_path / "r")],
+    done = subprocess.run([sys.executable, str(FAKE_ENGINE), "train", str(config), "--runs-dir", str(tmp_path / "r"),
+                           "--events", "jsonl"],
                           capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     events = _lines(done.stdout)
     assert done.returncode == 2 and stream_problems(events) == []

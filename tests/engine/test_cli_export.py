@@ -141,7 +141,7 @@ def test_an_unexpected_error_is_one_line_without_traceback(trained_run, tmp_path
     def broken(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'tf2onnx.tfonnx'")
 
-    monkeypatch.setattr(export, "export_run", broken)
+    monkeypatch.setattr("gui_app.engine.export.export_run", broken)
     assert cli("export", str(trained_run), "--format", "onnx", "--output", str(tmp_path / "m.onnx")) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [

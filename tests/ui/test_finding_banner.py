@@ -34,14 +34,14 @@ def _banner_says(window) -> str:
     return banner.sentence() if not banner.isHidden() else ""
 
 
-def _check_non_finite_shown(window, run_dir: str | Path, step: int, replica: int) -> None:
+def _check_non_finite_shown(window, run_dir: str | Path, step: int, replica: int, kept: str) -> None:
     (expected,) = diagnosis.diagnose(run_dir).findings  # what `replica-studio diagnose` says
     assert _banner_says(window) == expected.message
     assert expected.message in window.banner.label.text().replace("&#x27;", "'")
     assert f"replica {replica} went non-finite first, at step {step}" in expected.message
     details = window.banner.show_details().text.toPlainText()
     window.banner.details_dialog.close()
-    for figure in (f"Step\n{step}\n", f"Replica\n{replica}\n", "Went first\nloss\n", "Checkpoint kept\nnone",
+    for figure in (f"Step\n{step}\n", f"Replica\n{replica}\n", "Went first\nloss\n", f"Checkpoint kept\n{kept}",
                    "First non-finite layer (replayed)\nlogits (activations)", "Examples non-finite alone\n17",
                    expected.message):
         assert figure in details
@@ -59,7 +59,8 @@ def test_a_diverging_run_shows_its_finding_and_tells_the_desktop(qtbot, window, 
     fake_engine.configure("diverge", steps=20)
     status, run_dir, _message = train(qtbot, window)
     assert status == "failed"
-    _check_non_finite_shown(window, run_dir, step=7, replica=1)
+    # Its epochs are 4 steps: the checkpoint of step 4 is the last good one, kept.
+    _check_non_finite_shown(window, run_dir, step=7, replica=1, kept=f"{run_dir}/checkpoints/ckpt-4")
     (expected,) = diagnosis.diagnose(run_dir).findings
     assert "grew 10^5x over 5 steps" in expected.message  # replica 1's norm: 10 at step 1 to 1e6 at step 6
     assert told == [("Training diverged", f"{Path(run_dir).name}: {expected.message}", True)]  # not a second one

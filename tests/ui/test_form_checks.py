@@ -90,7 +90,10 @@ def test_train_waits_for_the_check_and_stays_off_when_it_failed(shown_panel, qtb
     assert panel.train_blocker() == ("The check of the dataset and model failed: "
                                      f"{bad}: not an .npz file (no zip signature at its start)")
     assert panel.dataset.check_again_link.isVisible()
-    bad.write_bytes(b"ok now")  # fixed on disk: Check again
+    labels = np.arange(20) % 10
+    with bad.open("wb") as f:  # fixed on disk (an .npz the real loader reads): Check again
+        np.savez(f, x_train=np.zeros((20, 8, 8), np.uint8), y_train=labels, x_test=np.zeros((10, 8, 8), np.uint8),
+                 y_test=labels[:10])
     with qtbot.waitSignal(panel.inspected, timeout=10_000):
         panel.dataset.check_again_link.linkActivated.emit("#")
     assert panel.train_blocker() == "" and not panel.dataset.check_again_link.isVisible()

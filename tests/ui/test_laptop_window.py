@@ -57,7 +57,7 @@ def test_a_failed_run_says_at_which_step_and_never_shows_100_percent(qtbot, wind
 def test_a_run_refused_before_its_first_step_is_listed_at_once(qtbot, window, fake_engine):
     fake_engine.configure("refuse")
     status, run_dir, message = train(qtbot, window)
-    assert (status, message) == ("failed", "the input was refused on purpose")
+    assert (status, message) == ("failed", "InvalidArgumentError: the input was refused on purpose")
     assert listed_status(window.runs, run_dir) == "failed"
     assert window.progress.label.text() == f"Failed before its first step: {message}"
     assert window.progress.bar.value() == 0 and window.progress.bar.text() == "failed"

@@ -222,7 +222,7 @@ def test_closing_during_a_run_asks_cancel_then_stop(qtbot, window, fake_engine, 
     with qtbot.waitSignal(window.supervisor.run_started, timeout=10_000) as started:
         window.window_actions.train.trigger()
     run_dir = started.args[0].run_dir
-    pid = int((Path(run_dir) / "engine.pid").read_text())  # the fake engine's
+    pid = json.loads((Path(run_dir) / "process.json").read_text())["pid"]  # the run's process
     monkeypatch.setattr(main_window, "ask_close_during_run", lambda parent: CANCEL)
     window.close()
     assert window.isVisible() and window.supervisor.state() == "running"  # the user said no

@@ -30,7 +30,6 @@ from gui_app.core.formats import DEFAULT_CHECK, FORMATS, ExportError, format_siz
 from gui_app.core.run_lock import RunInUse, RunLock
 from gui_app.engine.commands.bundle import run_folder
 from gui_app.engine.commands.reporting import run_reporting_errors
-from gui_app.engine.export import export_run
 from gui_app.engine.run.exits import EXIT_FAILED, EXIT_OK
 
 COMMAND = "export"
@@ -84,6 +83,8 @@ def _export_run(args: argparse.Namespace) -> int:
 
 
 def _export_to(args: argparse.Namespace, json_out) -> int:
+    from gui_app.engine.export import export_run  # the exporters: loaded only to export
+
     def _json_line(value: dict) -> None:
         json_out.write(json.dumps(value) + "\n")
         json_out.flush()

@@ -11,6 +11,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gui_app.core import atomic_io, rundir
 from gui_app.core.config import MULTI_WORKER, ConfigError, RunConfig
@@ -27,8 +28,9 @@ from gui_app.engine.run.event_writer import EventWriter
 from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, RUN_COMMANDS
 from gui_app.engine.run.failures import ClusterFailed, InputError, classify, one_line
 from gui_app.engine.run.presence import RunPresence
-from gui_app.engine.training.actions.epoch_hold import EpochHold
-from gui_app.engine.training.session import TrainingSession
+
+if TYPE_CHECKING:
+    from gui_app.engine.training.session import TrainingSession
 
 COMMANDS = RUN_COMMANDS
 
@@ -181,19 +183,31 @@ def _train(args, config: RunConfig, run: _Run, events: EventWriter, control: Con
     if config.strategy.name == "parameter_server":  # this process coordinates the servers it starts
         from gui_app.engine.cluster.parameter_servers import run_parameter_servers
 
-        run.session = TrainingSession(config, run_dir, events, control, resume)
+        run.session = new_session(config, run_dir, events, control, resume)
         status, step = run_parameter_servers(run.session)
     elif config.strategy.name in MULTI_WORKER:  # worker processes, launched and watched here
         from gui_app.engine.cluster.launcher import run_cluster
 
         status, step = run_cluster(config, run_dir, events, control, resume=resume)
     else:
-        run.session = TrainingSession(config, run_dir, events, control, resume)
+        from gui_app.engine.training.actions.epoch_hold import EpochHold
+
+        run.session = new_session(config, run_dir, events, control, resume)
         status, step = run.session.run([EpochHold(control)] if pause else [])
     message = control.stop_reason if status == "stopped" else None
     events.emit(RunFinished(status=status, run_dir=str(run_dir), step=step, message=message))
     events.sync()
     return EXIT_OK
+
+
+def new_session(config: RunConfig, run_dir: Path, events: EventWriter, control: Control,
+                resume: bool) -> TrainingSession:
+    """The session that trains the run in this process. Imported here, not with the command line:
+    the commands that do not train (``runs``, ``stop``, ``attach``) need none of the training
+    modules. The UI tests' fake engine (tests/ui/fake_engine.py) puts its own in its place."""
+    from gui_app.engine.training.session import TrainingSession
+
+    return TrainingSession(config, run_dir, events, control, resume)
 
 
 def _failed(args, exc: BaseException, run: _Run, events: EventWriter) -> int:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +83,9 @@ def download(url: str, dest: Path, sha256: str | None = None, progress: Progress
     hint = hint or "set dataset.path to files you already have"
     report = Throttle(progress)
     what = url.rsplit("/", 1)[-1] or dest.name
+    import urllib.error
+    import urllib.request  # (with http.client, ~40 ms: only when something is downloaded)
+
     digest = hashlib.sha256()
     with atomic_path(dest) as tmp:  # renamed into place (fsynced) only once complete and verified
         try:  # the cache folder is checked before the network

@@ -138,12 +138,18 @@ def channel_stats(images, rows=None) -> tuple:
     return mean.astype("float32").tolist(), variance.astype("float32").tolist()
 
 
-def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes: int):
+def keras_file_refusal(path: str) -> str | None:
+    """Why ``model.path`` cannot be loaded, said before Keras is asked; None when it may load."""
     if not Path(path).is_file():
-        raise ModelError(f"model.path: {path} does not exist")
+        return f"model.path: {path} does not exist"
     problem = keras_file_problem(path)
-    if problem:
-        raise ModelError(f"model.path: {problem}")
+    return f"model.path: {problem}" if problem else None
+
+
+def _load_keras_file(keras, path: str, input_shape: tuple[int, ...], num_classes: int):
+    refused = keras_file_refusal(path)
+    if refused:
+        raise ModelError(refused)
     try:
         # safe_mode=True (the default, stated for the reader): never run a file's lambdas.
         model = keras.saving.load_model(path, compile=False, safe_mode=True)

@@ -7,7 +7,7 @@ control (a cluster's agreed one), the data order's seed, actions of its own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from gui_app.core import rundir
 from gui_app.core.config import ConfigError, RunConfig
@@ -18,6 +18,9 @@ from gui_app.engine.run.event_writer import EventWriter
 from gui_app.engine.run.failures import BatchShape
 from gui_app.engine.training.actions.base import Action
 from gui_app.engine.training.context import ModelState, RunContext
+
+if TYPE_CHECKING:
+    from gui_app.engine.training.controller import RunController
 
 
 class TrainingSession:
@@ -43,15 +46,11 @@ class TrainingSession:
         """Train (or continue) the run; (``completed`` or ``stopped``, the step reached).
         ``actions`` run after the standard ones, before the checkpoints."""
         from gui_app.engine.training import context
-        from gui_app.engine.training.controller import RunController, standard_actions
-        from gui_app.engine.training.steps import evaluator, step_runner
 
         if self.resume and rundir.read_run(self.run_dir).status == "completed":
             raise ConfigError(f"run_dir: {self.run_dir} has already completed; nothing to resume")
-        ctx = context.prepare(self.config, self.events.progress, self.run_dir / context.DATA_DIR, self.data_seed)
-        reclaim_signals()  # the strategy exists: TensorFlow's own SIGTERM handler may have replaced ours
-        self.batch = ctx.batch
-        state = self.state = context.build_model_state(ctx, self.run_dir)
+        ctx, state = self.set_up()
+        self.batch, self.state = ctx.batch, state
         require_free(self.run_dir, context.state_bytes(state), "one checkpoint and the saved model")
         if self.resume and not context.restore_latest(ctx, state, ctx.warnings):
             ctx.warnings.append("no checkpoint found: the run starts again from step 0")
@@ -59,13 +58,36 @@ class TrainingSession:
         self.started = True
         for warning in ctx.warnings:
             self.events.emit(Warning(message=warning))
-        controller = RunController(ctx, state, step_runner(ctx, state), evaluator(ctx, state), self.control,
-                                   standard_actions(ctx, state, self.run_dir, self.events, self.control, actions))
-        return controller.run(self.run_dir, self.events), state.steps_done()
+        return self.controller(ctx, state, actions).run(self.run_dir, self.events), state.steps_done()
+
+    # The parts that are TensorFlow's: what the UI tests' fake engine (tests/ui/fake_training.py)
+    # replaces, so that everything around them (the command line, detaching, the run directory,
+    # the restore, the events, the checkpoints' schedule, the failures) is the real code.
+    def set_up(self) -> tuple[RunContext, ModelState]:
+        """The runtime, the input, the strategy, then the model with its optimizer and checkpoint."""
+        from gui_app.engine.training import context
+
+        ctx = context.prepare(self.config, self.events.progress, self.run_dir / context.DATA_DIR, self.data_seed)
+        reclaim_signals()  # the strategy exists: TensorFlow's own SIGTERM handler may have replaced ours
+        self.batch = ctx.batch
+        return ctx, context.build_model_state(ctx, self.run_dir)
+
+    def controller(self, ctx: RunContext, state: ModelState, actions: Sequence[Action]) -> RunController:
+        """The run's controller: its step runner, its evaluator and every action in order."""
+        from gui_app.engine.training.controller import RunController, standard_actions
+        from gui_app.engine.training.steps import evaluator, step_runner
+
+        return RunController(ctx, state, step_runner(ctx, state), evaluator(ctx, state), self.control,
+                             standard_actions(ctx, state, self.run_dir, self.events, self.control, actions))
+
+    def versions(self) -> dict[str, str]:
+        """TensorFlow's, Keras's and Python's versions, for ``run_started``."""
+        from gui_app.engine.training.context import versions
+
+        return versions()
 
     def _run_started(self, ctx: RunContext, state: ModelState) -> RunStarted:
         from gui_app.core.bottleneck import usable_cores
-        from gui_app.engine.training.context import versions
         from gui_app.engine.training.models import describe
 
         config, built = self.config, ctx.built
@@ -81,4 +103,4 @@ class TrainingSession:
             dataset=ctx.input.summary(),
             model={key: model[key] for key in ("name", "parameters", "trainable_parameters")},
             strategy={"name": config.strategy.name, "cross_device_ops": built.cross_device_ops, **built.communication},
-            versions=versions(), data_seed=ctx.data_seed, cpu_cores=usable_cores())
+            versions=self.versions(), data_seed=ctx.data_seed, cpu_cores=usable_cores())
