@@ -11,7 +11,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-import pytest  # noqa: E402
+import pytest
 
 FAKE_ENGINE = Path(__file__).with_name("fake_engine.py")
 

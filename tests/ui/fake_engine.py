@@ -52,8 +52,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-# (after the line above: the checkout first on the path)
-from gui_app.engine.run.exits import RUN_COMMANDS, exit_now  # noqa: E402  (5 ms: no numpy)
+# (after the line above: the checkout first on the path; this import takes 5 ms: no numpy)
+from gui_app.engine.run.exits import RUN_COMMANDS, exit_now
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "normal")
 CLASSES = [str(i) for i in range(10)]

@@ -17,12 +17,12 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 if __name__ == "__main__":  # run as a script from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from gui_app.core import events as ev  # noqa: E402
-from gui_app.core.gpu_monitor import GpuSample  # noqa: E402
-from gui_app.core.history import RunHistory  # noqa: E402
-from gui_app.core.metrics import per_class_metrics  # noqa: E402
+from gui_app.core import events as ev
+from gui_app.core.gpu_monitor import GpuSample
+from gui_app.core.history import RunHistory
+from gui_app.core.metrics import per_class_metrics
 
 
 def synthetic_events(steps: int = 600, epochs: int = 3, replicas: int = 2, *, seed: int = 0,

@@ -10,15 +10,15 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from gui_app.core import events as ev  # noqa: E402
-from gui_app.core.history import RunHistory  # noqa: E402
-from gui_app.core.history.buffers import Ema, GrowableArray, ema  # noqa: E402
-from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color  # noqa: E402
-from gui_app.ui.tabs.replicas import MIB, ReplicasTab  # noqa: E402
-from gui_app.ui.tabs.training import LR_HEADROOM, TrainingTab  # noqa: E402
+from gui_app.core import events as ev
+from gui_app.core.history import RunHistory
+from gui_app.core.history.buffers import Ema, GrowableArray, ema
+from gui_app.ui.charts.plot import CompactAxis, compact_number, replica_color
+from gui_app.ui.tabs.replicas import MIB, ReplicasTab
+from gui_app.ui.tabs.training import LR_HEADROOM, TrainingTab
 
 
 def run_started(replicas: int = 2, start_step: int = 0, resumed: bool = False, kind: str = "CPU") -> ev.RunStarted:

@@ -8,16 +8,16 @@ import re
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QPointF, Qt  # noqa: E402
+from PySide6.QtCore import QPointF, Qt
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from gui_app.core import events as ev  # noqa: E402
-from gui_app.core.history import RunHistory  # noqa: E402
-from gui_app.core.metrics import per_class_metrics  # noqa: E402
-from gui_app.core.rundir import read_history  # noqa: E402
-from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationTab  # noqa: E402
+from gui_app.core import events as ev
+from gui_app.core.history import RunHistory
+from gui_app.core.metrics import per_class_metrics
+from gui_app.core.rundir import read_history
+from gui_app.ui.tabs.evaluation import GALLERY_LIMIT, EvaluationTab
 
 NAMES = [f"digit {i}" for i in range(10)]
 
