@@ -148,11 +148,21 @@ class CompareDialog(QDialog):
         self.status.setText(f"Cannot compare: {exc}")
         self.loaded.emit()
 
+    def _new_model(self) -> None:
+        """A fresh model for the rows, the old one deleted whole. Not ``model.clear()``: that deletes
+        the items in C++ while PySide keeps their Python wrappers (children of the model's) as
+        live, so a QObject made later at one of their addresses came back from ``children()`` as
+        a QStandardItem (seen: pyqtgraph's PlotItem failing in a window built after a regrouping)."""
+        old, self.model = self.model, QStandardItemModel(self)
+        self.sorted.setSourceModel(self.model)
+        old.setParent(None)  # Python's now: deleted with its items, their wrappers with it
+        del old
+
     def _show(self) -> None:
         if not self.figures:
             return
         self.comparison = result = compare(self.figures, group_seeds=self.group_box.isChecked())
-        self.model.clear()
+        self._new_model()
         keys = result.keys
         header = ["Run", "Started", "Status", *(label(k) for k in keys), *(["Seeds"] if result.grouped else []),
                   *(METRIC_TITLES[m] for m in METRICS)]
