@@ -18,6 +18,16 @@ from gui_app.identity import app_command, app_env
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _quiet_before_capture():
+    """The command line's first call sends ``sys.stderr`` to the real stderr (engine/run/quiet.py:
+    TensorFlow's C++ lines are filtered off fd 2), past a ``capsys`` already capturing: done once
+    here, before any test's capture, a test run alone sees its errors as in the whole file."""
+    from gui_app.engine.run.quiet import silence_tensorflow_logs
+
+    silence_tensorflow_logs()
+
+
 def cli(*argv: str) -> int:
     """The real command line (gui_app.engine.commands.cli registers export and predict), in-process."""
     from gui_app.engine.commands.cli import main
