@@ -17,6 +17,24 @@ from gui_app.core.history.training import LOSS
 STEPS, SPIKE = 30_000, 12_345
 
 
+def _attach_killed_then_resumed(qtbot, window, run, resumed, pyramid: bool) -> None:
+    """The window's attach processes killed (its notice says so) and, before it attaches again,
+    the run's files replaced by ``resumed``'s (its ``pyramid`` too): a new inode for events.jsonl,
+    as a resume's."""
+    import os
+    import signal
+
+    from test_detached_window import _attach_pids
+
+    with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
+        for pid in _attach_pids(str(run)):
+            os.kill(pid, signal.SIGKILL)
+    if pyramid:
+        shutil.rmtree(run / FOLDER)
+        os.replace(resumed / FOLDER, run / FOLDER)
+    os.replace(resumed / rundir.EVENTS_FILE, run / rundir.EVENTS_FILE)
+
+
 def _attached(qtbot, window, key: str) -> None:
     histories: list = []
     window.supervisor.history.connect(lambda run, history: histories.append(run))
@@ -117,11 +135,8 @@ def test_a_reattachment_after_a_resume_replaced_the_file_reads_its_history_again
     the history ended at a line's start still) and gone on to its end: attached again, the window
     is told the file is another (attach --inode), asks for the history again, and shows what Open
     shows of the new file, each step once."""
-    import os
-    import signal
 
     from pyramid_runs import resume_replaces
-    from test_detached_window import _attach_pids
 
     from gui_app.core import run_lock
     from gui_app.core.events import Step
@@ -139,12 +154,7 @@ def test_a_reattachment_after_a_resume_replaced_the_file_reads_its_history_again
     with run_lock.RunLock(run):
         assert window.attach.attach(str(run))
         qtbot.waitUntil(lambda: histories == [str(run)] and bool(live) and live[-1] == STEPS, timeout=60_000)
-        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
-            for pid in _attach_pids(str(run)):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(run / FOLDER)
-        os.replace(resumed / FOLDER, run / FOLDER)
-        os.replace(resumed / rundir.EVENTS_FILE, run / rundir.EVENTS_FILE)  # a new inode, as a resume's
+        _attach_killed_then_resumed(qtbot, window, run, resumed, pyramid=True)
         qtbot.waitUntil(lambda: len(histories) == 2, timeout=30_000)
     with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:
         pass
@@ -243,8 +253,6 @@ def test_a_short_runs_reattachment_after_a_resume_replaced_its_file_replays_it_o
     run resumed meanwhile from 30 steps back: its N lines are other lines of the new file (the
     step at N again, the resumed run_started skipped). The window is told (exit 3), shows no
     charts and then every line of the new file, each step once."""
-    import os
-    import signal
 
     from pyramid_runs import resume_replaces
     from test_detached_window import _attach_pids
@@ -265,10 +273,7 @@ def test_a_short_runs_reattachment_after_a_resume_replaced_its_file_replays_it_o
     with run_lock.RunLock(run):
         assert window.attach.attach(str(run))
         qtbot.waitUntil(lambda: bool(_attach_pids(str(run))), timeout=30_000)
-        with qtbot.waitSignal(window.supervisor.notice, timeout=10_000):
-            for pid in _attach_pids(str(run)):
-                os.kill(pid, signal.SIGKILL)
-        os.replace(resumed / rundir.EVENTS_FILE, run / rundir.EVENTS_FILE)  # a new inode, as a resume's
+        _attach_killed_then_resumed(qtbot, window, run, resumed, pyramid=False)
         qtbot.waitUntil(lambda: bool(live) and live[-1] == steps + 20, timeout=30_000)
     with qtbot.waitSignal(window.supervisor.finished, timeout=60_000) as ended:
         pass
