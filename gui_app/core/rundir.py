@@ -113,6 +113,14 @@ def new_folder(parent: Path, stem: str, what: str) -> Path:
     raise OSError(f"cannot create {what} under {parent}")
 
 
+def events_bytes(run_dir: str | Path) -> int:
+    """The size of the run's events.jsonl (0 when there is none): what reading it costs."""
+    try:
+        return (Path(run_dir) / EVENTS_FILE).stat().st_size
+    except OSError:
+        return 0
+
+
 def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 

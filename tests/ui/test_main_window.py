@@ -182,6 +182,47 @@ def test_pause_stop_then_resume_completes_the_run(qtbot, window, fake_engine):
     assert [r.status for r in list_runs(window.state.runs_dir)] == ["completed"]
 
 
+
+def test_a_big_runs_history_is_read_off_the_gui_thread_before_it_resumes(qtbot, window, fake_engine, monkeypatch):
+    """Resume shows the run's history first; a big run's (over READ_HERE_BYTES: here every run,
+    and its read made 1.5 s slow, as a run of GBs without its pyramid is) is read on a thread, the
+    window's timers running meanwhile, then the run resumes and completes with each step once."""
+    import threading
+    import time
+
+    from gui_gaps import gui_thread_gaps
+
+    from gui_app.ui.window import run_actions
+
+    fake_engine.configure("wait", steps=20)
+    sup = window.supervisor
+    with qtbot.waitSignal(sup.events, check_params_cb=lambda b: any(isinstance(e, Step) for e in b), timeout=10_000):
+        window.window_actions.train.trigger()
+    with qtbot.waitSignal(sup.finished, timeout=10_000) as finished:
+        window.window_actions.stop.trigger()
+    run_dir = finished.args[1]
+    wait_listed(qtbot, window.runs)
+    on_gui: list[bool] = []
+    read = run_actions.read_history
+
+    def slow_read(path):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        time.sleep(1.5)
+        return read(path)
+
+    monkeypatch.setattr(run_actions, "READ_HERE_BYTES", 0)
+    monkeypatch.setattr(run_actions, "read_history", slow_read)
+    window.runs.select(run_dir)
+    fake_engine.configure("normal", steps=20)
+    with gui_thread_gaps() as gaps, qtbot.waitSignal(sup.finished, timeout=20_000) as finished:
+        window.runs.resume_button.click()
+        window.runs.resume_button.click()  # a second press while it reads: still one resume
+    assert on_gui == [False]
+    assert max(gaps) < 0.7, max(gaps)
+    assert finished.args[:2] == ["completed", run_dir]
+    steps = window.training_tab.history.training.steps
+    assert len(steps) == 20  # the history read, then the resumed steps: none twice
+
 def test_the_status_line_of_a_run_s_end_goes_with_the_run(qtbot, window, fake_engine, runs_dir, tmp_path):
     other = write_run(runs_dir, "other", "completed", steps=12, accuracy=0.9)
     fake_engine.configure("wait", steps=20)

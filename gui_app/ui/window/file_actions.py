@@ -25,7 +25,7 @@ from gui_app.core.bundle import is_bundle
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.file_kinds import is_image_file, model_kind
 from gui_app.core.history import RunHistory
-from gui_app.core.rundir import CONFIG_FILE, EVENTS_FILE, is_run_dir, read_history
+from gui_app.core.rundir import CONFIG_FILE, events_bytes, is_run_dir, read_history
 from gui_app.ui.config.config_panel import ConfigPanel, first_launch_config
 from gui_app.ui.dialogs.compare import CompareDialog
 from gui_app.ui.settings import Settings
@@ -65,7 +65,7 @@ class FileActions(QObject):
             return False
         self._asked += 1
         runs = [path, *([Path(overlay)] if overlay else [])]
-        if sum(map(_events_bytes, runs)) <= READ_HERE_BYTES:
+        if sum(map(events_bytes, runs)) <= READ_HERE_BYTES:
             self._show_read((self._asked, runs, [read_history(run) for run in runs]))
         else:
             self._state.set_status(f"Reading {path.name}…")
@@ -203,13 +203,6 @@ class FileActions(QObject):
         else:
             self._forms.dataset.open_path(p)
             self._state.set_tab(DATASET)
-
-
-def _events_bytes(run_dir: Path) -> int:
-    try:
-        return (run_dir / EVENTS_FILE).stat().st_size
-    except OSError:
-        return 0
 
 
 def _read_histories(send: Send, asked: int, runs: list[Path]) -> None:

@@ -18,13 +18,17 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from gui_app.core.config import RunConfig
 from gui_app.core.events import Error, Event, RunStarted, Step
-from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
+from gui_app.core.history import RunHistory
+from gui_app.core.rundir import events_bytes, read_history
+from gui_app.core.ssh_hosts import Host, HostsFileError, find_host, split_run_key
 from gui_app.core.wording import for_people
 from gui_app.ui.config.config_panel import ConfigPanel
 from gui_app.ui.dialogs.resume import ResumeDialog
+from gui_app.ui.window.file_actions import READ_HERE_BYTES
 from gui_app.ui.window.run_progress import describe_end
 from gui_app.ui.window.shown_run import ShownRun
 from gui_app.ui.window.window_state import EVALUATION, PAUSED, STATE_TEXT, TRAINING, WindowState
+from gui_app.ui.workers.background import Background, Send
 from gui_app.ui.workers.supervisor import RunSupervisor
 
 
@@ -40,6 +44,7 @@ class RunActions(QObject):
         self.closing = False  # the run is being stopped so that the window can close
         # Background work put off until the run's first step (see _defer_background_work).
         self._deferred_detection = self._deferred_inspection = False
+        self._reading = Background(self)  # a big run's history, read before it is resumed
         supervisor.events.connect(self._on_events)
         supervisor.run_started.connect(self._on_run_started)
         supervisor.notice.connect(self._on_notice)
@@ -76,7 +81,7 @@ class RunActions(QObject):
     def resume_run(self, run_dir: str, overrides: Sequence[str] | None = None) -> None:
         """Resume a run from its checkpoint; a failed one first asks what to change (ResumeDialog),
         since resuming it unchanged would fail the same way."""
-        if not self._state.is_idle():
+        if not self._state.is_idle() or self._reading.busy():  # (reading a run to resume it)
             return
         listed = next((r for r in self._state.selection if r.path == str(run_dir)), None)
         info = listed.info if listed is not None else None
@@ -96,14 +101,30 @@ class RunActions(QObject):
             return
         # The history first: the resumed engine appends to the same events.jsonl, and the
         # charts drop any steps after the checkpoint when its run_started arrives. A host's
-        # run brings its history with it (followed from its first event).
-        if host is None:
-            self._shown.show_history(run_dir)
-        else:
+        # run brings its history with it (followed from its first event). A big run's is read
+        # on a thread, as Open reads it (a run of GBs without its pyramid takes seconds).
+        if host is not None:
             self._shown.clear()
-        self.note.emit(f"Resuming {Path(there).name}" + (f" on {host_name}" if host_name else ""))
+        elif events_bytes(run_dir) > READ_HERE_BYTES:
+            self._state.set_status(f"Reading {Path(run_dir).name}…")
+            self._reading.run(_read_history, str(run_dir), deliver=lambda read: self._resume_read(read, overrides),
+                              failed=lambda exc: self._state.set_status(f"Cannot resume {run_dir}: {exc}"),
+                              name="resume-read")
+            return
+        else:
+            self._shown.show_history(run_dir)
+        self._resume(there, host, overrides)
+
+    def _resume_read(self, read: tuple[str, RunHistory], overrides: Sequence[str] | None) -> None:
+        run_dir, history = read
+        if self._state.is_idle():  # (nothing started while it was read)
+            self._shown.show_history(run_dir, history)
+            self._resume(run_dir, None, overrides)
+
+    def _resume(self, run_dir: str, host: Host | None, overrides: Sequence[str] | None) -> None:
+        self.note.emit(f"Resuming {Path(run_dir).name}" + (f" on {host.name}" if host is not None else ""))
         self._defer_background_work()
-        self._supervisor.start_resume(there, overrides or (), host=host)
+        self._supervisor.start_resume(run_dir, overrides or (), host=host)
         self._state.set_tab(TRAINING)
 
     def _resume_bundle(self, bundle: str, overrides: Sequence[str]) -> None:
@@ -191,3 +212,8 @@ class RunActions(QObject):
             self.failure_box = QMessageBox(QMessageBox.Icon.Warning, f"Run {status}", message or f"The run {status}.",
                                            QMessageBox.StandardButton.Ok, self._window)
             self.failure_box.open()  # window-modal but not blocking: the event loop keeps going
+
+
+def _read_history(send: Send, run_dir: str) -> None:
+    """On a Background thread: the run's history, for :meth:`RunActions._resume_read`."""
+    send((run_dir, read_history(run_dir)))

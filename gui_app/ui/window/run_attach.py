@@ -36,7 +36,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from gui_app.core.history import RunHistory
-from gui_app.core.rundir import EVENTS_FILE, LONG_RUN_BYTES, HistorySoFar, read_history_so_far
+from gui_app.core.rundir import LONG_RUN_BYTES, HistorySoFar, events_bytes, read_history_so_far
 from gui_app.core.ssh_hosts import HostsFileError, find_host, split_run_key
 from gui_app.ui.window.file_actions import READ_HERE_BYTES
 from gui_app.ui.window.runs_panel import RunsPanel
@@ -75,7 +75,7 @@ class RunAttach(QObject):
             self._supervisor.attach(run_dir, None, 0, history=True)
             self._state.set_tab(TRAINING)
             return True
-        if _events_bytes(run_dir) > READ_HERE_BYTES:  # read on a thread: the window does not freeze
+        if events_bytes(run_dir) > READ_HERE_BYTES:  # read on a thread: the window does not freeze
             self._state.set_status(f"Reading {Path(run_dir).name}…")
             self._background.run(_read_so_far, self._asked, run_dir, deliver=self._on_read,
                                  failed=self._on_read_failed, name="attach-read")
@@ -155,16 +155,6 @@ def _read_so_far(send: Send, asked: int, run_dir: str) -> None:
     send((asked, run_dir, read_history_so_far(run_dir)))
 
 
-def _events_bytes(run_dir: str) -> int:
-    try:
-        return (Path(run_dir) / EVENTS_FILE).stat().st_size
-    except OSError:
-        return 0
-
-
 def _is_long(run_dir: str) -> bool:
     """A run whose history comes from its pyramid (rundir.read_long_run's size rule)."""
-    try:
-        return (Path(run_dir) / EVENTS_FILE).stat().st_size >= LONG_RUN_BYTES
-    except OSError:
-        return False
+    return events_bytes(run_dir) >= LONG_RUN_BYTES
