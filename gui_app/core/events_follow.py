@@ -48,25 +48,35 @@ class EventsFollower(LineFollower):
             self.finished = kind == "run_finished"
         return True
 
+    def skip(self, line: bytes) -> None:
+        """A line before ``start_line`` is parsed only when it may start or end a run: skipping the
+        million step lines of a 5.5 GB run (32 replicas) took 57 s parsing each, 9 s so."""
+        if b'"run_started"' in line or b'"run_finished"' in line:
+            self.keep(line)
+        elif line.startswith(b"{"):
+            self.events_read += 1
 
 
-def last_start_line(run_dir: str | Path) -> int:
-    """The line of ``events.jsonl`` that holds its last run_started (0 when none): where a
-    resumed run's own events begin. Read in chunks from the end, then its newlines counted up to
-    there: memory stays a few MB for a file of GBs (a week-long run's)."""
+
+def last_start(run_dir: str | Path) -> tuple[int, int]:
+    """The line of ``events.jsonl`` that holds its last run_started and the byte it starts at
+    ((0, 0) when none): where a resumed run's own events begin. Read in chunks from the end,
+    then its newlines counted up to there: a few MB of memory for a file of GBs."""
     try:
         with open(Path(run_dir) / EVENTS_FILE, "rb") as f:
             at = _last_at(f, b'"run_started"')
             if at < 0:
-                return 0
+                return 0, 0
             f.seek(0)
-            newlines, left = 0, at
-            while left > 0 and (chunk := f.read(min(_CHUNK, left))):
+            newlines, start, read = 0, 0, 0
+            while read < at and (chunk := f.read(min(_CHUNK, at - read))):
                 newlines += chunk.count(b"\n")
-                left -= len(chunk)
-            return newlines
+                if (last := chunk.rfind(b"\n")) >= 0:
+                    start = read + last + 1
+                read += len(chunk)
+            return newlines, start
     except OSError:
-        return 0
+        return 0, 0
 
 
 def _last_at(f: BinaryIO, needle: bytes) -> int:

@@ -102,6 +102,11 @@ class LineFollower:
         """Whether a complete line past ``start_line`` is handed out (a subclass filters and folds here)."""
         return True
 
+    def skip(self, line: bytes) -> None:
+        """A complete line up to ``start_line``, read but not handed out (a subclass that folds
+        sees it here; it may look at it more cheaply than :meth:`keep`)."""
+        self.keep(line)
+
     def _read_new(self, max_bytes: int | None = None) -> list[bytes]:
         if self._pending and os.pread(self._fd, len(self._pending), self._offset) != self._pending:
             self._pending = b""  # the torn line was cut off (and maybe something else written there)
@@ -118,7 +123,9 @@ class LineFollower:
                 self._offset += end
                 for line in data[:end].splitlines(keepends=True):
                     self.lines_read += 1
-                    if self.keep(line) and self.lines_read > self.start_line:
+                    if self.lines_read <= self.start_line:
+                        self.skip(line)
+                    elif self.keep(line):
                         out.append(line)
                         size += len(line)
         return out

@@ -98,14 +98,14 @@ def test_the_last_run_started_line_is_found_across_chunks_without_reading_the_fi
     started = b'{"type": "run_started"}\n'
     body = started + step * 6_000 + started + step * 9_000  # ~3.2 MB: the second run_started in the first MB
     (run / "events.jsonl").write_bytes(body)
-    assert events_follow.last_start_line(run) == 6_001
+    assert events_follow.last_start(run) == (6_001, len(started + step * 6_000))
     (run / "events.jsonl").write_bytes(step * 10 + started)
-    assert events_follow.last_start_line(run) == 10
+    assert events_follow.last_start(run) == (10, len(step * 10))
     (run / "events.jsonl").write_bytes(step * 10)
-    assert events_follow.last_start_line(run) == 0
-    assert events_follow.last_start_line(tmp_path / "none") == 0
+    assert events_follow.last_start(run) == (0, 0)
+    assert events_follow.last_start(tmp_path / "none") == (0, 0)
     # a needle across the edge of two chunks read backwards
     pad = events_follow._CHUNK - 5
     (run / "events.jsonl").write_bytes(b"\n" * 3 + b"a" * (pad - 3) + started + step * 5)
     size = (run / "events.jsonl").stat().st_size
-    assert (size - (pad + 5)) < events_follow._CHUNK and events_follow.last_start_line(run) == 3
+    assert (size - (pad + 5)) < events_follow._CHUNK and events_follow.last_start(run) == (3, 3)

@@ -81,12 +81,12 @@ def test_a_resumes_start_line_is_found_off_the_gui_thread(qtbot, runs_dir, monke
     run = write_run(runs_dir, "20261201-090000-digits", None)
     on_gui: list[bool] = []
 
-    def slow_last_start_line(_run_dir):
+    def slow_last_start(_run_dir):
         on_gui.append(threading.current_thread() is threading.main_thread())
         time.sleep(1.0)
-        return 7
+        return 7, 1234
 
-    monkeypatch.setattr(attach_reads, "last_start_line", slow_last_start_line)
+    monkeypatch.setattr(attach_reads, "last_start", slow_last_start)
     asked: list[tuple[str, ...]] = []
 
     def engine_command(*args: str) -> list[str]:
@@ -100,7 +100,7 @@ def test_a_resumes_start_line_is_found_off_the_gui_thread(qtbot, runs_dir, monke
         qtbot.waitUntil(lambda: bool(asked), timeout=20_000)
         qtbot.wait(60)
     attachment.detach()
-    assert asked[0] == ("attach", str(run), "--from", "7")
+    assert asked[0] == ("attach", str(run), "--from", "0", "--from-byte", "1234")  # by its byte: no lines counted
     assert on_gui == [False]
     assert max(gaps) < 0.7, max(gaps)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gui_app.core.backends import HereBackend, RunBackend
-from gui_app.core.events_follow import last_start_line
+from gui_app.core.events_follow import last_start
 from gui_app.core.history.coarse import long_history
 from gui_app.core.history.wire import decode_history
 from gui_app.core.line_follow import count_lines
@@ -82,8 +82,10 @@ def fold_history(send: Send, value: dict) -> None:
 
 
 def start_line(send: Send, run_dir: str, scheduled: bool) -> None:
-    """The line a resumed run's attach starts at (see ``Attachment._on_started``)."""
-    send(count_lines(Path(run_dir) / EVENTS_FILE) if scheduled else last_start_line(run_dir))
+    """The line a resumed run's attach starts at, and the byte it may start from instead (0: none;
+    see ``Attachment._on_started``): a scheduled run's after every line, one here at its last
+    run_started, by its byte (skipping a million lines took ``attach`` 9 s of a 5.5 GB file)."""
+    send((count_lines(Path(run_dir) / EVENTS_FILE), 0) if scheduled else last_start(run_dir))
 
 
 def run_check(send: Send, run_dir: str, backend: RunBackend | None, stopping: bool) -> None:

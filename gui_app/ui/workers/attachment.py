@@ -184,12 +184,13 @@ class Attachment(QObject):
             self._log.follow(backend, from_end=self.lines > 0)
             self._attach_started()
 
-    def _on_start_line(self, line: int) -> None:
+    def _on_start_line(self, start: tuple[int, int]) -> None:
         if self._done:  # it let go while the file was read
             return
-        self.lines = line
+        line, byte = start
+        self._byte, self.lines = (byte, 0) if byte else (0, line)
         if isinstance(self.backend, HereBackend):
-            self._log.follow(self.backend, from_end=self.lines > 0)
+            self._log.follow(self.backend, from_end=line > 0)
         self._attach_started()
 
     def _attach_started(self) -> None:
