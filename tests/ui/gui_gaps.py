@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 
@@ -27,3 +28,18 @@ def gui_thread_gaps(interval_ms: int = 20) -> Iterator[list[float]]:
         yield gaps
     finally:
         timer.stop()
+
+
+def slowed(monkeypatch, owner: object, name: str, seconds: float) -> list[bool]:
+    """``owner.name`` made ``seconds`` slower (a loaded machine, a big file); returns, filled as
+    it is called, whether each call ran on the GUI thread."""
+    on_gui: list[bool] = []
+    real = getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        on_gui.append(threading.current_thread() is threading.main_thread())
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, slow)
+    return on_gui

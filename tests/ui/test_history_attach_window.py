@@ -172,25 +172,16 @@ def test_a_run_of_some_mb_is_read_off_the_gui_thread_then_followed(qtbot, window
     (file_actions.READ_HERE_BYTES): read on a thread, the window's timers keep running, then
     followed from the line after what was read. The read is made 1.5 s slower (a loaded
     machine, a slow disk) so the GUI thread's gap tells it apart from showing the charts."""
-    import threading
     import time
 
-    from gui_gaps import gui_thread_gaps
+    from gui_gaps import gui_thread_gaps, slowed
     from pyramid_runs import finished, step_lines
 
     from gui_app.core import run_lock
     from gui_app.ui.window import run_attach
     from gui_app.ui.window.file_actions import READ_HERE_BYTES
 
-    on_gui: list[bool] = []
-    read = run_attach.read_history_so_far
-
-    def slow_read(run_dir):
-        on_gui.append(threading.current_thread() is threading.main_thread())
-        time.sleep(1.5)
-        return read(run_dir)
-
-    monkeypatch.setattr(run_attach, "read_history_so_far", slow_read)
+    on_gui = slowed(monkeypatch, run_attach, "read_history_so_far", 1.5)
 
     window.settings.confirm_close_during_run = False
     steps = 12_000

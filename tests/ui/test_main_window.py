@@ -187,10 +187,7 @@ def test_a_big_runs_history_is_read_off_the_gui_thread_before_it_resumes(qtbot, 
     """Resume shows the run's history first; a big run's (over READ_HERE_BYTES: here every run,
     and its read made 1.5 s slow, as a run of GBs without its pyramid is) is read on a thread, the
     window's timers running meanwhile, then the run resumes and completes with each step once."""
-    import threading
-    import time
-
-    from gui_gaps import gui_thread_gaps
+    from gui_gaps import gui_thread_gaps, slowed
 
     from gui_app.ui.window import run_actions
 
@@ -202,16 +199,8 @@ def test_a_big_runs_history_is_read_off_the_gui_thread_before_it_resumes(qtbot, 
         window.window_actions.stop.trigger()
     run_dir = finished.args[1]
     wait_listed(qtbot, window.runs)
-    on_gui: list[bool] = []
-    read = run_actions.read_history
-
-    def slow_read(path):
-        on_gui.append(threading.current_thread() is threading.main_thread())
-        time.sleep(1.5)
-        return read(path)
-
     monkeypatch.setattr(run_actions, "READ_HERE_BYTES", 0)
-    monkeypatch.setattr(run_actions, "read_history", slow_read)
+    on_gui = slowed(monkeypatch, run_actions, "read_history", 1.5)
     window.runs.select(run_dir)
     fake_engine.configure("normal", steps=20)
     with gui_thread_gaps() as gaps, qtbot.waitSignal(sup.finished, timeout=20_000) as finished:
