@@ -37,7 +37,7 @@ from gui_app.core.live_runs import list_live_runs, live_process
 from gui_app.engine.commands.attach_history import history_start, line_start_problem, not_the_file
 from gui_app.engine.run.control_fifo import ChannelError, NotRunning, send
 from gui_app.engine.run.event_writer import format_text
-from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, say
 from gui_app.engine.schedulers import scheduled_runs
 from gui_app.engine.schedulers.kubernetes import runs as kubernetes_runs
 
@@ -91,16 +91,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=runs)
 
 
-def _say(command: str, text: str) -> None:
-    with contextlib.suppress(OSError, ValueError):  # stderr may be gone with the connection
-        print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
-
-
 def _run_dir(args: argparse.Namespace) -> Path | None:
     run_dir = Path(args.run_dir).expanduser()
     if rundir.is_run_dir(run_dir):
         return run_dir
-    _say(args.command, f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
+    say(args.command, f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
     return None
 
 
@@ -110,17 +105,17 @@ def attach(args: argparse.Namespace) -> int:
     if run_dir is None:
         return EXIT_BAD_INPUT
     if args.from_line < 0:
-        _say("attach", f"--from: must be >= 0; got {args.from_line}")
+        say("attach", f"--from: must be >= 0; got {args.from_line}")
         return EXIT_BAD_INPUT
     if args.history and (args.from_line or args.from_byte or args.inode or args.text):
-        _say("attach", "--history: the history comes before line 0; not with --from, --from-byte, --inode or --text")
+        say("attach", "--history: the history comes before line 0; not with --from, --from-byte, --inode or --text")
         return EXIT_BAD_INPUT
     events = run_dir / rundir.EVENTS_FILE
     if args.inode and (problem := not_the_file(events, args.inode)):
-        _say("attach", f"--inode: {problem}")
+        say("attach", f"--inode: {problem}")
         return EXIT_REPLACED
     if args.from_byte and (problem := line_start_problem(events, args.from_byte)):
-        _say("attach", f"--from-byte: {problem}")
+        say("attach", f"--from-byte: {problem}")
         return EXIT_BAD_INPUT
     detached = threading.Event()  # set when this attachment ends and the run goes on
     if args.control == "stdin" and (ends_attachment := stdin_ends_attachment()) is not None:
@@ -137,7 +132,7 @@ def attach(args: argparse.Namespace) -> int:
         try:
             # the file read is the one checked above, unless a resume replaced it in between
             if args.inode and (fd := follower.open()) is not None and (problem := not_the_file(fd, args.inode)):
-                _say("attach", f"--inode: {problem}")
+                say("attach", f"--inode: {problem}")
                 return EXIT_REPLACED
             if start is not None and not _write(_Output(sys.stdout.buffer, None), [start.line]):
                 return EXIT_OK  # nobody reads us any more: detach
@@ -185,12 +180,12 @@ def _ended(backend: HereBackend, follower: EventsFollower, kubectl_said: str = "
     run_dir, job = backend.run_dir, backend.job()
     if job is not None:
         never = "" if follower.events_read else " (it never started)"
-        _say("attach", kubectl_said or f"{run_dir}: {job[1].scheduler} job {job[0]} is {job[1].describe()} and "
+        say("attach", kubectl_said or f"{run_dir}: {job[1].scheduler} job {job[0]} is {job[1].describe()} and "
                                        f"the run did not finish{never}")
     elif not follower.events_read:
-        _say("attach", f"{run_dir} has no events and no process runs it (it never started)")
+        say("attach", f"{run_dir} has no events and no process runs it (it never started)")
     else:
-        _say("attach", f"{run_dir}: its process is gone without finishing the run (killed, crashed, or its machine "
+        say("attach", f"{run_dir}: its process is gone without finishing the run (killed, crashed, or its machine "
                        f"went down): the run is interrupted; resume it with: replica-studio resume {run_dir}")
     return EXIT_FAILED
 
@@ -271,12 +266,12 @@ def _forward_stdin(run_dir: Path, detached: threading.Event, ends_attachment: bo
                 if backend is not None and backend.by_scheduler():  # scancel, kubectl delete: its workers
                     failed = backend.cancel()  # get SIGTERM and stop together with a checkpoint
                     if failed:
-                        _say("attach", f"'stop' not sent: {failed}")
+                        say("attach", f"'stop' not sent: {failed}")
                 elif word:
                     try:
                         send(run_dir, word)
                     except ChannelError as exc:
-                        _say("attach", f"{word!r} not sent: {exc}")
+                        say("attach", f"{word!r} not sent: {exc}")
     except OSError:  # unreadable (nohup's stdin) or gone with its connection
         pass
     if ends_attachment:
@@ -301,7 +296,7 @@ def _detaching_on_signals(detached: threading.Event):
 # ---- stop ---------------------------------------------------------------------------------
 def stop(args: argparse.Namespace) -> int:
     if not args.timeout >= 0:  # NaN too, which never passes a deadline ('inf' is "wait as long as it takes")
-        _say("stop", f"--timeout: must be a number of seconds >= 0; got {args.timeout:g}")
+        say("stop", f"--timeout: must be a number of seconds >= 0; got {args.timeout:g}")
         return EXIT_BAD_INPUT
     run_dir = _run_dir(args)
     if run_dir is None:
@@ -318,12 +313,12 @@ def stop(args: argparse.Namespace) -> int:
     except NotRunning:
         pass  # it ended meanwhile
     except ChannelError as exc:
-        _say("stop", str(exc))
+        say("stop", str(exc))
         return EXIT_BAD_INPUT
     deadline = time.monotonic() + args.timeout
     while run_lock.holder(run_dir) is not None:
         if time.monotonic() >= deadline:
-            _say("stop", f"{run_dir} is still running {args.timeout:g} s after 'stop' was sent (process "
+            say("stop", f"{run_dir} is still running {args.timeout:g} s after 'stop' was sent (process "
                          f"{process.pid} on {process.host}); it stops after its step group and a checkpoint: "
                          f"wait for it with 'replica-studio attach {run_dir}', or end it with 'kill {process.pid}' "
                          "there (resume goes on from its last checkpoint)")
@@ -339,7 +334,7 @@ def runs(args: argparse.Namespace) -> int:
     runs_dir = Path(args.runs_dir).expanduser() if args.runs_dir else rundir.default_runs_dir()
     problem = _not_a_runs_folder(runs_dir)
     if problem:
-        _say("runs", f"{'--runs-dir' if args.runs_dir else 'runs folder'}: {problem}")
+        say("runs", f"{'--runs-dir' if args.runs_dir else 'runs folder'}: {problem}")
         return EXIT_BAD_INPUT
     found = list_live_runs(runs_dir)
     if args.json:

@@ -34,7 +34,7 @@ from gui_app.core.answers import LogLine, encode
 from gui_app.core.backends import local_backend
 from gui_app.core.line_follow import LineFollower
 from gui_app.core.run_lock import holder
-from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK, say
 
 COMMANDS = ("log",)
 POLL_SECONDS = 0.25  # a log line is for a person: a quarter of a second is soon enough
@@ -55,7 +55,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def log(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).expanduser()
     if not rundir.is_run_dir(run_dir):
-        _say(f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
+        say("log", f"run_dir: {run_dir} is not a run directory (no {rundir.CONFIG_FILE})")
         return EXIT_BAD_INPUT
     ended = threading.Event()
     if args.follow and _stdin_is_piped():
@@ -123,7 +123,4 @@ def _wait_for_stdin_end(ended: threading.Event) -> None:
     ended.set()
 
 
-def _say(text: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        print(f"replica-studio log: {text}", file=sys.stderr, flush=True)
 

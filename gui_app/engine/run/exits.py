@@ -4,12 +4,22 @@
 with one line on stderr naming the key or the file; 130 interrupted (Ctrl+C during an export).
 They are defined with the code that reads the engine's output (the window needs them too).
 """
+import contextlib
+import sys
+
 from gui_app.core.engine_output import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK"]
 
 
 RUN_COMMANDS = ("train", "resume", "evaluate")
+
+
+def say(command: str, text: str) -> None:
+    """``command``'s one line on stderr (why it refused, or what it did); never raises: stderr
+    may be gone with the connection or the window that read it."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
 
 
 def exit_now(code: int) -> None:

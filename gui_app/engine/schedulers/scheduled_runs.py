@@ -12,10 +12,9 @@ from types import ModuleType
 
 from gui_app.core import rundir
 from gui_app.core.backends import HereBackend
-from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, say
 from gui_app.engine.schedulers.kubernetes import runs as kubernetes_runs
 from gui_app.engine.schedulers.slurm import runs as slurm_runs
-from gui_app.engine.schedulers.tools import say
 
 RUNS: dict[str, ModuleType] = {"slurm": slurm_runs, "kubernetes": kubernetes_runs}
 

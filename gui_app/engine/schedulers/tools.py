@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
 from gui_app.core.backends.base import JobState, ScheduledBackend
+from gui_app.engine.run.exits import say
 
 Job = TypeVar("Job")
 Job_co = TypeVar("Job_co", covariant=True)
@@ -53,11 +53,6 @@ class Recorded(Protocol[Job_co]):
     run_dir: Path
 
     def record(self) -> Job_co | None: ...
-
-
-def say(command: str, text: str) -> None:
-    """``command``'s refusal: one line on stderr."""
-    print(f"replica-studio {command}: {text}", file=sys.stderr, flush=True)
 
 
 def record(backend: Recorded[Job]) -> Job:

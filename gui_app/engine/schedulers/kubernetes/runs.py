@@ -32,7 +32,7 @@ from gui_app.core.backends import kubernetes
 from gui_app.core.backends.base import UNKNOWN, JobState
 from gui_app.core.backends.kubernetes import MANIFEST_FILE, KubernetesBackend
 from gui_app.core.line_follow import count_lines
-from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK, say
 from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.kubernetes import submit as kubernetes_submit
 from gui_app.engine.schedulers.tools import SubmitError
@@ -165,7 +165,7 @@ def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:
     """Apply the kept manifest again: the pods continue the run from its checkpoint on the volume."""
     run_dir = Path(args.run_dir).expanduser().absolute()
     if getattr(args, "set", None):
-        tools.say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
+        say("resume", "--set: a Kubernetes run's config is in its manifest (job.yaml); submit a new run instead")
         return EXIT_BAD_INPUT
     if not tools.may_resume(backend, current):
         return EXIT_BAD_INPUT
@@ -177,7 +177,7 @@ def resume(args: argparse.Namespace, backend: KubernetesBackend) -> int:
         kubernetes_submit.apply(run_dir / MANIFEST_FILE, job.job, job.kubectl_args())
         kubernetes.record_job(run_dir, job.job, job.namespace, job.context)
     except (SubmitError, OSError) as exc:
-        tools.say("resume", str(exc))
+        say("resume", str(exc))
         return EXIT_BAD_INPUT
     print(job.job)
     print(run_dir, flush=True)

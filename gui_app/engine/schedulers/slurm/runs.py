@@ -23,7 +23,7 @@ from gui_app.core.backends.base import JobState
 from gui_app.core.backends.slurm import SCRIPT_FILE, SlurmBackend
 from gui_app.core.config import ConfigError, RunConfig
 from gui_app.core.overrides import apply_overrides
-from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK
+from gui_app.engine.run.exits import EXIT_BAD_INPUT, EXIT_OK, say
 from gui_app.engine.schedulers import tools
 from gui_app.engine.schedulers.slurm.submit import sbatch
 from gui_app.engine.schedulers.tools import SubmitError
@@ -42,7 +42,7 @@ def resume(args: argparse.Namespace, backend: SlurmBackend) -> int:
         job_id = sbatch(run_dir / SCRIPT_FILE)
         slurm.record_job(run_dir, job_id)
     except (ConfigError, SubmitError, OSError) as exc:
-        tools.say("resume", str(exc))
+        say("resume", str(exc))
         return EXIT_BAD_INPUT
     print(job_id)
     print(run_dir, flush=True)
