@@ -32,7 +32,7 @@ from gui_app.ui.settings import Settings
 from gui_app.ui.window.bundle_open import BundleOpen
 from gui_app.ui.window.model_actions import ModelActions
 from gui_app.ui.window.shown_run import ShownRun
-from gui_app.ui.window.window_state import DATASET, EVALUATION, TRAINING, TRY, WindowState
+from gui_app.ui.window.window_state import DATASET, EVALUATION, STATE_TEXT, TRAINING, TRY, WindowState
 from gui_app.ui.workers.background import Background, Send
 
 READ_HERE_BYTES = 256 << 10  # events read on the GUI thread at most (a 10-step run's are 6 KB)
@@ -69,13 +69,20 @@ class FileActions(QObject):
             self._show_read((self._asked, runs, [read_history(run) for run in runs]))
         else:
             self._state.set_status(f"Reading {path.name}…")
-            self._background.run(_read_histories, self._asked, runs, deliver=self._show_read,
+            self._background.run(_read_histories, self._asked, runs, deliver=self._show_read_there,
                                  failed=self._on_read_failed, name="open-run")
         return True
 
     def is_reading(self) -> bool:
         """A big run is being read to be shown."""
         return self._background.busy()
+
+    def _show_read_there(self, read: tuple[int, list[Path], list[RunHistory]]) -> None:
+        """A run read on the thread: the latest Open's "Reading RUN…" gives way (it stayed on
+        the status line under the run's charts)."""
+        if read[0] == self._asked:
+            self._state.set_status(STATE_TEXT[self._state.run_state])
+        self._show_read(read)
 
     def _show_read(self, read: tuple[int, list[Path], list[RunHistory]]) -> None:
         asked, runs, histories = read
