@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -63,11 +64,20 @@ class Launched:
             if self.on_event:
                 self.on_event(self, event)
             if time.monotonic() > deadline:
-                self.proc.kill()
+                self.kill()
                 raise TimeoutError(f"the launcher ran longer than {timeout} s")
         code = self.proc.wait(timeout=max(1, deadline - time.monotonic()))
         self._err.join(timeout=5)
         return code
+
+    def kill(self) -> None:
+        """The launcher and its workers: a worker left running would slow every later test."""
+        for pid in [*children(self.proc.pid), self.proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait(timeout=30)
 
     def of(self, kind: str) -> list[dict]:
         return [e for e in self.events if e["type"] == kind]
