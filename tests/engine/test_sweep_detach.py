@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from gui_app.core.sweep_config import SweepConfig
 from gui_app.engine.sweep import study as studies
 from gui_app.engine.sweep.folder import SweepFolder
 from gui_app.engine.sweep.status import importance
+from gui_app.identity import app_env
 
 BASE = {"dataset": {"name": "digits"}, "model": {"name": "mlp"}, "strategy": {"name": "default"},
         "training": {"epochs": 4}}
@@ -97,22 +100,42 @@ def test_sweep_status_json_has_the_importance(tmp_path, capfd):
     assert json.loads(capfd.readouterr().out)["importance"] == {}  # no trial completed
 
 
+def _sweep_process(sweep_dir: str) -> subprocess.Popen:
+    """A process holding the sweep's lock, as the sweep's own process does, until it is killed
+    (the kernel then drops the lock). Another process, not this one: what status must see is a
+    process that runs the sweep, and a lock of the test's own shares its process with the rest of
+    the suite."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from gui_app.core.run_lock import RunLock\n"
+                               "RunLock(sys.argv[1]).acquire()\n"
+                               "print('held', flush=True)\n"
+                               "time.sleep(600)\n", sweep_dir],
+                              stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=app_env())
+    assert holder.stdout.readline() == "held\n"
+    assert SweepFolder(sweep_dir).runner_pid() == holder.pid
+    return holder
+
+
 def test_status_every_follows_a_running_sweep_and_ends_with_it(tmp_path):
     path = tmp_path / "refused.json"
     path.write_text(json.dumps(REFUSED))
     sweep_dir = run_cli("sweep", str(path), "--sweeps-dir", str(tmp_path / "sweeps")).stdout.splitlines()[0]
-    lock = RunLock(Path(sweep_dir)).acquire()  # the sweep's process, as status sees it
+    holder = _sweep_process(sweep_dir)
     proc, reader = start_engine("sweep", "status", sweep_dir, "--json", "--every", "0.2", stdin=False)
     try:
         lines = reader.events(timeout=60)
-        first, second = next(lines), next(lines)
+        first, second = next(lines, None), next(lines, None)
+        if second is None:  # what ended it, in the failure
+            proc.wait(timeout=30)
+            raise AssertionError(f"status ended after {first}: exit {proc.returncode}, {proc.stderr.read()!r}")
         assert first["running"] and second["running"] and len(second["trials"]) == 2
-        lock.release()
+        holder.kill()  # the sweep's process ends
         rest = list(lines)  # it ends by itself once nothing of the sweep runs
         assert rest and not rest[-1]["running"]
         assert proc.wait(timeout=30) == 0
     finally:
-        lock.release()
+        holder.kill()
+        holder.wait()
         proc.kill()
     refused = run_cli("sweep", "status", sweep_dir, "--every", "1")
     assert refused.returncode == 2 and "--every: only with status --json" in refused.stderr
