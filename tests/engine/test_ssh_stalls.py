@@ -92,6 +92,7 @@ def test_a_worker_left_frozen_on_its_host_fails_the_run_with_the_stall_in_its_er
 
 
 @pytest.mark.skipif(not cgroup_quota_works(), reason="needs a writable cgroup v1 cpu controller (root)")
+@pytest.mark.timeout(600)  # (86 s here in a full slow run; its own limit is the launcher's 400 s below)
 def test_a_worker_given_a_fifth_of_a_cpu_on_its_host_is_the_straggler(ssh_host, tmp_path):
     data_file = ssh_host.home / f"noise-{tmp_path.name}.npz"  # a path the host's user can read, and root here
     synthetic_npz(data_file).chmod(0o644)
