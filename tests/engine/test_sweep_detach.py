@@ -111,8 +111,13 @@ def _sweep_process(sweep_dir: str) -> subprocess.Popen:
                                "print('held', flush=True)\n"
                                "time.sleep(600)\n", sweep_dir],
                               stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=app_env())
-    assert holder.stdout.readline() == "held\n"
-    assert SweepFolder(sweep_dir).runner_pid() == holder.pid
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert SweepFolder(sweep_dir).runner_pid() == holder.pid
+    except BaseException:  # not left sleeping for ten minutes behind a failed test
+        holder.kill()
+        holder.wait()
+        raise
     return holder
 
 
